@@ -1,0 +1,95 @@
+// A layer: forward, backward, parameters, FLOPs. Layers keep no per-call state: what
+// backward needs is saved in a Context owned by the caller, so a pipeline can keep many
+// micro-batches in flight through one layer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/random.hpp"
+#include "interplace/kernels/tensor.hpp"
+
+namespace interplace::kernels {
+
+class Backend;
+
+struct Parameter {
+  std::string name;  // e.g. "weight", "bias"
+  Tensor value;
+  Tensor grad;
+  bool weight_decay = true;  // false for biases and norm scales/shifts
+  // True after zero_grad(): the next backward overwrites `grad` instead of adding to it.
+  bool grad_is_zero = true;
+};
+
+struct FlopCount {
+  int64_t forward_flops = 0;
+  int64_t backward_flops = 0;  // input gradient plus parameter gradients
+};
+
+// Saved state of one forward call, consumed by the matching backward call.
+struct Context {
+  std::vector<Tensor> saved;
+  std::vector<Shape> input_shapes;
+};
+
+// Public calls validate (input count, shapes, devices, backward-after-forward) and then
+// dispatch to the protected virtual hooks each layer implements.
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual std::string type() const = 0;
+  // Number of inputs forward takes; -1 for any number >= 1 (Concat, Add).
+  virtual int input_count() const { return 1; }
+
+  // Output shape for these input shapes; throws invalid_input naming the problem.
+  Shape output_shape(std::span<const Shape> inputs) const;
+  Shape output_shape(const Shape& input) const;
+  FlopCount flops(std::span<const Shape> inputs) const;
+  FlopCount flops(const Shape& input) const;
+
+  // Computes the output and saves into `ctx` what backward needs.
+  Tensor forward(std::span<const Tensor> inputs, Context& ctx);
+  Tensor forward(const Tensor& x, Context& ctx);
+  // Returns one gradient per input and adds the parameter gradients into Parameter::grad
+  // (or overwrites them when grad_is_zero).
+  std::vector<Tensor> backward(const Tensor& grad_output, Context& ctx);
+
+  virtual std::vector<Parameter*> parameters() { return {}; }
+  // Non-trainable state that is part of the model (batch-norm running statistics).
+  virtual std::vector<Tensor*> buffers() { return {}; }
+  virtual void init_parameters(Rng& /*rng*/) {}
+
+  int64_t parameter_count();
+  void zero_grad();
+  void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+ protected:
+  // Called with the right number of input shapes; throws invalid_input on bad shapes.
+  virtual Shape infer_output_shape(std::span<const Shape> inputs) const = 0;
+  // Called with validated input shapes and the output shape.
+  virtual FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const = 0;
+  // Called with validated inputs on one device; ctx.saved is empty, ctx.input_shapes set.
+  virtual Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) = 0;
+  // Called with ctx from run_forward and a gradient of the output's shape.
+  virtual std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
+                                           Context& ctx) = 0;
+
+  // Makes sure p.grad has storage; returns true when the new gradient must be added to
+  // the one already there (kernels that can accumulate in place use this).
+  static bool begin_grad(Parameter& p);
+  // For kernels that can only overwrite: grad_target gives p.grad when it is zero, else
+  // a scratch tensor; store_grad then commits what was written (copy-free or added).
+  static Tensor grad_target(Parameter& p);
+  static void store_grad(Backend& backend, Parameter& p, const Tensor& written);
+
+ private:
+  void check_input_count(size_t count) const;
+  bool training_ = true;
+};
+
+}  // namespace interplace::kernels

@@ -1,0 +1,172 @@
+#include "interplace/kernels/tensor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::kernels {
+
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  void* allocate(int64_t bytes) override {
+    // 64-byte alignment suits AVX-512 loads and oneDNN's preferred alignment.
+    const auto rounded = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
+    void* ptr = std::aligned_alloc(64, rounded);
+    if (ptr == nullptr) {
+      throw_runtime("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    return ptr;
+  }
+  void deallocate(void* ptr, int64_t /*bytes*/) override { std::free(ptr); }
+};
+
+CpuAllocator cpu_allocator;
+Allocator* allocators[2] = {&cpu_allocator, nullptr};
+
+}  // namespace
+
+std::string to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+
+std::string to_string(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t extent : shape) n *= extent;
+  return n;
+}
+
+void set_allocator(Device device, Allocator* allocator) {
+  allocators[static_cast<int>(device)] = allocator;
+}
+
+Allocator& allocator_for(Device device) {
+  Allocator* allocator = allocators[static_cast<int>(device)];
+  if (allocator == nullptr) {
+    throw_runtime("no memory allocator for device " + to_string(device) +
+                  " (was interplace built with CUDA, and is a GPU present?)");
+  }
+  return *allocator;
+}
+
+struct Tensor::Storage {
+  Storage(Device d, int64_t n) : device(d), bytes(n), ptr(allocator_for(d).allocate(n)) {}
+  ~Storage() { allocator_for(device).deallocate(ptr, bytes); }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  Device device;
+  int64_t bytes;
+  void* ptr;
+};
+
+Tensor::Tensor(Shape shape, Device device) : shape_(std::move(shape)), device_(device) {
+  for (int64_t extent : shape_) {
+    if (extent < 0) throw_invalid("tensor shape " + to_string(shape_) + " has a negative extent");
+  }
+  numel_ = kernels::numel(shape_);
+  storage_ = std::make_shared<Storage>(device, bytes());
+  data_ = static_cast<float*>(storage_->ptr);
+}
+
+Tensor Tensor::zeros(Shape shape, Device device) {
+  Tensor t(std::move(shape), device);
+  if (device == Device::cpu) {
+    t.fill(0.0f);
+  } else {
+    throw_runtime("Tensor::zeros on " + to_string(device) + ": use the device backend's fill");
+  }
+  return t;
+}
+
+Tensor Tensor::full(Shape shape, float value) {
+  Tensor t(std::move(shape));
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::from_vector(Shape shape, std::span<const float> values) {
+  Tensor t(std::move(shape));
+  if (static_cast<int64_t>(values.size()) != t.numel()) {
+    throw_invalid("Tensor::from_vector: " + std::to_string(values.size()) +
+                  " values for shape " + to_string(t.shape()));
+  }
+  std::copy(values.begin(), values.end(), t.data());
+  return t;
+}
+
+int64_t Tensor::dim(int axis) const {
+  const int r = rank();
+  const int a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r) {
+    throw_invalid("axis " + std::to_string(axis) + " out of range for shape " + to_string(shape_));
+  }
+  return shape_[static_cast<size_t>(a)];
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (kernels::numel(shape) != numel_) {
+    throw_invalid("cannot reshape " + to_string(shape_) + " (" + std::to_string(numel_) +
+                  " elements) to " + to_string(shape));
+  }
+  Tensor view = *this;
+  view.shape_ = std::move(shape);
+  return view;
+}
+
+Tensor Tensor::clone() const {
+  require_cpu("clone");
+  Tensor copy(shape_, device_);
+  if (numel_ > 0) std::memcpy(copy.data_, data_, static_cast<size_t>(bytes()));
+  return copy;
+}
+
+void Tensor::require_cpu(const char* what) const {
+  if (device_ != Device::cpu) {
+    throw_runtime(std::string("Tensor::") + what + " needs a CPU tensor, got " +
+                  to_string(device_));
+  }
+}
+
+void Tensor::fill(float value) {
+  require_cpu("fill");
+  std::fill(data_, data_ + numel_, value);
+}
+
+void Tensor::copy_from(const Tensor& other) {
+  require_cpu("copy_from");
+  other.require_cpu("copy_from");
+  check_shape(other, shape_, "Tensor::copy_from source");
+  if (numel_ > 0) std::memcpy(data_, other.data_, static_cast<size_t>(bytes()));
+}
+
+std::vector<float> Tensor::to_vector() const {
+  require_cpu("to_vector");
+  return std::vector<float>(data_, data_ + numel_);
+}
+
+float& Tensor::at(int64_t i) {
+  require_cpu("at");
+  if (i < 0 || i >= numel_) throw_invalid("index " + std::to_string(i) + " out of range");
+  return data_[i];
+}
+
+float Tensor::at(int64_t i) const { return const_cast<Tensor*>(this)->at(i); }
+
+void check_shape(const Tensor& tensor, const Shape& expected, const std::string& what) {
+  if (!tensor.defined() || tensor.shape() != expected) {
+    throw_invalid(what + ": expected shape " + to_string(expected) + ", got " +
+                  (tensor.defined() ? to_string(tensor.shape()) : std::string("no tensor")));
+  }
+}
+
+}  // namespace interplace::kernels

@@ -1,0 +1,142 @@
+#include "gradcheck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+#include "interplace/kernels/random.hpp"
+
+namespace interplace::kernels::testing {
+
+namespace {
+
+double weighted_sum(const Tensor& y, const Tensor& r) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < y.numel(); ++i) sum += static_cast<double>(y.data()[i]) * r.data()[i];
+  return sum;
+}
+
+std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
+  std::vector<int64_t> all(static_cast<size_t>(count));
+  std::iota(all.begin(), all.end(), 0);
+  if (count <= limit) return all;
+  for (int64_t i = 0; i < limit; ++i) {  // partial Fisher-Yates
+    const auto j = i + static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(count - i));
+    std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(j)]);
+  }
+  all.resize(static_cast<size_t>(limit));
+  return all;
+}
+
+// Compares the numerical derivative of L with respect to `values` against `analytic`.
+::testing::AssertionResult compare(const std::string& what, Tensor& values,
+                                   const Tensor& analytic, const std::function<double()>& loss,
+                                   const GradCheckOptions& options, Rng& rng) {
+  if (!analytic.defined() || analytic.numel() != values.numel()) {
+    return ::testing::AssertionFailure()
+           << what << ": analytic gradient missing or of the wrong size";
+  }
+  double diff2 = 0.0, numeric2 = 0.0, analytic2 = 0.0;
+  double worst = 0.0;
+  int64_t worst_index = -1;
+  double worst_numeric = 0.0, worst_analytic = 0.0;
+  for (int64_t i : sample_indices(values.numel(), options.max_elements, rng)) {
+    float& v = values.data()[i];
+    const float original = v;
+    v = static_cast<float>(original + options.step);
+    const double plus = loss();
+    v = static_cast<float>(original - options.step);
+    const double minus = loss();
+    v = original;
+    const double numeric = (plus - minus) / (2.0 * options.step);
+    const double exact = analytic.data()[i];
+    diff2 += (numeric - exact) * (numeric - exact);
+    numeric2 += numeric * numeric;
+    analytic2 += exact * exact;
+    if (std::abs(numeric - exact) > worst) {
+      worst = std::abs(numeric - exact);
+      worst_index = i;
+      worst_numeric = numeric;
+      worst_analytic = exact;
+    }
+  }
+  const double scale = std::max({std::sqrt(numeric2), std::sqrt(analytic2), 1e-8});
+  const double error = std::sqrt(diff2) / scale;
+  if (error > options.tolerance) {
+    return ::testing::AssertionFailure()
+           << what << ": relative gradient error " << error << " > " << options.tolerance
+           << " (worst at element " << worst_index << ": numeric " << worst_numeric
+           << ", analytic " << worst_analytic << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
+  Rng rng(seed);
+  Tensor t(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = rng.normal(0.0f, stddev);
+  return t;
+}
+
+::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
+                                           const GradCheckOptions& options) {
+  Context ctx;
+  const Tensor y = layer.forward(inputs, ctx);
+  const Tensor r = random_tensor(y.shape(), options.seed);
+  layer.zero_grad();
+  const std::vector<Tensor> input_grads = layer.backward(r, ctx);
+  if (input_grads.size() != inputs.size()) {
+    return ::testing::AssertionFailure() << layer.type() << " returned " << input_grads.size()
+                                         << " input gradients for " << inputs.size() << " inputs";
+  }
+  // Copy analytic parameter gradients before the finite-difference forwards run.
+  std::vector<Tensor> param_grads;
+  for (Parameter* p : layer.parameters()) {
+    if (p->grad_is_zero) {
+      return ::testing::AssertionFailure()
+             << layer.type() << "." << p->name << " received no gradient";
+    }
+    param_grads.push_back(p->grad.clone());
+  }
+
+  const auto loss = [&] {
+    Context scratch;
+    return weighted_sum(layer.forward(inputs, scratch), r);
+  };
+  Rng rng(options.seed + 1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!options.differentiable.empty() && !options.differentiable[i]) continue;
+    auto result = compare(layer.type() + " input " + std::to_string(i), inputs[i],
+                          input_grads[i], loss, options, rng);
+    if (!result) return result;
+  }
+  const std::vector<Parameter*> params = layer.parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto result = compare(layer.type() + "." + params[i]->name, params[i]->value, param_grads[i],
+                          loss, options, rng);
+    if (!result) return result;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     double rtol, double atol) {
+  if (actual.numel() != static_cast<int64_t>(expected.size())) {
+    return ::testing::AssertionFailure() << "size " << actual.numel() << " vs expected "
+                                         << expected.size();
+  }
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double a = actual.data()[i];
+    const double e = expected[static_cast<size_t>(i)];
+    if (!(std::abs(a - e) <= atol + rtol * std::abs(e))) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << a << " vs expected " << e;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace interplace::kernels::testing

@@ -1,0 +1,36 @@
+// Test helpers: gradient checks by central finite differences, tensor comparisons.
+//
+// The check uses the scalar loss L = sum_i y_i * r_i with a fixed random r, so dL/dy = r.
+// Analytic gradients come from layer.backward(r); numerical ones from
+// (L(v + h) - L(v - h)) / 2h per element, with L accumulated in double precision.
+// Agreement is measured norm-wise: ||numeric - analytic|| / max(||numeric||, ||analytic||).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "interplace/kernels/layer.hpp"
+
+namespace interplace::kernels::testing {
+
+struct GradCheckOptions {
+  double step = 1e-2;            // h
+  double tolerance = 5e-3;       // on the norm-wise relative error
+  int max_elements = 256;        // per tensor; larger tensors are sampled (seeded)
+  std::vector<bool> differentiable;  // per input; empty = all inputs are checked
+  uint64_t seed = 7;
+};
+
+::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
+                                           const GradCheckOptions& options = {});
+
+// A CPU tensor of `shape` filled with N(0, stddev) values (seeded).
+Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev = 1.0f);
+
+// Elementwise |actual - expected| <= atol + rtol * |expected|, reporting the worst index.
+::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
+                                     double rtol = 1e-4, double atol = 1e-5);
+
+}  // namespace interplace::kernels::testing
