@@ -33,6 +33,7 @@ struct FlopCount {
 struct Context {
   std::vector<Tensor> saved;
   std::vector<Shape> input_shapes;
+  std::vector<Context> children;  // for composite layers (Sequential, Residual)
 };
 
 // Public calls validate (input count, shapes, devices, backward-after-forward) and then
@@ -65,7 +66,7 @@ class Layer {
 
   int64_t parameter_count();
   void zero_grad();
-  void set_training(bool training) { training_ = training; }
+  virtual void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
 
  protected:

@@ -1,0 +1,38 @@
+# Thin wrapper around CMake. Every target first makes sure the dependencies are there
+# (scripts/install-deps is quick when nothing is missing).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+WERROR ?= OFF
+
+.PHONY: all deps build test bench demo format clean
+
+all: build
+
+deps:
+	scripts/install-deps
+
+$(BUILD)/CMakeCache.txt:
+	scripts/install-deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DINTERPLACE_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	scripts/install-deps
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Kernel microbenchmarks and the resnet20 training step beside PyTorch at 1 and 2 threads.
+bench: build
+	scripts/install-deps --with-torch
+	bench/run $(BUILD)
+
+# The main job. Until the sweep and the analysis exist, it is the benchmark run.
+demo: bench
+
+format:
+	git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)
