@@ -84,7 +84,11 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
 
 ::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
                                            const GradCheckOptions& options) {
+  const auto prepare = [&] {
+    if (options.before_forward) options.before_forward();
+  };
   Context ctx;
+  prepare();
   const Tensor y = layer.forward(inputs, ctx);
   const Tensor r = random_tensor(y.shape(), options.seed);
   layer.zero_grad();
@@ -105,6 +109,7 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
 
   const auto loss = [&] {
     Context scratch;
+    prepare();
     return weighted_sum(layer.forward(inputs, scratch), r);
   };
   Rng rng(options.seed + 1);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "interplace/kernels/layer.hpp"
@@ -21,6 +22,8 @@ struct GradCheckOptions {
   int max_elements = 256;        // per tensor; larger tensors are sampled (seeded)
   std::vector<bool> differentiable;  // per input; empty = all inputs are checked
   uint64_t seed = 7;
+  // Called before every forward of the check, e.g. to pin a dropout layer's mask.
+  std::function<void()> before_forward;
 };
 
 ::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,

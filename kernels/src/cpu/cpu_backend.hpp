@@ -92,6 +92,7 @@ class CpuBackend final : public Backend {
   void sum_rows(const Tensor& x, Tensor& y, bool accumulate) override;
   void add_row_bias(const Tensor& bias, Tensor& y) override;
   void copy_channels(Tensor& slice, Tensor& whole, int64_t offset, bool slice_to_whole) override;
+  void swap_axes_12(const Tensor& x, Tensor& y) override;
   double squared_norm(const Tensor& x) override;
 
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& velocity, float lr, float momentum,

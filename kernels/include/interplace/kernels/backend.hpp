@@ -76,6 +76,7 @@ class Backend {
   virtual void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& mean, const Tensor& variance, float epsilon,
                                    Tensor& dx, Tensor& dgamma, Tensor& dbeta) = 0;
+  // (dgamma and dbeta are overwritten, not accumulated.)
 
   // --- pooling. `workspace` is backend-owned state for max-pool backward; the backend
   // (re)allocates it in forward, the caller keeps it until backward.
@@ -135,6 +136,9 @@ class Backend {
   // (slice_to_whole) or into it.
   virtual void copy_channels(Tensor& slice, Tensor& whole, int64_t offset,
                              bool slice_to_whole) = 0;
+  // Swaps the two middle axes: x [A, B, C, D] -> y [A, C, B, D] (splits and merges
+  // attention heads: [batch, time, heads, head_dim] <-> [batch, heads, time, head_dim]).
+  virtual void swap_axes_12(const Tensor& x, Tensor& y) = 0;
   // Sum of squares of x (for gradient-norm clipping and tests).
   virtual double squared_norm(const Tensor& x) = 0;
 

@@ -57,6 +57,7 @@ class Layer {
   Tensor forward(const Tensor& x, Context& ctx);
   // Returns one gradient per input and adds the parameter gradients into Parameter::grad
   // (or overwrites them when grad_is_zero).
+  // Inputs that are not differentiable (token ids, labels) get an undefined Tensor().
   std::vector<Tensor> backward(const Tensor& grad_output, Context& ctx);
 
   virtual std::vector<Parameter*> parameters() { return {}; }

@@ -1,0 +1,47 @@
+// GPT-2's causal multi-head self-attention: x [B, T, dim] ->
+//   [q k v] = x Wqkv^T + bqkv                        (Wqkv [3 dim, dim], q/k/v [B, T, dim])
+//   per head h: a = softmax(q_h k_h^T / sqrt(dim / heads), causal) v_h
+//   y = merge_heads(a) Wproj^T + bproj               (Wproj [dim, dim])
+// Parameters "qkv.weight", "qkv.bias", "proj.weight", "proj.bias": 4 dim^2 + 4 dim, as
+// GPT-2. Weights init N(0, 0.02), biases 0 (GPT-2's depth scaling of proj.weight is the
+// model's business). Built only from backend ops, so it runs on any backend.
+// FLOPs (multiply-add = 2; N = B*T): forward 8 N dim^2 + 4 N dim (projections with bias)
+// + 4 B T^2 dim (scores and weighted sum, computed in full) + 5 per unmasked score
+// (softmax: max, subtract, exp, sum, scale; B*heads*T(T+1)/2 of them); backward 16 N dim^2
+// + 4 N dim + 8 B T^2 dim + 4 per unmasked score. Head split/merge copies cost no FLOPs.
+#pragma once
+
+#include "interplace/kernels/layer.hpp"
+
+namespace interplace::kernels {
+
+class CausalSelfAttention final : public Layer {
+ public:
+  CausalSelfAttention(int64_t dim, int64_t heads);
+
+  std::string type() const override { return "CausalSelfAttention"; }
+  std::vector<Parameter*> parameters() override {
+    return {&qkv_weight_, &qkv_bias_, &proj_weight_, &proj_bias_};
+  }
+  void init_parameters(Rng& rng) override;
+
+  int64_t dim() const { return dim_; }
+  int64_t heads() const { return heads_; }
+  Parameter& qkv_weight() { return qkv_weight_; }
+  Parameter& qkv_bias() { return qkv_bias_; }
+  Parameter& proj_weight() { return proj_weight_; }
+  Parameter& proj_bias() { return proj_bias_; }
+
+ protected:
+  Shape infer_output_shape(std::span<const Shape> inputs) const override;
+  FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
+  Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
+                                   Context& ctx) override;
+
+ private:
+  int64_t dim_, heads_, head_dim_;
+  Parameter qkv_weight_, qkv_bias_, proj_weight_, proj_bias_;
+};
+
+}  // namespace interplace::kernels

@@ -1,0 +1,91 @@
+// Token plus position embedding lookup and its scatter-add gradient.
+#include <algorithm>
+
+#include "cpu_backend.hpp"
+#include "cpu_indices.hpp"
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::kernels::cpu {
+
+namespace {
+
+constexpr int64_t kParallelElements = 32768;
+constexpr int64_t kColumnBlock = 64;  // columns per task of the gradient scatter
+
+struct EmbeddingDims {
+  int64_t batch, time, vocab, positions, dim;
+};
+
+EmbeddingDims check_embedding(const char* op, const Tensor& ids, const Tensor& token_table,
+                              const Tensor& position_table, const Tensor& y) {
+  if (ids.rank() != 2 || token_table.rank() != 2 || position_table.rank() != 2 ||
+      token_table.dim(1) != position_table.dim(1)) {
+    throw_invalid(std::string(op) + ": expected ids [B, T], token table [V, D] and position " +
+                  "table [P, D], got " + to_string(ids.shape()) + ", " +
+                  to_string(token_table.shape()) + ", " + to_string(position_table.shape()));
+  }
+  const EmbeddingDims d{ids.dim(0), ids.dim(1), token_table.dim(0), position_table.dim(0),
+                        token_table.dim(1)};
+  if (d.time > d.positions) {
+    throw_invalid(std::string(op) + ": sequence length " + std::to_string(d.time) +
+                  " exceeds the " + std::to_string(d.positions) + " rows of the position table");
+  }
+  if (y.numel() != d.batch * d.time * d.dim) {
+    throw_invalid(std::string(op) + ": output/gradient " + to_string(y.shape()) + " is not [" +
+                  std::to_string(d.batch) + ", " + std::to_string(d.time) + ", " +
+                  std::to_string(d.dim) + "]");
+  }
+  check_indices(ids, d.vocab, std::string(op) + ": token id", "the vocabulary size");
+  return d;
+}
+
+}  // namespace
+
+void CpuBackend::embedding_forward(const Tensor& ids, const Tensor& token_table,
+                                   const Tensor& position_table, Tensor& y) {
+  const EmbeddingDims d = check_embedding("embedding_forward", ids, token_table, position_table, y);
+  const float* pid = ids.data();
+  const float* tok = token_table.data();
+  const float* pos = position_table.data();
+  float* py = y.data();
+  const int64_t rows = d.batch * d.time;
+#pragma omp parallel for if (y.numel() > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* tr = tok + static_cast<int64_t>(pid[r]) * d.dim;
+    const float* pr = pos + (r % d.time) * d.dim;
+    float* yr = py + r * d.dim;
+#pragma omp simd
+    for (int64_t c = 0; c < d.dim; ++c) yr[c] = tr[c] + pr[c];
+  }
+}
+
+void CpuBackend::embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
+                                    Tensor& dposition_table) {
+  const EmbeddingDims d =
+      check_embedding("embedding_backward", ids, dtoken_table, dposition_table, dy);
+  const float* pid = ids.data();
+  const float* pdy = dy.data();
+  float* dtok = dtoken_table.data();
+  float* dpos = dposition_table.data();
+  const int64_t rows = d.batch * d.time;
+  // Repeated ids make row-parallel scatter racy; instead each task owns a block of
+  // columns of both tables and walks the rows in order (deterministic, no atomics).
+  const int64_t blocks = (d.dim + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for if (dy.numel() > kParallelElements)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c0 = b * kColumnBlock;
+    const int64_t width = std::min(kColumnBlock, d.dim - c0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* g = pdy + r * d.dim + c0;
+      float* tr = dtok + static_cast<int64_t>(pid[r]) * d.dim + c0;
+      float* pr = dpos + (r % d.time) * d.dim + c0;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) {
+        tr[c] += g[c];
+        pr[c] += g[c];
+      }
+    }
+  }
+}
+
+}  // namespace interplace::kernels::cpu
