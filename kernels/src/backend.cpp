@@ -1,5 +1,7 @@
 #include "interplace/kernels/backend.hpp"
 
+#include <cstdio>
+
 #include "interplace/kernels/error.hpp"
 
 namespace interplace::kernels {
@@ -27,9 +29,13 @@ std::string Pool2dGeometry::key() const {
 }
 
 std::string MatmulGeometry::key() const {
+  // Scales in hex-float form: exact, so plans for nearby alphas never collide.
+  char scales[64];
+  std::snprintf(scales, sizeof scales, "%a,%a", static_cast<double>(alpha),
+                static_cast<double>(beta));
   return "matmul:" + std::to_string(batch) + "," + std::to_string(m) + "," + std::to_string(n) +
          "," + std::to_string(k) + "," + (transpose_a ? "T" : "N") + (transpose_b ? "T" : "N") +
-         "," + std::to_string(alpha) + "," + std::to_string(beta);
+         "," + scales;
 }
 
 void register_backend(Device device, Backend* backend) {
