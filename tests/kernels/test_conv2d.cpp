@@ -186,5 +186,28 @@ TEST(Conv2d, RejectsBadShapesAndArguments) {
   EXPECT_THROW(layer.backward(Tensor::zeros({1, 4, 3, 3}), empty), Error);
 }
 
+TEST(Conv2d, BackendRejectsTensorsThatDoNotMatchTheGeometry) {
+  Backend& backend = backend_for(Device::cpu);
+  const Conv2dGeometry g{1, 2, 5, 5, 4, 3, 3, 1, 1, 1};
+  Tensor y({1, 4, 5, 5});
+  expect_invalid(
+      [&] {
+        backend.conv2d_forward(g, Tensor::zeros({1, 3, 5, 5}), Tensor::zeros({4, 2, 3, 3}),
+                               Tensor(), y);
+      },
+      "input [1, 3, 5, 5] has 75 elements, expected 50");
+  Tensor dw({4, 2, 3, 3}), wrong_bias({3});
+  expect_invalid(
+      [&] {
+        backend.conv2d_backward_weights(g, Tensor::zeros({1, 2, 5, 5}), y, dw, wrong_bias);
+      },
+      "bias gradient [3]");
+  expect_invalid(
+      [&] {
+        backend.conv2d_backward_data({1, 2, 5, 5, 4, 3, 3, 1, 1, 3}, y, dw, y);
+      },
+      "invalid geometry");
+}
+
 }  // namespace
 }  // namespace interplace::kernels

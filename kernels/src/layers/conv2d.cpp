@@ -53,12 +53,10 @@ Shape Conv2d::infer_output_shape(std::span<const Shape> inputs) const {
     throw_invalid(name + ": input " + to_string(in) + " has " + std::to_string(in[1]) +
                   " channels, expected " + std::to_string(in_channels_));
   }
-  for (int axis : {2, 3}) {
-    if (in[axis] + 2 * padding_ < kernel_) {
-      throw_invalid(name + ": kernel " + std::to_string(kernel_) +
-                    " is larger than the padded input " + std::to_string(in[2]) + "x" +
-                    std::to_string(in[3]) + " (padding " + std::to_string(padding_) + ")");
-    }
+  if (in[2] + 2 * padding_ < kernel_ || in[3] + 2 * padding_ < kernel_) {
+    throw_invalid(name + ": kernel " + std::to_string(kernel_) +
+                  " is larger than the padded input " + std::to_string(in[2]) + "x" +
+                  std::to_string(in[3]) + " (padding " + std::to_string(padding_) + ")");
   }
   const Conv2dGeometry g = geometry(in);
   return {in[0], out_channels_, g.out_height(), g.out_width()};
