@@ -95,7 +95,9 @@ void check_geometry(const Conv2dGeometry& g) {
       g.kernel_h < 1 || g.kernel_w < 1 || g.stride < 1 || g.padding < 0 || g.groups < 1 ||
       g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0 ||
       g.in_height + 2 * g.padding < g.kernel_h || g.in_width + 2 * g.padding < g.kernel_w) {
-    throw_invalid("conv2d: invalid geometry " + g.key());
+    throw_invalid("conv2d: invalid geometry " + g.key() +
+                  " (extents, kernel, stride and groups must be positive, padding non-negative, "
+                  "groups must divide both channel counts and the kernel fit the padded input)");
   }
 }
 

@@ -19,7 +19,9 @@ void check_geometry(const Pool2dGeometry& g) {
   if (g.batch < 1 || g.channels < 1 || g.in_height < 1 || g.in_width < 1 || g.kernel < 1 ||
       g.stride < 1 || g.padding < 0 || 2 * g.padding > g.kernel ||
       g.in_height + 2 * g.padding < g.kernel || g.in_width + 2 * g.padding < g.kernel) {
-    throw_invalid("pool2d: invalid geometry " + g.key());
+    throw_invalid("pool2d: invalid geometry " + g.key() +
+                  " (extents, kernel and stride must be positive, padding in [0, kernel/2] and "
+                  "the kernel must fit the padded input)");
   }
 }
 
