@@ -1,0 +1,44 @@
+// Conv2d: x [N, Cin, H, W] -> y [N, Cout, Ho, Wo] with Ho = (H + 2*padding - k) / stride + 1
+// (floor, as PyTorch), square kernel k, weight [Cout, Cin/groups, k, k] and optional bias
+// [Cout]. groups = Cin = Cout is a depthwise convolution.
+//
+// FLOPs (a multiply-add counts as 2): forward 2*N*Cout*Ho*Wo*(Cin/groups)*k*k, plus
+// N*Cout*Ho*Wo for the bias. Backward: the same product count for the input gradient and
+// again for the weight gradient, plus N*Cout*Ho*Wo for the bias gradient's sum.
+#pragma once
+
+#include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/layer.hpp"
+
+namespace interplace::kernels {
+
+class Conv2d final : public Layer {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+         int64_t padding = 0, int64_t groups = 1, bool bias = true);
+
+  std::string type() const override { return "Conv2d"; }
+  std::vector<Parameter*> parameters() override;
+  // PyTorch's default: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
+  // fan_in = Cin/groups * k * k.
+  void init_parameters(Rng& rng) override;
+
+  Parameter& weight() { return weight_; }
+  Parameter& bias() { return bias_; }
+
+ protected:
+  Shape infer_output_shape(std::span<const Shape> inputs) const override;
+  FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
+  Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
+                                   Context& ctx) override;
+
+ private:
+  Conv2dGeometry geometry(const Shape& input) const;
+
+  int64_t in_channels_, out_channels_, kernel_, stride_, padding_, groups_;
+  bool has_bias_;
+  Parameter weight_, bias_;
+};
+
+}  // namespace interplace::kernels
