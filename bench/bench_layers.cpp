@@ -54,13 +54,19 @@ std::function<std::unique_ptr<Layer>()> maker(Args... args) {
 
 std::vector<Case> cases() {
   return {
-      {"conv3x3_16_28x28_b128", maker<Conv2d>(16, 16, 3, 1, 1, 1, false), one_input({128, 16, 28, 28})},
-      {"conv3x3_32_14x14_b128", maker<Conv2d>(32, 32, 3, 1, 1, 1, false), one_input({128, 32, 14, 14})},
+      {"conv3x3_16_28x28_b128", maker<Conv2d>(16, 16, 3, 1, 1, 1, false),
+       one_input({128, 16, 28, 28})},
+      {"conv3x3_32_14x14_b128", maker<Conv2d>(32, 32, 3, 1, 1, 1, false),
+       one_input({128, 32, 14, 14})},
       {"conv3x3_64_7x7_b128", maker<Conv2d>(64, 64, 3, 1, 1, 1, false), one_input({128, 64, 7, 7})},
-      {"conv3x3_s2_16to32_b128", maker<Conv2d>(16, 32, 3, 2, 1, 1, false), one_input({128, 16, 28, 28})},
-      {"conv1x1_s2_16to32_b128", maker<Conv2d>(16, 32, 1, 2, 0, 1, false), one_input({128, 16, 28, 28})},
-      {"conv3x3_64_56x56_b16", maker<Conv2d>(64, 64, 3, 1, 1, 1, false), one_input({16, 64, 56, 56})},
-      {"dwconv3x3_144_56x56_b16", maker<Conv2d>(144, 144, 3, 1, 1, 144, false), one_input({16, 144, 56, 56})},
+      {"conv3x3_s2_16to32_b128", maker<Conv2d>(16, 32, 3, 2, 1, 1, false),
+       one_input({128, 16, 28, 28})},
+      {"conv1x1_s2_16to32_b128", maker<Conv2d>(16, 32, 1, 2, 0, 1, false),
+       one_input({128, 16, 28, 28})},
+      {"conv3x3_64_56x56_b16", maker<Conv2d>(64, 64, 3, 1, 1, 1, false),
+       one_input({16, 64, 56, 56})},
+      {"dwconv3x3_144_56x56_b16", maker<Conv2d>(144, 144, 3, 1, 1, 144, false),
+       one_input({16, 144, 56, 56})},
       {"batchnorm_16_28x28_b128", maker<BatchNorm2d>(16), one_input({128, 16, 28, 28})},
       {"relu_16_28x28_b128", maker<ReLU>(), one_input({128, 16, 28, 28})},
       {"maxpool3x3_s2_64_112x112_b8", maker<MaxPool2d>(3, 2, 1), one_input({8, 64, 112, 112})},
@@ -70,7 +76,9 @@ std::vector<Case> cases() {
       {"layernorm_768_1024rows", maker<LayerNorm>(768), one_input({8, 128, 768})},
       {"attention_768_h12_t128_b8", maker<CausalSelfAttention>(768, 12), one_input({8, 128, 768})},
       {"embedding_50257x768_t128_b8", maker<Embedding>(50257, 1024, 768),
-       [](Rng& rng) { return std::vector<Tensor>{integers({8, 128}, 50257, rng)}; }},
+       [](Rng& rng) {
+         return std::vector<Tensor>{integers({8, 128}, 50257, rng)};
+       }},
       {"softmax_xent_50257_512rows", maker<SoftmaxCrossEntropy>(),
        [](Rng& rng) {
          return std::vector<Tensor>{normal({512, 50257}, rng), integers({512}, 50257, rng)};

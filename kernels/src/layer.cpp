@@ -42,7 +42,9 @@ FlopCount Layer::flops(std::span<const Shape> inputs) const {
   return count_flops(inputs, output_shape(inputs));
 }
 
-FlopCount Layer::flops(const Shape& input) const { return flops(std::span<const Shape>(&input, 1)); }
+FlopCount Layer::flops(const Shape& input) const {
+  return flops(std::span<const Shape>(&input, 1));
+}
 
 Tensor Layer::forward(const Tensor& x, Context& ctx) {
   return forward(std::span<const Tensor>(&x, 1), ctx);

@@ -12,9 +12,13 @@ uint64_t Rng::next_u64() {
   return z ^ (z >> 31);
 }
 
-float Rng::uniform() { return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f; }
+float Rng::uniform() {
+  return static_cast<float>(next_u64() >> 40) * 0x1.0p-24f;
+}
 
-float Rng::uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
+float Rng::uniform(float lo, float hi) {
+  return lo + (hi - lo) * uniform();
+}
 
 float Rng::normal(float mean, float stddev) {
   const double u1 = (static_cast<double>(next_u64() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]

@@ -30,7 +30,9 @@ Allocator* allocators[2] = {&cpu_allocator, nullptr};
 
 }  // namespace
 
-std::string to_string(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+std::string to_string(Device device) {
+  return device == Device::cpu ? "cpu" : "cuda";
+}
 
 std::string to_string(const Shape& shape) {
   std::ostringstream out;
@@ -97,8 +99,8 @@ Tensor Tensor::full(Shape shape, float value) {
 Tensor Tensor::from_vector(Shape shape, std::span<const float> values) {
   Tensor t(std::move(shape));
   if (static_cast<int64_t>(values.size()) != t.numel()) {
-    throw_invalid("Tensor::from_vector: " + std::to_string(values.size()) +
-                  " values for shape " + to_string(t.shape()));
+    throw_invalid("Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " +
+                  to_string(t.shape()));
   }
   std::copy(values.begin(), values.end(), t.data());
   return t;
@@ -160,7 +162,9 @@ float& Tensor::at(int64_t i) {
   return data_[i];
 }
 
-float Tensor::at(int64_t i) const { return const_cast<Tensor*>(this)->at(i); }
+float Tensor::at(int64_t i) const {
+  return const_cast<Tensor*>(this)->at(i);
+}
 
 void check_shape(const Tensor& tensor, const Shape& expected, const std::string& what) {
   if (!tensor.defined() || tensor.shape() != expected) {

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "interplace/kernels/error.hpp"
 
@@ -31,6 +32,12 @@ template <class F>
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no error thrown";
+}
+
+// Shorthand for one fragment, reporting the failure as a non-fatal expectation.
+template <class F>
+void expect_invalid(F&& f, std::string_view fragment) {
+  EXPECT_TRUE(throws_invalid(std::forward<F>(f), {fragment}));
 }
 
 }  // namespace interplace::kernels::testing

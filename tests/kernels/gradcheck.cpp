@@ -31,8 +31,8 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
 }
 
 // Compares the numerical derivative of L with respect to `values` against `analytic`.
-::testing::AssertionResult compare(const std::string& what, Tensor& values,
-                                   const Tensor& analytic, const std::function<double()>& loss,
+::testing::AssertionResult compare(const std::string& what, Tensor& values, const Tensor& analytic,
+                                   const std::function<double()>& loss,
                                    const GradCheckOptions& options, Rng& rng) {
   if (!analytic.defined() || analytic.numel() != values.numel()) {
     return ::testing::AssertionFailure()
@@ -67,8 +67,8 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
   if (error > options.tolerance) {
     return ::testing::AssertionFailure()
            << what << ": relative gradient error " << error << " > " << options.tolerance
-           << " (worst at element " << worst_index << ": numeric " << worst_numeric
-           << ", analytic " << worst_analytic << ")";
+           << " (worst at element " << worst_index << ": numeric " << worst_numeric << ", analytic "
+           << worst_analytic << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -115,8 +115,8 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
   Rng rng(options.seed + 1);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!options.differentiable.empty() && !options.differentiable[i]) continue;
-    auto result = compare(layer.type() + " input " + std::to_string(i), inputs[i],
-                          input_grads[i], loss, options, rng);
+    auto result = compare(layer.type() + " input " + std::to_string(i), inputs[i], input_grads[i],
+                          loss, options, rng);
     if (!result) return result;
   }
   const std::vector<Parameter*> params = layer.parameters();
@@ -128,11 +128,35 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult backward_accumulates(Layer& layer, const Tensor& x, uint64_t seed) {
+  Context ctx;
+  const Tensor y = layer.forward(x, ctx);
+  const Tensor dy = random_tensor(y.shape(), seed);
+  layer.zero_grad();
+  layer.backward(dy, ctx);
+  std::vector<Tensor> once;
+  for (Parameter* p : layer.parameters()) once.push_back(p->grad.clone());
+  layer.backward(dy, ctx);
+  const std::vector<Parameter*> params = layer.parameters();
+  for (size_t k = 0; k < params.size(); ++k) {
+    for (int64_t i = 0; i < once[k].numel(); ++i) {
+      const double expected = 2.0 * once[k].data()[i];
+      const double actual = params[k]->grad.data()[i];
+      if (std::abs(actual - expected) > 1e-6 + 1e-5 * std::abs(expected)) {
+        return ::testing::AssertionFailure()
+               << layer.type() << "." << params[k]->name << " element " << i << ": " << actual
+               << " after two backward calls, expected " << expected;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 ::testing::AssertionResult all_close(const Tensor& actual, const std::vector<double>& expected,
                                      double rtol, double atol) {
   if (actual.numel() != static_cast<int64_t>(expected.size())) {
-    return ::testing::AssertionFailure() << "size " << actual.numel() << " vs expected "
-                                         << expected.size();
+    return ::testing::AssertionFailure()
+           << "size " << actual.numel() << " vs expected " << expected.size();
   }
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.data()[i];

@@ -17,9 +17,9 @@
 namespace interplace::kernels::testing {
 
 struct GradCheckOptions {
-  double step = 1e-2;            // h
-  double tolerance = 5e-3;       // on the norm-wise relative error
-  int max_elements = 256;        // per tensor; larger tensors are sampled (seeded)
+  double step = 1e-2;                // h
+  double tolerance = 5e-3;           // on the norm-wise relative error
+  int max_elements = 256;            // per tensor; larger tensors are sampled (seeded)
   std::vector<bool> differentiable;  // per input; empty = all inputs are checked
   uint64_t seed = 7;
   // Called before every forward of the check, e.g. to pin a dropout layer's mask.
@@ -28,6 +28,10 @@ struct GradCheckOptions {
 
 ::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
                                            const GradCheckOptions& options = {});
+
+// Runs forward once and backward twice with the same gradient and checks every parameter
+// gradient doubled (gradients accumulate across backward calls until zero_grad).
+::testing::AssertionResult backward_accumulates(Layer& layer, const Tensor& x, uint64_t seed);
 
 // A CPU tensor of `shape` filled with N(0, stddev) values (seeded).
 Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev = 1.0f);

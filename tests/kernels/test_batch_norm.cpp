@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "expect_invalid.hpp"
 #include "gradcheck.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/batch_norm.hpp"
@@ -132,17 +133,7 @@ TEST(BatchNorm2d, EvalGradientsMatchFiniteDifferences) {
 TEST(BatchNorm2d, SecondBackwardAccumulatesParameterGradients) {
   BatchNorm2d layer(2);
   set_affine(layer, 10);
-  const Tensor x = random_tensor({2, 2, 3, 3}, 11);
-  const Tensor dy = random_tensor({2, 2, 3, 3}, 12);
-  Context ctx;
-  layer.forward(x, ctx);
-  layer.zero_grad();
-  layer.backward(dy, ctx);
-  const Tensor once = layer.weight().grad.clone();
-  layer.backward(dy, ctx);
-  for (int64_t i = 0; i < once.numel(); ++i) {
-    EXPECT_FLOAT_EQ(layer.weight().grad.data()[i], 2 * once.data()[i]);
-  }
+  EXPECT_TRUE(testing::backward_accumulates(layer, random_tensor({2, 2, 3, 3}, 11), 12));
 }
 
 TEST(BatchNorm2d, CountsParametersAndFlops) {
@@ -156,15 +147,7 @@ TEST(BatchNorm2d, CountsParametersAndFlops) {
   EXPECT_EQ(layer.flops(Shape{8, 16, 5, 5}).forward_flops, 2 * n);
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_invalid;
 
 TEST(BatchNorm2d, RejectsBadShapesAndArguments) {
   expect_invalid([] { BatchNorm2d(0); }, "channels must be >= 1, got 0");

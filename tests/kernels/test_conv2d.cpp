@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "expect_invalid.hpp"
 #include "gradcheck.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/conv2d.hpp"
@@ -112,21 +113,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dCases, ::testing::ValuesIn(kCases),
 
 TEST(Conv2d, SecondBackwardAccumulatesParameterGradients) {
   Conv2d layer = make_layer({"", 2, 4, 5, 5, 8, 3, 1, 1, 1, true}, 6);
-  const Tensor x = random_tensor({2, 4, 5, 5}, 7);
-  const Tensor dy = random_tensor({2, 8, 5, 5}, 8);
-  Context ctx;
-  layer.forward(x, ctx);
-  layer.zero_grad();
-  layer.backward(dy, ctx);
-  const Tensor once = layer.weight().grad.clone();
-  const Tensor bias_once = layer.bias().grad.clone();
-  layer.backward(dy, ctx);
-  for (int64_t i = 0; i < once.numel(); ++i) {
-    EXPECT_FLOAT_EQ(layer.weight().grad.data()[i], 2 * once.data()[i]);
-  }
-  for (int64_t i = 0; i < bias_once.numel(); ++i) {
-    EXPECT_FLOAT_EQ(layer.bias().grad.data()[i], 2 * bias_once.data()[i]);
-  }
+  EXPECT_TRUE(testing::backward_accumulates(layer, random_tensor({2, 4, 5, 5}, 7), 8));
 }
 
 TEST(Conv2d, InitialisesWithinPyTorchBound) {
@@ -153,15 +140,7 @@ TEST(Conv2d, CountsParametersAndFlops) {
   EXPECT_EQ(layer.output_shape(Shape{1, 16, 7, 8}), (Shape{1, 32, 4, 4}));
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_invalid;
 
 TEST(Conv2d, RejectsBadShapesAndArguments) {
   expect_invalid([] { Conv2d(0, 4, 3); }, "in_channels must be >= 1, got 0");

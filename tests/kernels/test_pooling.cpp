@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "expect_invalid.hpp"
 #include "gradcheck.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/pooling.hpp"
@@ -154,15 +155,7 @@ TEST(Pooling, CountsFlopsAndHasNoParameters) {
   EXPECT_EQ(global.output_shape(Shape{8, 16, 8, 8}), (Shape{8, 16}));
 }
 
-void expect_invalid(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_invalid;
 
 TEST(Pooling, RejectsBadShapesAndArguments) {
   expect_invalid([] { MaxPool2d(0, 1); }, "kernel must be >= 1, got 0");

@@ -16,7 +16,9 @@ void set_cpu_threads(int threads) {
   omp_set_num_threads(threads);
 }
 
-int cpu_threads() { return omp_get_max_threads(); }
+int cpu_threads() {
+  return omp_get_max_threads();
+}
 
 namespace cpu {
 

@@ -35,8 +35,8 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::cpu; }
   std::string name() const override;
 
-  void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w,
-                      const Tensor& bias, Tensor& y) override;
+  void conv2d_forward(const Conv2dGeometry& g, const Tensor& x, const Tensor& w, const Tensor& bias,
+                      Tensor& y) override;
   void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
                             Tensor& dx) override;
   void conv2d_backward_weights(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
@@ -52,8 +52,8 @@ class CpuBackend final : public Backend {
                            const Tensor& batch_mean, const Tensor& batch_variance, float epsilon,
                            Tensor& dx, Tensor& dgamma, Tensor& dbeta) override;
 
-  void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                          float epsilon, Tensor& y, Tensor& mean, Tensor& variance) override;
+  void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, float epsilon,
+                          Tensor& y, Tensor& mean, Tensor& variance) override;
   void layer_norm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                            const Tensor& mean, const Tensor& variance, float epsilon, Tensor& dx,
                            Tensor& dgamma, Tensor& dbeta) override;
@@ -76,8 +76,8 @@ class CpuBackend final : public Backend {
   void softmax_cross_entropy_backward(const Tensor& probabilities, const Tensor& labels,
                                       float scale, Tensor& dlogits) override;
 
-  void embedding_forward(const Tensor& ids, const Tensor& token_table,
-                         const Tensor& position_table, Tensor& y) override;
+  void embedding_forward(const Tensor& ids, const Tensor& token_table, const Tensor& position_table,
+                         Tensor& y) override;
   void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                           Tensor& dposition_table) override;
 

@@ -11,8 +11,8 @@ namespace {
 
 void require_same_numel(const Tensor& a, const Tensor& b, const char* op) {
   if (a.numel() != b.numel()) {
-    throw_invalid(std::string(op) + ": element counts differ, " + to_string(a.shape()) +
-                  " vs " + to_string(b.shape()));
+    throw_invalid(std::string(op) + ": element counts differ, " + to_string(a.shape()) + " vs " +
+                  to_string(b.shape()));
   }
 }
 
@@ -73,8 +73,8 @@ void CpuBackend::scale(float alpha, Tensor& x) {
 void CpuBackend::sum_rows(const Tensor& x, Tensor& y, bool accumulate) {
   const int64_t cols = y.numel();
   if (cols == 0 || x.numel() % cols != 0) {
-    throw_invalid("sum_rows: " + to_string(x.shape()) + " is not rows of " +
-                  std::to_string(cols) + " columns");
+    throw_invalid("sum_rows: " + to_string(x.shape()) + " is not rows of " + std::to_string(cols) +
+                  " columns");
   }
   const int64_t rows = x.numel() / cols;
   const float* px = x.data();
@@ -105,11 +105,11 @@ void CpuBackend::add_row_bias(const Tensor& bias, Tensor& y) {
   }
 }
 
-void CpuBackend::copy_channels(Tensor& slice, Tensor& whole, int64_t offset,
-                               bool slice_to_whole) {
+void CpuBackend::copy_channels(Tensor& slice, Tensor& whole, int64_t offset, bool slice_to_whole) {
   if (slice.rank() < 2 || whole.rank() != slice.rank() || slice.dim(0) != whole.dim(0) ||
       offset < 0 || offset + slice.dim(1) > whole.dim(1) ||
-      slice.numel() / (slice.dim(0) * slice.dim(1)) != whole.numel() / (whole.dim(0) * whole.dim(1))) {
+      slice.numel() / (slice.dim(0) * slice.dim(1)) !=
+          whole.numel() / (whole.dim(0) * whole.dim(1))) {
     throw_invalid("copy_channels: slice " + to_string(slice.shape()) + " at channel " +
                   std::to_string(offset) + " does not fit in " + to_string(whole.shape()));
   }

@@ -15,8 +15,8 @@ struct MatmulPlan {
 dnnl::memory::desc operand_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed) {
   // Logical [batch, rows, cols]; stored as [batch, cols, rows] when transposed.
   const dnnl::memory::dims dims = {batch, rows, cols};
-  const dnnl::memory::dims strides =
-      transposed ? dnnl::memory::dims{rows * cols, 1, rows} : dnnl::memory::dims{rows * cols, cols, 1};
+  const dnnl::memory::dims strides = transposed ? dnnl::memory::dims{rows * cols, 1, rows}
+                                                : dnnl::memory::dims{rows * cols, cols, 1};
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
@@ -44,8 +44,8 @@ void CpuBackend::matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& 
       ops.append_sum(1.0f);
       attr.set_post_ops(ops);
     }
-    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(p.a, p.b, p.c), attr, engine_));
+    p.primitive = dnnl::matmul(
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine_));
     return p;
   });
   plan.primitive.execute(stream_, {{DNNL_ARG_SRC, wrap(plan.a, a)},

@@ -68,8 +68,7 @@ FlopCount Sequential::count_flops(std::span<const Shape> inputs, const Shape& /*
   return total;
 }
 
-Tensor Sequential::run_forward(Backend& /*backend*/, std::span<const Tensor> inputs,
-                               Context& ctx) {
+Tensor Sequential::run_forward(Backend& /*backend*/, std::span<const Tensor> inputs, Context& ctx) {
   ctx.children.resize(layers_.size());
   Tensor y = inputs[0];
   for (size_t i = 0; i < layers_.size(); ++i) y = layers_[i]->forward(y, ctx.children[i]);

@@ -21,8 +21,8 @@ Shape Linear::infer_output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.back() != in_features_) {
     throw_invalid("Linear(" + std::to_string(in_features_) + " -> " +
-                  std::to_string(out_features_) + "): input " + to_string(in) +
-                  " must end in " + std::to_string(in_features_) + " features");
+                  std::to_string(out_features_) + "): input " + to_string(in) + " must end in " +
+                  std::to_string(in_features_) + " features");
   }
   Shape out = in;
   out.back() = out_features_;
@@ -59,8 +59,9 @@ std::vector<Tensor> Linear::run_backward(Backend& backend, const Tensor& grad_ou
   // dW = dy^T x and db = column sums of dy, accumulated in place (no scratch) when a
   // gradient is already there.
   const bool accumulate = begin_grad(weight_);
-  backend.matmul({1, out_features_, in_features_, rows, true, false, 1.0f, accumulate ? 1.0f : 0.0f},
-                 grad_output, x, weight_.grad);
+  backend.matmul(
+      {1, out_features_, in_features_, rows, true, false, 1.0f, accumulate ? 1.0f : 0.0f},
+      grad_output, x, weight_.grad);
   weight_.grad_is_zero = false;
   if (has_bias_) {
     const bool accumulate_bias = begin_grad(bias_);

@@ -55,14 +55,14 @@ class Backend {
   virtual void conv2d_backward_data(const Conv2dGeometry& g, const Tensor& dy, const Tensor& w,
                                     Tensor& dx) = 0;
   // Writes dw (and dbias when defined); they are overwritten, not accumulated.
-  virtual void conv2d_backward_weights(const Conv2dGeometry& g, const Tensor& x,
-                                       const Tensor& dy, Tensor& dw, Tensor& dbias) = 0;
+  virtual void conv2d_backward_weights(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                                       Tensor& dw, Tensor& dbias) = 0;
 
   // --- batch norm over [N,C,H,W] per channel. Training writes the batch mean and the
   // biased batch variance (used for normalising); inference uses the given statistics.
-  virtual void batch_norm_forward_training(const Tensor& x, const Tensor& gamma,
-                                           const Tensor& beta, float epsilon, Tensor& y,
-                                           Tensor& batch_mean, Tensor& batch_variance) = 0;
+  virtual void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           float epsilon, Tensor& y, Tensor& batch_mean,
+                                           Tensor& batch_variance) = 0;
   virtual void batch_norm_forward_inference(const Tensor& x, const Tensor& gamma,
                                             const Tensor& beta, const Tensor& mean,
                                             const Tensor& variance, float epsilon, Tensor& y) = 0;
@@ -82,13 +82,12 @@ class Backend {
   // (re)allocates it in forward, the caller keeps it until backward.
   virtual void pool2d_forward(const Pool2dGeometry& g, const Tensor& x, Tensor& y,
                               Tensor& workspace) = 0;
-  virtual void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy,
-                               const Tensor& workspace, Tensor& dx) = 0;
+  virtual void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& workspace,
+                               Tensor& dx) = 0;
 
   // --- activations (elementwise); backward uses the forward input x.
   virtual void activation_forward(Activation a, const Tensor& x, Tensor& y) = 0;
-  virtual void activation_backward(Activation a, const Tensor& x, const Tensor& dy,
-                                   Tensor& dx) = 0;
+  virtual void activation_backward(Activation a, const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
 
   // --- matrix products (Linear layers, attention). See MatmulGeometry.
   virtual void matmul(const MatmulGeometry& g, const Tensor& a, const Tensor& b, Tensor& c) = 0;
@@ -123,10 +122,10 @@ class Backend {
   // --- elementwise helpers.
   virtual void fill(Tensor& x, float value) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
-  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;        // y = a + b
-  virtual void multiply(const Tensor& a, const Tensor& b, Tensor& y) = 0;   // y = a * b
-  virtual void axpy(float alpha, const Tensor& x, Tensor& y) = 0;           // y += alpha * x
-  virtual void scale(float alpha, Tensor& x) = 0;                           // x *= alpha
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;       // y = a + b
+  virtual void multiply(const Tensor& a, const Tensor& b, Tensor& y) = 0;  // y = a * b
+  virtual void axpy(float alpha, const Tensor& x, Tensor& y) = 0;          // y += alpha * x
+  virtual void scale(float alpha, Tensor& x) = 0;                          // x *= alpha
   // y[r, c] (+)= sum over rows of x[rows, c]; `accumulate` adds instead of overwriting.
   virtual void sum_rows(const Tensor& x, Tensor& y, bool accumulate) = 0;
   // Adds bias[c] to every row of y [rows, c].
@@ -134,8 +133,7 @@ class Backend {
   // Concat/split along axis 1: `whole` is [outer, C, inner] and `slice` is
   // [outer, c, inner]; channels [offset, offset + c) of whole are copied from the slice
   // (slice_to_whole) or into it.
-  virtual void copy_channels(Tensor& slice, Tensor& whole, int64_t offset,
-                             bool slice_to_whole) = 0;
+  virtual void copy_channels(Tensor& slice, Tensor& whole, int64_t offset, bool slice_to_whole) = 0;
   // Swaps the two middle axes: x [A, B, C, D] -> y [A, C, B, D] (splits and merges
   // attention heads: [batch, time, heads, head_dim] <-> [batch, heads, time, head_dim]).
   virtual void swap_axes_12(const Tensor& x, Tensor& y) = 0;

@@ -9,8 +9,8 @@ namespace interplace::kernels {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next_u64();            // splitmix64
-  float uniform();                // [0, 1)
+  uint64_t next_u64();  // splitmix64
+  float uniform();      // [0, 1)
   float uniform(float lo, float hi);
   float normal(float mean, float stddev);  // Box-Muller
 
