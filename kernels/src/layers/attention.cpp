@@ -4,6 +4,7 @@
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/layers/linear.hpp"
 
 namespace interplace::kernels {
 
@@ -112,21 +113,8 @@ std::vector<Tensor> CausalSelfAttention::run_backward(Backend& backend, const Te
   const int64_t batch = x.dim(0), time = x.dim(1), rows = batch * time;
   const int64_t groups = batch * heads_;
 
-  // Weight gradient dW (+)= dy^T in, accumulated in place; bias gradient = column sums.
-  const auto projection_grads = [&](const Tensor& dy, const Tensor& in, int64_t in_features,
-                                    int64_t out_features, Parameter& weight, Parameter& bias) {
-    const bool accumulate = begin_grad(weight);
-    backend.matmul(
-        {1, out_features, in_features, rows, true, false, 1.0f, accumulate ? 1.0f : 0.0f}, dy, in,
-        weight.grad);
-    weight.grad_is_zero = false;
-    const bool accumulate_bias = begin_grad(bias);
-    backend.sum_rows(dy, bias.grad, accumulate_bias);
-    bias.grad_is_zero = false;
-  };
-
   // Output projection.
-  projection_grads(grad_output, ctx.saved[kMerged], dim_, dim_, proj_weight_, proj_bias_);
+  Linear::parameter_gradients(backend, grad_output, ctx.saved[kMerged], proj_weight_, &proj_bias_);
   Tensor dmerged({batch, time, heads_, head_dim_}, device);
   backend.matmul({1, rows, dim_, dim_}, grad_output, proj_weight_.value, dmerged);
   Tensor dattended({batch, heads_, time, head_dim_}, device);
@@ -156,7 +144,7 @@ std::vector<Tensor> CausalSelfAttention::run_backward(Backend& backend, const Te
   backend.swap_axes_12(dheads.reshaped({batch, 3 * heads_, time, head_dim_}), dqkv);
 
   // Input projection.
-  projection_grads(dqkv, x, dim_, 3 * dim_, qkv_weight_, qkv_bias_);
+  Linear::parameter_gradients(backend, dqkv, x, qkv_weight_, &qkv_bias_);
   Tensor dx({batch, time, dim_}, device);
   backend.matmul({1, rows, dim_, 3 * dim_}, dqkv, qkv_weight_.value, dx);
   return {dx};

@@ -56,19 +56,23 @@ std::vector<Tensor> Linear::run_backward(Backend& backend, const Tensor& grad_ou
   Tensor dx(x.shape(), x.device());
   backend.matmul({1, rows, in_features_, out_features_}, grad_output, weight_.value, dx);
 
-  // dW = dy^T x and db = column sums of dy, accumulated in place (no scratch) when a
-  // gradient is already there.
-  const bool accumulate = begin_grad(weight_);
-  backend.matmul(
-      {1, out_features_, in_features_, rows, true, false, 1.0f, accumulate ? 1.0f : 0.0f},
-      grad_output, x, weight_.grad);
-  weight_.grad_is_zero = false;
-  if (has_bias_) {
-    const bool accumulate_bias = begin_grad(bias_);
-    backend.sum_rows(grad_output, bias_.grad, accumulate_bias);
-    bias_.grad_is_zero = false;
-  }
+  parameter_gradients(backend, grad_output, x, weight_, has_bias_ ? &bias_ : nullptr);
   return {dx};
+}
+
+void Linear::parameter_gradients(Backend& backend, const Tensor& grad_output, const Tensor& input,
+                                 Parameter& weight, Parameter* bias) {
+  const int64_t out_features = weight.value.dim(0), in_features = weight.value.dim(1);
+  const int64_t rows = input.numel() / in_features;
+  const bool accumulate = begin_grad(weight);
+  backend.matmul({1, out_features, in_features, rows, true, false, 1.0f, accumulate ? 1.0f : 0.0f},
+                 grad_output, input, weight.grad);
+  weight.grad_is_zero = false;
+  if (bias != nullptr) {
+    const bool accumulate_bias = begin_grad(*bias);
+    backend.sum_rows(grad_output, bias->grad, accumulate_bias);
+    bias->grad_is_zero = false;
+  }
 }
 
 std::vector<Parameter*> Linear::parameters() {

@@ -14,6 +14,12 @@ class Linear final : public Layer {
   // PyTorch's default: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)).
   void init_parameters(Rng& rng) override;
 
+  // dW (+)= dy^T x and db (+)= column sums of dy for dy [rows, out], x [rows, in],
+  // accumulating in place when a gradient is already there. Shared with the attention
+  // layer's projections.
+  static void parameter_gradients(Backend& backend, const Tensor& grad_output, const Tensor& input,
+                                  Parameter& weight, Parameter* bias);
+
   Parameter& weight() { return weight_; }
   Parameter& bias() { return bias_; }
 
