@@ -74,4 +74,17 @@ Graph random_dag(int count, double edge_probability, uint64_t seed, int max_inpu
   return graph;
 }
 
+CostModel timed_cost_model(const Graph& graph, const std::vector<double>& forward_s,
+                           const std::vector<double>& backward_s, LinkSpec link,
+                           int64_t capacity_bytes) {
+  Profile profile;
+  profile.device_name = "timed";
+  profile.batch_size = graph.batch_size();
+  profile.link = link;
+  for (const Node& node : graph.nodes()) {
+    profile.nodes.push_back({node.name, forward_s.at(node.id), backward_s.at(node.id)});
+  }
+  return CostModel::from_profile(profile, {"timed", 1e12, 1e12, capacity_bytes});
+}
+
 }  // namespace interplace::placement::testing

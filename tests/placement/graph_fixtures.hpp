@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 
 namespace interplace::placement::testing {
@@ -29,5 +30,11 @@ Graph chain(int count, int64_t flops = 100);
 // A seeded random DAG: node i takes each earlier node as input with probability
 // `edge_probability` (at most `max_inputs` inputs); FLOPs, parameters and bytes vary.
 Graph random_dag(int count, double edge_probability, uint64_t seed, int max_inputs = 4);
+
+// A cost model whose node times are exactly `forward_s` / `backward_s` (through a
+// profile), with `link` and `capacity_bytes` per device (SGD with momentum).
+CostModel timed_cost_model(const Graph& graph, const std::vector<double>& forward_s,
+                           const std::vector<double>& backward_s, LinkSpec link = {},
+                           int64_t capacity_bytes = int64_t{1} << 40);
 
 }  // namespace interplace::placement::testing

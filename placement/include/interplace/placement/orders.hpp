@@ -43,7 +43,7 @@ struct OrderOptions {
   uint64_t seed = 0;  // random, random-topo
   // critical-path: one non-negative cost per node (e.g. forward+backward seconds); when
   // empty, forward plus backward FLOPs.
-  std::vector<double> node_cost;
+  std::vector<double> node_cost = {};
 };
 
 Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& options = {});
