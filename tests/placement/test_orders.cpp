@@ -42,6 +42,22 @@ TEST(Orders, TwoComponentsWithSkip) {
   EXPECT_EQ(order_of(graph, "lexical-rev"), (Order{0, 6, 1, 2, 5, 4, 3}));
 }
 
+// Expected sequences produced by networkx 3.6.1 on the same graph (61 edges, sources 0
+// and 14): list(dfs_preorder_nodes(G)), list(dfs_postorder_nodes(G)), and [r] + the
+// targets of bfs_edges(G, r) for each unvisited root r in ascending id.
+TEST(Orders, MatchNetworkxOnARandomDag) {
+  const Graph graph = testing::random_dag(30, 0.08, 2024, 3);
+  ASSERT_EQ(graph.edge_count(), 61);
+  EXPECT_EQ(dfs_preorder(graph),
+            (Order{0,  1,  2,  4,  6,  7,  9,  10, 12, 13, 20, 21, 22, 24, 25,
+                   27, 28, 29, 23, 11, 17, 19, 15, 16, 18, 26, 3,  5,  8,  14}));
+  EXPECT_EQ(dfs_postorder(graph),
+            (Order{7,  28, 29, 27, 25, 24, 22, 21, 23, 20, 13, 12, 10, 19, 17,
+                   11, 9,  6,  4,  18, 16, 26, 15, 2,  1,  8,  5,  3,  0,  14}));
+  EXPECT_EQ(bfs_order(graph), (Order{0,  1,  2,  3,  11, 15, 22, 4,  27, 5,  12, 13, 17, 19, 16,
+                                     26, 29, 24, 25, 6,  7,  23, 28, 8,  20, 21, 18, 9,  10, 14}));
+}
+
 TEST(Orders, CriticalPathTakesLargestBottomLevelFirst) {
   const Graph graph = testing::two_components_with_skip();
   OrderOptions options;
