@@ -1,0 +1,45 @@
+// The model zoo: real networks as layer graphs. Every node is an op of the kernel library
+// with its attributes; its output shape, FLOPs and parameter count come from the kernel
+// layer itself (make_layer), so graphs and real training never disagree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interplace/placement/graph.hpp"
+
+namespace interplace::placement {
+
+// Unset (0) fields take the model's defaults.
+struct ModelOptions {
+  int64_t batch_size = 1;
+  // Image models.
+  int64_t in_channels = 0;
+  int64_t image_size = 0;
+  int64_t classes = 0;
+  // Sequence models.
+  int64_t sequence_length = 0;
+  // Small variants: channel widths (or model dimension) times width_multiplier,
+  // repeated blocks/layers times depth_multiplier (rounded, at least 1).
+  double width_multiplier = 1.0;
+  double depth_multiplier = 1.0;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string family;             // resnet, inception, vgg, mobilenet, nasnet, gpt, bert
+  std::string description;
+  // Parameter count at the default options: the published figure where there is one;
+  // for resnet56/110 at 1x28x28 (no published figure) PyTorch's count of the same network.
+  int64_t reference_parameters;
+};
+
+const std::vector<ModelInfo>& model_catalog();
+// Throws invalid_input listing the valid names for an unknown model, and for options
+// that do not fit it (an image too small for its downsampling, a sequence longer than
+// its positions, non-positive multipliers).
+Graph build_model(std::string_view name, const ModelOptions& options = {});
+
+}  // namespace interplace::placement
