@@ -80,6 +80,8 @@ class CpuBackend final : public Backend {
                          Tensor& y) override;
   void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                           Tensor& dposition_table) override;
+  void gather_rows_add(const Tensor& ids, const Tensor& table, Tensor& y) override;
+  void scatter_rows_add(const Tensor& ids, const Tensor& dy, Tensor& dtable) override;
 
   void dropout_mask(uint64_t seed, float p, Tensor& mask) override;
 

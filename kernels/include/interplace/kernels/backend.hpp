@@ -115,6 +115,14 @@ class Backend {
   // Accumulates into dtoken_table and dposition_table.
   virtual void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                                   Tensor& dposition_table) = 0;
+  // Extra embedding tables (BERT's token types): for ids of any shape, rows = ids.numel(),
+  // table [V, D] and y, dy holding rows x D values,
+  //   gather_rows_add:  y[r, :] += table[ids[r], :]
+  //   scatter_rows_add: dtable[ids[r], :] += dy[r, :]   (accumulates)
+  // The defaults are built from embedding_forward/backward (a zero position row, one extra
+  // pass), so every backend has them; a backend may override them with direct kernels.
+  virtual void gather_rows_add(const Tensor& ids, const Tensor& table, Tensor& y);
+  virtual void scatter_rows_add(const Tensor& ids, const Tensor& dy, Tensor& dtable);
 
   // --- dropout: mask[i] = (uniform(seed, i) >= p) / (1 - p); y = x * mask.
   virtual void dropout_mask(uint64_t seed, float p, Tensor& mask) = 0;
