@@ -15,6 +15,8 @@
 #include "interplace/kernels/layers/linear.hpp"
 #include "interplace/kernels/layers/pooling.hpp"
 #include "interplace/kernels/layers/reshape.hpp"
+#include "interplace/kernels/layers/select_token.hpp"
+#include "interplace/kernels/layers/tied_linear.hpp"
 
 namespace interplace::placement {
 
@@ -44,6 +46,11 @@ class Args {
   }
   bool flag(const std::string& key, bool fallback) const {
     return integer(key, fallback ? 1 : 0) != 0;
+  }
+  const std::string& text(const std::string& key) const {
+    const AttributeValue& v = find(key);
+    if (const auto* t = std::get_if<std::string>(&v)) return *t;
+    throw_invalid("op " + std::string(op_) + ": attribute '" + key + "' must be a string");
   }
 
  private:
@@ -78,6 +85,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"relu", [](const Args&) { return std::make_unique<kernels::ReLU>(); }},
       {"relu6", [](const Args&) { return std::make_unique<kernels::ReLU6>(); }},
       {"gelu", [](const Args&) { return std::make_unique<kernels::GELU>(); }},
+      {"tanh", [](const Args&) { return std::make_unique<kernels::Tanh>(); }},
       {"max_pool",
        [](const Args& a) {
          return std::make_unique<kernels::MaxPool2d>(a.integer("kernel"), a.integer("stride"),
@@ -109,13 +117,31 @@ const std::map<std::string, Factory, std::less<>>& factories() {
        }},
       {"embedding",
        [](const Args& a) {
-         return std::make_unique<kernels::Embedding>(
-             a.integer("vocab_size"), a.integer("max_positions"), a.integer("dim"));
+         return std::make_unique<kernels::Embedding>(a.integer("vocab_size"),
+                                                     a.integer("max_positions"), a.integer("dim"),
+                                                     a.integer("token_types", 0));
        }},
       {"causal_self_attention",
        [](const Args& a) {
          return std::make_unique<kernels::CausalSelfAttention>(a.integer("dim"),
                                                                a.integer("heads"));
+       }},
+      {"self_attention",
+       [](const Args& a) {
+         return std::make_unique<kernels::SelfAttention>(a.integer("dim"), a.integer("heads"),
+                                                         /*causal=*/false);
+       }},
+      {"select_token",
+       [](const Args& a) { return std::make_unique<kernels::SelectToken>(a.integer("index", 0)); }},
+      // Unbound: whoever runs the graph binds it to the parameter named by "tied_parameter"
+      // of the node named by "tied_to" (see zoo.hpp); both are required so that no graph
+      // can carry a tied layer without saying what it shares.
+      {"tied_linear",
+       [](const Args& a) {
+         a.text("tied_to");
+         a.text("tied_parameter");
+         return std::make_unique<kernels::TiedLinear>(a.integer("in_features"),
+                                                      a.integer("out_features"));
        }},
   };
   return table;

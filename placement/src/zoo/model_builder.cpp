@@ -57,8 +57,9 @@ void check_options(std::string_view model, const ModelOptions& options) {
   if (!(options.width_multiplier > 0.0) || !(options.depth_multiplier > 0.0)) {
     throw_invalid(prefix + "width and depth multipliers must be > 0");
   }
-  for (int64_t v : {options.in_channels, options.image_size, options.classes,
-                    options.sequence_length}) {
+  for (int64_t v :
+       {options.in_channels, options.image_size, options.classes, options.sequence_length,
+        options.layers, options.dim, options.heads, options.vocab_size, options.max_positions}) {
     if (v < 0) throw_invalid(prefix + "sizes must be positive (0 = model default)");
   }
 }

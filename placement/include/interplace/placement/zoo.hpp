@@ -1,6 +1,18 @@
 // The model zoo: real networks as layer graphs. Every node is an op of the kernel library
 // with its attributes; its output shape, FLOPs and parameter count come from the kernel
 // layer itself (make_layer), so graphs and real training never disagree.
+//
+// Tied weights (GPT's LM head shares the token embedding table): the head is a
+// "tied_linear" node with parameter_count 0 and string attributes "tied_to" (the name of
+// the node owning the weight, e.g. "embed") and "tied_parameter" (the owner's parameter,
+// "token_table"). Whoever runs the graph must:
+//   - on one rank: bind the head (kernels::TiedLinear::bind) to the owner layer's
+//     parameter; both layers then add their gradients into it and the optimiser steps it
+//     once, through the owner;
+//   - across ranks: treat the owner's copy as authoritative. The head's rank keeps a
+//     replica (count its memory there: it is not in parameter_count), receives the
+//     owner's values before the first step and after every update, and sends its
+//     gradient contribution to the owner, which adds it before the optimiser step.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +31,14 @@ struct ModelOptions {
   int64_t in_channels = 0;
   int64_t image_size = 0;
   int64_t classes = 0;
-  // Sequence models.
+  // Sequence models (gpt, bert). sequence_length defaults to max_positions; `classes` on
+  // a BERT model adds a "classifier" Linear on the pooled output (default: none).
   int64_t sequence_length = 0;
+  int64_t layers = 0;         // Transformer blocks
+  int64_t dim = 0;            // model width; must stay divisible by heads
+  int64_t heads = 0;          // attention heads
+  int64_t vocab_size = 0;     // token vocabulary (256 = the byte-level text corpus)
+  int64_t max_positions = 0;  // rows of the learned position table
   // Small variants: channel widths (or model dimension) times width_multiplier,
   // repeated blocks/layers times depth_multiplier (rounded, at least 1).
   double width_multiplier = 1.0;
@@ -29,10 +47,11 @@ struct ModelOptions {
 
 struct ModelInfo {
   std::string name;
-  std::string family;             // resnet, inception, vgg, mobilenet, nasnet, gpt, bert
+  std::string family;  // resnet, inception, vgg, mobilenet, nasnet, gpt, bert
   std::string description;
   // Parameter count at the default options: the published figure where there is one;
-  // for resnet56/110 at 1x28x28 (no published figure) PyTorch's count of the same network.
+  // for resnet56/110 at 1x28x28 (no published figure) PyTorch's count of the same network;
+  // for our small presets (gpt-mini, bert-mini) the architecture's closed-form count.
   int64_t reference_parameters;
 };
 
