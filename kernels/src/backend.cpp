@@ -17,8 +17,8 @@ std::string Conv2dGeometry::key() const {
   return "conv:" + std::to_string(batch) + "," + std::to_string(in_channels) + "," +
          std::to_string(in_height) + "," + std::to_string(in_width) + "," +
          std::to_string(out_channels) + "," + std::to_string(kernel_h) + "," +
-         std::to_string(kernel_w) + "," + std::to_string(stride) + "," + std::to_string(padding) +
-         "," + std::to_string(groups);
+         std::to_string(kernel_w) + "," + std::to_string(stride) + "," + std::to_string(padding_h) +
+         "," + std::to_string(padding_w) + "," + std::to_string(groups);
 }
 
 std::string Pool2dGeometry::key() const {

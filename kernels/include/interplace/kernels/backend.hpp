@@ -12,12 +12,14 @@
 
 namespace interplace::kernels {
 
+// Zero padding is symmetric per axis: padding_h rows above and below, padding_w columns
+// left and right.
 struct Conv2dGeometry {
   int64_t batch, in_channels, in_height, in_width;
   int64_t out_channels, kernel_h, kernel_w;
-  int64_t stride, padding, groups;
-  int64_t out_height() const { return (in_height + 2 * padding - kernel_h) / stride + 1; }
-  int64_t out_width() const { return (in_width + 2 * padding - kernel_w) / stride + 1; }
+  int64_t stride, padding_h, padding_w, groups;
+  int64_t out_height() const { return (in_height + 2 * padding_h - kernel_h) / stride + 1; }
+  int64_t out_width() const { return (in_width + 2 * padding_w - kernel_w) / stride + 1; }
   std::string key() const;
 };
 
