@@ -25,7 +25,7 @@ std::string Pool2dGeometry::key() const {
   return std::string(kind == PoolKind::max ? "maxpool:" : "avgpool:") + std::to_string(batch) +
          "," + std::to_string(channels) + "," + std::to_string(in_height) + "," +
          std::to_string(in_width) + "," + std::to_string(kernel) + "," + std::to_string(stride) +
-         "," + std::to_string(padding);
+         "," + std::to_string(padding) + (count_include_pad ? ",incl" : "");
 }
 
 std::string MatmulGeometry::key() const {

@@ -27,7 +27,10 @@ enum class PoolKind { max, average };
 struct Pool2dGeometry {
   PoolKind kind;
   int64_t batch, channels, in_height, in_width;
-  int64_t kernel, stride, padding;  // average pooling excludes padding from the divisor
+  int64_t kernel, stride, padding;
+  // Average pooling divides by the window's in-bounds elements unless this is set, in
+  // which case it divides by kernel^2 (PyTorch's count_include_pad=True).
+  bool count_include_pad = false;
   int64_t out_height() const { return (in_height + 2 * padding - kernel) / stride + 1; }
   int64_t out_width() const { return (in_width + 2 * padding - kernel) / stride + 1; }
   std::string key() const;
