@@ -28,6 +28,12 @@ std::string Pool2dGeometry::key() const {
          "," + std::to_string(padding) + (count_include_pad ? ",incl" : "");
 }
 
+std::string Pad2dGeometry::key() const {
+  return "pad:" + std::to_string(batch) + "," + std::to_string(channels) + "," +
+         std::to_string(in_height) + "," + std::to_string(in_width) + "," + std::to_string(top) +
+         "," + std::to_string(bottom) + "," + std::to_string(left) + "," + std::to_string(right);
+}
+
 std::string MatmulGeometry::key() const {
   // Scales in hex-float form: exact, so plans for nearby alphas never collide.
   char scales[64];

@@ -36,6 +36,16 @@ struct Pool2dGeometry {
   std::string key() const;
 };
 
+// Per-side zero padding of the spatial axes of [N, C, H, W]; a negative amount crops
+// that many rows or columns from that side instead.
+struct Pad2dGeometry {
+  int64_t batch, channels, in_height, in_width;
+  int64_t top, bottom, left, right;
+  int64_t out_height() const { return in_height + top + bottom; }
+  int64_t out_width() const { return in_width + left + right; }
+  std::string key() const;
+};
+
 enum class Activation { relu, relu6, gelu /* tanh approximation, as GPT-2 */ };
 
 // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b in [0, batch), row-major,
@@ -89,6 +99,12 @@ class Backend {
                               Tensor& workspace) = 0;
   virtual void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& workspace,
                                Tensor& dx) = 0;
+
+  // --- padding / cropping (see Pad2dGeometry): y [N, C, Ho, Wo] is x shifted by (top,
+  // left) with zeros where x has no element; backward writes dx [N, C, H, W] as the window
+  // of dy that x landed in (cropped elements get zero gradient).
+  virtual void pad2d_forward(const Pad2dGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void pad2d_backward(const Pad2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
 
   // --- activations (elementwise); backward uses the forward input x.
   virtual void activation_forward(Activation a, const Tensor& x, Tensor& y) = 0;
