@@ -30,15 +30,21 @@ std::string Conv2dGeometry::key() const {
   return "conv:" + std::to_string(batch) + "," + std::to_string(in_channels) + "," +
          std::to_string(in_height) + "," + std::to_string(in_width) + "," +
          std::to_string(out_channels) + "," + std::to_string(kernel_h) + "," +
-         std::to_string(kernel_w) + "," + std::to_string(stride) + "," + std::to_string(padding) +
-         "," + std::to_string(groups);
+         std::to_string(kernel_w) + "," + std::to_string(stride) + "," + std::to_string(padding_h) +
+         "," + std::to_string(padding_w) + "," + std::to_string(groups);
 }
 
 std::string Pool2dGeometry::key() const {
   return std::string(kind == PoolKind::max ? "maxpool:" : "avgpool:") + std::to_string(batch) +
          "," + std::to_string(channels) + "," + std::to_string(in_height) + "," +
          std::to_string(in_width) + "," + std::to_string(kernel) + "," + std::to_string(stride) +
-         "," + std::to_string(padding);
+         "," + std::to_string(padding) + (count_include_pad ? ",incl" : "");
+}
+
+std::string Pad2dGeometry::key() const {
+  return "pad:" + std::to_string(batch) + "," + std::to_string(channels) + "," +
+         std::to_string(in_height) + "," + std::to_string(in_width) + "," + std::to_string(top) +
+         "," + std::to_string(bottom) + "," + std::to_string(left) + "," + std::to_string(right);
 }
 
 std::string MatmulGeometry::key() const {

@@ -8,11 +8,25 @@
 namespace interplace::placement {
 namespace {
 
-// Every catalog model at its default options has exactly its reference parameter count.
+// Elements of the non-trainable state (batch-norm running statistics) of the graph's
+// layers, as the kernel layers themselves hold it.
+int64_t buffer_elements(const Graph& graph) {
+  int64_t total = 0;
+  for (const Node& node : graph.nodes()) {
+    if (node.op == "input") continue;
+    for (const kernels::Tensor* t : make_layer(node)->buffers()) total += t->numel();
+  }
+  return total;
+}
+
+// Every catalog model at its default options has exactly its reference parameter count
+// (trainable parameters, plus batch-norm statistics where the reference counts them).
 TEST(Zoo, ParameterCountsEqualTheReferences) {
   for (const ModelInfo& info : model_catalog()) {
     const Graph graph = build_model(info.name);
-    EXPECT_EQ(graph.total_parameter_count(), info.reference_parameters) << info.name;
+    const int64_t statistics =
+        info.reference_counts_batch_norm_statistics ? buffer_elements(graph) : 0;
+    EXPECT_EQ(graph.total_parameter_count() + statistics, info.reference_parameters) << info.name;
   }
 }
 
@@ -42,16 +56,25 @@ TEST(Zoo, Resnet20StructureAndFlops) {
 TEST(Zoo, OptionsChangeShapesAndScaleWidthAndDepth) {
   const Graph rgb = build_model("resnet20", {.in_channels = 3, .image_size = 32, .classes = 100});
   EXPECT_EQ(rgb.node(rgb.id_of("fc")).output_shape, (Shape{1, 100}));
-  const Graph small = build_model("resnet56", {.width_multiplier = 0.5, .depth_multiplier = 1.0 / 3});
+  const Graph small =
+      build_model("resnet56", {.width_multiplier = 0.5, .depth_multiplier = 1.0 / 3});
   EXPECT_EQ(small.node_count(), build_model("resnet20", {.width_multiplier = 0.5}).node_count());
   EXPECT_LT(small.total_parameter_count(), 272186 / 3);
 }
 
+// Op coverage: every node of every catalog model is a kernel layer with the node's
+// parameter count and output shape.
 TEST(Zoo, NodesInstantiateAsKernelLayersWithTheSameCounts) {
-  const Graph graph = build_model("resnet20");
-  for (const Node& node : graph.nodes()) {
-    if (node.op == "input") continue;
-    EXPECT_EQ(make_layer(node)->parameter_count(), node.parameter_count) << node.name;
+  for (const ModelInfo& info : model_catalog()) {
+    const Graph graph = build_model(info.name, {.batch_size = 2});
+    for (const Node& node : graph.nodes()) {
+      if (node.op == "input") continue;
+      const auto layer = make_layer(node);
+      EXPECT_EQ(layer->parameter_count(), node.parameter_count) << info.name << " " << node.name;
+      std::vector<Shape> inputs;
+      for (NodeId in : node.inputs) inputs.push_back(graph.node(in).output_shape);
+      EXPECT_EQ(layer->output_shape(inputs), node.output_shape) << info.name << " " << node.name;
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "interplace/kernels/layers/embedding.hpp"
 #include "interplace/kernels/layers/layer_norm.hpp"
 #include "interplace/kernels/layers/linear.hpp"
+#include "interplace/kernels/layers/pad.hpp"
 #include "interplace/kernels/layers/pooling.hpp"
 #include "interplace/kernels/layers/reshape.hpp"
 #include "interplace/kernels/layers/select_token.hpp"
@@ -35,8 +36,9 @@ class Args {
     throw_invalid("op " + std::string(op_) + ": attribute '" + key + "' must be an integer");
   }
   int64_t integer(const std::string& key, int64_t fallback) const {
-    return attributes_.count(key) ? integer(key) : fallback;
+    return has(key) ? integer(key) : fallback;
   }
+  bool has(const std::string& key) const { return attributes_.count(key) != 0; }
   double real(const std::string& key, double fallback) const {
     const auto it = attributes_.find(key);
     if (it == attributes_.end()) return fallback;
@@ -71,16 +73,26 @@ const std::map<std::string, Factory, std::less<>>& factories() {
   static const std::map<std::string, Factory, std::less<>> table = {
       {"conv2d",
        [](const Args& a) {
+         // "kernel" and "padding" apply to both axes; kernel_h/kernel_w and
+         // padding_h/padding_w override one axis (Inception's 1x7 and 7x1).
+         const auto axis = [&](const std::string& key, const std::string& both, int64_t fallback) {
+           return a.has(key) ? a.integer(key) : a.integer(both, fallback);
+         };
+         const auto kernel_extent = [&](const std::string& key) {
+           return a.has(key) ? a.integer(key) : a.integer("kernel");
+         };
          return std::make_unique<kernels::Conv2d>(
-             a.integer("in_channels"), a.integer("out_channels"), a.integer("kernel"),
-             a.integer("stride", 1), a.integer("padding", 0), a.integer("groups", 1),
-             a.flag("bias", false));
+             a.integer("in_channels"), a.integer("out_channels"),
+             kernels::Extent2d{kernel_extent("kernel_h"), kernel_extent("kernel_w")},
+             a.integer("stride", 1),
+             kernels::Extent2d{axis("padding_h", "padding", 0), axis("padding_w", "padding", 0)},
+             a.integer("groups", 1), a.flag("bias", false));
        }},
       {"batch_norm",
        [](const Args& a) {
-         return std::make_unique<kernels::BatchNorm2d>(
-             a.integer("channels"), static_cast<float>(a.real("epsilon", 1e-5)),
-             static_cast<float>(a.real("momentum", 0.1)));
+         return std::make_unique<kernels::BatchNorm2d>(a.integer("channels"),
+                                                       static_cast<float>(a.real("epsilon", 1e-5)),
+                                                       static_cast<float>(a.real("momentum", 0.1)));
        }},
       {"relu", [](const Args&) { return std::make_unique<kernels::ReLU>(); }},
       {"relu6", [](const Args&) { return std::make_unique<kernels::ReLU6>(); }},
@@ -94,7 +106,13 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"avg_pool",
        [](const Args& a) {
          return std::make_unique<kernels::AvgPool2d>(a.integer("kernel"), a.integer("stride"),
-                                                     a.integer("padding", 0));
+                                                     a.integer("padding", 0),
+                                                     a.flag("count_include_pad", false));
+       }},
+      {"pad2d",
+       [](const Args& a) {
+         return std::make_unique<kernels::Pad2d>(a.integer("top", 0), a.integer("bottom", 0),
+                                                 a.integer("left", 0), a.integer("right", 0));
        }},
       {"global_avg_pool", [](const Args&) { return std::make_unique<kernels::GlobalAvgPool>(); }},
       {"linear",

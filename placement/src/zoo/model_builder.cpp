@@ -19,8 +19,8 @@ NodeId ModelBuilder::input(const std::string& name, const Shape& per_sample) {
   return graph_.add_node(std::move(spec));
 }
 
-NodeId ModelBuilder::layer(const std::string& name, const std::string& op,
-                           Attributes attributes, std::vector<NodeId> inputs) {
+NodeId ModelBuilder::layer(const std::string& name, const std::string& op, Attributes attributes,
+                           std::vector<NodeId> inputs) {
   const auto instance = make_layer(op, attributes);
   std::vector<Shape> input_shapes;
   for (NodeId id : inputs) input_shapes.push_back(shape(id));
@@ -41,12 +41,49 @@ NodeId ModelBuilder::layer(const std::string& name, const std::string& op,
   return graph_.add_node(std::move(spec));
 }
 
+NodeId ModelBuilder::conv2d(const std::string& name, NodeId x, int64_t out_channels, int64_t kernel,
+                            int64_t stride, int64_t padding, int64_t groups, bool bias) {
+  Attributes a = {{"in_channels", channels(x)},
+                  {"out_channels", out_channels},
+                  {"kernel", kernel},
+                  {"stride", stride},
+                  {"padding", padding}};
+  if (groups != 1) a["groups"] = groups;
+  if (bias) a["bias"] = int64_t{1};
+  return layer(name, "conv2d", std::move(a), {x});
+}
+
+NodeId ModelBuilder::conv2d(const std::string& name, NodeId x, int64_t out_channels,
+                            kernels::Extent2d kernel, kernels::Extent2d padding, int64_t stride) {
+  return layer(name, "conv2d",
+               {{"in_channels", channels(x)},
+                {"out_channels", out_channels},
+                {"kernel_h", kernel.h},
+                {"kernel_w", kernel.w},
+                {"stride", stride},
+                {"padding_h", padding.h},
+                {"padding_w", padding.w}},
+               {x});
+}
+
+NodeId ModelBuilder::batch_norm(const std::string& name, NodeId x, double epsilon,
+                                double momentum) {
+  return layer(name, "batch_norm",
+               {{"channels", channels(x)}, {"epsilon", epsilon}, {"momentum", momentum}}, {x});
+}
+
+NodeId ModelBuilder::unary(const std::string& name, const std::string& op, NodeId x) {
+  return layer(name, op, {}, {x});
+}
+
 int64_t scaled_width(int64_t channels, const ModelOptions& options) {
-  return std::max<int64_t>(1, std::llround(static_cast<double>(channels) * options.width_multiplier));
+  return std::max<int64_t>(1,
+                           std::llround(static_cast<double>(channels) * options.width_multiplier));
 }
 
 int64_t scaled_depth(int64_t repeats, const ModelOptions& options) {
-  return std::max<int64_t>(1, std::llround(static_cast<double>(repeats) * options.depth_multiplier));
+  return std::max<int64_t>(1,
+                           std::llround(static_cast<double>(repeats) * options.depth_multiplier));
 }
 
 void check_options(std::string_view model, const ModelOptions& options) {
@@ -64,6 +101,8 @@ void check_options(std::string_view model, const ModelOptions& options) {
   }
 }
 
-int64_t or_default(int64_t value, int64_t fallback) { return value > 0 ? value : fallback; }
+int64_t or_default(int64_t value, int64_t fallback) {
+  return value > 0 ? value : fallback;
+}
 
 }  // namespace interplace::placement::zoo

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "interplace/kernels/layers/conv2d.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/zoo.hpp"
 
@@ -18,6 +19,17 @@ class ModelBuilder {
   NodeId input(const std::string& name, const Shape& per_sample);
   NodeId layer(const std::string& name, const std::string& op, Attributes attributes,
                std::vector<NodeId> inputs);
+  // Shorthands for the common layers. Convolutions are bias-free unless asked (every zoo
+  // CNN follows its convolutions with batch norm).
+  NodeId conv2d(const std::string& name, NodeId x, int64_t out_channels, int64_t kernel,
+                int64_t stride = 1, int64_t padding = 0, int64_t groups = 1, bool bias = false);
+  // A rectangular kernel {kh, kw} with per-axis padding {padding_h, padding_w}.
+  NodeId conv2d(const std::string& name, NodeId x, int64_t out_channels, kernels::Extent2d kernel,
+                kernels::Extent2d padding, int64_t stride = 1);
+  NodeId batch_norm(const std::string& name, NodeId x, double epsilon = 1e-5,
+                    double momentum = 0.1);
+  // An attribute-free layer on one input: relu, relu6, global_avg_pool, flatten.
+  NodeId unary(const std::string& name, const std::string& op, NodeId x);
   const Shape& shape(NodeId id) const { return graph_.node(id).output_shape; }
   int64_t channels(NodeId id) const { return shape(id).at(1); }
   Graph take() { return std::move(graph_); }

@@ -9,8 +9,8 @@ namespace interplace::placement::zoo {
 
 namespace {
 
-NodeId conv_bn(ModelBuilder& b, const std::string& prefix, const std::string& suffix,
-               NodeId x, int64_t out, int64_t kernel, int64_t stride) {
+NodeId conv_bn(ModelBuilder& b, const std::string& prefix, const std::string& suffix, NodeId x,
+               int64_t out, int64_t kernel, int64_t stride) {
   const NodeId conv = b.layer(prefix + "conv" + suffix, "conv2d",
                               {{"in_channels", b.channels(x)},
                                {"out_channels", out},
@@ -56,8 +56,7 @@ Graph build_cifar_resnet(std::string_view name, int64_t blocks_per_stage,
   }
   x = b.layer("avgpool", "global_avg_pool", {}, {x});
   b.layer("fc", "linear",
-          {{"in_features", b.channels(x)}, {"out_features", or_default(options.classes, 10)}},
-          {x});
+          {{"in_features", b.channels(x)}, {"out_features", or_default(options.classes, 10)}}, {x});
   return b.take();
 }
 

@@ -51,10 +51,21 @@ struct ModelInfo {
   std::string description;
   // Parameter count at the default options: the published figure where there is one;
   // for resnet56/110 at 1x28x28 (no published figure) PyTorch's count of the same network;
-  // for our small presets (gpt-mini, bert-mini) the architecture's closed-form count.
+  // for gpt-mini and bert-mini the architecture's closed-form count. Without a published
+  // reference (the "-small" presets) it is the count the graph had when the preset was
+  // added, so that a changed graph is noticed.
   int64_t reference_parameters;
+  bool published_reference = true;
+  // The reference also counts batch-norm running means and variances (2 x channels per
+  // batch_norm node) because the source does: Keras' "Total params" (NASNetMobile's
+  // 5,326,716) includes these non-trainable weights, while Graph::total_parameter_count()
+  // counts trainable parameters only. Compare against trainable + buffer elements.
+  bool reference_counts_batch_norm_statistics = false;
 };
 
+// Presets ("vgg16-small") are a family model at other default options: the options a
+// caller sets (> 0) override the preset's sizes, and the caller's multipliers multiply
+// the preset's.
 const std::vector<ModelInfo>& model_catalog();
 // Throws invalid_input listing the valid names for an unknown model, and for options
 // that do not fit it (an image too small for its downsampling, a sequence longer than
