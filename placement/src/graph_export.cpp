@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "interplace/kernels/error.hpp"
-#include "json_text.hpp"
+#include "interplace/placement/json_text.hpp"
 
 namespace interplace::placement {
 namespace {

@@ -1,4 +1,4 @@
-#include "json_text.hpp"
+#include "interplace/placement/json_text.hpp"
 
 #include <charconv>
 #include <cmath>

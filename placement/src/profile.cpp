@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
-#include "json_text.hpp"
+#include "interplace/placement/json_text.hpp"
 
 namespace interplace::placement {
 namespace {

@@ -1,6 +1,6 @@
 #include "interplace/placement/report_json.hpp"
 
-#include "json_text.hpp"
+#include "interplace/placement/json_text.hpp"
 
 namespace interplace::placement {
 namespace {

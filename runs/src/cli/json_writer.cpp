@@ -1,5 +1,7 @@
 #include "json_writer.hpp"
 
+#include "interplace/placement/json_text.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -7,32 +9,7 @@
 namespace interplace::runs::cli {
 
 std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return placement::detail::json_quote(text);
 }
 
 std::string json_number(double value) {

@@ -1,4 +1,5 @@
 // Small helpers for writing JSON by hand: string escaping and round-trip number text.
+// Shared by the placement reports and the command line.
 #pragma once
 
 #include <string>
