@@ -3,8 +3,9 @@
 their PyTorch peers with the ratio.
 
 Usage: compare_gpu.py OUT_DIR   (reads layers_gpu.json and train_gpu.json from the C++
-benchmarks, resnet20_torch_cuda_b{B}.json and gpt_torch_cuda.json from the peers, as
-bench/gpu-check writes them; a missing file leaves its rows out or marked n/a).
+benchmarks, layers_torch_cuda.json, resnet20_torch_cuda_b{B}.json and gpt_torch_cuda.json
+from the peers, as bench/gpu-check writes them; a missing file leaves its rows out or
+marked n/a).
 """
 import json
 import os
@@ -24,21 +25,35 @@ def seconds(entry):
     return entry["real_time"] * scale
 
 
-def print_layers(data):
+def print_layers(data, peer):
     rows = {}
     for b in data["benchmarks"]:
         direction, case = b["name"].split("/")[:2]
         rows.setdefault(case, {})[direction] = (seconds(b), b.get("tflops_per_s", 0.0))
-    print("per-layer forward/backward on the GPU (each timed up to a synchronisation)")
-    print(f"{'case':<32} {'fwd ms':>9} {'TFLOP/s':>8} {'bwd ms':>9} {'TFLOP/s':>8}")
+    theirs = peer["cases"] if peer else {}
+    unknown = sorted(set(theirs) - set(rows))
+    if unknown:
+        raise SystemExit(f"layers_torch.py has cases bench_layers_gpu lacks: {unknown} "
+                         "(keep layers_torch.py in step with layer_cases.cpp)")
+    print("per-layer forward/backward on the GPU (each timed up to a synchronisation); "
+          "ratio = interplace time / PyTorch time")
+    print(f"{'case':<30} {'fwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6}   "
+          f"{'bwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6}")
     for case, r in rows.items():
         cells = []
         for direction in ("forward", "backward"):
-            if direction in r:
-                cells.append(f"{r[direction][0] * 1e3:>9.3f} {r[direction][1]:>8.2f}")
+            peer_s = theirs.get(case, {}).get(f"{direction}_s")
+            if direction not in r:
+                cells.append(f"{'n/a':>8} {'n/a':>8} {'':>9} {'':>6}")
+                continue
+            ours_s, tflops = r[direction]
+            cell = f"{ours_s * 1e3:>8.3f} {tflops:>8.2f} "
+            if peer_s:
+                cell += f"{peer_s * 1e3:>9.3f} {ours_s / peer_s:>6.2f}"
             else:
-                cells.append(f"{'n/a':>9} {'n/a':>8}")
-        print(f"{case:<32} {' '.join(cells)}")
+                cell += f"{'n/a':>9} {'n/a':>6}"
+            cells.append(cell)
+        print(f"{case:<30} {'   '.join(cells)}")
 
 
 def medians(data):
@@ -89,7 +104,7 @@ def main():
     context = (train or layers)["context"]
     print(f"device: {context.get('device', 'unknown')}")
     if layers is not None:
-        print_layers(layers)
+        print_layers(layers, load(os.path.join(out, "layers_torch_cuda.json")))
         print()
     if train is not None:
         print_training(train, out)
