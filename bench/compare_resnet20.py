@@ -24,7 +24,10 @@ def main():
     out = sys.argv[1]
     rows = []
     for path in sorted(glob.glob(os.path.join(out, "resnet20_t*.json"))):
-        threads = int(re.search(r"_t(\d+)\.json$", path).group(1))
+        match = re.search(r"resnet20_t(\d+)\.json$", path)
+        if match is None:  # resnet20_torch_t*.json also matches the glob
+            continue
+        threads = int(match.group(1))
         step_s, reported_threads, params = ours(path)
         peer_path = os.path.join(out, f"resnet20_torch_t{threads}.json")
         peer = json.load(open(peer_path)) if os.path.exists(peer_path) else None

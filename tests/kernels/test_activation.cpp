@@ -36,23 +36,41 @@ Tensor away_from_kinks(const Shape& shape, uint64_t seed) {
 
 TEST(Activation, ForwardMatchesReference) {
   const Tensor x = away_from_kinks({2, 3, 5, 7}, 1);
-  std::vector<double> relu, relu6, gelu_ref;
+  std::vector<double> relu, relu6, gelu_ref, tanh_ref;
   for (float v : x.to_vector()) {
     relu.push_back(std::max(0.0, double(v)));
     relu6.push_back(std::clamp(double(v), 0.0, 6.0));
     gelu_ref.push_back(gelu(v));
+    tanh_ref.push_back(std::tanh(double(v)));
   }
   Context ctx;
   EXPECT_TRUE(all_close(ReLU().forward(x, ctx), relu, 0, 0));
   EXPECT_TRUE(all_close(ReLU6().forward(x, ctx), relu6, 0, 0));
   EXPECT_TRUE(all_close(GELU().forward(x, ctx), gelu_ref, 1e-5, 1e-6));
+  EXPECT_TRUE(all_close(Tanh().forward(x, ctx), tanh_ref, 1e-5, 1e-6));
+}
+
+// Tanh saturates for |x| >~ 3; its gradient is checked where it is far from flat too.
+TEST(Activation, TanhGradientMatchesTheClosedForm) {
+  const Tensor x = random_tensor({3, 7}, 4, 1.5f);
+  const Tensor dy = random_tensor({3, 7}, 5);
+  Tanh layer;
+  Context ctx;
+  layer.forward(x, ctx);
+  std::vector<double> expected;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double t = std::tanh(double(x.data()[i]));
+    expected.push_back(dy.data()[i] * (1.0 - t * t));
+  }
+  EXPECT_TRUE(all_close(layer.backward(dy, ctx)[0], expected, 1e-5, 1e-6));
 }
 
 TEST(Activation, GradientsMatchFiniteDifferences) {
   ReLU relu;
   ReLU6 relu6;
   GELU gelu_layer;
-  for (Layer* layer : std::initializer_list<Layer*>{&relu, &relu6, &gelu_layer}) {
+  Tanh tanh_layer;
+  for (Layer* layer : std::initializer_list<Layer*>{&relu, &relu6, &gelu_layer, &tanh_layer}) {
     EXPECT_TRUE(check_gradients(*layer, {away_from_kinks({3, 4, 9}, 2)})) << layer->type();
   }
 }
@@ -76,6 +94,7 @@ TEST(Activation, NamesFlopsAndNoParameters) {
   EXPECT_EQ(relu.type(), "ReLU");
   EXPECT_EQ(relu6.type(), "ReLU6");
   EXPECT_EQ(gelu_layer.type(), "GELU");
+  EXPECT_EQ(Tanh().type(), "Tanh");
   EXPECT_EQ(relu.parameter_count(), 0);
   const Shape shape{4, 8, 3};
   EXPECT_EQ(relu.output_shape(shape), shape);
@@ -83,6 +102,8 @@ TEST(Activation, NamesFlopsAndNoParameters) {
   EXPECT_EQ(relu6.flops(shape).backward_flops, 2 * 96);
   EXPECT_EQ(gelu_layer.flops(shape).forward_flops, 9 * 96);
   EXPECT_EQ(gelu_layer.flops(shape).backward_flops, 18 * 96);
+  EXPECT_EQ(Tanh().flops(shape).forward_flops, 96);
+  EXPECT_EQ(Tanh().flops(shape).backward_flops, 4 * 96);
 }
 
 TEST(Activation, BackendRejectsMismatchedSizes) {
@@ -95,6 +116,15 @@ TEST(Activation, BackendRejectsMismatchedSizes) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
     EXPECT_NE(std::string(e.what()).find("output [5] must match the non-empty input [2, 3]"),
               std::string::npos)
+        << e.what();
+  }
+  Tensor dx({4});
+  try {
+    backend.activation_backward(Activation::tanh, Tensor::zeros({3}), Tensor::zeros({3}), dx);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("activation tanh: input gradient [4]"), std::string::npos)
         << e.what();
   }
 }

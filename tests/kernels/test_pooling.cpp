@@ -17,8 +17,10 @@ using testing::all_close;
 using testing::check_gradients;
 using testing::random_tensor;
 
-// Max or padding-excluded average over each window, in double.
-std::vector<double> reference_pool(const Tensor& x, bool max, int64_t k, int64_t s, int64_t p) {
+// Max or average over each window, in double; the average divides by the in-bounds count
+// or, with include_pad, by k * k.
+std::vector<double> reference_pool(const Tensor& x, bool max, int64_t k, int64_t s, int64_t p,
+                                   bool include_pad = false) {
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   const int64_t ho = (h + 2 * p - k) / s + 1, wo = (w + 2 * p - k) / s + 1;
   std::vector<double> y;
@@ -36,7 +38,7 @@ std::vector<double> reference_pool(const Tensor& x, bool max, int64_t k, int64_t
             ++count;
           }
         }
-        y.push_back(max ? best : sum / count);
+        y.push_back(max ? best : sum / static_cast<double>(include_pad ? k * k : count));
       }
     }
   }
@@ -100,6 +102,21 @@ TEST_P(PoolCases, AverageGradientsMatchFiniteDifferences) {
   EXPECT_TRUE(check_gradients(layer, {random_tensor(c.input, 4)}));
 }
 
+TEST_P(PoolCases, AverageForwardCanCountPadding) {
+  const PoolCase& c = GetParam();
+  AvgPool2d layer(c.kernel, c.stride, c.padding, true);
+  const Tensor x = random_tensor(c.input, 5);
+  Context ctx;
+  EXPECT_TRUE(all_close(layer.forward(x, ctx),
+                        reference_pool(x, false, c.kernel, c.stride, c.padding, true)));
+}
+
+TEST_P(PoolCases, AverageCountingPaddingGradientsMatchFiniteDifferences) {
+  const PoolCase& c = GetParam();
+  AvgPool2d layer(c.kernel, c.stride, c.padding, true);
+  EXPECT_TRUE(check_gradients(layer, {random_tensor(c.input, 6)}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, PoolCases, ::testing::ValuesIn(kCases),
                          [](const auto& test) { return std::string(test.param.name); });
 
@@ -112,6 +129,25 @@ TEST(MaxPool2d, BackwardRoutesGradientToTheMaximum) {
   const auto grads =
       layer.backward(Tensor::from_vector({1, 1, 1, 2}, std::vector<float>{10, 20}), ctx);
   EXPECT_TRUE(all_close(grads[0], {0, 10, 0, 0, 0, 0, 0, 20}, 0, 0));
+}
+
+TEST(AvgPool2d, CountIncludePadDividesBorderWindowsByTheFullKernel) {
+  // Ones, 3x3 window, padding 1: a corner window holds 4 ones, an edge window 6.
+  const Tensor x = Tensor::full({1, 1, 3, 3}, 1.0f);
+  Context ctx;
+  AvgPool2d including(3, 1, 1, true);
+  EXPECT_TRUE(including.count_include_pad());
+  EXPECT_TRUE(all_close(including.forward(x, ctx), {4 / 9.0, 6 / 9.0, 4 / 9.0, 6 / 9.0, 1, 6 / 9.0,
+                                                    4 / 9.0, 6 / 9.0, 4 / 9.0}));
+  AvgPool2d excluding(3, 1, 1);
+  EXPECT_FALSE(excluding.count_include_pad());
+  EXPECT_TRUE(all_close(excluding.forward(x, ctx), std::vector<double>(9, 1.0)));
+  // Backward spreads each output gradient over all 9 window positions: the corner input
+  // lies in 4 windows, each passing 1/9 of its gradient.
+  including.forward(x, ctx);
+  const auto grads = including.backward(Tensor::full({1, 1, 3, 3}, 1.0f), ctx);
+  EXPECT_TRUE(all_close(
+      grads[0], {4 / 9.0, 6 / 9.0, 4 / 9.0, 6 / 9.0, 1, 6 / 9.0, 4 / 9.0, 6 / 9.0, 4 / 9.0}));
 }
 
 TEST(MaxPool2d, ContextsInFlightKeepTheirOwnArgMax) {

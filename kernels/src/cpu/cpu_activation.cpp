@@ -27,6 +27,8 @@ EltwiseOp eltwise_op(Activation a) {
       return {dnnl::algorithm::eltwise_clip_v2, 0.0f, 6.0f, "relu6"};
     case Activation::gelu:
       return {dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f, "gelu"};
+    case Activation::tanh:
+      return {dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f, "tanh"};
   }
   throw_invalid("activation: unknown kind " + std::to_string(static_cast<int>(a)));
 }

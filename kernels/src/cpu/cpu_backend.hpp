@@ -63,6 +63,9 @@ class CpuBackend final : public Backend {
   void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& workspace,
                        Tensor& dx) override;
 
+  void pad2d_forward(const Pad2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void pad2d_backward(const Pad2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   void activation_backward(Activation a, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 
@@ -80,6 +83,8 @@ class CpuBackend final : public Backend {
                          Tensor& y) override;
   void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                           Tensor& dposition_table) override;
+  void gather_rows_add(const Tensor& ids, const Tensor& table, Tensor& y) override;
+  void scatter_rows_add(const Tensor& ids, const Tensor& dy, Tensor& dtable) override;
 
   void dropout_mask(uint64_t seed, float p, Tensor& mask) override;
 

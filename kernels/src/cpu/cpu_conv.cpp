@@ -55,8 +55,8 @@ ConvDescs describe(const Conv2dGeometry& g) {
     d.dst = d.dst_plain;
   }
   d.strides = {g.stride, g.stride};
-  // Symmetric padding: oneDNN's output-size rule then equals ours (floor division).
-  d.padding = {g.padding, g.padding};
+  // Symmetric padding per axis: oneDNN's output-size rule then equals ours (floor division).
+  d.padding = {g.padding_h, g.padding_w};
   return d;
 }
 
@@ -92,9 +92,9 @@ struct BackwardWeightsPlan {
 
 void check_geometry(const Conv2dGeometry& g) {
   if (g.batch < 1 || g.in_channels < 1 || g.in_height < 1 || g.in_width < 1 || g.out_channels < 1 ||
-      g.kernel_h < 1 || g.kernel_w < 1 || g.stride < 1 || g.padding < 0 || g.groups < 1 ||
-      g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0 ||
-      g.in_height + 2 * g.padding < g.kernel_h || g.in_width + 2 * g.padding < g.kernel_w) {
+      g.kernel_h < 1 || g.kernel_w < 1 || g.stride < 1 || g.padding_h < 0 || g.padding_w < 0 ||
+      g.groups < 1 || g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0 ||
+      g.in_height + 2 * g.padding_h < g.kernel_h || g.in_width + 2 * g.padding_w < g.kernel_w) {
     throw_invalid("conv2d: invalid geometry " + g.key() +
                   " (extents, kernel, stride and groups must be positive, padding non-negative, "
                   "groups must divide both channel counts and the kernel fit the padded input)");

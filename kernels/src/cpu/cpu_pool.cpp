@@ -42,8 +42,9 @@ memory::dims dst_dims(const Pool2dGeometry& g) {
 }
 
 dnnl::algorithm algorithm(const Pool2dGeometry& g) {
-  return g.kind == PoolKind::max ? dnnl::algorithm::pooling_max
-                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  if (g.kind == PoolKind::max) return dnnl::algorithm::pooling_max;
+  return g.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                             : dnnl::algorithm::pooling_avg_exclude_padding;
 }
 
 PoolForward::primitive_desc forward_pd(const Pool2dGeometry& g, const dnnl::engine& engine) {

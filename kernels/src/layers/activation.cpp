@@ -12,6 +12,8 @@ FlopCount flops_per_element(Activation kind) {
       return {2, 2};
     case Activation::gelu:
       return {9, 18};
+    case Activation::tanh:
+      return {1, 4};
   }
   return {0, 0};
 }

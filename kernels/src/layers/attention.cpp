@@ -16,14 +16,17 @@ enum Saved { kInput, kQuery, kKey, kValue, kProbabilities, kMerged };
 
 }  // namespace
 
-CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads) : dim_(dim), heads_(heads) {
+SelfAttention::SelfAttention(int64_t dim, int64_t heads, bool causal)
+    : dim_(dim), heads_(heads), causal_(causal) {
+  // type() is virtual, so the constructor names the layer itself.
+  const std::string name = causal ? "CausalSelfAttention" : "SelfAttention";
   if (dim < 1 || heads < 1) {
-    throw_invalid("CausalSelfAttention: dim and heads must be positive, got dim=" +
-                  std::to_string(dim) + " heads=" + std::to_string(heads));
+    throw_invalid(name + ": dim and heads must be positive, got dim=" + std::to_string(dim) +
+                  " heads=" + std::to_string(heads));
   }
   if (dim % heads != 0) {
-    throw_invalid("CausalSelfAttention: dim " + std::to_string(dim) +
-                  " is not divisible by heads " + std::to_string(heads));
+    throw_invalid(name + ": dim " + std::to_string(dim) + " is not divisible by heads " +
+                  std::to_string(heads));
   }
   head_dim_ = dim / heads;
   qkv_weight_ = {"qkv.weight", Tensor::zeros({3 * dim, dim}), Tensor(), true};
@@ -32,7 +35,7 @@ CausalSelfAttention::CausalSelfAttention(int64_t dim, int64_t heads) : dim_(dim)
   proj_bias_ = {"proj.bias", Tensor::zeros({dim}), Tensor(), false};
 }
 
-void CausalSelfAttention::init_parameters(Rng& rng) {
+void SelfAttention::init_parameters(Rng& rng) {
   for (Parameter* p : {&qkv_weight_, &proj_weight_}) {
     fill_normal(p->value, rng, 0.0f, 0.02f);
   }
@@ -40,29 +43,27 @@ void CausalSelfAttention::init_parameters(Rng& rng) {
   proj_bias_.value.fill(0.0f);
 }
 
-Shape CausalSelfAttention::infer_output_shape(std::span<const Shape> inputs) const {
+Shape SelfAttention::infer_output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   if (in.size() != 3 || in[2] != dim_) {
-    throw_invalid("CausalSelfAttention(dim=" + std::to_string(dim_) +
-                  "): input must be [batch, time, " + std::to_string(dim_) + "], got " +
-                  to_string(in));
+    throw_invalid(type() + "(dim=" + std::to_string(dim_) + "): input must be [batch, time, " +
+                  std::to_string(dim_) + "], got " + to_string(in));
   }
   return in;
 }
 
-FlopCount CausalSelfAttention::count_flops(std::span<const Shape> /*inputs*/,
-                                           const Shape& output) const {
+FlopCount SelfAttention::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {
   const int64_t batch = output[0], time = output[1], rows = batch * time;
   const int64_t projections = 2 * rows * dim_ * (3 * dim_) + 2 * rows * dim_ * dim_;
   const int64_t biases = rows * 4 * dim_;
   const int64_t scores_and_mix = 2 * (2 * batch * time * time * dim_);
-  const int64_t unmasked = batch * heads_ * time * (time + 1) / 2;
+  const int64_t unmasked =
+      causal_ ? batch * heads_ * time * (time + 1) / 2 : batch * heads_ * time * time;
   return {projections + biases + scores_and_mix + 5 * unmasked,
           2 * projections + biases + 2 * scores_and_mix + 4 * unmasked};
 }
 
-Tensor CausalSelfAttention::run_forward(Backend& backend, std::span<const Tensor> inputs,
-                                        Context& ctx) {
+Tensor SelfAttention::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
   const Tensor& x = inputs[0];
   const Device device = x.device();
   const int64_t batch = x.dim(0), time = x.dim(1), rows = batch * time;
@@ -89,7 +90,7 @@ Tensor CausalSelfAttention::run_forward(Backend& backend, std::span<const Tensor
   Tensor scores({groups, time, time}, device);
   backend.matmul({groups, time, time, head_dim_, false, true, alpha}, q, k, scores);
   Tensor probabilities({groups, time, time}, device);
-  backend.softmax_forward(scores, /*causal=*/true, probabilities);
+  backend.softmax_forward(scores, causal_, probabilities);
 
   Tensor attended({batch, heads_, time, head_dim_}, device);
   backend.matmul({groups, time, head_dim_, time}, probabilities, v, attended);
@@ -103,8 +104,8 @@ Tensor CausalSelfAttention::run_forward(Backend& backend, std::span<const Tensor
   return y;
 }
 
-std::vector<Tensor> CausalSelfAttention::run_backward(Backend& backend, const Tensor& grad_output,
-                                                      Context& ctx) {
+std::vector<Tensor> SelfAttention::run_backward(Backend& backend, const Tensor& grad_output,
+                                                Context& ctx) {
   const Tensor& x = ctx.saved[kInput];
   const Tensor& q = ctx.saved[kQuery];
   const Tensor& k = ctx.saved[kKey];

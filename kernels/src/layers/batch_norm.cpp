@@ -129,8 +129,17 @@ std::vector<Tensor> BatchNorm2d::backward_eval(Backend& backend, const Tensor& g
   Tensor xhat(x.shape(), device);
   backend.batch_norm_forward_inference(x, filled(backend, {channels_}, device, 1.0f), zeros, mean,
                                        variance, epsilon_, xhat);
-  const Conv2dGeometry per_channel{x.dim(0), channels_, x.dim(2), x.dim(3), channels_,
-                                   1,        1,         1,        0,        channels_};
+  const Conv2dGeometry per_channel{.batch = x.dim(0),
+                                   .in_channels = channels_,
+                                   .in_height = x.dim(2),
+                                   .in_width = x.dim(3),
+                                   .out_channels = channels_,
+                                   .kernel_h = 1,
+                                   .kernel_w = 1,
+                                   .stride = 1,
+                                   .padding_h = 0,
+                                   .padding_w = 0,
+                                   .groups = channels_};
   Tensor dgamma = grad_target(weight_);
   Tensor dbeta = grad_target(bias_);
   Tensor dgamma_view = dgamma.reshaped({channels_, 1, 1, 1});

@@ -14,30 +14,46 @@ void require_positive(int64_t value, const char* what) {
     throw_invalid(std::string("Conv2d: ") + what + " must be >= 1, got " + std::to_string(value));
 }
 
+// "3" for square extents, "1x7" (height x width) otherwise.
+std::string extent(Extent2d e) {
+  return e.h == e.w ? std::to_string(e.h) : std::to_string(e.h) + "x" + std::to_string(e.w);
+}
+
 }  // namespace
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
                int64_t padding, int64_t groups, bool bias)
+    : Conv2d(in_channels, out_channels, Extent2d{kernel_size, kernel_size}, stride,
+             Extent2d{padding, padding}, groups, bias) {}
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Extent2d kernel, int64_t stride,
+               Extent2d padding, int64_t groups, bool bias)
     : in_channels_(in_channels),
       out_channels_(out_channels),
-      kernel_(kernel_size),
+      kernel_(kernel),
       stride_(stride),
       padding_(padding),
       groups_(groups),
       has_bias_(bias) {
   require_positive(in_channels, "in_channels");
   require_positive(out_channels, "out_channels");
-  require_positive(kernel_size, "kernel_size");
+  if (kernel.h == kernel.w) {
+    require_positive(kernel.h, "kernel_size");
+  } else {
+    require_positive(kernel.h, "kernel_h");
+    require_positive(kernel.w, "kernel_w");
+  }
   require_positive(stride, "stride");
   require_positive(groups, "groups");
-  if (padding < 0) throw_invalid("Conv2d: padding must be >= 0, got " + std::to_string(padding));
+  for (int64_t p : {padding.h, padding.w}) {
+    if (p < 0) throw_invalid("Conv2d: padding must be >= 0, got " + std::to_string(p));
+  }
   if (in_channels % groups != 0 || out_channels % groups != 0) {
     throw_invalid("Conv2d: groups " + std::to_string(groups) + " must divide in_channels " +
                   std::to_string(in_channels) + " and out_channels " +
                   std::to_string(out_channels));
   }
-  weight_ = {"weight",
-             Tensor::zeros({out_channels, in_channels / groups, kernel_size, kernel_size}),
+  weight_ = {"weight", Tensor::zeros({out_channels, in_channels / groups, kernel.h, kernel.w}),
              Tensor(), true};
   if (has_bias_) bias_ = {"bias", Tensor::zeros({out_channels}), Tensor(), false};
 }
@@ -45,8 +61,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
 Shape Conv2d::infer_output_shape(std::span<const Shape> inputs) const {
   const Shape& in = inputs[0];
   const std::string name = "Conv2d(" + std::to_string(in_channels_) + " -> " +
-                           std::to_string(out_channels_) + ", kernel " + std::to_string(kernel_) +
-                           ")";
+                           std::to_string(out_channels_) + ", kernel " + extent(kernel_) + ")";
   if (in.size() != 4) {
     throw_invalid(name + ": input must be [N, C, H, W], got " + to_string(in));
   }
@@ -54,23 +69,32 @@ Shape Conv2d::infer_output_shape(std::span<const Shape> inputs) const {
     throw_invalid(name + ": input " + to_string(in) + " has " + std::to_string(in[1]) +
                   " channels, expected " + std::to_string(in_channels_));
   }
-  if (in[2] + 2 * padding_ < kernel_ || in[3] + 2 * padding_ < kernel_) {
-    throw_invalid(name + ": kernel " + std::to_string(kernel_) +
-                  " is larger than the padded input " + std::to_string(in[2]) + "x" +
-                  std::to_string(in[3]) + " (padding " + std::to_string(padding_) + ")");
+  if (in[2] + 2 * padding_.h < kernel_.h || in[3] + 2 * padding_.w < kernel_.w) {
+    throw_invalid(name + ": kernel " + extent(kernel_) + " is larger than the padded input " +
+                  std::to_string(in[2]) + "x" + std::to_string(in[3]) + " (padding " +
+                  extent(padding_) + ")");
   }
   const Conv2dGeometry g = geometry(in);
   return {in[0], out_channels_, g.out_height(), g.out_width()};
 }
 
 Conv2dGeometry Conv2d::geometry(const Shape& input) const {
-  return {input[0], in_channels_, input[2], input[3], out_channels_,
-          kernel_,  kernel_,      stride_,  padding_, groups_};
+  return {.batch = input[0],
+          .in_channels = in_channels_,
+          .in_height = input[2],
+          .in_width = input[3],
+          .out_channels = out_channels_,
+          .kernel_h = kernel_.h,
+          .kernel_w = kernel_.w,
+          .stride = stride_,
+          .padding_h = padding_.h,
+          .padding_w = padding_.w,
+          .groups = groups_};
 }
 
 FlopCount Conv2d::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {
   const int64_t outputs = numel(output);
-  const int64_t product = 2 * outputs * (in_channels_ / groups_) * kernel_ * kernel_;
+  const int64_t product = 2 * outputs * (in_channels_ / groups_) * kernel_.h * kernel_.w;
   const int64_t bias = has_bias_ ? outputs : 0;
   return {product + bias, 2 * product + bias};
 }
@@ -105,7 +129,7 @@ std::vector<Parameter*> Conv2d::parameters() {
 }
 
 void Conv2d::init_parameters(Rng& rng) {
-  const auto fan_in = static_cast<float>(in_channels_ / groups_ * kernel_ * kernel_);
+  const auto fan_in = static_cast<float>(in_channels_ / groups_ * kernel_.h * kernel_.w);
   const float bound = 1.0f / std::sqrt(fan_in);
   for (Parameter* p : parameters()) {
     fill_uniform(p->value, rng, -bound, bound);

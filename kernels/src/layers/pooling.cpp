@@ -11,8 +11,13 @@ const char* kind_name(PoolKind kind) {
 
 }  // namespace
 
-Pool2dLayer::Pool2dLayer(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding)
-    : kind_(kind), kernel_(kernel), stride_(stride), padding_(padding) {
+Pool2dLayer::Pool2dLayer(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding,
+                         bool count_include_pad)
+    : kind_(kind),
+      kernel_(kernel),
+      stride_(stride),
+      padding_(padding),
+      count_include_pad_(count_include_pad) {
   const std::string name = kind_name(kind);
   if (kernel < 1) throw_invalid(name + ": kernel must be >= 1, got " + std::to_string(kernel));
   if (stride < 1) throw_invalid(name + ": stride must be >= 1, got " + std::to_string(stride));
@@ -38,7 +43,15 @@ Shape Pool2dLayer::infer_output_shape(std::span<const Shape> inputs) const {
 }
 
 Pool2dGeometry Pool2dLayer::geometry(const Shape& input) const {
-  return {kind_, input[0], input[1], input[2], input[3], kernel_, stride_, padding_};
+  return {.kind = kind_,
+          .batch = input[0],
+          .channels = input[1],
+          .in_height = input[2],
+          .in_width = input[3],
+          .kernel = kernel_,
+          .stride = stride_,
+          .padding = padding_,
+          .count_include_pad = count_include_pad_};
 }
 
 FlopCount Pool2dLayer::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {

@@ -12,12 +12,14 @@
 
 namespace interplace::kernels {
 
+// Zero padding is symmetric per axis: padding_h rows above and below, padding_w columns
+// left and right.
 struct Conv2dGeometry {
   int64_t batch, in_channels, in_height, in_width;
   int64_t out_channels, kernel_h, kernel_w;
-  int64_t stride, padding, groups;
-  int64_t out_height() const { return (in_height + 2 * padding - kernel_h) / stride + 1; }
-  int64_t out_width() const { return (in_width + 2 * padding - kernel_w) / stride + 1; }
+  int64_t stride, padding_h, padding_w, groups;
+  int64_t out_height() const { return (in_height + 2 * padding_h - kernel_h) / stride + 1; }
+  int64_t out_width() const { return (in_width + 2 * padding_w - kernel_w) / stride + 1; }
   std::string key() const;
 };
 
@@ -25,13 +27,26 @@ enum class PoolKind { max, average };
 struct Pool2dGeometry {
   PoolKind kind;
   int64_t batch, channels, in_height, in_width;
-  int64_t kernel, stride, padding;  // average pooling excludes padding from the divisor
+  int64_t kernel, stride, padding;
+  // Average pooling divides by the window's in-bounds elements unless this is set, in
+  // which case it divides by kernel^2 (PyTorch's count_include_pad=True).
+  bool count_include_pad = false;
   int64_t out_height() const { return (in_height + 2 * padding - kernel) / stride + 1; }
   int64_t out_width() const { return (in_width + 2 * padding - kernel) / stride + 1; }
   std::string key() const;
 };
 
-enum class Activation { relu, relu6, gelu /* tanh approximation, as GPT-2 */ };
+// Per-side zero padding of the spatial axes of [N, C, H, W]; a negative amount crops
+// that many rows or columns from that side instead.
+struct Pad2dGeometry {
+  int64_t batch, channels, in_height, in_width;
+  int64_t top, bottom, left, right;
+  int64_t out_height() const { return in_height + top + bottom; }
+  int64_t out_width() const { return in_width + left + right; }
+  std::string key() const;
+};
+
+enum class Activation { relu, relu6, gelu /* tanh approximation, as GPT-2 */, tanh };
 
 // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b in [0, batch), row-major,
 // op(X) = X or X^T. A is [batch, M, K] (or [batch, K, M] when transposed), etc.
@@ -85,6 +100,12 @@ class Backend {
   virtual void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& workspace,
                                Tensor& dx) = 0;
 
+  // --- padding / cropping (see Pad2dGeometry): y [N, C, Ho, Wo] is x shifted by (top,
+  // left) with zeros where x has no element; backward writes dx [N, C, H, W] as the window
+  // of dy that x landed in (cropped elements get zero gradient).
+  virtual void pad2d_forward(const Pad2dGeometry& g, const Tensor& x, Tensor& y) = 0;
+  virtual void pad2d_backward(const Pad2dGeometry& g, const Tensor& dy, Tensor& dx) = 0;
+
   // --- activations (elementwise); backward uses the forward input x.
   virtual void activation_forward(Activation a, const Tensor& x, Tensor& y) = 0;
   virtual void activation_backward(Activation a, const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
@@ -115,6 +136,14 @@ class Backend {
   // Accumulates into dtoken_table and dposition_table.
   virtual void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                                   Tensor& dposition_table) = 0;
+  // Extra embedding tables (BERT's token types): for ids of any shape, rows = ids.numel(),
+  // table [V, D] and y, dy holding rows x D values,
+  //   gather_rows_add:  y[r, :] += table[ids[r], :]
+  //   scatter_rows_add: dtable[ids[r], :] += dy[r, :]   (accumulates)
+  // The defaults are built from embedding_forward/backward (a zero position row, one extra
+  // pass), so every backend has them; a backend may override them with direct kernels.
+  virtual void gather_rows_add(const Tensor& ids, const Tensor& table, Tensor& y);
+  virtual void scatter_rows_add(const Tensor& ids, const Tensor& dy, Tensor& dtable);
 
   // --- dropout: mask[i] = (uniform(seed, i) >= p) / (1 - p); y = x * mask.
   virtual void dropout_mask(uint64_t seed, float p, Tensor& mask) = 0;

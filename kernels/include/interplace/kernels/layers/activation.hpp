@@ -1,9 +1,10 @@
-// Elementwise activations, any input shape: ReLU, ReLU6 (clip to [0, 6]) and GELU (tanh
-// approximation, as GPT-2: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))).
-// At the kinks (x = 0, 6) the gradient is 0, as in PyTorch.
+// Elementwise activations, any input shape: ReLU, ReLU6 (clip to [0, 6]), GELU (tanh
+// approximation, as GPT-2: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) and Tanh
+// (BERT's pooler). At the kinks (x = 0, 6) the gradient is 0, as in PyTorch.
 //
 // FLOPs per element (tanh counted as one): ReLU forward 1, backward 1; ReLU6 forward 2,
-// backward 2; GELU forward 9, backward 18.
+// backward 2; GELU forward 9, backward 18; Tanh forward 1, backward 4 (backward starts
+// from the input: tanh, square, subtract from 1, multiply).
 #pragma once
 
 #include "interplace/kernels/backend.hpp"
@@ -43,6 +44,12 @@ class GELU final : public ActivationLayer {
  public:
   GELU() : ActivationLayer(Activation::gelu) {}
   std::string type() const override { return "GELU"; }
+};
+
+class Tanh final : public ActivationLayer {
+ public:
+  Tanh() : ActivationLayer(Activation::tanh) {}
+  std::string type() const override { return "Tanh"; }
 };
 
 }  // namespace interplace::kernels

@@ -1,7 +1,9 @@
 // Pooling over x [N, C, H, W] with a square window: MaxPool2d and AvgPool2d give
 // [N, C, Ho, Wo] with Ho = (H + 2*padding - kernel) / stride + 1 (floor, as PyTorch);
-// padding is at most half the kernel, padded positions never win a max and are left out
-// of an average's divisor. GlobalAvgPool averages each channel: [N, C, H, W] -> [N, C].
+// padding is at most half the kernel and padded positions never win a max. An average
+// divides by the window's in-bounds elements, or with count_include_pad (PyTorch's
+// default, used by torchvision's Inception-v3) by kernel^2, padded zeros included.
+// GlobalAvgPool averages each channel: [N, C, H, W] -> [N, C].
 //
 // FLOPs: max forward kernel^2 comparisons per output, backward 1 per output (routing its
 // gradient); average forward and backward kernel^2 per output; global average 1 per
@@ -18,9 +20,11 @@ class Pool2dLayer : public Layer {
   int64_t kernel() const { return kernel_; }
   int64_t stride() const { return stride_; }
   int64_t padding() const { return padding_; }
+  bool count_include_pad() const { return count_include_pad_; }
 
  protected:
-  Pool2dLayer(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding);
+  Pool2dLayer(PoolKind kind, int64_t kernel, int64_t stride, int64_t padding,
+              bool count_include_pad);
   Shape infer_output_shape(std::span<const Shape> inputs) const override;
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
@@ -32,19 +36,20 @@ class Pool2dLayer : public Layer {
 
   PoolKind kind_;
   int64_t kernel_, stride_, padding_;
+  bool count_include_pad_;
 };
 
 class MaxPool2d final : public Pool2dLayer {
  public:
   MaxPool2d(int64_t kernel, int64_t stride, int64_t padding = 0)
-      : Pool2dLayer(PoolKind::max, kernel, stride, padding) {}
+      : Pool2dLayer(PoolKind::max, kernel, stride, padding, false) {}
   std::string type() const override { return "MaxPool2d"; }
 };
 
 class AvgPool2d final : public Pool2dLayer {
  public:
-  AvgPool2d(int64_t kernel, int64_t stride, int64_t padding = 0)
-      : Pool2dLayer(PoolKind::average, kernel, stride, padding) {}
+  AvgPool2d(int64_t kernel, int64_t stride, int64_t padding = 0, bool count_include_pad = false)
+      : Pool2dLayer(PoolKind::average, kernel, stride, padding, count_include_pad) {}
   std::string type() const override { return "AvgPool2d"; }
 };
 

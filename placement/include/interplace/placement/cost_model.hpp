@@ -1,0 +1,88 @@
+// The cost model: how long a node takes forward and backward, how long a tensor takes to
+// cross a link, and how much memory a set of nodes needs on one device.
+//
+// Node times come from a measured profile (profile.hpp) when the cost model has one,
+// otherwise from a roofline on the device description:
+//   time_s = max(flops / peak_flops_per_s, bytes / memory_bandwidth_bytes_per_s)
+//   bytes  = input activation bytes (distinct producers) + output activation bytes
+//            + parameter bytes (fp32), the same traffic estimate forward and backward.
+// Communication: transfer_s(bytes) = latency_s + bytes / bandwidth_bytes_per_s.
+// Memory on a device: parameter_state_bytes of its nodes
+//   = parameters * 4 bytes * (1 weights + 1 gradients + optimizer state factor)
+//     (state factor: SGD 0, SGD with momentum 1, AdamW 2)
+// plus the activations kept for backward: the output bytes of its nodes times the number
+// of micro-batches in flight.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/profile.hpp"
+
+namespace interplace::placement {
+
+struct DeviceSpec {
+  std::string name;
+  double peak_flops_per_s = 0.0;
+  double memory_bandwidth_bytes_per_s = 0.0;
+  int64_t memory_capacity_bytes = 0;
+};
+
+enum class OptimizerKind { sgd, sgd_momentum, adamw };
+// "sgd", "sgd-momentum", "adamw"; throws invalid_input listing them for anything else.
+OptimizerKind optimizer_by_name(std::string_view name);
+std::string to_string(OptimizerKind kind);
+int optimizer_state_factor(OptimizerKind kind);  // extra fp32 copies of the parameters
+
+// What the placers and the simulator consume: one entry per node of one graph.
+struct NodeCosts {
+  std::vector<double> forward_s;
+  std::vector<double> backward_s;
+  std::vector<int64_t> parameter_state_bytes;  // weights + gradients + optimizer state
+  std::vector<int64_t> output_bytes;           // sent to consumers, kept for backward
+
+  int node_count() const { return static_cast<int>(forward_s.size()); }
+  double compute_s(NodeId id) const { return forward_s[id] + backward_s[id]; }
+  // Memory the node adds to its device with `in_flight_micro_batches` activations kept.
+  int64_t memory_bytes(NodeId id, int in_flight_micro_batches) const {
+    return parameter_state_bytes[id] + output_bytes[id] * in_flight_micro_batches;
+  }
+};
+
+class CostModel {
+ public:
+  // A roofline cost model. Throws invalid_input for non-positive peak, bandwidths or
+  // capacity, or a negative latency (an infinite link bandwidth is allowed).
+  CostModel(DeviceSpec device, LinkSpec link,
+            OptimizerKind optimizer = OptimizerKind::sgd_momentum);
+  // Node times and the link from a measured profile; `device` supplies the memory
+  // capacity (and the roofline numbers, unused here). Throws invalid_input when the
+  // device has a name that differs from the profile's.
+  static CostModel from_profile(Profile profile, DeviceSpec device,
+                                OptimizerKind optimizer = OptimizerKind::sgd_momentum);
+
+  const DeviceSpec& device() const { return device_; }
+  const LinkSpec& link() const { return link_; }
+  OptimizerKind optimizer() const { return optimizer_; }
+  const std::optional<Profile>& profile() const { return profile_; }
+
+  double transfer_s(int64_t bytes) const;
+  double roofline_s(int64_t flops, int64_t bytes) const;
+  int64_t parameter_state_bytes(int64_t parameter_count) const;
+
+  // Per-node costs for `graph`. With a profile, throws invalid_input when the profile's
+  // batch size differs from the graph's or its node names do not match the graph's.
+  NodeCosts node_costs(const Graph& graph) const;
+
+ private:
+  DeviceSpec device_;
+  LinkSpec link_;
+  OptimizerKind optimizer_;
+  std::optional<Profile> profile_;
+};
+
+}  // namespace interplace::placement

@@ -1,0 +1,88 @@
+// Placers map every node to a device. They visit nodes in the given order: that order is
+// the sequence of decisions, which is how the traversal order changes the outcome.
+//
+//   contiguous   splits the order into K contiguous non-empty chunks (chunk i -> device i)
+//                minimising the largest device_loads_s (dynamic programming, exact)
+//   greedy-eft   list scheduling in the order: each node goes to the device where it
+//                would finish earliest (forward+backward time, after the device is free
+//                and the tensors of already placed predecessors have arrived), Baechi's m-ETF
+//   balanced     fills devices in order, each up to 1/K of the total cost: a node goes to
+//                the device whose share contains the midpoint of its cumulative cost
+//                (never an earlier device than the previous node's), Baechi's m-TOPO
+//   round-robin  i-th node of the order on device i mod K
+//   random       seeded uniform device per node
+//   refine       starts from another placer's result; for R rounds visits the nodes in the
+//                order and moves each to the device that most lowers the estimated step
+//                time (Placeto's decision process with a greedy policy). Candidate
+//                devices are those of the node's inputs and consumers plus the device
+//                with the least compute, or every device with refine_all_devices: each
+//                candidate costs one full estimate, so this keeps large graphs tractable.
+//
+// All respect the per-device memory capacity (a node needs its parameter state plus its
+// output activation for each of `micro_batches` micro-batches, GPipe's worst case): a
+// node that does not fit where a placer would put it goes to the next device that has
+// room. They throw invalid_input when placement is impossible: K < 1, K greater than the
+// node count, an order that is not a permutation of the nodes, a node larger than one
+// device, more total memory than K devices hold, or (for the greedy placers) no room left
+// for a node.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placement.hpp"
+
+namespace interplace::placement {
+
+// Lower is better; refine keeps a move only when it lowers this value.
+using StepTimeEstimator = std::function<double(const Placement&)>;
+
+struct PlacementRequest {
+  int device_count = 1;
+  CostModel cost_model;
+  // Per-device capacity; unset means the cost model's device capacity.
+  std::optional<int64_t> memory_capacity_bytes = std::nullopt;
+  // Micro-batches whose activations a device keeps (memory check) and that the default
+  // step-time estimator pipelines.
+  int micro_batches = 1;
+  uint64_t seed = 0;  // random
+  // refine: the starting placer (any other placer name), the number of rounds (it stops
+  // early when a round moves nothing), the candidate devices, and the estimator (empty:
+  // estimate_step_time_s with `micro_batches`).
+  std::string refine_start = "balanced";
+  int refine_rounds = 2;
+  bool refine_all_devices = false;
+  StepTimeEstimator refine_estimator = {};
+
+  int64_t capacity_bytes() const {
+    return memory_capacity_bytes.value_or(cost_model.device().memory_capacity_bytes);
+  }
+};
+
+using Placer = std::function<Placement(const Graph&, const Order&, const PlacementRequest&)>;
+
+Placement place_contiguous(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_greedy_eft(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_balanced(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_round_robin(const Graph& graph, const Order& order,
+                            const PlacementRequest& request);
+Placement place_random(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_refine(const Graph& graph, const Order& order, const PlacementRequest& request);
+
+// "contiguous", "greedy-eft", "balanced", "refine", "round-robin", "random".
+const std::vector<std::string>& placer_names();
+// Throws invalid_input for an unknown name, listing the valid ones.
+Placer placer_by_name(std::string_view name);
+
+// Throws invalid_input with the reason when no placement can exist (see above).
+void require_placeable(const Graph& graph, const Order& order, const PlacementRequest& request,
+                       const NodeCosts& costs);
+
+}  // namespace interplace::placement

@@ -1,0 +1,44 @@
+// Measured per-node times of one graph on one device (written by `interplace profile`),
+// stored as the small tab-separated text format of docs/profile-format.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace interplace::placement {
+
+struct LinkSpec {
+  double latency_s = 0.0;
+  double bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+};
+
+struct NodeTiming {
+  std::string name;
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
+struct Profile {
+  std::string device_name;
+  int64_t batch_size = 1;
+  LinkSpec link;
+  std::vector<NodeTiming> nodes;
+};
+
+// Throws invalid_input naming `source` and the line for anything malformed: a missing or
+// wrong format line, unknown, repeated or missing keys, bad numbers, negative or
+// non-finite times, duplicate node names, a node count that does not match.
+Profile read_profile(std::istream& in, std::string_view source = "<stream>");
+Profile read_profile_file(const std::filesystem::path& path);
+
+// Throws invalid_input for values the format cannot hold (names with tabs or line breaks,
+// non-finite or negative numbers); write_profile_file throws runtime when it cannot write.
+void write_profile(std::ostream& out, const Profile& profile);
+void write_profile_file(const std::filesystem::path& path, const Profile& profile);
+
+}  // namespace interplace::placement

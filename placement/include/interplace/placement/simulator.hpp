@@ -1,0 +1,72 @@
+// A discrete-event model of training steps: executes a Schedule's per-stage action lists
+// against per-stage costs and a link, and reports step time, per-stage busy and idle time
+// and peak memory.
+//
+// Timing rules: compute actions (forward, backward, aux, optimiser step) occupy their stage
+// for their duration. A send costs its stage no time; the message crosses the directed
+// link (stage i -> i+1 or i+1 -> i) as soon as that link is free, taking
+// latency_s + bytes / bandwidth_bytes_per_s, one message at a time per direction. A
+// receive blocks its stage until the message has arrived; that wait is idle time.
+// Every backward pass costs the body's full backward_s (the model does not split input
+// and parameter gradients). Memory: parameter state, plus activation_bytes from a
+// micro-batch's forward until its last backward pass on that stage, plus
+// aux_activation_bytes from an aux forward to its aux backward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/schedule.hpp"
+
+namespace interplace::placement {
+
+// Costs of one stage for one micro-batch.
+struct StageCosts {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  double aux_forward_s = 0.0;
+  double aux_backward_s = 0.0;
+  double optimizer_s = 0.0;
+  int64_t output_bytes = 0;  // activation sent to the next stage; its gradient is as big
+  int64_t parameter_state_bytes = 0;
+  int64_t activation_bytes = 0;      // kept for backward
+  int64_t aux_activation_bytes = 0;  // kept by the auxiliary head
+};
+
+struct PipelineCosts {
+  std::vector<StageCosts> stages;
+  LinkSpec link;
+};
+
+struct TraceEvent {
+  int stage = 0;
+  int action_index = 0;  // into Schedule::stage_actions[stage]
+  double start_s = 0.0;  // for a receive: when the stage started waiting
+  double end_s = 0.0;
+};
+
+struct StageTimeline {
+  double busy_s = 0.0;           // compute
+  double idle_s = 0.0;           // makespan - busy
+  double first_start_s = 0.0;    // first compute action
+  double last_end_s = 0.0;       // last compute action
+  double internal_idle_s = 0.0;  // idle between first_start_s and last_end_s (no fill/drain)
+  int64_t peak_memory_bytes = 0;
+  std::vector<double> step_end_s;  // end of each mini-batch's optimiser step
+};
+
+struct SimulationResult {
+  double makespan_s = 0.0;
+  double step_time_s = 0.0;    // makespan / mini-batches
+  double idle_fraction = 0.0;  // sum of idle / (stages * makespan)
+  std::vector<StageTimeline> stages;
+  std::vector<TraceEvent> trace;  // every action, in simulation order
+};
+
+// Throws invalid_input when the costs do not have one entry per stage or hold negative
+// values; throws runtime when the schedule cannot complete (a receive whose message is
+// never sent: deadlock) or leaves messages unreceived.
+SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs);
+
+}  // namespace interplace::placement

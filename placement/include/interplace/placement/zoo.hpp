@@ -1,0 +1,75 @@
+// The model zoo: real networks as layer graphs. Every node is an op of the kernel library
+// with its attributes; its output shape, FLOPs and parameter count come from the kernel
+// layer itself (make_layer), so graphs and real training never disagree.
+//
+// Tied weights (GPT's LM head shares the token embedding table): the head is a
+// "tied_linear" node with parameter_count 0 and string attributes "tied_to" (the name of
+// the node owning the weight, e.g. "embed") and "tied_parameter" (the owner's parameter,
+// "token_table"). Whoever runs the graph must:
+//   - on one rank: bind the head (kernels::TiedLinear::bind) to the owner layer's
+//     parameter; both layers then add their gradients into it and the optimiser steps it
+//     once, through the owner;
+//   - across ranks: treat the owner's copy as authoritative. The head's rank keeps a
+//     replica (count its memory there: it is not in parameter_count), receives the
+//     owner's values before the first step and after every update, and sends its
+//     gradient contribution to the owner, which adds it before the optimiser step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interplace/placement/graph.hpp"
+
+namespace interplace::placement {
+
+// Unset (0) fields take the model's defaults.
+struct ModelOptions {
+  int64_t batch_size = 1;
+  // Image models.
+  int64_t in_channels = 0;
+  int64_t image_size = 0;
+  int64_t classes = 0;
+  // Sequence models (gpt, bert). sequence_length defaults to max_positions; `classes` on
+  // a BERT model adds a "classifier" Linear on the pooled output (default: none).
+  int64_t sequence_length = 0;
+  int64_t layers = 0;         // Transformer blocks
+  int64_t dim = 0;            // model width; must stay divisible by heads
+  int64_t heads = 0;          // attention heads
+  int64_t vocab_size = 0;     // token vocabulary (256 = the byte-level text corpus)
+  int64_t max_positions = 0;  // rows of the learned position table
+  // Small variants: channel widths (or model dimension) times width_multiplier,
+  // repeated blocks/layers times depth_multiplier (rounded, at least 1).
+  double width_multiplier = 1.0;
+  double depth_multiplier = 1.0;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string family;  // resnet, inception, vgg, mobilenet, nasnet, gpt, bert
+  std::string description;
+  // Parameter count at the default options: the published figure where there is one;
+  // for resnet56/110 at 1x28x28 (no published figure) PyTorch's count of the same network;
+  // for gpt-mini and bert-mini the architecture's closed-form count. Without a published
+  // reference (the "-small" presets) it is the count the graph had when the preset was
+  // added, so that a changed graph is noticed.
+  int64_t reference_parameters;
+  bool published_reference = true;
+  // The reference also counts batch-norm running means and variances (2 x channels per
+  // batch_norm node) because the source does: Keras' "Total params" (NASNetMobile's
+  // 5,326,716) includes these non-trainable weights, while Graph::total_parameter_count()
+  // counts trainable parameters only. Compare against trainable + buffer elements.
+  bool reference_counts_batch_norm_statistics = false;
+};
+
+// Presets ("vgg16-small") are a family model at other default options: the options a
+// caller sets (> 0) override the preset's sizes, and the caller's multipliers multiply
+// the preset's.
+const std::vector<ModelInfo>& model_catalog();
+// Throws invalid_input listing the valid names for an unknown model, and for options
+// that do not fit it (an image too small for its downsampling, a sequence longer than
+// its positions, non-positive multipliers).
+Graph build_model(std::string_view name, const ModelOptions& options = {});
+
+}  // namespace interplace::placement

@@ -1,0 +1,151 @@
+#include "interplace/placement/cost_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::placement {
+namespace {
+
+constexpr int64_t kBytesPerParameter = 4;  // fp32
+
+constexpr std::array<std::pair<OptimizerKind, const char*>, 3> kOptimizerNames = {{
+    {OptimizerKind::sgd, "sgd"},
+    {OptimizerKind::sgd_momentum, "sgd-momentum"},
+    {OptimizerKind::adamw, "adamw"},
+}};
+
+void validate(const DeviceSpec& device, const LinkSpec& link) {
+  const std::string where = "device '" + device.name + "': ";
+  if (!(device.peak_flops_per_s > 0.0) || !std::isfinite(device.peak_flops_per_s)) {
+    throw_invalid(where + "peak_flops_per_s must be finite and > 0");
+  }
+  if (!(device.memory_bandwidth_bytes_per_s > 0.0) ||
+      !std::isfinite(device.memory_bandwidth_bytes_per_s)) {
+    throw_invalid(where + "memory_bandwidth_bytes_per_s must be finite and > 0");
+  }
+  if (device.memory_capacity_bytes <= 0) {
+    throw_invalid(where + "memory_capacity_bytes must be > 0, got " +
+                  std::to_string(device.memory_capacity_bytes));
+  }
+  if (!(link.latency_s >= 0.0) || !std::isfinite(link.latency_s)) {
+    throw_invalid("link latency_s must be finite and >= 0");
+  }
+  if (!(link.bandwidth_bytes_per_s > 0.0)) throw_invalid("link bandwidth_bytes_per_s must be > 0");
+}
+
+int64_t input_bytes(const Graph& graph, const Node& node) {
+  int64_t bytes = 0;
+  for (NodeId pred : node.predecessors) bytes += graph.nodes()[pred].output_bytes;
+  return bytes;
+}
+
+}  // namespace
+
+OptimizerKind optimizer_by_name(std::string_view name) {
+  std::string valid;
+  for (const auto& [kind, known] : kOptimizerNames) {
+    if (name == known) return kind;
+    valid += (valid.empty() ? "" : ", ") + std::string(known);
+  }
+  throw_invalid("unknown optimizer '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+std::string to_string(OptimizerKind kind) {
+  for (const auto& [k, name] : kOptimizerNames) {
+    if (k == kind) return name;
+  }
+  throw_invalid("unknown optimizer kind " + std::to_string(static_cast<int>(kind)));
+}
+
+int optimizer_state_factor(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd:
+      return 0;
+    case OptimizerKind::sgd_momentum:
+      return 1;  // velocity
+    case OptimizerKind::adamw:
+      return 2;  // first and second moments
+  }
+  throw_invalid("unknown optimizer kind " + std::to_string(static_cast<int>(kind)));
+}
+
+CostModel::CostModel(DeviceSpec device, LinkSpec link, OptimizerKind optimizer)
+    : device_(std::move(device)), link_(link), optimizer_(optimizer) {
+  validate(device_, link_);
+  optimizer_state_factor(optimizer_);  // rejects values outside the enum
+}
+
+CostModel CostModel::from_profile(Profile profile, DeviceSpec device, OptimizerKind optimizer) {
+  if (!device.name.empty() && device.name != profile.device_name) {
+    throw_invalid("the profile was measured on '" + profile.device_name + "', not on '" +
+                  device.name + "'");
+  }
+  device.name = profile.device_name;
+  CostModel model(std::move(device), profile.link, optimizer);
+  model.profile_ = std::move(profile);
+  return model;
+}
+
+double CostModel::transfer_s(int64_t bytes) const {
+  return link_.latency_s + static_cast<double>(bytes) / link_.bandwidth_bytes_per_s;
+}
+
+double CostModel::roofline_s(int64_t flops, int64_t bytes) const {
+  return std::max(static_cast<double>(flops) / device_.peak_flops_per_s,
+                  static_cast<double>(bytes) / device_.memory_bandwidth_bytes_per_s);
+}
+
+int64_t CostModel::parameter_state_bytes(int64_t parameter_count) const {
+  return parameter_count * kBytesPerParameter * (2 + optimizer_state_factor(optimizer_));
+}
+
+NodeCosts CostModel::node_costs(const Graph& graph) const {
+  const int n = graph.node_count();
+  NodeCosts costs;
+  costs.forward_s.resize(n);
+  costs.backward_s.resize(n);
+  costs.parameter_state_bytes.resize(n);
+  costs.output_bytes.resize(n);
+  for (const Node& node : graph.nodes()) {
+    costs.parameter_state_bytes[node.id] = parameter_state_bytes(node.parameter_count);
+    costs.output_bytes[node.id] = node.output_bytes;
+  }
+  if (!profile_) {
+    for (const Node& node : graph.nodes()) {
+      const int64_t bytes =
+          input_bytes(graph, node) + node.output_bytes + node.parameter_count * kBytesPerParameter;
+      costs.forward_s[node.id] = roofline_s(node.forward_flops, bytes);
+      costs.backward_s[node.id] = roofline_s(node.backward_flops, bytes);
+    }
+    return costs;
+  }
+  if (profile_->batch_size != graph.batch_size()) {
+    throw_invalid("the profile was measured at batch size " + std::to_string(profile_->batch_size) +
+                  " but graph '" + graph.name() + "' is built for batch size " +
+                  std::to_string(graph.batch_size()));
+  }
+  std::vector<char> covered(n, 0);
+  for (const NodeTiming& timing : profile_->nodes) {
+    const auto id = graph.find(timing.name);
+    if (!id) {
+      throw_invalid("the profile has node '" + timing.name + "' that graph '" + graph.name() +
+                    "' does not have (a profile of another model?)");
+    }
+    costs.forward_s[*id] = timing.forward_s;
+    costs.backward_s[*id] = timing.backward_s;
+    covered[*id] = 1;
+  }
+  for (const Node& node : graph.nodes()) {
+    if (!covered[node.id]) {
+      throw_invalid("the profile has no times for node '" + node.name + "' of graph '" +
+                    graph.name() + "'");
+    }
+  }
+  return costs;
+}
+
+}  // namespace interplace::placement

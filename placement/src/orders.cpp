@@ -1,0 +1,307 @@
+#include "interplace/placement/orders.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <deque>
+#include <queue>
+#include <utility>
+
+#include "interplace/kernels/error.hpp"
+#include "seeded_random.hpp"
+
+namespace interplace::placement {
+namespace {
+
+constexpr std::array<std::pair<OrderKind, const char*>, 13> kOrderNames = {{
+    {OrderKind::topo, "topo"},
+    {OrderKind::topo_rev, "topo-rev"},
+    {OrderKind::dfs_pre, "dfs-pre"},
+    {OrderKind::dfs_post, "dfs-post"},
+    {OrderKind::dfs_pre_rev, "dfs-pre-rev"},
+    {OrderKind::dfs_post_rev, "dfs-post-rev"},
+    {OrderKind::bfs, "bfs"},
+    {OrderKind::bfs_rev, "bfs-rev"},
+    {OrderKind::lexical, "lexical"},
+    {OrderKind::lexical_rev, "lexical-rev"},
+    {OrderKind::random, "random"},
+    {OrderKind::random_topo, "random-topo"},
+    {OrderKind::critical_path, "critical-path"},
+}};
+
+Order reversed(Order order) {
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
+std::vector<int> in_degrees(const Graph& graph) {
+  std::vector<int> degree(graph.node_count());
+  for (const Node& node : graph.nodes())
+    degree[node.id] = static_cast<int>(node.predecessors.size());
+  return degree;
+}
+
+// Depth-first over all roots (unvisited nodes in ascending id), iteratively so that
+// graphs thousands of nodes deep do not exhaust the call stack.
+void depth_first(const Graph& graph, Order* preorder, Order* postorder) {
+  const int n = graph.node_count();
+  std::vector<char> visited(n, 0);
+  std::vector<std::pair<NodeId, size_t>> stack;  // node, index of its next successor
+  for (NodeId root = 0; root < n; ++root) {
+    if (visited[root]) continue;
+    visited[root] = 1;
+    if (preorder) preorder->push_back(root);
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const std::vector<NodeId>& successors = graph.nodes()[node].successors;
+      if (next == successors.size()) {
+        if (postorder) postorder->push_back(node);
+        stack.pop_back();
+        continue;
+      }
+      const NodeId child = successors[next++];
+      if (visited[child]) continue;
+      visited[child] = 1;
+      if (preorder) preorder->push_back(child);
+      stack.emplace_back(child, 0);  // invalidates `node`/`next`; not used after this
+    }
+  }
+}
+
+std::vector<double> default_costs(const Graph& graph) {
+  std::vector<double> cost;
+  cost.reserve(graph.node_count());
+  for (const Node& node : graph.nodes()) {
+    cost.push_back(static_cast<double>(node.forward_flops + node.backward_flops));
+  }
+  return cost;
+}
+
+}  // namespace
+
+const std::vector<std::string>& order_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& entry : kOrderNames) all.emplace_back(entry.second);
+    return all;
+  }();
+  return names;
+}
+
+std::string to_string(OrderKind kind) {
+  for (const auto& [k, name] : kOrderNames) {
+    if (k == kind) return name;
+  }
+  throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
+}
+
+OrderKind order_by_name(std::string_view name) {
+  for (const auto& [kind, known] : kOrderNames) {
+    if (name == known) return kind;
+  }
+  std::string valid;
+  for (const std::string& known : order_names()) valid += (valid.empty() ? "" : ", ") + known;
+  throw_invalid("unknown order '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+Order topological_order(const Graph& graph) {
+  std::vector<int> degree = in_degrees(graph);
+  std::deque<NodeId> ready;
+  for (NodeId id : graph.sources()) ready.push_back(id);
+  Order order;
+  order.reserve(graph.node_count());
+  while (!ready.empty()) {
+    const NodeId node = ready.front();
+    ready.pop_front();
+    order.push_back(node);
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) ready.push_back(child);
+    }
+  }
+  return order;
+}
+
+Order dfs_preorder(const Graph& graph) {
+  Order order;
+  order.reserve(graph.node_count());
+  depth_first(graph, &order, nullptr);
+  return order;
+}
+
+Order dfs_postorder(const Graph& graph) {
+  Order order;
+  order.reserve(graph.node_count());
+  depth_first(graph, nullptr, &order);
+  return order;
+}
+
+Order bfs_order(const Graph& graph) {
+  const int n = graph.node_count();
+  std::vector<char> visited(n, 0);
+  Order order;
+  order.reserve(n);
+  std::deque<NodeId> queue;
+  for (NodeId root = 0; root < n; ++root) {
+    if (visited[root]) continue;
+    visited[root] = 1;
+    order.push_back(root);
+    queue.push_back(root);
+    while (!queue.empty()) {
+      const NodeId node = queue.front();
+      queue.pop_front();
+      for (NodeId child : graph.nodes()[node].successors) {
+        if (visited[child]) continue;
+        visited[child] = 1;
+        order.push_back(child);
+        queue.push_back(child);
+      }
+    }
+  }
+  return order;
+}
+
+Order lexical_order(const Graph& graph) {
+  Order order(graph.node_count());
+  for (NodeId id = 0; id < graph.node_count(); ++id) order[id] = id;
+  std::sort(order.begin(), order.end(),
+            [&](NodeId a, NodeId b) { return graph.nodes()[a].name < graph.nodes()[b].name; });
+  return order;
+}
+
+Order random_order(const Graph& graph, uint64_t seed) {
+  Order order(graph.node_count());
+  for (NodeId id = 0; id < graph.node_count(); ++id) order[id] = id;
+  kernels::Rng rng(seed);
+  for (size_t i = order.size(); i > 1; --i) {  // Fisher-Yates
+    std::swap(order[i - 1], order[detail::uniform_index(rng, i)]);
+  }
+  return order;
+}
+
+Order random_topological_order(const Graph& graph, uint64_t seed) {
+  std::vector<int> degree = in_degrees(graph);
+  std::vector<NodeId> ready = graph.sources();
+  kernels::Rng rng(seed);
+  Order order;
+  order.reserve(graph.node_count());
+  while (!ready.empty()) {
+    const size_t pick = detail::uniform_index(rng, ready.size());
+    const NodeId node = ready[pick];
+    ready[pick] = ready.back();
+    ready.pop_back();
+    order.push_back(node);
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) ready.push_back(child);
+    }
+  }
+  return order;
+}
+
+std::vector<double> bottom_levels(const Graph& graph, std::span<const double> node_cost) {
+  const int n = graph.node_count();
+  if (static_cast<int>(node_cost.size()) != n) {
+    throw_invalid("critical-path order: " + std::to_string(node_cost.size()) + " costs for " +
+                  std::to_string(n) + " nodes");
+  }
+  std::vector<double> level(n, 0.0);
+  for (NodeId id = n - 1; id >= 0; --id) {  // successors have larger ids
+    const double cost = node_cost[id];
+    if (!(cost >= 0.0) || !std::isfinite(cost)) {
+      throw_invalid("critical-path order: cost of node '" + graph.nodes()[id].name +
+                    "' must be finite and >= 0");
+    }
+    double below = 0.0;
+    for (NodeId child : graph.nodes()[id].successors) below = std::max(below, level[child]);
+    level[id] = cost + below;
+  }
+  return level;
+}
+
+Order critical_path_order(const Graph& graph, std::span<const double> node_cost) {
+  const std::vector<double> level = bottom_levels(graph, node_cost);
+  // Largest bottom level first; among equal levels the lower id.
+  auto later = [&](NodeId a, NodeId b) {
+    if (level[a] != level[b]) return level[a] < level[b];
+    return a > b;
+  };
+  std::priority_queue<NodeId, std::vector<NodeId>, decltype(later)> ready(later);
+  std::vector<int> degree = in_degrees(graph);
+  for (NodeId id : graph.sources()) ready.push(id);
+  Order order;
+  order.reserve(graph.node_count());
+  while (!ready.empty()) {
+    const NodeId node = ready.top();
+    ready.pop();
+    order.push_back(node);
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) ready.push(child);
+    }
+  }
+  return order;
+}
+
+Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& options) {
+  switch (kind) {
+    case OrderKind::topo:
+      return topological_order(graph);
+    case OrderKind::topo_rev:
+      return reversed(topological_order(graph));
+    case OrderKind::dfs_pre:
+      return dfs_preorder(graph);
+    case OrderKind::dfs_post:
+      return dfs_postorder(graph);
+    case OrderKind::dfs_pre_rev:
+      return reversed(dfs_preorder(graph));
+    case OrderKind::dfs_post_rev:
+      return reversed(dfs_postorder(graph));
+    case OrderKind::bfs:
+      return bfs_order(graph);
+    case OrderKind::bfs_rev:
+      return reversed(bfs_order(graph));
+    case OrderKind::lexical:
+      return lexical_order(graph);
+    case OrderKind::lexical_rev:
+      return reversed(lexical_order(graph));
+    case OrderKind::random:
+      return random_order(graph, options.seed);
+    case OrderKind::random_topo:
+      return random_topological_order(graph, options.seed);
+    case OrderKind::critical_path:
+      return options.node_cost.empty() ? critical_path_order(graph, default_costs(graph))
+                                       : critical_path_order(graph, options.node_cost);
+  }
+  throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
+}
+
+bool is_permutation_of_nodes(const Graph& graph, std::span<const NodeId> order) {
+  if (static_cast<int>(order.size()) != graph.node_count()) return false;
+  std::vector<char> seen(order.size(), 0);
+  for (NodeId id : order) {
+    if (id < 0 || id >= graph.node_count() || seen[id]) return false;
+    seen[id] = 1;
+  }
+  return true;
+}
+
+bool is_topological(const Graph& graph, std::span<const NodeId> order) {
+  if (!is_permutation_of_nodes(graph, order)) return false;
+  std::vector<int> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  for (const Node& node : graph.nodes()) {
+    for (NodeId child : node.successors) {
+      if (position[node.id] >= position[child]) return false;
+    }
+  }
+  return true;
+}
+
+void require_valid_order(const Graph& graph, std::span<const NodeId> order) {
+  if (!is_permutation_of_nodes(graph, order)) {
+    throw_invalid("the order is not a permutation of the graph's " +
+                  std::to_string(graph.node_count()) + " node ids (it has " +
+                  std::to_string(order.size()) + " entries)");
+  }
+}
+
+}  // namespace interplace::placement

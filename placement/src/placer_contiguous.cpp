@@ -1,0 +1,149 @@
+// The contiguous placer: exact dynamic programming over split points of the order.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "placer_support.hpp"
+
+namespace interplace::placement {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// Cost of a chunk [a, b) of order positions as device_loads_s defines it: compute, plus a
+// round trip for every producer inside with a consumer outside, plus one for every
+// producer outside with a consumer inside. For a fixed start `a`, each producer adds its
+// round trip over a range of ends b, so a whole row costs O(producers + n) with a
+// difference array.
+class ChunkCosts {
+ public:
+  ChunkCosts(const Graph& graph, const Order& order, const detail::PlacerContext& context,
+             const CostModel& cost_model)
+      : n_(graph.node_count()), capacity_bytes_(context.capacity_bytes) {
+    std::vector<int> position(n_);
+    for (int i = 0; i < n_; ++i) position[order[i]] = i;
+    prefix_compute_s_.assign(n_ + 1, 0.0);
+    prefix_memory_bytes_.assign(n_ + 1, 0);
+    for (int i = 0; i < n_; ++i) {
+      prefix_compute_s_[i + 1] = prefix_compute_s_[i] + context.costs.compute_s(order[i]);
+      prefix_memory_bytes_[i + 1] = prefix_memory_bytes_[i] + context.node_memory_bytes[order[i]];
+    }
+    for (const Node& node : graph.nodes()) {
+      if (node.successors.empty()) continue;
+      Producer producer;
+      producer.position = position[node.id];
+      producer.round_trip_s = 2.0 * cost_model.transfer_s(context.costs.output_bytes[node.id]);
+      for (NodeId consumer : node.successors)
+        producer.consumer_positions.push_back(position[consumer]);
+      std::sort(producer.consumer_positions.begin(), producer.consumer_positions.end());
+      producers_.push_back(std::move(producer));
+    }
+  }
+
+  // The largest end b such that chunk [a, b) fits in one device's memory (>= a+1 since
+  // every node fits alone).
+  int last_end(int a) const {
+    const auto limit = prefix_memory_bytes_[a] + capacity_bytes_;
+    const auto it =
+        std::upper_bound(prefix_memory_bytes_.begin() + a + 1, prefix_memory_bytes_.end(), limit);
+    return static_cast<int>(it - prefix_memory_bytes_.begin()) - 1;
+  }
+
+  // row[b] = cost of [a, b) for b in a+1..last_end(a); returns last_end(a).
+  int row(int a, std::vector<double>& row) {
+    const int last = last_end(a);
+    delta_.assign(last + 2, 0.0);
+    auto add = [&](int lo, int hi, double value) {
+      if (lo > hi) return;
+      delta_[lo] += value;
+      delta_[hi + 1] -= value;
+    };
+    for (const Producer& u : producers_) {
+      const std::vector<int>& consumers = u.consumer_positions;
+      if (u.position >= a) {  // inside once b > position: sends if a consumer is outside
+        if (consumers.front() < a) {
+          add(u.position + 1, last, u.round_trip_s);
+        } else {
+          add(u.position + 1, std::min(consumers.back(), last), u.round_trip_s);
+        }
+      }
+      // Outside (before a, or at/after b) and receives once b passes its first consumer >= a.
+      const auto first = std::lower_bound(consumers.begin(), consumers.end(), a);
+      if (first == consumers.end()) continue;
+      const int last_outside = u.position < a ? last : std::min(u.position, last);
+      add(*first + 1, last_outside, u.round_trip_s);
+    }
+    row.resize(n_ + 1);
+    double communication_s = 0.0;
+    for (int b = a + 1; b <= last; ++b) {
+      communication_s += delta_[b];
+      row[b] = prefix_compute_s_[b] - prefix_compute_s_[a] + communication_s;
+    }
+    return last;
+  }
+
+ private:
+  struct Producer {
+    int position = 0;
+    double round_trip_s = 0.0;
+    std::vector<int> consumer_positions;  // ascending
+  };
+  int n_;
+  int64_t capacity_bytes_;
+  std::vector<double> prefix_compute_s_;
+  std::vector<int64_t> prefix_memory_bytes_;
+  std::vector<Producer> producers_;
+  std::vector<double> delta_;
+};
+
+}  // namespace
+
+Placement place_contiguous(const Graph& graph, const Order& order,
+                           const PlacementRequest& request) {
+  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const int n = graph.node_count();
+  const int k_total = context.device_count;
+  ChunkCosts chunk_costs(graph, order, context, request.cost_model);
+  std::vector<double> row;
+
+  // best[b]: smallest possible slowest-device cost covering positions [0, b) with k chunks.
+  std::vector<double> best(n + 1, kInfinity);
+  const int first_last = chunk_costs.row(0, row);
+  for (int b = 1; b <= first_last; ++b) best[b] = row[b];
+  std::vector<std::vector<int>> split(k_total + 1);  // split[k][b]: start of the k-th chunk
+  for (int k = 2; k <= k_total; ++k) {
+    std::vector<double> next(n + 1, kInfinity);
+    split[k].assign(n + 1, -1);
+    const int max_end = n - (k_total - k);  // leave a node for every later chunk
+    for (int a = k - 1; a < max_end; ++a) {
+      if (best[a] == kInfinity) continue;
+      if (k == k_total && chunk_costs.last_end(a) < n) continue;  // the last chunk must reach n
+      const int last = std::min(chunk_costs.row(a, row), max_end);
+      for (int b = (k == k_total ? n : a + 1); b <= last; ++b) {
+        const double value = std::max(best[a], row[b]);
+        if (value < next[b]) {
+          next[b] = value;
+          split[k][b] = a;
+        }
+      }
+    }
+    best.swap(next);
+  }
+  if (best[n] == kInfinity) {
+    throw_invalid("placer 'contiguous': no split of the order into " + std::to_string(k_total) +
+                  " contiguous chunks fits in " + std::to_string(context.capacity_bytes) +
+                  " bytes per device");
+  }
+  Placement placement{k_total, std::vector<int>(n, 0)};
+  int end = n;
+  for (int k = k_total; k >= 1; --k) {
+    const int start = k == 1 ? 0 : split[k][end];
+    for (int i = start; i < end; ++i) placement.device_of_node[order[i]] = k - 1;
+    end = start;
+  }
+  return placement;
+}
+
+}  // namespace interplace::placement

@@ -1,0 +1,224 @@
+#include "interplace/placement/profile.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <istream>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "interplace/kernels/error.hpp"
+#include "json_text.hpp"
+
+namespace interplace::placement {
+namespace {
+
+constexpr std::string_view kFormatName = "interplace-profile";
+constexpr std::string_view kFormatVersion = "1";
+const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", "link_latency_s",
+                                                        "link_bandwidth_bytes_per_s", "node_count"};
+
+std::vector<std::string_view> split_tabs(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t start = 0;
+  for (;;) {
+    const size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab == std::string_view::npos ? tab : tab - start));
+    if (tab == std::string_view::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+class LineReader {
+ public:
+  LineReader(std::string_view source, int line) : source_(source), line_(line) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw_invalid("profile " + std::string(source_) + ":" + std::to_string(line_) + ": " + what);
+  }
+
+  double number(std::string_view text, const char* what) const {
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+      fail(std::string(what) + " '" + std::string(text) + "' is not a number");
+    }
+    if (!std::isfinite(value) && !(value > 0.0)) fail(std::string(what) + " must be finite");
+    return value;
+  }
+
+  double non_negative_time(std::string_view text, const char* what) const {
+    const double value = number(text, what);
+    if (!(value >= 0.0) || !std::isfinite(value)) {
+      fail(std::string(what) + " must be finite and >= 0, got " + std::string(text));
+    }
+    return value;
+  }
+
+  int64_t non_negative_integer(std::string_view text, const char* what) const {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0) {
+      fail(std::string(what) + " '" + std::string(text) + "' is not a non-negative integer");
+    }
+    return value;
+  }
+
+ private:
+  std::string_view source_;
+  int line_;
+};
+
+void apply_header(Profile& profile, int64_t& node_count, std::string_view key,
+                  std::string_view value, const LineReader& reader) {
+  if (key == "device") {
+    if (value.empty()) reader.fail("device name must not be empty");
+    profile.device_name = std::string(value);
+  } else if (key == "batch_size") {
+    profile.batch_size = reader.non_negative_integer(value, "batch_size");
+    if (profile.batch_size < 1) reader.fail("batch_size must be >= 1");
+  } else if (key == "link_latency_s") {
+    profile.link.latency_s = reader.non_negative_time(value, "link_latency_s");
+  } else if (key == "link_bandwidth_bytes_per_s") {
+    profile.link.bandwidth_bytes_per_s = reader.number(value, "link_bandwidth_bytes_per_s");
+    if (!(profile.link.bandwidth_bytes_per_s > 0.0)) {
+      reader.fail("link_bandwidth_bytes_per_s must be > 0, got " + std::string(value));
+    }
+  } else {
+    node_count = reader.non_negative_integer(value, "node_count");
+  }
+}
+
+std::string format_number(double value) {
+  return detail::json_number(value);
+}
+
+}  // namespace
+
+Profile read_profile(std::istream& in, std::string_view source) {
+  Profile profile;
+  int64_t declared_node_count = -1;
+  std::set<std::string, std::less<>> seen_keys;
+  std::set<std::string, std::less<>> seen_nodes;
+  bool format_seen = false;
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.front() == '#') continue;
+    const LineReader reader(source, line_number);
+    const std::vector<std::string_view> fields = split_tabs(line);
+    if (!format_seen) {
+      if (fields.size() != 3 || fields[0] != "format" || fields[1] != kFormatName) {
+        reader.fail("expected the format line 'format<TAB>interplace-profile<TAB>1' first");
+      }
+      if (fields[2] != kFormatVersion) {
+        reader.fail("unsupported format version '" + std::string(fields[2]) + "' (supported: 1)");
+      }
+      format_seen = true;
+      continue;
+    }
+    if (fields[0] == "node") {
+      if (fields.size() != 4) {
+        reader.fail(
+            "a node line has 4 tab-separated fields (node, name, forward_s, backward_s), "
+            "got " +
+            std::to_string(fields.size()));
+      }
+      if (fields[1].empty()) reader.fail("node name must not be empty");
+      if (!seen_nodes.emplace(fields[1]).second) {
+        reader.fail("duplicate node '" + std::string(fields[1]) + "'");
+      }
+      profile.nodes.push_back({std::string(fields[1]),
+                               reader.non_negative_time(fields[2], "forward_s"),
+                               reader.non_negative_time(fields[3], "backward_s")});
+      continue;
+    }
+    if (kHeaderKeys.count(fields[0]) == 0) {
+      reader.fail("unknown key '" + std::string(fields[0]) + "'");
+    }
+    if (fields.size() != 2) reader.fail("key '" + std::string(fields[0]) + "' takes one value");
+    if (!seen_keys.emplace(fields[0]).second) {
+      reader.fail("key '" + std::string(fields[0]) + "' appears twice");
+    }
+    apply_header(profile, declared_node_count, fields[0], fields[1], reader);
+  }
+  if (in.bad()) throw_runtime("profile " + std::string(source) + ": read error");
+  const std::string where = "profile " + std::string(source) + ": ";
+  if (!format_seen) throw_invalid(where + "empty file (no format line)");
+  for (const std::string& key : kHeaderKeys) {
+    if (seen_keys.count(key) == 0) throw_invalid(where + "missing key '" + key + "'");
+  }
+  if (declared_node_count != static_cast<int64_t>(profile.nodes.size())) {
+    throw_invalid(where + "node_count says " + std::to_string(declared_node_count) + " but " +
+                  std::to_string(profile.nodes.size()) + " node lines follow (truncated file?)");
+  }
+  return profile;
+}
+
+Profile read_profile_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_invalid("cannot open profile '" + path.string() + "'");
+  return read_profile(in, path.string());
+}
+
+void write_profile(std::ostream& out, const Profile& profile) {
+  auto check_text = [](const std::string& text, const char* what) {
+    if (text.empty()) throw_invalid(std::string("profile: ") + what + " must not be empty");
+    for (char c : text) {
+      if (c == '\t' || c == '\n' || c == '\r') {
+        throw_invalid(std::string("profile: ") + what + " '" + text +
+                      "' contains a tab or line break");
+      }
+    }
+  };
+  auto check_time = [](double value, const std::string& what) {
+    if (!(value >= 0.0) || !std::isfinite(value)) {
+      throw_invalid("profile: " + what + " must be finite and >= 0");
+    }
+  };
+  check_text(profile.device_name, "device name");
+  if (profile.batch_size < 1) throw_invalid("profile: batch_size must be >= 1");
+  check_time(profile.link.latency_s, "link_latency_s");
+  if (!(profile.link.bandwidth_bytes_per_s > 0.0)) {
+    throw_invalid("profile: link_bandwidth_bytes_per_s must be > 0");
+  }
+  std::ostringstream text;
+  text << "# interplace per-node times; see docs/profile-format.md\n"
+       << "format\t" << kFormatName << '\t' << kFormatVersion << '\n'
+       << "device\t" << profile.device_name << '\n'
+       << "batch_size\t" << profile.batch_size << '\n'
+       << "link_latency_s\t" << format_number(profile.link.latency_s) << '\n'
+       << "link_bandwidth_bytes_per_s\t"
+       << (std::isinf(profile.link.bandwidth_bytes_per_s)
+               ? std::string("inf")
+               : format_number(profile.link.bandwidth_bytes_per_s))
+       << '\n'
+       << "node_count\t" << profile.nodes.size() << '\n';
+  std::set<std::string_view> names;
+  for (const NodeTiming& node : profile.nodes) {
+    check_text(node.name, "node name");
+    if (!names.insert(node.name).second)
+      throw_invalid("profile: duplicate node '" + node.name + "'");
+    check_time(node.forward_s, "forward_s of '" + node.name + "'");
+    check_time(node.backward_s, "backward_s of '" + node.name + "'");
+    text << "node\t" << node.name << '\t' << format_number(node.forward_s) << '\t'
+         << format_number(node.backward_s) << '\n';
+  }
+  out << text.str();
+}
+
+void write_profile_file(const std::filesystem::path& path, const Profile& profile) {
+  std::ostringstream text;
+  write_profile(text, profile);  // validate before touching the file
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw_runtime("cannot write profile '" + path.string() + "'");
+  out << text.str();
+  out.flush();
+  if (!out) throw_runtime("error writing profile '" + path.string() + "'");
+}
+
+}  // namespace interplace::placement

@@ -1,0 +1,201 @@
+#include "interplace/placement/schedule.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::placement {
+namespace {
+
+// A gradient flow: from the loss at `source` back to the body it trains at `destination`.
+struct Flow {
+  int source = 0;
+  int destination = 0;
+  bool updates_every_stage = false;  // the network's loss trains every body it passes
+
+  bool updates(int stage) const { return updates_every_stage || stage == destination; }
+};
+
+std::vector<Flow> gradient_flows(int stage_count, int reach) {
+  const int last = stage_count - 1;
+  std::vector<Flow> flows;
+  if (reach < last) {
+    for (int t = reach; t <= last - 1; ++t) flows.push_back({t, t - reach, false});
+  }
+  flows.push_back({last, std::max(0, last - reach), true});
+  return flows;
+}
+
+class StageBuilder {
+ public:
+  StageBuilder(const Schedule& schedule, const std::vector<Flow>& flows, int stage)
+      : schedule_(schedule), stage_(stage), last_(schedule.stage_count - 1) {
+    for (const Flow& flow : flows) {
+      if (flow.source == stage) own_flow_ = flow;
+      if (flow.source > stage && flow.destination <= stage) arriving_.push_back(flow);
+    }
+    std::sort(arriving_.begin(), arriving_.end(),
+              [](const Flow& a, const Flow& b) { return a.source < b.source; });
+    for (const Flow& flow : arriving_) warm_up_ = std::max(warm_up_, flow.source - stage);
+    warm_up_ = std::min(warm_up_, schedule.micro_batches);
+  }
+
+  std::vector<Action> build() {
+    const int micro_batches = schedule_.micro_batches;
+    const bool gpipe = schedule_.pipeline == PipelineKind::gpipe;
+    for (int b = 0; b < schedule_.mini_batches; ++b) {
+      if (gpipe) {
+        for (int m = 0; m < micro_batches; ++m) forward_part(b, m, /*own_pass=*/false);
+        for (int m = 0; m < micro_batches; ++m) backward_part(b, m, /*own_pass=*/true);
+      } else {
+        for (int m = 0; m < warm_up_; ++m) forward_part(b, m, true);
+        for (int m = 0; m < micro_batches; ++m) {
+          if (m + warm_up_ < micro_batches) forward_part(b, m + warm_up_, true);
+          backward_part(b, m, false);
+        }
+      }
+      actions_.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
+    }
+    return std::move(actions_);
+  }
+
+ private:
+  void forward_part(int b, int m, bool own_pass) {
+    if (stage_ > 0) message(ActionKind::receive, b, m, stage_ - 1, Payload::activation, -1);
+    actions_.push_back({.kind = ActionKind::forward, .mini_batch = b, .micro_batch = m});
+    if (stage_ < last_) message(ActionKind::send, b, m, stage_ + 1, Payload::activation, -1);
+    if (schedule_.has_aux_head[stage_]) {
+      actions_.push_back({.kind = ActionKind::aux_forward, .mini_batch = b, .micro_batch = m});
+      actions_.push_back({.kind = ActionKind::aux_backward, .mini_batch = b, .micro_batch = m});
+    }
+    if (own_pass && own_flow_.source == stage_) backward_pass(b, m, own_flow_);
+  }
+
+  void backward_part(int b, int m, bool own_pass) {
+    if (own_pass && own_flow_.source == stage_) backward_pass(b, m, own_flow_);
+    for (const Flow& flow : arriving_) {
+      message(ActionKind::receive, b, m, stage_ + 1, Payload::gradient, flow.source);
+      backward_pass(b, m, flow);
+    }
+  }
+
+  void backward_pass(int b, int m, const Flow& flow) {
+    const bool propagates = stage_ > flow.destination;
+    actions_.push_back({.kind = ActionKind::backward,
+                        .mini_batch = b,
+                        .micro_batch = m,
+                        .loss_stage = flow.source,
+                        .updates_parameters = flow.updates(stage_),
+                        .propagates_gradient = propagates});
+    if (propagates) message(ActionKind::send, b, m, stage_ - 1, Payload::gradient, flow.source);
+  }
+
+  void message(ActionKind kind, int b, int m, int peer, Payload payload, int loss_stage) {
+    actions_.push_back({.kind = kind,
+                        .mini_batch = b,
+                        .micro_batch = m,
+                        .peer_stage = peer,
+                        .payload = payload,
+                        .loss_stage = loss_stage});
+  }
+
+  const Schedule& schedule_;
+  int stage_;
+  int last_;
+  Flow own_flow_{-1, -1, false};
+  std::vector<Flow> arriving_;
+  int warm_up_ = 0;
+  std::vector<Action> actions_;
+};
+
+}  // namespace
+
+int strategy_reach(std::string_view strategy, int stage_count) {
+  if (stage_count < 1)
+    throw_invalid("stage count must be >= 1, got " + std::to_string(stage_count));
+  const int global = stage_count - 1;
+  if (strategy == "global") return global;
+  if (strategy == "local") return 0;
+  if (strategy == "pairwise") return std::min(1, global);
+  constexpr std::string_view prefix = "nwise:";
+  if (strategy.substr(0, prefix.size()) == prefix) {
+    const std::string_view digits = strategy.substr(prefix.size());
+    int n = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (!digits.empty() && error == std::errc() && end == digits.data() + digits.size() && n >= 1) {
+      return std::min(n - 1, global);
+    }
+  }
+  throw_invalid("unknown strategy '" + std::string(strategy) +
+                "' (valid: global, local, pairwise, nwise:N with N >= 1)");
+}
+
+PipelineKind pipeline_by_name(std::string_view name) {
+  if (name == "gpipe") return PipelineKind::gpipe;
+  if (name == "1f1b") return PipelineKind::one_f_one_b;
+  throw_invalid("unknown pipeline schedule '" + std::string(name) + "' (valid: gpipe, 1f1b)");
+}
+
+std::string to_string(PipelineKind kind) {
+  return kind == PipelineKind::gpipe ? "gpipe" : "1f1b";
+}
+
+Schedule build_schedule(const ScheduleRequest& request) {
+  const int k = request.stage_count;
+  const int reach = strategy_reach(request.strategy, k);
+  if (request.micro_batches < 1) {
+    throw_invalid("micro_batches must be >= 1, got " + std::to_string(request.micro_batches));
+  }
+  if (request.mini_batches < 1) {
+    throw_invalid("mini_batches must be >= 1, got " + std::to_string(request.mini_batches));
+  }
+  const bool global = reach == k - 1;
+  if (!global && request.pipeline == PipelineKind::gpipe) {
+    throw_invalid("the gpipe schedule is for the global strategy only, not '" + request.strategy +
+                  "'");
+  }
+  Schedule schedule;
+  schedule.strategy = request.strategy;
+  schedule.reach = reach;
+  schedule.pipeline = request.pipeline;
+  schedule.stage_count = k;
+  schedule.micro_batches = request.micro_batches;
+  schedule.mini_batches = request.mini_batches;
+  schedule.has_aux_head.assign(k, false);
+  for (int t = reach; t <= k - 2; ++t) schedule.has_aux_head[t] = !global;
+  const std::vector<Flow> flows = gradient_flows(k, reach);
+  for (int stage = 0; stage < k; ++stage) {
+    schedule.stage_actions.push_back(StageBuilder(schedule, flows, stage).build());
+  }
+  return schedule;
+}
+
+std::string to_string(const Action& action) {
+  const std::string unit =
+      std::to_string(action.mini_batch) + "." + std::to_string(action.micro_batch);
+  const std::string what = action.payload == Payload::activation
+                               ? std::string("act")
+                               : "grad" + std::to_string(action.loss_stage);
+  switch (action.kind) {
+    case ActionKind::forward:
+      return "fwd " + unit;
+    case ActionKind::aux_forward:
+      return "aux-fwd " + unit;
+    case ActionKind::aux_backward:
+      return "aux-bwd " + unit;
+    case ActionKind::backward:
+      return "bwd " + unit + " loss" + std::to_string(action.loss_stage) +
+             (action.updates_parameters ? " upd" : "") +
+             (action.propagates_gradient ? " prop" : "");
+    case ActionKind::send:
+      return "send " + what + ">" + std::to_string(action.peer_stage) + " " + unit;
+    case ActionKind::receive:
+      return "recv " + what + "<" + std::to_string(action.peer_stage) + " " + unit;
+    case ActionKind::optimizer_step:
+      return "step " + std::to_string(action.mini_batch);
+  }
+  return "?";
+}
+
+}  // namespace interplace::placement

@@ -1,0 +1,187 @@
+#include "interplace/placement/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::placement {
+namespace {
+
+// from, to, payload, loss stage, mini-batch, micro-batch
+using MessageKey = std::tuple<int, int, int, int, int, int>;
+
+MessageKey key_of(int from, int to, const Action& action) {
+  return {from,
+          to,
+          static_cast<int>(action.payload),
+          action.loss_stage,
+          action.mini_batch,
+          action.micro_batch};
+}
+
+void validate(const Schedule& schedule, const PipelineCosts& costs) {
+  if (static_cast<int>(costs.stages.size()) != schedule.stage_count) {
+    throw_invalid("simulator: " + std::to_string(costs.stages.size()) + " stage costs for a " +
+                  std::to_string(schedule.stage_count) + "-stage schedule");
+  }
+  for (size_t i = 0; i < costs.stages.size(); ++i) {
+    const StageCosts& s = costs.stages[i];
+    for (double value :
+         {s.forward_s, s.backward_s, s.aux_forward_s, s.aux_backward_s, s.optimizer_s}) {
+      if (!(value >= 0.0) || !std::isfinite(value)) {
+        throw_invalid("simulator: stage " + std::to_string(i) +
+                      " has a negative or non-finite time");
+      }
+    }
+    if (s.output_bytes < 0 || s.parameter_state_bytes < 0 || s.activation_bytes < 0 ||
+        s.aux_activation_bytes < 0) {
+      throw_invalid("simulator: stage " + std::to_string(i) + " has negative bytes");
+    }
+  }
+  if (!(costs.link.latency_s >= 0.0) || !(costs.link.bandwidth_bytes_per_s > 0.0)) {
+    throw_invalid("simulator: link latency must be >= 0 and bandwidth > 0");
+  }
+}
+
+double duration_s(const Action& action, const StageCosts& costs) {
+  switch (action.kind) {
+    case ActionKind::forward:
+      return costs.forward_s;
+    case ActionKind::backward:
+      return costs.backward_s;
+    case ActionKind::aux_forward:
+      return costs.aux_forward_s;
+    case ActionKind::aux_backward:
+      return costs.aux_backward_s;
+    case ActionKind::optimizer_step:
+      return costs.optimizer_s;
+    case ActionKind::send:
+    case ActionKind::receive:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+// Index of the last backward pass of every (mini-batch, micro-batch) on a stage: where its
+// kept activations are freed.
+std::map<std::pair<int, int>, size_t> last_backward_index(const std::vector<Action>& actions) {
+  std::map<std::pair<int, int>, size_t> last;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].kind == ActionKind::backward) {
+      last[{actions[i].mini_batch, actions[i].micro_batch}] = i;
+    }
+  }
+  return last;
+}
+
+struct StageState {
+  size_t next = 0;
+  double clock_s = 0.0;
+  int64_t live_bytes = 0;
+  bool started = false;
+  std::map<std::pair<int, int>, size_t> frees_at;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) {
+  validate(schedule, costs);
+  const int k = schedule.stage_count;
+  SimulationResult result;
+  result.stages.resize(k);
+  std::vector<StageState> state(k);
+  for (int j = 0; j < k; ++j) {
+    state[j].frees_at = last_backward_index(schedule.stage_actions[j]);
+    result.stages[j].peak_memory_bytes = costs.stages[j].parameter_state_bytes;
+  }
+  std::map<MessageKey, double> in_flight;  // message -> arrival time
+  std::map<std::pair<int, int>, double> link_free_s;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int j = 0; j < k; ++j) {
+      const std::vector<Action>& actions = schedule.stage_actions[j];
+      StageState& s = state[j];
+      StageTimeline& timeline = result.stages[j];
+      const StageCosts& c = costs.stages[j];
+      while (s.next < actions.size()) {
+        const Action& action = actions[s.next];
+        TraceEvent event{j, static_cast<int>(s.next), s.clock_s, s.clock_s};
+        if (action.kind == ActionKind::receive) {
+          const auto it = in_flight.find(key_of(action.peer_stage, j, action));
+          if (it == in_flight.end()) break;  // blocked until the peer sends
+          s.clock_s = std::max(s.clock_s, it->second);
+          in_flight.erase(it);
+        } else if (action.kind == ActionKind::send) {
+          const int to = action.peer_stage;
+          const auto bytes = c.output_bytes;  // a gradient is as big as the activation
+          const int64_t message_bytes =
+              action.payload == Payload::activation ? bytes : costs.stages[to].output_bytes;
+          double& link = link_free_s[{j, to}];
+          const double start_s = std::max(s.clock_s, link);
+          link = start_s + costs.link.latency_s +
+                 static_cast<double>(message_bytes) / costs.link.bandwidth_bytes_per_s;
+          if (!in_flight.emplace(key_of(j, to, action), link).second) {
+            throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
+                          std::to_string(j));
+          }
+        } else {
+          const double length_s = duration_s(action, c);
+          if (!s.started) timeline.first_start_s = s.clock_s;
+          s.started = true;
+          s.clock_s += length_s;
+          timeline.busy_s += length_s;
+          timeline.last_end_s = s.clock_s;
+          if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
+          if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
+          timeline.peak_memory_bytes =
+              std::max(timeline.peak_memory_bytes, c.parameter_state_bytes + s.live_bytes);
+          if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
+          const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch});
+          if (action.kind == ActionKind::backward && frees != s.frees_at.end() &&
+              frees->second == s.next) {
+            s.live_bytes -= c.activation_bytes;
+          }
+          if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(s.clock_s);
+        }
+        event.end_s = s.clock_s;
+        result.trace.push_back(event);
+        ++s.next;
+        progress = true;
+      }
+    }
+  }
+  std::string stuck;
+  for (int j = 0; j < k; ++j) {
+    if (state[j].next < schedule.stage_actions[j].size()) {
+      stuck += (stuck.empty() ? "" : "; ") + std::string("stage ") + std::to_string(j) +
+               " waits forever at action " + std::to_string(state[j].next) + " '" +
+               to_string(schedule.stage_actions[j][state[j].next]) + "'";
+    }
+  }
+  if (!stuck.empty()) throw_runtime("schedule deadlocks: " + stuck);
+  if (!in_flight.empty()) {
+    const auto& [key, arrival] = *in_flight.begin();
+    (void)arrival;
+    throw_runtime("schedule leaves " + std::to_string(in_flight.size()) +
+                  " message(s) unreceived, the first from stage " +
+                  std::to_string(std::get<0>(key)) + " to stage " +
+                  std::to_string(std::get<1>(key)));
+  }
+  for (int j = 0; j < k; ++j) result.makespan_s = std::max(result.makespan_s, state[j].clock_s);
+  double idle_total_s = 0.0;
+  for (StageTimeline& timeline : result.stages) {
+    timeline.idle_s = result.makespan_s - timeline.busy_s;
+    timeline.internal_idle_s = timeline.last_end_s - timeline.first_start_s - timeline.busy_s;
+    idle_total_s += timeline.idle_s;
+  }
+  result.step_time_s = result.makespan_s / schedule.mini_batches;
+  if (result.makespan_s > 0.0) result.idle_fraction = idle_total_s / (k * result.makespan_s);
+  return result;
+}
+
+}  // namespace interplace::placement

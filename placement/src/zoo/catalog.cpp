@@ -1,0 +1,149 @@
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/zoo.hpp"
+#include "models.hpp"
+
+namespace interplace::placement {
+
+namespace {
+
+// Transformer presets; the sequence length defaults to max_positions. The minis use the
+// byte-level vocabulary of the suite's text corpus and train on a few CPU cores.
+constexpr zoo::TransformerConfig kGpt2Small{
+    .layers = 12, .dim = 768, .heads = 12, .vocab_size = 50257, .max_positions = 1024};
+constexpr zoo::TransformerConfig kGptMini{
+    .layers = 4, .dim = 128, .heads = 4, .vocab_size = 256, .max_positions = 256};
+constexpr zoo::TransformerConfig kBertBase{
+    .layers = 12, .dim = 768, .heads = 12, .vocab_size = 30522, .max_positions = 512};
+constexpr zoo::TransformerConfig kBertMini{
+    .layers = 4, .dim = 128, .heads = 4, .vocab_size = 256, .max_positions = 256};
+
+struct Entry {
+  ModelInfo info;
+  std::function<Graph(const ModelOptions&)> build;
+};
+
+// The caller's options over a preset's: set sizes win, multipliers multiply.
+ModelOptions over_preset(const ModelOptions& caller, ModelOptions preset) {
+  preset.batch_size = caller.batch_size;
+  for (auto field :
+       {&ModelOptions::in_channels, &ModelOptions::image_size, &ModelOptions::classes,
+        &ModelOptions::sequence_length, &ModelOptions::layers, &ModelOptions::dim,
+        &ModelOptions::heads, &ModelOptions::vocab_size, &ModelOptions::max_positions}) {
+    if (caller.*field != 0) preset.*field = caller.*field;
+  }
+  preset.width_multiplier *= caller.width_multiplier;
+  preset.depth_multiplier *= caller.depth_multiplier;
+  return preset;
+}
+
+using Builder = Graph (*)(std::string_view, const ModelOptions&);
+
+// A catalog entry for `build` at the preset's options; its count has no published source.
+Entry preset(ModelInfo info, Builder build, ModelOptions options) {
+  info.published_reference = false;
+  const std::string name = info.name;
+  return {std::move(info),
+          [=](const ModelOptions& o) { return build(name, over_preset(o, options)); }};
+}
+
+// A catalog entry for `build` at its own defaults.
+Entry model(ModelInfo info, Builder build) {
+  const std::string name = info.name;
+  return {std::move(info), [=](const ModelOptions& o) { return build(name, o); }};
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> table = {
+      {{"resnet20", "resnet", "CIFAR ResNet-20, 16/32/64 channels, 1x28x28 input", 272186},
+       [](const ModelOptions& o) { return zoo::build_cifar_resnet("resnet20", 3, o); }},
+      {{"resnet56", "resnet", "CIFAR ResNet-56, 16/32/64 channels, 1x28x28 input", 855482},
+       [](const ModelOptions& o) { return zoo::build_cifar_resnet("resnet56", 9, o); }},
+      {{"resnet110", "resnet", "CIFAR ResNet-110, 16/32/64 channels, 1x28x28 input", 1730426},
+       [](const ModelOptions& o) { return zoo::build_cifar_resnet("resnet110", 18, o); }},
+      model({"resnet50", "resnet", "ImageNet ResNet-50 (torchvision), 3x224x224, 1000 classes",
+             25557032},
+            zoo::build_resnet50),
+      model({"vgg16", "vgg", "VGG-16 (torchvision, classifier dropout), 3x224x224, 1000 classes",
+             138357544},
+            zoo::build_vgg16),
+      model({"mobilenet_v2", "mobilenet", "MobileNetV2 (torchvision), 3x224x224, 1000 classes",
+             3504872},
+            zoo::build_mobilenet_v2),
+      model({"inception_v3", "inception",
+             "Inception-v3 (torchvision, no auxiliary logits), 3x299x299, 1000 classes", 23834568},
+            zoo::build_inception_v3),
+      model({"nasnet_a_mobile", "nasnet",
+             "NASNet-A Mobile (Keras NASNetMobile), 3x224x224, 1000 classes; reference "
+             "includes batch-norm statistics",
+             5326716, true, true},
+            zoo::build_nasnet_a_mobile),
+      preset(
+          {"resnet50-small", "resnet",
+           "ResNet-50 at width 1/4, 1-1-2-1 bottlenecks, 3x32x32, 10 classes", 581914},
+          zoo::build_resnet50,
+          {.image_size = 32, .classes = 10, .width_multiplier = 0.25, .depth_multiplier = 1.0 / 3}),
+      preset({"vgg16-small", "vgg", "VGG-16 at width 1/8, 3x32x32, 10 classes", 531634},
+             zoo::build_vgg16, {.image_size = 32, .classes = 10, .width_multiplier = 0.125}),
+      preset({"mobilenet_v2-small", "mobilenet",
+              "MobileNetV2 at width 1/4 and half depth, 3x32x32, 10 classes", 208170},
+             zoo::build_mobilenet_v2,
+             {.image_size = 32, .classes = 10, .width_multiplier = 0.25, .depth_multiplier = 0.5}),
+      preset({"inception_v3-small", "inception",
+              "Inception-v3 at width 1/8, 2 A / 2 C / 1 E modules, 3x75x75, 10 classes", 193002},
+             zoo::build_inception_v3,
+             {.image_size = 75, .classes = 10, .width_multiplier = 0.125, .depth_multiplier = 0.5}),
+      preset({"nasnet_a_mobile-small", "nasnet",
+              "NASNet-A Mobile with 12 filters and N = 1, 3x32x32, 10 classes", 139532},
+             zoo::build_nasnet_a_mobile,
+             {.image_size = 32, .classes = 10, .width_multiplier = 0.25, .depth_multiplier = 0.25}),
+      {{"gpt", "gpt", "GPT decoder-only LM, sizes from the options; defaults as gpt2-small",
+        124439808},
+       [](const ModelOptions& o) { return zoo::build_gpt("gpt", kGpt2Small, o); }},
+      {{"gpt2-small", "gpt",
+        "GPT-2 small: 12 layers, 768 dim, 12 heads, 50257 tokens, 1024 positions, tied head",
+        124439808},
+       [](const ModelOptions& o) { return zoo::build_gpt("gpt2-small", kGpt2Small, o); }},
+      // Our count: 2*256*128 embeddings + 4 blocks of 12 d^2 + 13 d + final LayerNorm 2 d.
+      {{"gpt-mini", "gpt",
+        "GPT with 4 layers, 128 dim, 4 heads, byte-level 256 tokens, 256 positions", 858880, false},
+       [](const ModelOptions& o) { return zoo::build_gpt("gpt-mini", kGptMini, o); }},
+      {{"bert_base", "bert",
+        "BERT-base encoder and pooler: 12 layers, 768 dim, 12 heads, 30522 tokens, 512 "
+        "positions, 2 token types",
+        109482240},
+       [](const ModelOptions& o) { return zoo::build_bert("bert_base", kBertBase, o); }},
+      // Our count: (256+256+2)*128 embeddings + LayerNorm 2 d + 4 layers of 12 d^2 + 13 d +
+      // pooler d^2 + d.
+      {{"bert-mini", "bert",
+        "BERT with 4 layers, 128 dim, 4 heads, byte-level 256 tokens, 256 positions", 875648,
+        false},
+       [](const ModelOptions& o) { return zoo::build_bert("bert-mini", kBertMini, o); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<ModelInfo>& model_catalog() {
+  static const std::vector<ModelInfo> infos = [] {
+    std::vector<ModelInfo> all;
+    for (const Entry& e : entries()) all.push_back(e.info);
+    return all;
+  }();
+  return infos;
+}
+
+Graph build_model(std::string_view name, const ModelOptions& options) {
+  for (const Entry& e : entries()) {
+    if (e.info.name == name) return e.build(options);
+  }
+  std::string valid;
+  for (const Entry& e : entries()) valid += (valid.empty() ? "" : ", ") + e.info.name;
+  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+}  // namespace interplace::placement

@@ -1,0 +1,24 @@
+// The builders behind the catalog, one file per family. `name` becomes the graph's name.
+#pragma once
+
+#include <string_view>
+
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/zoo.hpp"
+#include "transformer_config.hpp"
+
+namespace interplace::placement::zoo {
+
+Graph build_cifar_resnet(std::string_view name, int64_t blocks_per_stage,
+                         const ModelOptions& options);
+Graph build_gpt(std::string_view name, const TransformerConfig& preset,
+                const ModelOptions& options);
+Graph build_bert(std::string_view name, const TransformerConfig& preset,
+                 const ModelOptions& options);
+Graph build_resnet50(std::string_view name, const ModelOptions& options);
+Graph build_vgg16(std::string_view name, const ModelOptions& options);
+Graph build_mobilenet_v2(std::string_view name, const ModelOptions& options);
+Graph build_inception_v3(std::string_view name, const ModelOptions& options);
+Graph build_nasnet_a_mobile(std::string_view name, const ModelOptions& options);
+
+}  // namespace interplace::placement::zoo

@@ -1,0 +1,45 @@
+// Auxiliary heads of the local and interlocking strategies (DESIGN.md, "Backprop
+// strategies"), built as small graphs from the same kernel layers as the model zoo, so
+// their FLOPs, parameters and activation sizes are those of the heads the runtime trains.
+//
+// A head reads the tensor that crosses a stage boundary; its layers depend on the rank:
+//   [N, C, H, W]  conv3x3 C->c1, BN, ReLU, conv3x3 c1->c2, BN, ReLU, global average pool,
+//                 linear c2->classes, where c1 = min(128 w, C) and c2 = min(64 w, C) for
+//                 the model's width multiplier w: never wider than the tensor read, or a
+//                 head on a 16-channel CIFAR ResNet boundary would cost more than the
+//                 whole network (128 -> 64 channels at 28x28 is 115 MFLOP; resnet20 is 63)
+//   [N, T, D]     layer norm, linear D->classes   (Transformers: classes = vocabulary)
+//   [N, F]        linear F->classes
+// where classes is the last dimension of the network's output (its last sink).
+#pragma once
+
+#include <cstdint>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/graph.hpp"
+
+namespace interplace::runs {
+
+struct AuxHeadOptions {
+  int64_t hidden_channels = 128;
+  int64_t head_channels = 64;
+  double width_multiplier = 1.0;  // the model's, so small variants get small heads
+};
+
+// The head as a graph: node 0 is "aux.input" (the boundary tensor, op "input"), then the
+// layers above. Throws invalid_input for a boundary tensor of another rank.
+placement::Graph aux_head_graph(const placement::Graph& graph, placement::NodeId boundary,
+                                const AuxHeadOptions& options = {});
+
+struct AuxHeadCosts {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  int64_t parameter_count = 0;
+  int64_t activation_bytes = 0;  // outputs of its layers (the input belongs to the stage)
+};
+
+// Roofline costs of the head's layers on the cost model's device (a profile holds no
+// times for heads, so the device description is used even when the model has one).
+AuxHeadCosts aux_head_costs(const placement::Graph& head, const placement::CostModel& cost_model);
+
+}  // namespace interplace::runs

@@ -1,0 +1,69 @@
+// One training step of a placement under a backprop strategy, as the command line and the
+// benchmarks report it.
+//
+// A stage chain runs through the discrete-event simulator (schedule.hpp, simulator.hpp),
+// with an auxiliary head on each stage the strategy gives one (aux_heads.hpp) and one
+// optimiser step per stage, both costed by the device roofline. Local and interlocking
+// strategies need a chain with single-tensor boundaries; otherwise simulate_step throws
+// invalid_input saying why. The global strategy on a placement that is not a chain has no
+// stage pipeline to simulate: it falls back to the list-scheduled estimate of
+// step_estimate.hpp, with each device's compute as its busy time and the activations of all
+// micro-batches as its memory (GPipe's worst case).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/placement.hpp"
+#include "interplace/placement/schedule.hpp"
+#include "interplace/runs/aux_heads.hpp"
+
+namespace interplace::runs {
+
+struct StepRequest {
+  std::string strategy = "global";  // global, local, pairwise, nwise:N
+  // Global strategies only (a reach of K-1); unset: GPipe for global, and the interlocked
+  // schedule of schedule.hpp otherwise.
+  std::optional<placement::PipelineKind> pipeline = std::nullopt;
+  int micro_batches = 1;
+  int mini_batches = 1;  // simulated back to back; times are per mini-batch
+  AuxHeadOptions aux_heads = {};
+};
+
+enum class StepEstimator { event_simulator, list_schedule };
+std::string to_string(StepEstimator estimator);  // "event-simulator", "list-schedule"
+
+struct DeviceStep {
+  double busy_s = 0.0;  // per step
+  double idle_s = 0.0;  // per step
+  int64_t peak_memory_bytes = 0;
+  bool has_aux_head = false;
+};
+
+struct StepReport {
+  StepEstimator estimator = StepEstimator::event_simulator;
+  std::string fallback_reason;  // list_schedule: why the simulator was not used
+  int reach = 0;                // gradient reach of the strategy on this many stages (K-1: global)
+  // The global schedule used; unset for local and interlocking ones and the list schedule.
+  std::optional<placement::PipelineKind> pipeline = std::nullopt;
+  double step_time_s = 0.0;
+  double idle_fraction = 0.0;  // idle time over devices x step time
+  std::vector<DeviceStep> devices;
+};
+
+// The optimiser step of `parameter_count` fp32 parameters on the cost model's device:
+// a memory-bound update that reads weights, gradients and optimiser state and writes
+// weights and state back.
+double optimizer_step_s(const placement::CostModel& cost_model, int64_t parameter_count);
+
+// Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
+// placement that cannot run it (the message gives the reason).
+StepReport simulate_step(const placement::Graph& graph, const placement::Placement& placement,
+                         const placement::NodeCosts& costs, const placement::CostModel& cost_model,
+                         const StepRequest& request);
+
+}  // namespace interplace::runs

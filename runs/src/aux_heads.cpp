@@ -1,0 +1,103 @@
+#include "interplace/runs/aux_heads.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/layer_factory.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using placement::Attributes;
+using placement::Graph;
+using placement::NodeId;
+using placement::NodeSpec;
+
+// Adds a layer whose shape, FLOPs and parameters come from the kernel layer itself.
+NodeId add_layer(Graph& head, const std::string& name, const std::string& op, Attributes attributes,
+                 NodeId input) {
+  const auto layer = placement::make_layer(op, attributes);
+  const std::vector<kernels::Shape> input_shapes = {head.node(input).output_shape};
+  const kernels::FlopCount flops = layer->flops(input_shapes);
+  NodeSpec spec;
+  spec.name = name;
+  spec.op = op;
+  spec.inputs = {input};
+  spec.output_shape = layer->output_shape(input_shapes);
+  spec.forward_flops = flops.forward_flops;
+  spec.backward_flops = flops.backward_flops;
+  spec.parameter_count = layer->parameter_count();
+  spec.attributes = std::move(attributes);
+  return head.add_node(std::move(spec));
+}
+
+int64_t scaled(int64_t channels, double multiplier) {
+  return std::max<int64_t>(1, std::llround(static_cast<double>(channels) * multiplier));
+}
+
+}  // namespace
+
+Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& options) {
+  const placement::Node& from = graph.node(boundary);
+  const std::vector<NodeId> sinks = graph.sinks();
+  if (sinks.empty()) throw_invalid("graph '" + graph.name() + "' has no output");
+  const int64_t classes = graph.node(sinks.back()).output_shape.back();
+  Graph head(graph.name() + ".aux." + from.name, graph.batch_size());
+  NodeSpec input;
+  input.name = "aux.input";
+  input.op = "input";
+  input.output_shape = from.output_shape;
+  input.output_bytes = from.output_bytes;
+  NodeId x = head.add_node(std::move(input));
+  const kernels::Shape& shape = from.output_shape;
+  if (shape.size() == 4) {
+    int64_t channels = shape[1];
+    const int64_t c1 =
+        std::min(scaled(options.hidden_channels, options.width_multiplier), channels);
+    const int64_t c2 = std::min(scaled(options.head_channels, options.width_multiplier), channels);
+    int index = 1;
+    for (int64_t out : {c1, c2}) {
+      const std::string n = std::to_string(index++);
+      x = add_layer(head, "aux.conv" + n, "conv2d",
+                    {{"in_channels", channels},
+                     {"out_channels", out},
+                     {"kernel", int64_t{3}},
+                     {"padding", int64_t{1}}},
+                    x);
+      x = add_layer(head, "aux.bn" + n, "batch_norm", {{"channels", out}}, x);
+      x = add_layer(head, "aux.relu" + n, "relu", {}, x);
+      channels = out;
+    }
+    x = add_layer(head, "aux.avgpool", "global_avg_pool", {}, x);
+    add_layer(head, "aux.fc", "linear", {{"in_features", channels}, {"out_features", classes}}, x);
+  } else if (shape.size() == 3) {
+    x = add_layer(head, "aux.ln", "layer_norm", {{"features", shape[2]}}, x);
+    add_layer(head, "aux.fc", "linear", {{"in_features", shape[2]}, {"out_features", classes}}, x);
+  } else if (shape.size() == 2) {
+    add_layer(head, "aux.fc", "linear", {{"in_features", shape[1]}, {"out_features", classes}}, x);
+  } else {
+    throw_invalid("no auxiliary head for boundary tensor '" + from.name + "' of shape " +
+                  kernels::to_string(shape) + " (heads read [N,C,H,W], [N,T,D] or [N,F])");
+  }
+  return head;
+}
+
+AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model) {
+  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
+                                      cost_model.optimizer());
+  const placement::NodeCosts costs = roofline.node_costs(head);
+  AuxHeadCosts total;
+  for (const placement::Node& node : head.nodes()) {
+    if (node.op == "input") continue;
+    total.forward_s += costs.forward_s[node.id];
+    total.backward_s += costs.backward_s[node.id];
+    total.parameter_count += node.parameter_count;
+    total.activation_bytes += node.output_bytes;
+  }
+  return total;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,46 @@
+// interplace place: runs a placer on a model and reports the placement per device.
+#include <memory>
+
+#include "commands.hpp"
+#include "device_options.hpp"
+#include "model_options.hpp"
+#include "placement_options.hpp"
+#include "placement_report.hpp"
+
+namespace interplace::runs::cli {
+namespace {
+
+struct PlaceOptions {
+  ModelSelection model;
+  DeviceSelection device;
+  PlacementSelection placement;
+  std::string format;
+};
+
+const std::vector<std::string> kFormats = {"text", "json"};
+
+std::string run_place(const PlaceOptions& o) {
+  require_format(o.format, kFormats);
+  check_placement_selection(o.placement);
+  const placement::Graph graph = build_selected_model(o.model);
+  const placement::CostModel cost_model = make_cost_model(o.device);
+  const PlacementRun run = run_placement(graph, cost_model, o.placement);
+  const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
+  if (o.format == "json") return placement_json(context).str() + "\n";
+  return placement_text(context, true);
+}
+
+}  // namespace
+
+Command add_place_command(CLI::App& root) {
+  auto options = std::make_shared<PlaceOptions>();
+  CLI::App* app = root.add_subcommand(
+      "place", "Place a model on K devices: per-device load, memory, stage-chain eligibility");
+  add_model_options(*app, options->model);
+  add_placement_options(*app, options->placement);
+  add_device_options(*app, options->device);
+  add_format_option(*app, options->format, kFormats);
+  return {app, [options] { return run_place(*options); }};
+}
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,147 @@
+// interplace simulate: places a model (as `place`) and simulates one training step under a
+// backprop strategy and pipeline schedule.
+#include <memory>
+
+#include "commands.hpp"
+#include "device_options.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/schedule.hpp"
+#include "interplace/runs/step_simulation.hpp"
+#include "model_options.hpp"
+#include "placement_options.hpp"
+#include "placement_report.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+namespace {
+
+struct SimulateOptions {
+  ModelSelection model;
+  DeviceSelection device;
+  PlacementSelection placement;
+  std::string strategy = "global";
+  std::string pipeline;  // empty: gpipe for the global strategy
+  int mini_batches = 1;
+  std::string format;
+};
+
+const std::vector<std::string> kFormats = {"text", "json"};
+
+std::string step_header(const SimulateOptions& o, const StepReport& step) {
+  std::string out = "strategy " + o.strategy + " (reach " + std::to_string(step.reach) + ")";
+  if (step.pipeline) out += ", " + placement::to_string(*step.pipeline) + " pipeline";
+  out += ", " + plural(o.placement.micro_batches, "micro-batch", "micro-batches") + ", " +
+         plural(o.mini_batches, "mini-batch", "mini-batches") + ": ";
+  if (step.estimator == StepEstimator::event_simulator) return out + "event simulator\n";
+  return out + "list-schedule estimate (" + step.fallback_reason + ")\n";
+}
+
+std::string simulate_text(const SimulateOptions& o, const PlacementContext& context,
+                          const StepReport& step) {
+  const int64_t capacity = context.cost_model.device().memory_capacity_bytes;
+  std::string out = placement_text(context, false) + "\n" + step_header(o, step);
+  out += "step time: " + format_seconds(step.step_time_s) + "\n";
+  out += "idle fraction: " + format_percent(step.idle_fraction) + "\n\n";
+  TextTable table({"device", "busy", "idle", "peak memory", "fits", "aux head"});
+  std::vector<std::string> over;
+  for (size_t d = 0; d < step.devices.size(); ++d) {
+    const DeviceStep& s = step.devices[d];
+    const bool fits = s.peak_memory_bytes <= capacity;
+    if (!fits) over.push_back(std::to_string(d));
+    table.add_row({std::to_string(d), format_seconds(s.busy_s), format_seconds(s.idle_s),
+                   format_bytes(static_cast<double>(s.peak_memory_bytes)), fits ? "yes" : "NO",
+                   s.has_aux_head ? "yes" : "no"});
+  }
+  out += table.str();
+  if (!over.empty()) {
+    out += "warning: device(s) " + join(over) + " would exceed the " +
+           format_bytes(static_cast<double>(capacity)) + " of memory per device\n";
+  }
+  return out;
+}
+
+std::string simulate_json(const SimulateOptions& o, const PlacementContext& context,
+                          const StepReport& step) {
+  const int64_t capacity = context.cost_model.device().memory_capacity_bytes;
+  std::vector<std::string> devices;
+  for (size_t d = 0; d < step.devices.size(); ++d) {
+    const DeviceStep& s = step.devices[d];
+    devices.push_back(JsonObject()
+                          .integer("device", static_cast<int64_t>(d))
+                          .number("busy_s", s.busy_s)
+                          .number("idle_s", s.idle_s)
+                          .integer("peak_memory_bytes", s.peak_memory_bytes)
+                          .boolean("fits_memory", s.peak_memory_bytes <= capacity)
+                          .boolean("has_aux_head", s.has_aux_head)
+                          .str());
+  }
+  JsonObject simulation;
+  simulation.string("strategy", o.strategy).integer("reach", step.reach);
+  if (step.pipeline) {
+    simulation.string("pipeline", placement::to_string(*step.pipeline));
+  } else {
+    simulation.null("pipeline");
+  }
+  simulation.integer("micro_batches", o.placement.micro_batches)
+      .integer("mini_batches", o.mini_batches)
+      .string("estimator", to_string(step.estimator));
+  if (step.fallback_reason.empty()) {
+    simulation.null("fallback_reason");
+  } else {
+    simulation.string("fallback_reason", step.fallback_reason);
+  }
+  simulation.number("step_time_s", step.step_time_s)
+      .number("idle_fraction", step.idle_fraction)
+      .raw("devices", json_array(devices, [](const std::string& s) { return s; }));
+  return placement_json(context).raw("simulation", simulation.str()).str() + "\n";
+}
+
+std::string run_simulate(const SimulateOptions& o) {
+  require_format(o.format, kFormats);
+  check_placement_selection(o.placement);
+  // Bad strategy or pipeline names fail before the (possibly slow) placement.
+  placement::strategy_reach(o.strategy, o.placement.devices);
+  StepRequest request;
+  request.strategy = o.strategy;
+  if (!o.pipeline.empty()) request.pipeline = placement::pipeline_by_name(o.pipeline);
+  request.micro_batches = o.placement.micro_batches;
+  if (o.mini_batches < 1) {
+    throw_invalid("--mini-batches must be >= 1, got " + std::to_string(o.mini_batches));
+  }
+  request.mini_batches = o.mini_batches;
+  request.aux_heads.width_multiplier = o.model.options.width_multiplier;
+
+  const placement::Graph graph = build_selected_model(o.model);
+  const placement::CostModel cost_model = make_cost_model(o.device);
+  const PlacementRun run = run_placement(graph, cost_model, o.placement);
+  const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
+  const StepReport step = simulate_step(graph, run.placement, run.costs, cost_model, request);
+  return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
+}
+
+}  // namespace
+
+Command add_simulate_command(CLI::App& root) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* app = root.add_subcommand(
+      "simulate", "Place a model, then simulate one training step under a backprop strategy");
+  add_model_options(*app, options->model);
+  add_placement_options(*app, options->placement);
+  app->add_option("--strategy", options->strategy,
+                  "backprop strategy: global, local, pairwise, nwise:N (N >= 1)")
+      ->capture_default_str()
+      ->group("Strategy");
+  app->add_option("--pipeline", options->pipeline,
+                  "schedule of the global strategy: gpipe (default), 1f1b")
+      ->capture_default_str()
+      ->group("Strategy");
+  app->add_option("--mini-batches", options->mini_batches,
+                  "mini-batches simulated back to back (times are per mini-batch)")
+      ->capture_default_str()
+      ->group("Strategy");
+  add_device_options(*app, options->device);
+  add_format_option(*app, options->format, kFormats);
+  return {app, [options] { return run_simulate(*options); }};
+}
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,29 @@
+// The subcommands. Each adds its CLI11 sub-app to the root and returns what runs it once
+// the command line is parsed: the full output text, built before anything is printed so
+// that an error never leaves half an output behind.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace interplace::runs::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<std::string()> run;
+};
+
+Command add_graph_command(CLI::App& root);
+Command add_order_command(CLI::App& root);
+Command add_place_command(CLI::App& root);
+Command add_simulate_command(CLI::App& root);
+
+// --format with the given choices (the first is the default).
+void add_format_option(CLI::App& app, std::string& format, const std::vector<std::string>& valid);
+// Throws invalid_input naming the valid formats.
+void require_format(const std::string& format, const std::vector<std::string>& valid);
+
+}  // namespace interplace::runs::cli

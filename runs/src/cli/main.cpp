@@ -1,0 +1,85 @@
+// interplace: the command line of the benchmark suite (docs/cli.md). Every failure ends as
+// one line "interplace: error: ..." on stderr with exit status 2 (bad input: unknown names,
+// impossible requests, bad numbers, a malformed file) or 1 (a runtime failure).
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "interplace/kernels/error.hpp"
+#include "model_options.hpp"
+
+namespace {
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitInvalid = 2;
+
+int fail(int status, std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "interplace: error: " << message << "\n";
+  return status;
+}
+
+namespace cli = interplace::runs::cli;
+
+// The command whose options were being read, for pointing at its --help.
+std::string help_hint(const std::vector<cli::Command>& commands) {
+  for (const cli::Command& command : commands) {
+    if (command.app->parsed()) return " (see interplace " + command.app->get_name() + " --help)";
+  }
+  return " (see interplace --help)";
+}
+
+int run(int argc, char** argv) {
+  CLI::App app(
+      "interplace: device placement, traversal orders and backprop strategies for "
+      "model-parallel training (docs/cli.md)",
+      "interplace");
+  app.set_version_flag("--version", std::string("interplace ") + INTERPLACE_VERSION);
+  bool list_models = false;
+  app.add_flag("--list-models", list_models, "print the model catalog and exit");
+  app.require_subcommand(0, 1);
+  const std::vector<cli::Command> commands = {
+      cli::add_graph_command(app), cli::add_order_command(app), cli::add_place_command(app),
+      cli::add_simulate_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& help) {
+    return app.exit(help);  // --help, --version: printed on stdout, exit 0
+  } catch (const CLI::ParseError& e) {
+    return fail(kExitInvalid, e.what() + help_hint(commands));
+  }
+  for (const cli::Command& command : commands) {
+    if (command.app->parsed()) {
+      if (list_models) return fail(kExitInvalid, "--list-models takes no subcommand");
+      std::cout << command.run() << std::flush;
+      return 0;
+    }
+  }
+  if (list_models) {
+    std::cout << cli::catalog_text() << std::flush;
+    return 0;
+  }
+  return fail(kExitInvalid,
+              "a subcommand is required: graph, order, place or simulate (see interplace --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const interplace::Error& e) {
+    return fail(e.kind() == interplace::ErrorKind::invalid_input ? kExitInvalid : kExitRuntime,
+                e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(kExitRuntime, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(kExitRuntime, std::string("internal error: ") + e.what());
+  }
+}

@@ -1,0 +1,99 @@
+#include "model_options.hpp"
+
+#include <cmath>
+
+#include "interplace/kernels/error.hpp"
+#include "json_writer.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+namespace {
+
+std::string catalog_names() {
+  std::string names;
+  for (const placement::ModelInfo& info : placement::model_catalog()) {
+    names += (names.empty() ? "" : ", ") + info.name;
+  }
+  return names;
+}
+
+void require_multiplier(const char* flag, double value) {
+  if (!std::isfinite(value) || value <= 0.0) {
+    throw_invalid(std::string(flag) + " must be a finite number > 0, got " + format_number(value));
+  }
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& app, ModelSelection& selection) {
+  placement::ModelOptions& o = selection.options;
+  app.add_option("--model", selection.model, "model from the catalog: " + catalog_names())
+      ->group("Model");
+  app.add_option("--batch-size", o.batch_size, "samples per micro-batch")
+      ->capture_default_str()
+      ->group("Model");
+  app.add_option("--in-channels", o.in_channels, "image channels (0: the model's default)")
+      ->group("Model");
+  app.add_option("--image-size", o.image_size, "image height and width (0: default)")
+      ->group("Model");
+  app.add_option("--classes", o.classes, "output classes (0: default)")->group("Model");
+  app.add_option("--sequence-length", o.sequence_length, "tokens per sequence (0: default)")
+      ->group("Model");
+  app.add_option("--width-multiplier", o.width_multiplier, "scales channel widths")
+      ->capture_default_str()
+      ->group("Model");
+  app.add_option("--depth-multiplier", o.depth_multiplier, "scales repeated blocks")
+      ->capture_default_str()
+      ->group("Model");
+}
+
+const placement::ModelInfo& model_info(std::string_view name) {
+  for (const placement::ModelInfo& info : placement::model_catalog()) {
+    if (info.name == name) return info;
+  }
+  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + catalog_names() + ")");
+}
+
+placement::Graph build_selected_model(const ModelSelection& selection) {
+  if (selection.model.empty()) {
+    throw_invalid("--model is required (valid: " + catalog_names() + ")");
+  }
+  model_info(selection.model);
+  require_multiplier("--width-multiplier", selection.options.width_multiplier);
+  require_multiplier("--depth-multiplier", selection.options.depth_multiplier);
+  return placement::build_model(selection.model, selection.options);
+}
+
+std::string model_options_json(const placement::ModelOptions& options) {
+  return JsonObject()
+      .integer("batch_size", options.batch_size)
+      .integer("in_channels", options.in_channels)
+      .integer("image_size", options.image_size)
+      .integer("classes", options.classes)
+      .integer("sequence_length", options.sequence_length)
+      .number("width_multiplier", options.width_multiplier)
+      .number("depth_multiplier", options.depth_multiplier)
+      .str();
+}
+
+std::string catalog_text() {
+  TextTable table({"model", "family", "reference params", "description"}, {1, 3});
+  for (const placement::ModelInfo& info : placement::model_catalog()) {
+    table.add_row(
+        {info.name, info.family, format_count(info.reference_parameters), info.description});
+  }
+  return table.str();
+}
+
+std::string catalog_json() {
+  return json_array(placement::model_catalog(), [](const placement::ModelInfo& info) {
+    return JsonObject()
+        .string("name", info.name)
+        .string("family", info.family)
+        .integer("reference_parameters", info.reference_parameters)
+        .string("description", info.description)
+        .str();
+  });
+}
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,94 @@
+#include "placement_options.hpp"
+
+#include <charconv>
+#include <chrono>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/placers.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+void add_placement_options(CLI::App& app, PlacementSelection& s) {
+  const char* group = "Placement";
+  app.add_option("--order", s.order, "traversal order: " + join(placement::order_names()))
+      ->group(group);
+  app.add_option("--placer", s.placer, "placer: " + join(placement::placer_names()))->group(group);
+  app.add_option("--devices", s.devices, "number of devices K (stages)")->group(group);
+  app.add_option("--micro-batches", s.micro_batches,
+                 "micro-batches per mini-batch (activations kept per device)")
+      ->capture_default_str()
+      ->group(group);
+  add_seed_option(app, s.seed, "seed of the random orders and placer")->group(group);
+  app.add_option("--refine-rounds", s.refine_rounds, "rounds of the refine placer")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--refine-start", s.refine_start, "placer whose result refine starts from")
+      ->capture_default_str()
+      ->group(group);
+}
+
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description) {
+  // CLI11 would wrap "-1" and saturate "2^64" into a valid-looking seed.
+  const CLI::Validator uint64_text(
+      [](std::string& text) {
+        uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        return error == std::errc() && end == text.data() + text.size()
+                   ? std::string()
+                   : "must be an integer from 0 to 18446744073709551615, got " + text;
+      },
+      "");
+  return app.add_option("--seed", seed, description)->check(uint64_text)->capture_default_str();
+}
+
+void check_placement_selection(const PlacementSelection& s) {
+  if (s.order.empty()) {
+    throw_invalid("--order is required (valid: " + join(placement::order_names()) + ")");
+  }
+  placement::order_by_name(s.order);
+  if (s.placer.empty()) {
+    throw_invalid("--placer is required (valid: " + join(placement::placer_names()) + ")");
+  }
+  placement::placer_by_name(s.placer);
+  if (s.devices < 1) {
+    throw_invalid("--devices is required and must be >= 1, got " + std::to_string(s.devices));
+  }
+  if (s.micro_batches < 1) {
+    throw_invalid("--micro-batches must be >= 1, got " + std::to_string(s.micro_batches));
+  }
+  if (s.refine_rounds < 0) {
+    throw_invalid("--refine-rounds must be >= 0, got " + std::to_string(s.refine_rounds));
+  }
+  if (s.placer == "refine") {
+    if (s.refine_start == "refine") throw_invalid("--refine-start cannot be refine itself");
+    placement::placer_by_name(s.refine_start);
+  }
+}
+
+PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
+                           const PlacementSelection& s) {
+  check_placement_selection(s);
+  PlacementRun run;
+  run.costs = cost_model.node_costs(graph);
+  placement::OrderOptions order_options;
+  order_options.seed = s.seed;
+  order_options.node_cost.resize(graph.node_count());
+  for (placement::NodeId id = 0; id < graph.node_count(); ++id) {
+    order_options.node_cost[id] = run.costs.compute_s(id);
+  }
+  run.order = placement::compute_order(graph, placement::order_by_name(s.order), order_options);
+
+  placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
+  request.micro_batches = s.micro_batches;
+  request.seed = s.seed;
+  request.refine_start = s.refine_start;
+  request.refine_rounds = s.refine_rounds;
+  const placement::Placer placer = placement::placer_by_name(s.placer);
+  const auto start = std::chrono::steady_clock::now();
+  run.placement = placer(graph, run.order, request);
+  run.placer_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,47 @@
+// The options that choose a placement (--order, --placer, --devices, ...), shared by
+// `place` and `simulate`, and running the placer with its wall time measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placement.hpp"
+
+namespace interplace::runs::cli {
+
+struct PlacementSelection {
+  std::string order;
+  std::string placer;
+  int devices = 0;
+  int micro_batches = 1;
+  uint64_t seed = 0;
+  int refine_rounds = 2;
+  std::string refine_start = "balanced";
+};
+
+void add_placement_options(CLI::App& app, PlacementSelection& selection);
+// --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped.
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description);
+
+// Throws invalid_input for a missing or unknown order or placer (listing the valid ones)
+// and for counts out of range. Cheap: call it before building the model.
+void check_placement_selection(const PlacementSelection& selection);
+
+struct PlacementRun {
+  placement::Order order;
+  placement::Placement placement;
+  placement::NodeCosts costs;
+  double placer_wall_s = 0.0;  // the placer call only, not the order or the costs
+};
+
+// The critical-path order weighs nodes by their forward+backward seconds on the device.
+// Throws invalid_input when no placement exists (K > nodes, not enough memory, ...).
+PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
+                           const PlacementSelection& selection);
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,137 @@
+#include "interplace/runs/step_simulation.hpp"
+
+#include <algorithm>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/stage_costs.hpp"
+#include "interplace/placement/step_estimate.hpp"
+
+namespace interplace::runs {
+
+using placement::boundary_producers;
+using placement::CostModel;
+using placement::device_memory_bytes;
+using placement::estimate_step_time_s;
+using placement::Graph;
+using placement::Node;
+using placement::NodeCosts;
+using placement::NodeId;
+using placement::PipelineCosts;
+using placement::Placement;
+using placement::Schedule;
+using placement::ScheduleRequest;
+using placement::SimulationResult;
+using placement::StageCosts;
+using placement::StageTimeline;
+using placement::strategy_reach;
+
+namespace {
+
+StepReport list_schedule_step(const Graph& graph, const Placement& placement,
+                              const NodeCosts& costs, const CostModel& cost_model,
+                              const StepRequest& request, std::string reason) {
+  StepReport report;
+  report.estimator = StepEstimator::list_schedule;
+  report.fallback_reason = std::move(reason);
+  report.reach = placement.device_count - 1;
+  report.step_time_s =
+      estimate_step_time_s(graph, costs, cost_model.link(), placement, request.micro_batches);
+  const std::vector<int64_t> memory = device_memory_bytes(placement, costs, request.micro_batches);
+  report.devices.resize(placement.device_count);
+  for (const Node& node : graph.nodes()) {
+    report.devices[placement.device_of_node[node.id]].busy_s +=
+        costs.compute_s(node.id) * request.micro_batches;
+  }
+  double idle_s = 0.0;
+  for (int d = 0; d < placement.device_count; ++d) {
+    DeviceStep& device = report.devices[d];
+    device.idle_s = std::max(0.0, report.step_time_s - device.busy_s);
+    device.peak_memory_bytes = memory[d];
+    idle_s += device.idle_s;
+  }
+  if (report.step_time_s > 0.0) {
+    report.idle_fraction = idle_s / (placement.device_count * report.step_time_s);
+  }
+  return report;
+}
+
+}  // namespace
+
+std::string to_string(StepEstimator estimator) {
+  return estimator == StepEstimator::event_simulator ? "event-simulator" : "list-schedule";
+}
+
+double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
+  const int64_t state = optimizer_state_factor(cost_model.optimizer());
+  // Reads weights, gradients and `state` copies; writes weights and the state copies.
+  const int64_t bytes = parameter_count * 4 * (3 + 2 * state);
+  const int64_t flops = parameter_count * (2 + 3 * state);
+  return cost_model.roofline_s(flops, bytes);
+}
+
+StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                         const CostModel& cost_model, const StepRequest& request) {
+  require_valid_placement(graph, placement);
+  const int k = placement.device_count;
+  const int reach = strategy_reach(request.strategy, k);
+  if (request.micro_batches < 1 || request.mini_batches < 1) {
+    throw_invalid("micro-batches and mini-batches must be >= 1");
+  }
+  const bool global = reach >= k - 1;
+  if (!global) {
+    if (auto why = local_strategy_ineligibility(graph, placement)) {
+      throw_invalid("strategy '" + request.strategy + "' cannot run on this placement: " + *why +
+                    "; only the global strategy can");
+    }
+  } else if (auto why = stage_chain_violation(graph, placement)) {
+    return list_schedule_step(graph, placement, costs, cost_model, request, *why);
+  }
+
+  ScheduleRequest schedule_request;
+  schedule_request.strategy = request.strategy;
+  schedule_request.pipeline = request.pipeline.value_or(
+      global ? placement::PipelineKind::gpipe : placement::PipelineKind::one_f_one_b);
+  schedule_request.stage_count = k;
+  schedule_request.micro_batches = request.micro_batches;
+  schedule_request.mini_batches = request.mini_batches;
+  const Schedule schedule = build_schedule(schedule_request);
+
+  PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
+  std::vector<int64_t> parameters(k, 0);
+  for (const Node& node : graph.nodes()) {
+    parameters[placement.device_of_node[node.id]] += node.parameter_count;
+  }
+  const std::vector<NodeId> boundaries =
+      global ? std::vector<NodeId>{} : boundary_producers(graph, placement);
+  for (int j = 0; j < k; ++j) {
+    StageCosts& stage = pipeline.stages[j];
+    if (schedule.has_aux_head[j]) {
+      const AuxHeadCosts head =
+          aux_head_costs(aux_head_graph(graph, boundaries[j], request.aux_heads), cost_model);
+      stage.aux_forward_s = head.forward_s;
+      stage.aux_backward_s = head.backward_s;
+      stage.aux_activation_bytes = head.activation_bytes;
+      stage.parameter_state_bytes += cost_model.parameter_state_bytes(head.parameter_count);
+      parameters[j] += head.parameter_count;
+    }
+    stage.optimizer_s = optimizer_step_s(cost_model, parameters[j]);
+  }
+
+  const SimulationResult result = simulate(schedule, pipeline);
+  StepReport report;
+  report.reach = schedule.reach;
+  if (global) report.pipeline = schedule.pipeline;
+  report.step_time_s = result.step_time_s;
+  report.idle_fraction = result.idle_fraction;
+  report.devices.resize(k);
+  for (int j = 0; j < k; ++j) {
+    const StageTimeline& timeline = result.stages[j];
+    report.devices[j] = {timeline.busy_s / request.mini_batches,
+                         timeline.idle_s / request.mini_batches, timeline.peak_memory_bytes,
+                         schedule.has_aux_head[j]};
+  }
+  return report;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "graph_fixtures.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/random.hpp"
+#include "interplace/placement/placers.hpp"
+
+namespace interplace::placement {
+namespace {
+
+// The contiguous objective straight from its definition, on sets: a device pays the
+// compute of its nodes and a round trip (2 transfers) for every tensor it sends to at
+// least one other device and for every tensor it receives from another device.
+double slowest_device_s(const Graph& graph, const std::vector<int>& device_of_node, int k,
+                        const NodeCosts& costs, const CostModel& model) {
+  std::vector<double> load(k, 0.0);
+  for (const Node& node : graph.nodes()) {
+    const int home = device_of_node[node.id];
+    load[home] += costs.forward_s[node.id] + costs.backward_s[node.id];
+    std::set<int> receivers;
+    for (NodeId consumer : node.successors) {
+      if (device_of_node[consumer] != home) receivers.insert(device_of_node[consumer]);
+    }
+    const double round_trip = 2.0 * model.transfer_s(costs.output_bytes[node.id]);
+    if (!receivers.empty()) load[home] += round_trip;
+    for (int device : receivers) load[device] += round_trip;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Minimum over every split of `order` into k non-empty contiguous chunks that fits.
+double brute_force_best_s(const Graph& graph, const Order& order, int k, const NodeCosts& costs,
+                          const CostModel& model, int64_t capacity, int in_flight) {
+  const int n = graph.node_count();
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int> cuts(k - 1);
+  // Enumerate cut positions 1 <= c1 < c2 < ... < n via bitmasks over positions 1..n-1.
+  for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+    if (__builtin_popcount(mask) != k - 1) continue;
+    std::vector<int> device_of_node(n);
+    std::vector<int64_t> memory(k, 0);
+    int device = 0;
+    for (int i = 0; i < n; ++i) {
+      if (i > 0 && (mask >> (i - 1)) & 1u) ++device;
+      device_of_node[order[i]] = device;
+      memory[device] += costs.memory_bytes(order[i], in_flight);
+    }
+    if (*std::max_element(memory.begin(), memory.end()) > capacity) continue;
+    best = std::min(best, slowest_device_s(graph, device_of_node, k, costs, model));
+  }
+  return best;
+}
+
+TEST(Contiguous, MatchesBruteForceOnSmallRandomGraphs) {
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 6);  // 3..8 nodes
+    const Graph graph = testing::random_dag(n, 0.3, seed);
+    kernels::Rng rng(seed * 7);
+    std::vector<double> forward_s(n);
+    std::vector<double> backward_s(n);
+    for (int i = 0; i < n; ++i) {
+      forward_s[i] = 0.1 + rng.uniform();
+      backward_s[i] = 2.0 * forward_s[i];
+    }
+    const LinkSpec link{0.05 * static_cast<double>(seed % 3), 1e3};  // output bytes are 16..1024
+    // Every third case is memory-tight: about half the graph per device.
+    const NodeCosts plain =
+        testing::timed_cost_model(graph, forward_s, backward_s, link).node_costs(graph);
+    int64_t total = 0;
+    int64_t largest = 0;
+    for (int i = 0; i < n; ++i) {
+      total += plain.memory_bytes(i, 2);
+      largest = std::max(largest, plain.memory_bytes(i, 2));
+    }
+    const int64_t capacity = seed % 3 == 0 ? std::max(largest, total / 2) : total;
+    const CostModel model = testing::timed_cost_model(graph, forward_s, backward_s, link, capacity);
+    const NodeCosts costs = model.node_costs(graph);
+    for (const std::string order_name : {"topo", "bfs-rev", "random", "lexical"}) {
+      const Order order =
+          compute_order(graph, order_by_name(order_name), {.seed = seed, .node_cost = {}});
+      for (int k = 1; k <= std::min(n, 4); ++k) {
+        const double expected = brute_force_best_s(graph, order, k, costs, model, capacity, 2);
+        PlacementRequest request{.device_count = k, .cost_model = model, .micro_batches = 2};
+        if (expected == std::numeric_limits<double>::infinity()) {
+          EXPECT_THROW(place_contiguous(graph, order, request), Error);
+          continue;
+        }
+        const Placement placement = place_contiguous(graph, order, request);
+        const double got = slowest_device_s(graph, placement.device_of_node, k, costs, model);
+        EXPECT_NEAR(got, expected, 1e-9 * expected)
+            << "seed " << seed << " " << order_name << " k " << k;
+        // Library loads agree with the definition above.
+        const std::vector<double> loads = device_loads_s(graph, placement, costs, model);
+        EXPECT_NEAR(*std::max_element(loads.begin(), loads.end()), got, 1e-9 * got);
+        // Chunk i of the order is on device i, every device used.
+        int previous = 0;
+        for (NodeId node : order) {
+          EXPECT_GE(placement.device_of_node[node], previous);
+          EXPECT_LE(placement.device_of_node[node], previous + 1);
+          previous = placement.device_of_node[node];
+        }
+        EXPECT_EQ(previous, k - 1);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+TEST(Contiguous, UniformChainSplitsEvenly) {
+  const Graph graph = testing::chain(8);
+  const CostModel model = testing::timed_cost_model(graph, std::vector<double>(8, 1.0),
+                                                    std::vector<double>(8, 2.0), {0.1, 1e9});
+  const Placement placement =
+      place_contiguous(graph, topological_order(graph), {.device_count = 4, .cost_model = model});
+  EXPECT_EQ(placement.device_of_node, (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
+}
+
+TEST(Contiguous, ExpensiveLinkCanLeaveOneBigChunkBalanced) {
+  // Six unit nodes; a boundary round trip costs 4 s (more than two nodes of compute), so
+  // the best 2-split is the middle one: 3 + 4 = 7 on each device.
+  const Graph graph = testing::chain(6);
+  const CostModel model = testing::timed_cost_model(graph, std::vector<double>(6, 0.5),
+                                                    std::vector<double>(6, 0.5), {2.0, 1e12});
+  const Placement placement =
+      place_contiguous(graph, topological_order(graph), {.device_count = 2, .cost_model = model});
+  EXPECT_EQ(placement.device_of_node, (std::vector<int>{0, 0, 0, 1, 1, 1}));
+  const NodeCosts costs = model.node_costs(graph);
+  const std::vector<double> loads = device_loads_s(graph, placement, costs, model);
+  EXPECT_NEAR(loads[0], 7.0, 1e-9);
+  EXPECT_NEAR(loads[1], 7.0, 1e-9);
+}
+
+TEST(Contiguous, MemoryForcesAnUnbalancedSplit) {
+  // Each fixture node needs 120 + 16 bytes; 300 bytes per device hold at most two.
+  const Graph graph = testing::chain(6);
+  const CostModel model =
+      testing::timed_cost_model(graph, {5, 1, 1, 1, 1, 1}, std::vector<double>(6, 0.0), {}, 300);
+  const Placement placement =
+      place_contiguous(graph, topological_order(graph), {.device_count = 3, .cost_model = model});
+  EXPECT_EQ(placement.device_of_node, (std::vector<int>{0, 0, 1, 1, 2, 2}));
+  EXPECT_THROW(
+      place_contiguous(graph, topological_order(graph), {.device_count = 2, .cost_model = model}),
+      Error);
+}
+
+}  // namespace
+}  // namespace interplace::placement

@@ -1,0 +1,210 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+#include "graph_fixtures.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/profile.hpp"
+
+namespace interplace::placement {
+namespace {
+
+DeviceSpec test_device() {
+  return {"test-gpu", 1e12, 1e11, int64_t{1} << 30};
+}
+
+Profile sample_profile() {
+  Profile profile;
+  profile.device_name = "test-gpu";
+  profile.batch_size = 1;
+  profile.link = {2.5e-6, 2.5e10};
+  profile.nodes = {{"n0", 1e-4, 2e-4}, {"n1", 3.25e-5, 0.0}, {"n2", 0.1, 0.3}, {"n3", 7e-7, 1e-6}};
+  return profile;
+}
+
+std::string profile_text(const Profile& profile) {
+  std::ostringstream out;
+  write_profile(out, profile);
+  return out.str();
+}
+
+Profile parse(const std::string& text) {
+  std::istringstream in(text);
+  return read_profile(in, "test.tsv");
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+    return error.what();
+  }
+  ADD_FAILURE() << "accepted:\n" << text;
+  return "";
+}
+
+TEST(CostModel, RooflineTakesTheSlowerOfComputeAndMemory) {
+  // Node 1 of the diamond: 100 forward FLOPs, 200 backward, 10 parameters, 16 output
+  // bytes, one 16-byte input: bytes = 16 + 16 + 40 = 72.
+  const Graph graph = testing::diamond();
+  const CostModel compute_bound({"d", 1e3, 1e6, 1 << 20}, {});
+  const NodeCosts a = compute_bound.node_costs(graph);
+  EXPECT_DOUBLE_EQ(a.forward_s[1], 100.0 / 1e3);
+  EXPECT_DOUBLE_EQ(a.backward_s[1], 200.0 / 1e3);
+  const CostModel memory_bound({"d", 1e9, 100.0, 1 << 20}, {});
+  const NodeCosts b = memory_bound.node_costs(graph);
+  EXPECT_DOUBLE_EQ(b.forward_s[1], 72.0 / 100.0);
+  EXPECT_DOUBLE_EQ(b.forward_s[3], (32.0 + 16.0 + 40.0) / 100.0);  // two inputs
+  EXPECT_DOUBLE_EQ(b.forward_s[0], (16.0 + 40.0) / 100.0);         // no input
+}
+
+TEST(CostModel, CommunicationIsLatencyPlusBytesOverBandwidth) {
+  const CostModel model(test_device(), {1e-5, 1e9});
+  EXPECT_DOUBLE_EQ(model.transfer_s(0), 1e-5);
+  EXPECT_DOUBLE_EQ(model.transfer_s(1'000'000), 1e-5 + 1e-3);
+  const CostModel free_link(test_device(), {});
+  EXPECT_EQ(free_link.transfer_s(1 << 30), 0.0);
+}
+
+TEST(CostModel, ParameterStateCountsWeightsGradientsAndOptimizerState) {
+  EXPECT_EQ(CostModel(test_device(), {}, OptimizerKind::sgd).parameter_state_bytes(10), 80);
+  EXPECT_EQ(CostModel(test_device(), {}, OptimizerKind::sgd_momentum).parameter_state_bytes(10),
+            120);
+  EXPECT_EQ(CostModel(test_device(), {}, OptimizerKind::adamw).parameter_state_bytes(10), 160);
+  const NodeCosts costs = CostModel(test_device(), {}).node_costs(testing::diamond());
+  EXPECT_EQ(costs.memory_bytes(0, 1), 120 + 16);
+  EXPECT_EQ(costs.memory_bytes(0, 4), 120 + 64);
+  EXPECT_EQ(optimizer_by_name("adamw"), OptimizerKind::adamw);
+  EXPECT_THROW(optimizer_by_name("adam"), Error);
+}
+
+TEST(CostModel, RejectsBadDevicesAndLinks) {
+  EXPECT_THROW(CostModel({"d", 0.0, 1e9, 1}, {}), Error);
+  EXPECT_THROW(CostModel({"d", 1e9, -1.0, 1}, {}), Error);
+  EXPECT_THROW(CostModel({"d", 1e9, 1e9, 0}, {}), Error);
+  EXPECT_THROW(CostModel(test_device(), {-1.0, 1e9}), Error);
+  EXPECT_THROW(CostModel(test_device(), {0.0, 0.0}), Error);
+}
+
+TEST(CostModel, ProfileSuppliesNodeTimesAndLink) {
+  const Graph graph = testing::diamond();
+  const CostModel model = CostModel::from_profile(sample_profile(), test_device());
+  const NodeCosts costs = model.node_costs(graph);
+  EXPECT_DOUBLE_EQ(costs.forward_s[2], 0.1);
+  EXPECT_DOUBLE_EQ(costs.backward_s[2], 0.3);
+  EXPECT_DOUBLE_EQ(model.transfer_s(25'000), 2.5e-6 + 1e-6);
+  EXPECT_EQ(model.device().memory_capacity_bytes, test_device().memory_capacity_bytes);
+}
+
+TEST(CostModel, ProfileMustMatchGraphAndDevice) {
+  const Graph graph = testing::diamond();
+  Profile wrong_batch = sample_profile();
+  wrong_batch.batch_size = 8;
+  EXPECT_THROW(CostModel::from_profile(wrong_batch, test_device()).node_costs(graph), Error);
+  Profile missing = sample_profile();
+  missing.nodes.pop_back();
+  EXPECT_THROW(CostModel::from_profile(missing, test_device()).node_costs(graph), Error);
+  Profile extra = sample_profile();
+  extra.nodes.push_back({"other", 1.0, 1.0});
+  EXPECT_THROW(CostModel::from_profile(extra, test_device()).node_costs(graph), Error);
+  DeviceSpec other = test_device();
+  other.name = "other-gpu";
+  EXPECT_THROW(CostModel::from_profile(sample_profile(), other), Error);
+}
+
+TEST(Profile, RoundTripsExactly) {
+  const Profile original = sample_profile();
+  const Profile back = parse(profile_text(original));
+  EXPECT_EQ(back.device_name, original.device_name);
+  EXPECT_EQ(back.batch_size, original.batch_size);
+  EXPECT_EQ(back.link.latency_s, original.link.latency_s);
+  EXPECT_EQ(back.link.bandwidth_bytes_per_s, original.link.bandwidth_bytes_per_s);
+  ASSERT_EQ(back.nodes.size(), original.nodes.size());
+  for (size_t i = 0; i < back.nodes.size(); ++i) {
+    EXPECT_EQ(back.nodes[i].name, original.nodes[i].name);
+    EXPECT_EQ(back.nodes[i].forward_s, original.nodes[i].forward_s);
+    EXPECT_EQ(back.nodes[i].backward_s, original.nodes[i].backward_s);
+  }
+  Profile infinite_link = original;
+  infinite_link.link.bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isinf(parse(profile_text(infinite_link)).link.bandwidth_bytes_per_s));
+}
+
+TEST(Profile, FileRoundTripAndMissingFile) {
+  const auto path = std::filesystem::temp_directory_path() / "interplace_profile_test.tsv";
+  write_profile_file(path, sample_profile());
+  EXPECT_EQ(read_profile_file(path).nodes.size(), 4u);
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_profile_file(path), Error);
+}
+
+TEST(Profile, ReadsCommentsBlankLinesAndCrLf) {
+  const std::string text =
+      "# comment\r\n\r\nformat\tinterplace-profile\t1\r\ndevice\tcpu\r\nbatch_size\t4\r\n"
+      "node_count\t1\r\nlink_latency_s\t0\r\nlink_bandwidth_bytes_per_s\t1e9\r\n"
+      "node\tfc\t1e-3\t2e-3\r\n";
+  const Profile profile = parse(text);
+  EXPECT_EQ(profile.device_name, "cpu");
+  EXPECT_EQ(profile.batch_size, 4);
+  EXPECT_DOUBLE_EQ(profile.nodes.at(0).backward_s, 2e-3);
+}
+
+TEST(Profile, MalformedFilesGiveLineNumberedErrors) {
+  const std::string good = profile_text(sample_profile());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return text.replace(at, from.size(), to);
+  };
+  EXPECT_NE(parse_error("").find("empty file"), std::string::npos);
+  EXPECT_NE(parse_error("device\tx\n").find("test.tsv:1: expected the format line"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("profile\t1", "profile\t2")).find("version '2'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("batch_size\t1", "batch_size\tone")).find("test.tsv:4:"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("batch_size\t1", "batch_size\t0")).find("batch_size"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("\t0.1\t", "\t-0.1\t")).find("forward_s"), std::string::npos);
+  EXPECT_NE(parse_error(replaced("\t0.1\t", "\tnan\t")).find("forward_s"), std::string::npos);
+  EXPECT_NE(parse_error(replaced("\t0.1\t", "\t0.1x\t")).find("not a number"), std::string::npos);
+  EXPECT_NE(parse_error(replaced("node\tn1", "node\tn0")).find("duplicate node 'n0'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("device\t", "colour\t")).find("unknown key 'colour'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(good + "device\tagain\n").find("appears twice"), std::string::npos);
+  EXPECT_NE(parse_error(replaced("node_count\t4\n", "")).find("missing key 'node_count'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("node_count\t4", "node_count\t5")).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("\t0.1\t0.3", "\t0.1")).find("4 tab-separated fields"),
+            std::string::npos);
+  EXPECT_NE(parse_error(replaced("link_bandwidth_bytes_per_s\t", "link_bandwidth_bytes_per_s\t-"))
+                .find("must be > 0"),
+            std::string::npos);
+  const std::string truncated = good.substr(0, good.rfind("node\t"));
+  EXPECT_NE(parse_error(truncated).find("truncated"), std::string::npos);
+}
+
+TEST(Profile, WriterRejectsValuesTheFormatCannotHold) {
+  std::ostringstream out;
+  Profile tab_name = sample_profile();
+  tab_name.nodes[0].name = "a\tb";
+  EXPECT_THROW(write_profile(out, tab_name), Error);
+  Profile negative = sample_profile();
+  negative.nodes[1].backward_s = -1.0;
+  EXPECT_THROW(write_profile(out, negative), Error);
+  Profile duplicate = sample_profile();
+  duplicate.nodes[1].name = "n0";
+  EXPECT_THROW(write_profile(out, duplicate), Error);
+  EXPECT_TRUE(out.str().empty());  // nothing half-written
+}
+
+}  // namespace
+}  // namespace interplace::placement

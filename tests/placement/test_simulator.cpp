@@ -1,0 +1,196 @@
+#include <gtest/gtest.h>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/schedule.hpp"
+#include "interplace/placement/simulator.hpp"
+
+namespace interplace::placement {
+namespace {
+
+PipelineCosts uniform(int k, double forward_s, double backward_s, LinkSpec link = {}) {
+  PipelineCosts costs;
+  costs.link = link;
+  costs.stages.assign(k, StageCosts{.forward_s = forward_s,
+                                    .backward_s = backward_s,
+                                    .output_bytes = 1000,
+                                    .parameter_state_bytes = 500,
+                                    .activation_bytes = 100});
+  return costs;
+}
+
+SimulationResult run(const std::string& strategy, const PipelineCosts& costs, int m, int b = 1,
+                     PipelineKind pipeline = PipelineKind::one_f_one_b) {
+  return simulate(build_schedule({.strategy = strategy,
+                                  .pipeline = pipeline,
+                                  .stage_count = static_cast<int>(costs.stages.size()),
+                                  .micro_batches = m,
+                                  .mini_batches = b}),
+                  costs);
+}
+
+TEST(Simulator, GPipeIdleFractionIsTheBubbleFormula) {
+  for (int k : {1, 2, 4, 7}) {
+    for (int m : {1, 3, 8, 16}) {
+      const SimulationResult result =
+          run("global", uniform(k, 1.0, 2.0), m, 1, PipelineKind::gpipe);
+      const double expected = static_cast<double>(k - 1) / (m + k - 1);
+      EXPECT_NEAR(result.idle_fraction, expected, 1e-12) << "K " << k << " M " << m;
+      EXPECT_DOUBLE_EQ(result.makespan_s, (m + k - 1) * 3.0) << "K " << k << " M " << m;
+      for (const StageTimeline& stage : result.stages) EXPECT_DOUBLE_EQ(stage.busy_s, 3.0 * m);
+    }
+  }
+}
+
+TEST(Simulator, OneFOneBMatchesGPipeTimeWithLessActivationMemory) {
+  const int k = 4;
+  const int m = 8;
+  const SimulationResult gpipe = run("global", uniform(k, 1.0, 2.0), m, 1, PipelineKind::gpipe);
+  const SimulationResult one_f_one_b = run("global", uniform(k, 1.0, 2.0), m);
+  EXPECT_DOUBLE_EQ(one_f_one_b.makespan_s, gpipe.makespan_s);
+  EXPECT_NEAR(one_f_one_b.idle_fraction, gpipe.idle_fraction, 1e-12);
+  for (int j = 0; j < k; ++j) {
+    // GPipe keeps all M micro-batches; 1F1B at most K - j (warm-up plus one).
+    EXPECT_EQ(gpipe.stages[j].peak_memory_bytes, 500 + 100 * m);
+    EXPECT_EQ(one_f_one_b.stages[j].peak_memory_bytes, 500 + 100 * (k - j)) << "stage " << j;
+  }
+}
+
+TEST(Simulator, CommunicationOnTheCriticalPath) {
+  // Two stages, one micro-batch: F0, activation over the link, F1, B1, gradient back, B0.
+  PipelineCosts costs = uniform(2, 1.0, 2.0, {.latency_s = 0.25, .bandwidth_bytes_per_s = 4000.0});
+  costs.stages[0].output_bytes = 2000;  // 0.5 s on the wire each way
+  const SimulationResult result = run("global", costs, 1);
+  EXPECT_DOUBLE_EQ(result.makespan_s, 1 + 0.75 + 1 + 2 + 0.75 + 2);
+  EXPECT_DOUBLE_EQ(result.stages[0].busy_s, 3.0);
+  EXPECT_DOUBLE_EQ(result.stages[0].internal_idle_s, 0.75 + 1 + 2 + 0.75);
+  // One message at a time per direction: three activations of 0.75 s leave stage 0 at
+  // 1, 2, 3 and arrive at 1.75, 2.75, 3.75; the link is not the bottleneck here...
+  const SimulationResult three = run("global", costs, 3, 1, PipelineKind::gpipe);
+  // ...but with a slow link they queue: each takes 2.25 s, arriving at 3.25, 5.5, 7.75.
+  costs.link.bandwidth_bytes_per_s = 1000.0;
+  const SimulationResult queued = run("global", costs, 3, 1, PipelineKind::gpipe);
+  EXPECT_GT(queued.makespan_s, three.makespan_s);
+  // Stage 1: forwards [3.25, 4.25], [5.5, 6.5], [7.75, 8.75]; backwards end at 10.75,
+  // 12.75, 14.75; the gradients queue too and arrive at 13, 15.25, 17.5; stage 0's
+  // backwards end at 15, 17.25, 19.5.
+  EXPECT_DOUBLE_EQ(queued.makespan_s, 19.5);
+}
+
+TEST(Simulator, LocalHasNoBubbleInSteadyState) {
+  // Four stages with equal work per micro-batch: aux head 0.5 + 0.5 on stages 0..2, the
+  // network's head folded into the last stage's body.
+  const int k = 4;
+  PipelineCosts costs = uniform(k, 1.0, 2.0);
+  for (int j = 0; j + 1 < k; ++j) {
+    costs.stages[j].aux_forward_s = 0.5;
+    costs.stages[j].aux_backward_s = 0.5;
+  }
+  costs.stages[k - 1].forward_s = 1.5;
+  costs.stages[k - 1].backward_s = 2.5;
+  const int mini_batches = 8;
+  const SimulationResult local = run("local", costs, 1, mini_batches);
+  for (int j = 0; j < k; ++j) {
+    EXPECT_DOUBLE_EQ(local.stages[j].internal_idle_s, 0.0) << "stage " << j;
+    EXPECT_DOUBLE_EQ(local.stages[j].busy_s, 4.0 * mini_batches);
+    EXPECT_DOUBLE_EQ(local.stages[j].first_start_s, static_cast<double>(j));  // fill only
+  }
+  EXPECT_DOUBLE_EQ(local.makespan_s, 4.0 * mini_batches + (k - 1));
+  // Mini-batches complete one per 4 s on every stage once the pipe is full.
+  for (int b = 1; b < mini_batches; ++b) {
+    EXPECT_DOUBLE_EQ(local.stages[0].step_end_s[b] - local.stages[0].step_end_s[b - 1], 4.0);
+  }
+  // Global over the same stages waits for the gradient every mini-batch.
+  const SimulationResult global = run("global", costs, 1, mini_batches);
+  EXPECT_GT(global.stages[0].internal_idle_s, 10.0);
+  EXPECT_GT(global.makespan_s, 2.0 * local.makespan_s);
+}
+
+TEST(Simulator, ReachDWaitsForExactlyTheGradientsItNeeds) {
+  // Uniform stages (forward 1, backward 2, aux 0.5 + 0.5), free link, one micro-batch.
+  auto costs_with_last_forward = [](double last_forward_s, double stage2_forward_s) {
+    PipelineCosts costs = uniform(4, 1.0, 2.0);
+    for (int j = 0; j < 3; ++j) {
+      costs.stages[j].aux_forward_s = 0.5;
+      costs.stages[j].aux_backward_s = 0.5;
+    }
+    costs.stages[2].forward_s = stage2_forward_s;
+    costs.stages[3].forward_s = last_forward_s;
+    return costs;
+  };
+  auto stage0_done = [&](const std::string& strategy, double last_forward_s,
+                         double stage2_forward_s) {
+    return run(strategy, costs_with_last_forward(last_forward_s, stage2_forward_s), 1)
+        .stages[0]
+        .step_end_s.at(0);
+  };
+  // Pairwise: stage 1 forwards [1, 2], aux [2, 3], passes the gradient through its body
+  // [3, 5]; stage 0's backward runs [5, 7]. Stages 2 and 3 do not matter.
+  EXPECT_DOUBLE_EQ(stage0_done("pairwise", 1.0, 1.0), 7.0);
+  EXPECT_DOUBLE_EQ(stage0_done("pairwise", 50.0, 20.0), 7.0);
+  // nwise:3 (reach 2): stage 2 forwards [2, 3], aux [3, 4], passes [4, 6]; stage 1 passes
+  // [6, 8]; stage 0 [8, 10]. Stage 3 does not matter, stage 2 does.
+  EXPECT_DOUBLE_EQ(stage0_done("nwise:3", 1.0, 1.0), 10.0);
+  EXPECT_DOUBLE_EQ(stage0_done("nwise:3", 50.0, 1.0), 10.0);
+  EXPECT_DOUBLE_EQ(stage0_done("nwise:3", 1.0, 3.0), 12.0);
+  // Global: forwards end at 4, backwards 4..12 through all four stages.
+  EXPECT_DOUBLE_EQ(stage0_done("global", 1.0, 1.0), 12.0);
+  EXPECT_DOUBLE_EQ(stage0_done("global", 5.0, 1.0), 16.0);
+  // Local: stage 0 needs nobody: forward, aux, backward.
+  EXPECT_DOUBLE_EQ(stage0_done("local", 50.0, 20.0), 4.0);
+}
+
+TEST(Simulator, NwiseKEqualsGlobal) {
+  PipelineCosts costs = uniform(4, 1.0, 2.0, {.latency_s = 0.1, .bandwidth_bytes_per_s = 1e4});
+  costs.stages[2].forward_s = 3.0;
+  for (PipelineKind pipeline : {PipelineKind::gpipe, PipelineKind::one_f_one_b}) {
+    const SimulationResult global = run("global", costs, 5, 3, pipeline);
+    const SimulationResult nwise = run("nwise:4", costs, 5, 3, pipeline);
+    EXPECT_EQ(nwise.makespan_s, global.makespan_s);
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_EQ(nwise.stages[j].busy_s, global.stages[j].busy_s);
+      EXPECT_EQ(nwise.stages[j].step_end_s, global.stages[j].step_end_s);
+      EXPECT_EQ(nwise.stages[j].peak_memory_bytes, global.stages[j].peak_memory_bytes);
+    }
+  }
+}
+
+TEST(Simulator, TraceCoversEveryActionInTimeOrderPerStage) {
+  const Schedule schedule = build_schedule(
+      {.strategy = "pairwise", .stage_count = 3, .micro_batches = 4, .mini_batches = 2});
+  const SimulationResult result = simulate(schedule, uniform(3, 1.0, 2.0));
+  size_t total = 0;
+  for (const auto& actions : schedule.stage_actions) total += actions.size();
+  EXPECT_EQ(result.trace.size(), total);
+  std::vector<double> last_end(3, 0.0);
+  for (const TraceEvent& event : result.trace) {
+    EXPECT_GE(event.start_s, last_end[event.stage] - 1e-12);
+    EXPECT_GE(event.end_s, event.start_s);
+    last_end[event.stage] = event.end_s;
+  }
+}
+
+TEST(Simulator, DetectsDeadlocksAndBadCosts) {
+  Schedule schedule = build_schedule({.strategy = "global", .stage_count = 2, .micro_batches = 1});
+  Schedule deadlock = schedule;
+  // Stage 1 now waits for an activation that stage 0 never sends.
+  deadlock.stage_actions[0].erase(deadlock.stage_actions[0].begin() + 1);
+  try {
+    simulate(deadlock, uniform(2, 1.0, 1.0));
+    FAIL();
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::runtime);
+    EXPECT_NE(std::string(error.what()).find("stage 1 waits forever at action 0 'recv act<0 0.0'"),
+              std::string::npos)
+        << error.what();
+  }
+  Schedule orphan = schedule;
+  orphan.stage_actions[0].push_back({.kind = ActionKind::send, .mini_batch = 5, .peer_stage = 1});
+  EXPECT_THROW(simulate(orphan, uniform(2, 1.0, 1.0)), Error);
+  EXPECT_THROW(simulate(schedule, uniform(3, 1.0, 1.0)), Error);
+  PipelineCosts negative = uniform(2, 1.0, 1.0);
+  negative.stages[1].backward_s = -1.0;
+  EXPECT_THROW(simulate(schedule, negative), Error);
+}
+
+}  // namespace
+}  // namespace interplace::placement

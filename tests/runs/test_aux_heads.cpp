@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/zoo.hpp"
+#include "interplace/runs/aux_heads.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using placement::Graph;
+using placement::NodeSpec;
+
+NodeSpec spec(const std::string& name, const std::string& op, std::vector<placement::NodeId> inputs,
+              kernels::Shape shape, int64_t parameters) {
+  NodeSpec node;
+  node.name = name;
+  node.op = op;
+  node.inputs = std::move(inputs);
+  node.output_shape = std::move(shape);
+  node.parameter_count = parameters;
+  return node;
+}
+
+// input [2, 8, 16] -> block (linear 16->16) -> lm_head [2, 8, 100]; or a custom block shape.
+Graph sequence_graph(kernels::Shape block_shape = {2, 8, 16}) {
+  Graph graph("seq", 2);
+  graph.add_node(spec("tokens", "input", {}, {2, 8, 16}, 0));
+  graph.add_node(spec("block", "linear", {0}, std::move(block_shape), 272));
+  graph.add_node(spec("lm_head", "linear", {1}, {2, 8, 100}, 1700));
+  return graph;
+}
+
+TEST(AuxHeads, ConvolutionalHeadNeverWiderThanItsInput) {
+  const Graph resnet = placement::build_model("resnet20");
+  const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
+  const Graph head = aux_head_graph(resnet, boundary);
+  ASSERT_EQ(head.node_count(), 9);
+  EXPECT_EQ(head.node(0).op, "input");
+  EXPECT_EQ(head.node(0).output_shape, resnet.node(boundary).output_shape);
+  EXPECT_EQ(head.nodes().back().output_shape, (kernels::Shape{1, 10}));
+  // Both convolutions 16 -> 16 (128 and 64 capped at 16): 2 x 16*16*9, BN 2 x 32, linear 170.
+  EXPECT_EQ(head.total_parameter_count(), 2 * 2304 + 2 * 32 + 170);
+
+  // A width multiplier of 0.1 gives 13 and 6 channels.
+  const Graph small = aux_head_graph(resnet, boundary, {.width_multiplier = 0.1});
+  EXPECT_EQ(small.total_parameter_count(), 16 * 13 * 9 + 26 + 13 * 6 * 9 + 12 + 6 * 10 + 10);
+}
+
+TEST(AuxHeads, SequenceAndFlatHeads) {
+  const Graph seq = sequence_graph();
+  const Graph head = aux_head_graph(seq, 1);
+  ASSERT_EQ(head.node_count(), 3);
+  EXPECT_EQ(head.node(1).op, "layer_norm");
+  EXPECT_EQ(head.node(2).output_shape, (kernels::Shape{2, 8, 100}));
+  EXPECT_EQ(head.total_parameter_count(), 32 + 16 * 100 + 100);
+
+  const Graph flat = sequence_graph({2, 16});
+  EXPECT_EQ(aux_head_graph(flat, 1).total_parameter_count(), 16 * 100 + 100);
+  EXPECT_THROW(aux_head_graph(sequence_graph({2, 2, 2, 2, 16}), 1), Error);
+}
+
+TEST(AuxHeads, CostsAreTheRooflineOfItsLayers) {
+  const Graph seq = sequence_graph();
+  const Graph head = aux_head_graph(seq, 1);
+  const placement::CostModel model({"dev", 1e9, 1e9, 1'000'000'000}, {});
+  const AuxHeadCosts costs = aux_head_costs(head, model);
+  const placement::NodeCosts nodes = model.node_costs(head);
+  // The input is the stage's own tensor: neither time nor activation is the head's.
+  EXPECT_DOUBLE_EQ(costs.forward_s, nodes.forward_s[1] + nodes.forward_s[2]);
+  EXPECT_DOUBLE_EQ(costs.backward_s, nodes.backward_s[1] + nodes.backward_s[2]);
+  EXPECT_EQ(costs.parameter_count, head.total_parameter_count());
+  EXPECT_EQ(costs.activation_bytes, 2 * (2 * 8 * 16 * 4) - 2 * 8 * 16 * 4 + 2 * 8 * 100 * 4);
+}
+
+}  // namespace
+}  // namespace interplace::runs

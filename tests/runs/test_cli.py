@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""Runs the real `interplace` binary and checks its output, JSON and exit codes.
+
+Usage: test_cli.py BINARY CASE   (CTest runs one case per test; see CMakeLists.txt)
+       test_cli.py BINARY --list
+Only the standard library, so that /usr/bin/python3 runs it as is.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BINARY = None
+RESNET20_PARAMS = 272186
+MODEL = ["--model", "resnet20"]
+
+
+class Result:
+    def __init__(self, args, proc):
+        self.args = args
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run(*args):
+    proc = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=120)
+    return Result(args, proc)
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def ok(*args):
+    r = run(*args)
+    check(r.code == 0, f"{args}: exit {r.code}, stderr: {r.err}")
+    check(r.err == "", f"{args}: unexpected stderr: {r.err}")
+    return r
+
+
+def fails(code, *args, contains=()):
+    """The command must fail with `code`, print nothing on stdout and exactly one error line."""
+    r = run(*args)
+    check(r.code == code, f"{args}: expected exit {code}, got {r.code}; stderr: {r.err}")
+    check(r.out == "", f"{args}: stdout should be empty on error: {r.out[:200]}")
+    lines = r.err.splitlines()
+    check(len(lines) == 1, f"{args}: expected one stderr line, got {lines}")
+    check(lines[0].startswith("interplace: error: "), f"{args}: bad error line {lines[0]}")
+    for text in contains:
+        check(text in lines[0], f"{args}: error line lacks {text!r}: {lines[0]}")
+    return lines[0]
+
+
+def valid_names(line):
+    """The names listed in an error's '(valid: a, b, c)'."""
+    match = re.search(r"\(valid: ([^)]*)\)", line)
+    check(match is not None, f"no valid list in {line}")
+    return [name.strip() for name in match.group(1).split(",")]
+
+
+def resnet20_graph():
+    return ok("graph", *MODEL, "--format", "json").json()["graph"]
+
+
+def place_json(*extra):
+    return ok("place", *MODEL, "--format", "json", *extra).json()
+
+
+def simulate_json(*extra):
+    return ok("simulate", *MODEL, "--format", "json", *extra).json()
+
+
+# ---- graph -------------------------------------------------------------------------------
+
+
+def test_graph_text():
+    out = ok("graph", *MODEL).out
+    check(out.startswith("resnet20 (resnet): "), out[:100])
+    for key in ("nodes", "edges", "depth", "max width", "mean branching",
+                "critical-path share", "parameters", "forward FLOPs", "backward FLOPs"):
+        check(re.search(rf"^{re.escape(key)}\s", out, re.M), f"missing line {key!r}:\n{out}")
+    check(re.search(r"^parameters\s+272,186 ", out, re.M), out)
+    stats = ok("graph", *MODEL, "--stats").out
+    check(re.search(r"^conv2d\s+\d+\s", stats, re.M), f"no per-op row for conv2d:\n{stats}")
+
+
+def test_graph_json():
+    doc = ok("graph", *MODEL, "--format", "json", "--stats").json()
+    check(doc["model"] == "resnet20" and doc["family"] == "resnet", doc.keys())
+    check(doc["parameter_count"] == RESNET20_PARAMS, doc["parameter_count"])
+    check(doc["reference_parameters"] == RESNET20_PARAMS, doc["reference_parameters"])
+    graph = doc["graph"]
+    nodes = graph["nodes"]
+    check(graph["node_count"] == len(nodes), "node_count does not match the node list")
+    check(sum(n["parameter_count"] for n in nodes) == RESNET20_PARAMS, "node parameters")
+    check(sum(n["forward_flops"] for n in nodes) == doc["forward_flops"], "forward FLOPs")
+    check(graph["edge_count"] == len(graph["edges"]), "edge_count")
+    check([n["id"] for n in nodes] == list(range(len(nodes))), "ids are not 0..n-1")
+    stats = doc["stats"]
+    check(stats["node_count"] == len(nodes) and stats["edge_count"] == graph["edge_count"], stats)
+    check(1 < stats["depth"] <= len(nodes), stats)
+    check(stats["max_width"] >= 2, "resnet20 has parallel shortcut branches")
+    check(0.0 < stats["critical_path_cost_share"] <= 1.0, stats)
+    check(sum(op["node_count"] for op in doc["ops"]) == len(nodes), "per-op counts")
+    # Model options reach the builder: batch size 4 scales FLOPs, not parameters.
+    four = ok("graph", *MODEL, "--format", "json", "--batch-size", "4").json()
+    check(four["forward_flops"] == 4 * doc["forward_flops"], "batch size not applied")
+    check(four["parameter_count"] == RESNET20_PARAMS, "batch size changed parameters")
+    check(four["model_options"]["batch_size"] == 4, four["model_options"])
+    wide = ok("graph", *MODEL, "--format", "json", "--width-multiplier", "0.5").json()
+    check(wide["parameter_count"] < RESNET20_PARAMS / 2, "width multiplier not applied")
+    ten = ok("graph", *MODEL, "--format", "json", "--classes", "7", "--in-channels", "3").json()
+    fc = [n for n in ten["graph"]["nodes"] if n["name"] == "fc"][0]
+    check(fc["output_shape"][-1] == 7, fc)
+
+
+def test_graph_dot():
+    out = ok("graph", *MODEL, "--format", "dot").out
+    check(out.startswith("digraph"), out[:50])
+    check(out.rstrip().endswith("}"), out[-50:])
+
+
+def test_graph_list():
+    text = ok("graph", "--list").out
+    check(re.search(r"^resnet20\s+resnet\s+272,186\s", text, re.M), text)
+    catalog = ok("graph", "--list", "--format", "json").json()
+    entry = [m for m in catalog if m["name"] == "resnet20"]
+    check(len(entry) == 1 and entry[0]["reference_parameters"] == RESNET20_PARAMS, catalog)
+    check(all({"name", "family", "reference_parameters", "description"} <= m.keys()
+              for m in catalog), catalog)
+    check(ok("--list-models").out == text, "--list-models differs from graph --list")
+
+
+# ---- order -------------------------------------------------------------------------------
+
+
+def order_names():
+    return valid_names(fails(2, "order", *MODEL, "--order", "nope"))
+
+
+def test_order_text():
+    graph = resnet20_graph()
+    names = ok("order", *MODEL, "--order", "topo").out.splitlines()
+    check(sorted(names) == sorted(n["name"] for n in graph["nodes"]), "not every node once")
+    check(names[0] == "input", names[:3])
+    lexical = ok("order", *MODEL, "--order", "lexical").out.splitlines()
+    check(lexical == sorted(names), "lexical order is not sorted by name")
+
+
+def test_order_json():
+    graph = resnet20_graph()
+    n = graph["node_count"]
+    name_of = {node["id"]: node["name"] for node in graph["nodes"]}
+    orders = order_names()
+    check({"topo", "dfs-post-rev", "random", "critical-path"} <= set(orders), orders)
+    for order in orders:
+        doc = ok("order", *MODEL, "--order", order, "--format", "json").json()
+        ids = [node["id"] for node in doc["nodes"]]
+        check(sorted(ids) == list(range(n)), f"{order}: not a permutation of the nodes")
+        check(all(name_of[node["id"]] == node["name"] for node in doc["nodes"]), order)
+        check(doc["order"] == order and doc["node_count"] == n, doc.keys())
+        if order in ("topo", "dfs-post-rev", "random-topo", "critical-path"):
+            check(doc["topological"], f"{order} should be topological")
+        if order == "topo-rev":
+            check(not doc["topological"], "topo-rev is not topological")
+    seeded = [ok("order", *MODEL, "--order", "random", "--seed", s, "--format", "json").json()
+              for s in ("1", "1", "2")]
+    check(seeded[0]["nodes"] == seeded[1]["nodes"], "same seed, different order")
+    check(seeded[0]["nodes"] != seeded[2]["nodes"], "different seeds, same order")
+    check(seeded[2]["seed"] == 2, seeded[2]["seed"])
+
+
+# ---- place -------------------------------------------------------------------------------
+
+
+def test_place_text():
+    out = ok("place", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "4").out
+    check(re.search(r"^device\s+nodes\s+compute\s+memory\s+load$", out, re.M), out)
+    rows = re.findall(r"^([0-3])\s+(\d+)\s", out, re.M)
+    check([r[0] for r in rows] == ["0", "1", "2", "3"], out)
+    check(sum(int(r[1]) for r in rows) == resnet20_graph()["node_count"], out)
+    check("stage chain: yes" in out, out)
+    check(re.search(r"^local/interlocking strategies: (eligible|not eligible, .+)$", out, re.M),
+          out)
+    check(re.search(r"^placer wall time: [\d.]+ [num]?s$", out, re.M), out)
+    rr = ok("place", *MODEL, "--order", "topo", "--placer", "round-robin", "--devices", "3").out
+    check(re.search(r"^stage chain: no, .+", rr, re.M), rr)
+    check(re.search(r"^local/interlocking strategies: not eligible, .+", rr, re.M), rr)
+
+
+def test_place_json():
+    n = resnet20_graph()["node_count"]
+    topo = [node["id"] for node in
+            ok("order", *MODEL, "--order", "topo", "--format", "json").json()["nodes"]]
+    placers = valid_names(fails(2, "place", *MODEL, "--order", "topo", "--placer", "nope",
+                                "--devices", "2"))
+    check({"contiguous", "greedy-eft", "balanced", "refine", "round-robin", "random"}
+          <= set(placers), placers)
+    for placer in placers:
+        doc = place_json("--order", "topo", "--placer", placer, "--devices", "4")
+        check(doc["device_count"] == 4 and doc["placer"] == placer, placer)
+        devices = doc["placement"]["device_of_node"]
+        check(len(devices) == n and set(devices) <= set(range(4)), f"{placer}: {devices}")
+        check(len(doc["devices"]) == 4, placer)
+        check(sum(d["node_count"] for d in doc["devices"]) == n, placer)
+        for d in doc["devices"]:
+            check(d["node_count"] == devices.count(d["device"]), f"{placer}: counts")
+            check(d["compute_s"] >= 0 and d["memory_bytes"] >= 0, f"{placer}: {d}")
+            check((d["node_count"] == 0) == (d["memory_bytes"] == 0), f"{placer}: {d}")
+            check(d["memory_bytes"] <= doc["device"]["memory_capacity_bytes"], placer)
+        check(doc["stage_chain"] == (doc["stage_chain_violation"] is None), placer)
+        check(doc["local_eligible"] == (doc["local_ineligibility"] is None), placer)
+        check(doc["placer_wall_s"] >= 0 and doc["estimated_step_time_s"] > 0, placer)
+        if placer == "contiguous":
+            check(doc["stage_chain"], "contiguous on a topological order is a chain")
+            along = [devices[i] for i in topo]
+            check(along == sorted(along), "contiguous chunks follow the order")
+        if placer == "round-robin":
+            check(not doc["stage_chain"] and not doc["local_eligible"], placer)
+            check("device" in doc["stage_chain_violation"], doc["stage_chain_violation"])
+    # Device descriptions reach the cost model.
+    cpu = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2")
+    h100 = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
+                      "--device-preset", "h100")
+    check(cpu["device"]["preset"] == "cpu-core" and h100["device"]["name"] == "h100", h100)
+    check(h100["estimated_step_time_s"] < cpu["estimated_step_time_s"], "h100 not faster")
+    custom = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
+                        "--device-flops", "1e9", "--device-bandwidth", "2e9", "--memory-gb",
+                        "0.5", "--link-latency-us", "3", "--link-bandwidth-gbs", "4")
+    check(custom["device"]["peak_flops_per_s"] == 1e9, custom["device"])
+    check(custom["device"]["memory_bandwidth_bytes_per_s"] == 2e9, custom["device"])
+    check(custom["device"]["memory_capacity_bytes"] == 500_000_000, custom["device"])
+    check(abs(custom["link"]["latency_s"] - 3e-6) < 1e-18, custom["link"])
+    check(custom["link"]["bandwidth_bytes_per_s"] == 4e9, custom["link"])
+    # Memory counts every micro-batch's activations.
+    m8 = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
+                    "--micro-batches", "8")
+    check(sum(d["memory_bytes"] for d in m8["devices"]) >
+          sum(d["memory_bytes"] for d in cpu["devices"]), "micro-batches not in memory")
+
+
+def test_place_profile():
+    graph = resnet20_graph()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet20.profile")
+        with open(path, "w") as f:
+            f.write("format\tinterplace-profile\t1\ndevice\ttest-box\nbatch_size\t1\n"
+                    "link_latency_s\t0\nlink_bandwidth_bytes_per_s\tinf\n")
+            f.write(f"node_count\t{graph['node_count']}\n")
+            for node in graph["nodes"]:
+                f.write(f"node\t{node['name']}\t0.001\t0.002\n")
+        doc = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
+                         "--profile", path)
+        check(doc["device"]["name"] == "test-box" and doc["device"]["profile"] == path, doc)
+        check(doc["link"]["bandwidth_bytes_per_s"] is None, "inf is written as null")
+        for d in doc["devices"]:
+            check(abs(d["compute_s"] - 0.003 * d["node_count"]) < 1e-9, d)
+        fails(2, "place", *MODEL, "--batch-size", "2", "--order", "topo", "--placer",
+              "contiguous", "--devices", "2", "--profile", path, contains=("batch size",))
+        with open(path, "a") as f:
+            f.write("node\textra\t1\t1\n")
+        fails(2, "place", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+              "--profile", path, contains=(path,))
+
+
+# ---- simulate ----------------------------------------------------------------------------
+
+
+def test_simulate_text():
+    out = ok("simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "4",
+             "--micro-batches", "8").out
+    check(re.search(r"^strategy global \(reach 3\), gpipe pipeline, 8 micro-batches, "
+                    r"1 mini-batch: event simulator$", out, re.M), out)
+    check(re.search(r"^step time: [\d.]+ [num]?s$", out, re.M), out)
+    check(re.search(r"^idle fraction: [\d.]+%$", out, re.M), out)
+    check(re.search(r"^device\s+busy\s+idle\s+peak memory\s+fits\s+aux head$", out, re.M), out)
+    check(len(re.findall(r"^[0-3]\s+[\d.]+ [num]?s\s", out, re.M)) == 4, out)
+
+
+def test_simulate_gpipe():
+    base = ("--order", "topo", "--placer", "contiguous", "--devices", "4")
+    one = simulate_json(*base, "--micro-batches", "1")
+    eight = simulate_json(*base, "--micro-batches", "8")
+    for doc, m in ((one, 1), (eight, 8)):
+        sim = doc["simulation"]
+        check(sim["estimator"] == "event-simulator" and sim["fallback_reason"] is None, sim)
+        check(sim["strategy"] == "global" and sim["pipeline"] == "gpipe", sim)
+        check(sim["reach"] == 3 and sim["micro_batches"] == m, sim)
+        check(sim["step_time_s"] > 0 and len(sim["devices"]) == 4, sim)
+        for d in sim["devices"]:
+            check(abs(d["busy_s"] + d["idle_s"] - sim["step_time_s"]) < 1e-9 * sim["step_time_s"],
+                  f"busy + idle != step time: {d}")
+            check(not d["has_aux_head"] and d["fits_memory"], d)
+        idle = sum(d["idle_s"] for d in sim["devices"]) / (4 * sim["step_time_s"])
+        check(abs(idle - sim["idle_fraction"]) < 1e-9, "idle fraction inconsistent")
+    # One micro-batch on four stages leaves each device idle about 3/4 of the step; eight
+    # micro-batches shrink GPipe's bubble towards (K-1)/(M+K-1) = 3/11 plus imbalance.
+    check(0.7 <= one["simulation"]["idle_fraction"] < 0.9, one["simulation"]["idle_fraction"])
+    check(0.2 < eight["simulation"]["idle_fraction"] < one["simulation"]["idle_fraction"],
+          eight["simulation"]["idle_fraction"])
+    one_f = simulate_json(*base, "--micro-batches", "8", "--pipeline", "1f1b")
+    check(one_f["simulation"]["pipeline"] == "1f1b", one_f["simulation"])
+    peak = lambda doc: max(d["peak_memory_bytes"] for d in doc["simulation"]["devices"])
+    check(peak(one_f) < peak(eight), "1F1B should keep fewer activations than GPipe")
+
+
+def find_local_eligible():
+    """A placement of resnet20 on 2 devices that local strategies can run on."""
+    for order in ("topo", "dfs-post-rev", "critical-path"):
+        for placer in ("contiguous", "balanced", "greedy-eft"):
+            args = ("--order", order, "--placer", placer, "--devices", "2")
+            if place_json(*args)["local_eligible"]:
+                return args
+    raise AssertionError("no eligible resnet20 placement on 2 devices")
+
+
+def test_simulate_strategies():
+    args = find_local_eligible()
+    # One micro-batch per mini-batch: global leaves each of the two stages idle while the
+    # other works; local stages overlap consecutive mini-batches.
+    batches = ("--micro-batches", "1", "--mini-batches", "8")
+    glob = simulate_json(*args, *batches)["simulation"]
+    local = simulate_json(*args, *batches, "--strategy", "local")["simulation"]
+    pair = simulate_json(*args, *batches, "--strategy", "pairwise")["simulation"]
+    check(local["reach"] == 0 and local["pipeline"] is None, local)
+    check([d["has_aux_head"] for d in local["devices"]] == [True, False], local["devices"])
+    check(local["step_time_s"] < 0.8 * glob["step_time_s"], (local, glob))
+    check(local["idle_fraction"] < glob["idle_fraction"], (local, glob))
+    check(pair["reach"] == 1 and pair["pipeline"] == "gpipe", "pairwise on two stages is global")
+    check(pair["step_time_s"] == glob["step_time_s"], (pair, glob))
+    fails(2, "simulate", *MODEL, *args, "--strategy", "local", "--pipeline", "gpipe",
+          contains=("gpipe", "global"))
+
+
+def test_simulate_not_chain():
+    args = ("--order", "topo", "--placer", "round-robin", "--devices", "3")
+    sim = simulate_json(*args, "--micro-batches", "2")["simulation"]
+    check(sim["estimator"] == "list-schedule" and sim["fallback_reason"], sim)
+    check(0 <= sim["idle_fraction"] < 1 and sim["step_time_s"] > 0, sim)
+    for strategy in ("local", "pairwise", "nwise:2"):
+        fails(2, "simulate", *MODEL, *args, "--strategy", strategy,
+              contains=(f"strategy '{strategy}' cannot run on this placement", "global"))
+
+
+# ---- help and errors ---------------------------------------------------------------------
+
+
+def test_help():
+    top = ok("--help").out
+    for command in ("graph", "order", "place", "simulate", "--list-models"):
+        check(command in top, f"--help lacks {command}")
+    for command, flag in (("graph", "--stats"), ("order", "--seed"), ("place", "--placer"),
+                          ("simulate", "--strategy")):
+        out = ok(command, "--help").out
+        check(flag in out and "--format" in out and "--model" in out, f"{command} --help")
+    check(ok("--version").out.startswith("interplace "), "--version")
+
+
+def test_errors_names():
+    line = fails(2, "graph", "--model", "nope", contains=("unknown model 'nope'", "resnet20"))
+    check("resnet20" in valid_names(line), line)
+    fails(2, "graph", contains=("--model is required", "resnet20"))
+    fails(2, "order", *MODEL, "--order", "sideways", contains=("unknown order", "dfs-pre"))
+    fails(2, "order", *MODEL, contains=("--order is required", "topo"))
+    fails(2, "place", *MODEL, "--order", "topo", "--placer", "magic", "--devices", "2",
+          contains=("unknown placer 'magic'", "greedy-eft"))
+    fails(2, "place", *MODEL, "--order", "topo", "--devices", "2",
+          contains=("--placer is required", "contiguous"))
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--strategy", "sometimes", contains=("sometimes", "pairwise", "nwise:N"))
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--pipeline", "zigzag", contains=("zigzag", "gpipe", "1f1b"))
+    fails(2, "place", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--device-preset", "tpu", contains=("unknown device preset 'tpu'", "h200"))
+    fails(2, "place", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--optimizer", "lion", contains=("lion", "adamw"))
+    fails(2, "graph", *MODEL, "--format", "xml", contains=("xml", "dot"))
+    fails(2, "order", *MODEL, "--order", "topo", "--format", "dot", contains=("dot",))
+
+
+def test_errors_impossible():
+    n = resnet20_graph()["node_count"]
+    place = ("place", *MODEL, "--order", "topo", "--placer", "contiguous")
+    fails(2, *place, "--devices", str(n + 1), contains=(str(n + 1),))
+    fails(2, *place, "--devices", "0", contains=("--devices",))
+    # One node larger than a device, and all nodes together larger than both devices.
+    fails(2, *place, "--devices", "2", "--memory-gb", "0.000001", contains=("bytes",))
+    fails(2, *place, "--devices", "2", "--memory-gb", "0.0005", contains=("bytes",))
+    fails(2, *place, "--devices", "2", "--micro-batches", "0", contains=("--micro-batches",))
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--mini-batches", "0", contains=("--mini-batches",))
+    fails(2, *place, "--devices", "2", "--profile", "/nonexistent/profile",
+          contains=("/nonexistent/profile",))
+    fails(2, "graph", *MODEL, "--classes", "-3", contains=("resnet20",))
+
+
+def test_errors_numbers():
+    place = ("place", *MODEL, "--order", "topo", "--placer", "contiguous")
+    fails(2, *place, "--devices", "two")
+    fails(2, *place, "--devices", "2.5")
+    for flag, value in (("--memory-gb", "-1"), ("--memory-gb", "nan"), ("--device-flops", "0"),
+                        ("--device-flops", "inf"), ("--device-bandwidth", "-3"),
+                        ("--link-latency-us", "-1"), ("--link-bandwidth-gbs", "0")):
+        fails(2, *place, "--devices", "2", flag, value, contains=(flag,))
+    fails(2, "graph", *MODEL, "--width-multiplier", "nan", contains=("--width-multiplier",))
+    fails(2, "graph", *MODEL, "--depth-multiplier", "0", contains=("--depth-multiplier",))
+    fails(2, "graph", *MODEL, "--batch-size", "0", contains=("batch size",))
+    for seed in ("-1", "18446744073709551616", "1e3"):
+        fails(2, "order", *MODEL, "--order", "random", "--seed", seed, contains=("--seed",))
+    check(ok("order", *MODEL, "--order", "random", "--seed", "18446744073709551615",
+             "--format", "json").json()["seed"] == 2**64 - 1, "largest seed")
+    fails(2, "graph", *MODEL, "--no-such-flag", contains=("--no-such-flag", "graph --help"))
+    fails(2, contains=("subcommand is required",))
+    fails(2, "frobnicate")
+    fails(2, "--list-models", "graph", *MODEL)
+
+
+CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    global BINARY
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    BINARY = sys.argv[1]
+    if sys.argv[2] == "--list":
+        print("\n".join(CASES))
+        return
+    if sys.argv[2] not in CASES:
+        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
+    CASES[sys.argv[2]]()
+    print(f"{sys.argv[2]}: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/step_estimate.hpp"
+#include "interplace/placement/zoo.hpp"
+#include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/step_simulation.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using placement::PipelineKind;
+
+class StepSimulation : public ::testing::Test {
+ protected:
+  StepSimulation()
+      : graph_(placement::build_model("resnet20")),
+        model_(device_preset_by_name("cpu-core").device, device_preset_by_name("cpu-core").link),
+        costs_(model_.node_costs(graph_)) {}
+
+  placement::Placement place(const std::string& placer, int k) const {
+    placement::PlacementRequest request{.device_count = k, .cost_model = model_};
+    return placement::placer_by_name(placer)(graph_, placement::topological_order(graph_), request);
+  }
+  // Forward+backward seconds and parameters of one device's nodes.
+  std::pair<double, int64_t> device_totals(const placement::Placement& p, int d) const {
+    double seconds = 0.0;
+    int64_t parameters = 0;
+    for (const placement::Node& node : graph_.nodes()) {
+      if (p.device_of_node[node.id] != d) continue;
+      seconds += costs_.compute_s(node.id);
+      parameters += node.parameter_count;
+    }
+    return {seconds, parameters};
+  }
+
+  placement::Graph graph_;
+  placement::CostModel model_;
+  placement::NodeCosts costs_;
+};
+
+TEST_F(StepSimulation, GlobalOnAChainIsSimulatedWithGPipe) {
+  const placement::Placement p = place("contiguous", 2);
+  const StepReport report =
+      simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 4});
+  EXPECT_EQ(report.estimator, StepEstimator::event_simulator);
+  EXPECT_EQ(report.reach, 1);
+  EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
+  ASSERT_EQ(report.devices.size(), 2u);
+  for (int d = 0; d < 2; ++d) {
+    const auto [seconds, parameters] = device_totals(p, d);
+    EXPECT_NEAR(report.devices[d].busy_s, 4 * seconds + optimizer_step_s(model_, parameters),
+                1e-12);
+    EXPECT_NEAR(report.devices[d].busy_s + report.devices[d].idle_s, report.step_time_s, 1e-12);
+    EXPECT_FALSE(report.devices[d].has_aux_head);
+  }
+}
+
+TEST_F(StepSimulation, LocalAddsAnAuxiliaryHeadBeforeEachBoundary) {
+  const placement::Placement p = place("contiguous", 2);
+  ASSERT_FALSE(placement::local_strategy_ineligibility(graph_, p).has_value());
+  const StepReport report =
+      simulate_step(graph_, p, costs_, model_, {.strategy = "local", .micro_batches = 3});
+  EXPECT_EQ(report.reach, 0);
+  EXPECT_FALSE(report.pipeline.has_value());
+  EXPECT_TRUE(report.devices[0].has_aux_head);
+  EXPECT_FALSE(report.devices[1].has_aux_head);
+  const placement::NodeId boundary = placement::boundary_producers(graph_, p)[0];
+  const AuxHeadCosts head = aux_head_costs(aux_head_graph(graph_, boundary), model_);
+  const auto [seconds, parameters] = device_totals(p, 0);
+  EXPECT_NEAR(report.devices[0].busy_s,
+              3 * (seconds + head.forward_s + head.backward_s) +
+                  optimizer_step_s(model_, parameters + head.parameter_count),
+              1e-12);
+  // An explicit GPipe schedule is for the global strategy only.
+  EXPECT_THROW(simulate_step(graph_, p, costs_, model_,
+                             {.strategy = "local", .pipeline = PipelineKind::gpipe}),
+               Error);
+}
+
+TEST_F(StepSimulation, NonChainsFallBackToTheListScheduleForGlobalOnly) {
+  const placement::Placement p = place("round-robin", 3);
+  const StepReport report =
+      simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 2});
+  EXPECT_EQ(report.estimator, StepEstimator::list_schedule);
+  EXPECT_NE(report.fallback_reason.find("device"), std::string::npos);
+  EXPECT_DOUBLE_EQ(report.step_time_s,
+                   placement::estimate_step_time_s(graph_, costs_, model_.link(), p, 2));
+  EXPECT_NEAR(report.devices[1].busy_s, 2 * device_totals(p, 1).first, 1e-12);
+  try {
+    simulate_step(graph_, p, costs_, model_, {.strategy = "pairwise"});
+    FAIL() << "pairwise ran on a placement that is not a chain";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("only the global strategy"), std::string::npos);
+  }
+  EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.strategy = "sideways"}), Error);
+  EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.micro_batches = 0}), Error);
+}
+
+TEST(OptimizerStep, MemoryBoundUpdateOfWeightsGradientsAndState) {
+  const placement::DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
+  const placement::CostModel momentum(device, {}, placement::OptimizerKind::sgd_momentum);
+  const placement::CostModel adamw(device, {}, placement::OptimizerKind::adamw);
+  // Reads weights, gradients, state; writes weights and state: (3 + 2 x state) x 4 bytes.
+  EXPECT_DOUBLE_EQ(optimizer_step_s(momentum, 1000), 1000 * 4 * 5 / 1e9);
+  EXPECT_DOUBLE_EQ(optimizer_step_s(adamw, 1000), 1000 * 4 * 7 / 1e9);
+  EXPECT_EQ(optimizer_step_s(momentum, 0), 0.0);
+}
+
+TEST(DevicePresets, NamedAndValid) {
+  for (const DevicePreset& preset : device_presets()) {
+    EXPECT_EQ(&device_preset_by_name(preset.name), &preset);
+    EXPECT_NO_THROW(placement::CostModel(preset.device, preset.link)) << preset.name;
+    EXPECT_FALSE(preset.source.empty());
+  }
+  EXPECT_EQ(device_presets().front().name, "cpu-core");
+  EXPECT_THROW(device_preset_by_name("tpu"), Error);
+}
+
+}  // namespace
+}  // namespace interplace::runs
