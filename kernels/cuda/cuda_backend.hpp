@@ -60,6 +60,9 @@ class CudaBackend final : public Backend {
   void pool2d_backward(const Pool2dGeometry& g, const Tensor& dy, const Tensor& workspace,
                        Tensor& dx) override;
 
+  void pad2d_forward(const Pad2dGeometry& g, const Tensor& x, Tensor& y) override;
+  void pad2d_backward(const Pad2dGeometry& g, const Tensor& dy, Tensor& dx) override;
+
   void activation_forward(Activation a, const Tensor& x, Tensor& y) override;
   void activation_backward(Activation a, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 

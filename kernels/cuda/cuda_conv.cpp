@@ -48,15 +48,15 @@ const float kOne = 1.0f, kZero = 0.0f;
 
 void check_geometry(const Conv2dGeometry& g) {
   if (g.batch < 1 || g.in_channels < 1 || g.in_height < 1 || g.in_width < 1 || g.out_channels < 1 ||
-      g.kernel_h < 1 || g.kernel_w < 1 || g.stride < 1 || g.padding < 0 || g.groups < 1 ||
-      g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0 ||
-      g.in_height + 2 * g.padding < g.kernel_h || g.in_width + 2 * g.padding < g.kernel_w) {
+      g.kernel_h < 1 || g.kernel_w < 1 || g.stride < 1 || g.padding_h < 0 || g.padding_w < 0 ||
+      g.groups < 1 || g.in_channels % g.groups != 0 || g.out_channels % g.groups != 0 ||
+      g.in_height + 2 * g.padding_h < g.kernel_h || g.in_width + 2 * g.padding_w < g.kernel_w) {
     throw_invalid("conv2d: invalid geometry " + g.key() +
                   " (extents, kernel, stride and groups must be positive, padding non-negative, "
                   "groups must divide both channel counts and the kernel fit the padded input)");
   }
-  for (int64_t extent :
-       {g.batch, g.in_channels, g.in_height, g.in_width, g.out_channels, g.padding, g.stride}) {
+  for (int64_t extent : {g.batch, g.in_channels, g.in_height, g.in_width, g.out_channels,
+                         g.padding_h, g.padding_w, g.stride}) {
     if (extent > INT_MAX) throw_invalid("conv2d " + g.key() + ": extents exceed cuDNN's int range");
   }
 }
@@ -92,7 +92,7 @@ void describe(const Conv2dGeometry& g, bool tf32, ConvPlan& p) {
   INTERPLACE_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p.conv));
   // Cross-correlation (no kernel flip), as PyTorch and oneDNN; fp32 accumulation.
   INTERPLACE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-      p.conv, to_int(g.padding), to_int(g.padding), to_int(g.stride), to_int(g.stride), 1, 1,
+      p.conv, to_int(g.padding_h), to_int(g.padding_w), to_int(g.stride), to_int(g.stride), 1, 1,
       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   INTERPLACE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p.conv, to_int(g.groups)));
   // FMA math keeps tensor cores (and so TF32) out; default math allows TF32 on sm_80+.

@@ -78,6 +78,8 @@ cudaError_t launch_activation_forward(ActivationKind kind, const float* x, float
                       [=] __device__(int64_t i) { y[i] = fminf(fmaxf(x[i], 0.0f), 6.0f); });
     case ActivationKind::gelu:
       return for_each(n, stream, [=] __device__(int64_t i) { y[i] = gelu(x[i]); });
+    case ActivationKind::tanh:
+      return for_each(n, stream, [=] __device__(int64_t i) { y[i] = tanhf(x[i]); });
   }
   return cudaErrorInvalidValue;
 }
@@ -95,6 +97,11 @@ cudaError_t launch_activation_backward(ActivationKind kind, const float* x, cons
     case ActivationKind::gelu:
       return for_each(n, stream,
                       [=] __device__(int64_t i) { dx[i] = dy[i] * gelu_derivative(x[i]); });
+    case ActivationKind::tanh:
+      return for_each(n, stream, [=] __device__(int64_t i) {
+        const float t = tanhf(x[i]);
+        dx[i] = dy[i] * (1.0f - t * t);
+      });
   }
   return cudaErrorInvalidValue;
 }

@@ -27,6 +27,8 @@ ActivationKind kind_of(Activation a) {
       return ActivationKind::relu6;
     case Activation::gelu:
       return ActivationKind::gelu;
+    case Activation::tanh:
+      return ActivationKind::tanh;
   }
   throw_invalid("activation: unknown kind " + std::to_string(static_cast<int>(a)));
 }

@@ -18,7 +18,7 @@ cudaError_t launch_multiply(const float* a, const float* b, float* y, int64_t n,
 cudaError_t launch_axpy(float alpha, const float* x, float* y, int64_t n, cudaStream_t stream);
 cudaError_t launch_scale(float alpha, float* x, int64_t n, cudaStream_t stream);
 
-enum class ActivationKind { relu, relu6, gelu };
+enum class ActivationKind { relu, relu6, gelu, tanh };
 cudaError_t launch_activation_forward(ActivationKind kind, const float* x, float* y, int64_t n,
                                       cudaStream_t stream);
 cudaError_t launch_activation_backward(ActivationKind kind, const float* x, const float* dy,
@@ -46,6 +46,11 @@ cudaError_t launch_swap_axes_12(const float* x, float* y, int64_t a, int64_t b, 
 cudaError_t launch_copy_channels(float* slice, float* whole, int64_t outer, int64_t slice_channels,
                                  int64_t whole_channels, int64_t offset, int64_t inner,
                                  bool slice_to_whole, cudaStream_t stream);
+// dst[p, i, j] = src[p, i - shift_h, j - shift_w], or 0 outside src, for every plane p
+// (pad2d forward with shift (top, left), backward with (-top, -left)).
+cudaError_t launch_shifted_copy(const float* src, int64_t src_h, int64_t src_w, float* dst,
+                                int64_t dst_h, int64_t dst_w, int64_t planes, int64_t shift_h,
+                                int64_t shift_w, cudaStream_t stream);
 // y[r, c] += bias[c].
 cudaError_t launch_add_row_bias(const float* bias, float* y, int64_t rows, int64_t cols,
                                 cudaStream_t stream);
@@ -113,13 +118,14 @@ cudaError_t launch_cross_entropy_backward(const float* probs, const float* label
 struct PoolShape {
   int64_t batch, channels, in_height, in_width, out_height, out_width;
   int64_t kernel, stride, padding;
+  bool count_include_pad;  // average pooling divides by kernel^2 instead of the in-bounds count
 };
 // argmax[o] = the winning position h * in_width + w within its input plane.
 cudaError_t launch_max_pool_forward(const PoolShape& s, const float* x, float* y, int* argmax,
                                     cudaStream_t stream);
 cudaError_t launch_max_pool_backward(const PoolShape& s, const float* dy, const int* argmax,
                                      float* dx, cudaStream_t stream);
-// Padding is excluded from the divisor.
+// Padding is excluded from the divisor unless s.count_include_pad.
 cudaError_t launch_avg_pool_forward(const PoolShape& s, const float* x, float* y,
                                     cudaStream_t stream);
 cudaError_t launch_avg_pool_backward(const PoolShape& s, const float* dy, float* dx,

@@ -80,7 +80,29 @@ __global__ void find_bad_index_kernel(const float* values, int64_t n, float limi
   }
 }
 
+__global__ void shifted_copy_kernel(const float* src, int64_t src_h, int64_t src_w, float* dst,
+                                    int64_t dst_h, int64_t dst_w, int64_t shift_h, int64_t shift_w,
+                                    int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    // i indexes dst [planes, dst_h, dst_w].
+    const int64_t j = i % dst_w, row = (i / dst_w) % dst_h, plane = i / (dst_w * dst_h);
+    const int64_t r = row - shift_h, c = j - shift_w;
+    dst[i] =
+        (r >= 0 && r < src_h && c >= 0 && c < src_w) ? src[(plane * src_h + r) * src_w + c] : 0.0f;
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_shifted_copy(const float* src, int64_t src_h, int64_t src_w, float* dst,
+                                int64_t dst_h, int64_t dst_w, int64_t planes, int64_t shift_h,
+                                int64_t shift_w, cudaStream_t stream) {
+  const int64_t n = planes * dst_h * dst_w;
+  if (n <= 0) return cudaSuccess;
+  shifted_copy_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, src_h, src_w, dst, dst_h, dst_w,
+                                                              shift_h, shift_w, n);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_swap_axes_12(const float* x, float* y, int64_t a, int64_t b, int64_t c,
                                 int64_t d, cudaStream_t stream) {

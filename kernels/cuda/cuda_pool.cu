@@ -1,7 +1,8 @@
 // 2-D max and average pooling on NCHW. Ours rather than cuDNN's: cuDNN's backward needs the
 // forward input and output, which the Backend interface does not keep (it hands backward
 // one workspace), and its padding rules are not spelt out; here max pooling records each
-// window's winner and average pooling excludes padding, as the CPU backend does. Backward
+// window's winner and average pooling excludes padding from the divisor unless
+// count_include_pad asks for kernel^2, as the CPU backend does. Backward
 // gathers (one thread per input element, summing over the windows that cover it), so it
 // needs no atomics even when windows overlap.
 #include "cuda_kernels.hpp"
@@ -28,6 +29,12 @@ __device__ void covering(int64_t i, const PoolShape& s, int64_t out, int64_t& fi
   const int64_t shifted = i + s.padding;
   first = shifted < s.kernel ? 0 : (shifted - s.kernel) / s.stride + 1;
   last = min(shifted / s.stride, out - 1);
+}
+
+// The average-pooling divisor of a window: its in-bounds elements, or the whole kernel.
+__device__ float divisor(const PoolShape& s, const Window& win) {
+  return s.count_include_pad ? static_cast<float>(s.kernel * s.kernel)
+                             : static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
 }
 
 __global__ void max_pool_forward_kernel(PoolShape s, const float* x, float* y, int* argmax,
@@ -85,7 +92,7 @@ __global__ void avg_pool_forward_kernel(PoolShape s, const float* x, float* y, i
     for (int64_t h = win.h0; h < win.h1; ++h) {
       for (int64_t w = win.w0; w < win.w1; ++w) sum += xp[h * s.in_width + w];
     }
-    y[i] = sum / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+    y[i] = sum / divisor(s, win);
   }
 }
 
@@ -100,9 +107,7 @@ __global__ void avg_pool_backward_kernel(PoolShape s, const float* dy, float* dx
     float sum = 0.0f;
     for (int64_t oh = oh0; oh <= oh1; ++oh) {
       for (int64_t ow = ow0; ow <= ow1; ++ow) {
-        const Window win = window_of(s, oh, ow);
-        const auto count = static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
-        sum += dy[offset + oh * s.out_width + ow] / count;
+        sum += dy[offset + oh * s.out_width + ow] / divisor(s, window_of(s, oh, ow));
       }
     }
     dx[i] = sum;

@@ -25,7 +25,23 @@ void check_geometry(const Pool2dGeometry& g) {
 
 PoolShape shape_of(const Pool2dGeometry& g) {
   return {g.batch,       g.channels, g.in_height, g.in_width, g.out_height(),
-          g.out_width(), g.kernel,   g.stride,    g.padding};
+          g.out_width(), g.kernel,   g.stride,    g.padding,  g.count_include_pad};
+}
+
+void check_geometry(const Pad2dGeometry& g) {
+  if (g.batch < 1 || g.channels < 1 || g.in_height < 1 || g.in_width < 1 || g.out_height() < 1 ||
+      g.out_width() < 1) {
+    throw_invalid("pad2d: invalid geometry " + g.key() +
+                  " (extents must be positive and cropping must leave a non-empty output)");
+  }
+}
+
+void require_shape(const Tensor& t, const Shape& expected, const std::string& op,
+                   const char* what) {
+  if (t.shape() != expected) {
+    throw_invalid(op + ": " + what + " is " + to_string(t.shape()) + ", expected " +
+                  to_string(expected));
+  }
 }
 
 int64_t input_size(const Pool2dGeometry& g) {
@@ -80,6 +96,30 @@ void CudaBackend::pool2d_backward(const Pool2dGeometry& g, const Tensor& dy,
   check_cuda(launch_max_pool_backward(s, dy.data(), reinterpret_cast<const int*>(workspace.data()),
                                       dx.data(), stream_),
              "max_pool backward kernel");
+}
+
+// Padding and cropping: one shifted-window copy, forward by (top, left), backward by the
+// opposite shift (cropped elements get zero gradient), as cpu_pad.cpp.
+void CudaBackend::pad2d_forward(const Pad2dGeometry& g, const Tensor& x, Tensor& y) {
+  check_geometry(g);
+  const std::string op = "pad2d " + g.key();
+  require_cuda({&x, &y}, op);
+  require_shape(x, {g.batch, g.channels, g.in_height, g.in_width}, op, "input");
+  require_shape(y, {g.batch, g.channels, g.out_height(), g.out_width()}, op, "output");
+  check_cuda(launch_shifted_copy(x.data(), g.in_height, g.in_width, y.data(), g.out_height(),
+                                 g.out_width(), g.batch * g.channels, g.top, g.left, stream_),
+             "pad2d forward kernel");
+}
+
+void CudaBackend::pad2d_backward(const Pad2dGeometry& g, const Tensor& dy, Tensor& dx) {
+  check_geometry(g);
+  const std::string op = "pad2d backward " + g.key();
+  require_cuda({&dy, &dx}, op);
+  require_shape(dy, {g.batch, g.channels, g.out_height(), g.out_width()}, op, "output gradient");
+  require_shape(dx, {g.batch, g.channels, g.in_height, g.in_width}, op, "input gradient");
+  check_cuda(launch_shifted_copy(dy.data(), g.out_height(), g.out_width(), dx.data(), g.in_height,
+                                 g.in_width, g.batch * g.channels, -g.top, -g.left, stream_),
+             "pad2d backward kernel");
 }
 
 }  // namespace interplace::kernels::cuda

@@ -97,7 +97,14 @@ TEST_F(CudaPool, MaxPoolForwardIsExact) {
 
 TEST_F(CudaPool, BackwardWithoutForwardWorkspaceIsAnInputError) {
   Backend& cuda = backend_for(Device::cuda);
-  const Pool2dGeometry g{PoolKind::max, 1, 1, 4, 4, 2, 2, 0};
+  const Pool2dGeometry g{.kind = PoolKind::max,
+                         .batch = 1,
+                         .channels = 1,
+                         .in_height = 4,
+                         .in_width = 4,
+                         .kernel = 2,
+                         .stride = 2,
+                         .padding = 0};
   const Tensor dy({1, 1, 2, 2}, Device::cuda);
   Tensor dx({1, 1, 4, 4}, Device::cuda);
   testing::expect_invalid([&] { cuda.pool2d_backward(g, dy, Tensor(), dx); },

@@ -59,12 +59,33 @@ using CudaConvMisc = testing::CudaTest;
 
 TEST_F(CudaConvMisc, InvalidGeometryIsAnInputError) {
   Backend& cuda = backend_for(Device::cuda);
-  const Conv2dGeometry bad{2, 6, 8, 8, 4, 3, 3, 1, 1, 4};  // groups do not divide Cin
+  // groups do not divide Cin
+  const Conv2dGeometry bad{.batch = 2,
+                           .in_channels = 6,
+                           .in_height = 8,
+                           .in_width = 8,
+                           .out_channels = 4,
+                           .kernel_h = 3,
+                           .kernel_w = 3,
+                           .stride = 1,
+                           .padding_h = 1,
+                           .padding_w = 1,
+                           .groups = 4};
   const Tensor x({2, 6, 8, 8}, Device::cuda), w({4, 1, 3, 3}, Device::cuda);
   Tensor y({2, 4, 8, 8}, Device::cuda);
   testing::expect_invalid([&] { cuda.conv2d_forward(bad, x, w, Tensor(), y); },
                           "groups must divide both channel counts");
-  const Conv2dGeometry good{2, 4, 8, 8, 4, 3, 3, 1, 1, 1};
+  const Conv2dGeometry good{.batch = 2,
+                            .in_channels = 4,
+                            .in_height = 8,
+                            .in_width = 8,
+                            .out_channels = 4,
+                            .kernel_h = 3,
+                            .kernel_w = 3,
+                            .stride = 1,
+                            .padding_h = 1,
+                            .padding_w = 1,
+                            .groups = 1};
   const Tensor x4({2, 4, 8, 8}, Device::cuda), small_w({4, 4, 3, 2}, Device::cuda);
   testing::expect_invalid([&] { cuda.conv2d_forward(good, x4, small_w, Tensor(), y); }, "weight");
 }
