@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WERROR ?= OFF
 
-.PHONY: all deps build test bench demo format clean
+.PHONY: all deps build test bench gpu-check demo format clean
 
 all: build
 
@@ -27,6 +27,11 @@ test: build
 bench: build
 	scripts/install-deps --with-torch
 	bench/run $(BUILD)
+
+# On a machine with a GPU: build, test and benchmark the CUDA backend in build-gpu/ and
+# compare with PyTorch; results in bench/out/gpu/ (see bench/gpu-check).
+gpu-check:
+	bench/gpu-check
 
 # The main job. Until the sweep and the analysis exist, it is the benchmark run.
 demo: bench

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The peer for bench_resnet20: the same resnet20 training step in PyTorch eager mode.
+"""The peer for bench_resnet20 (CPU) and bench_train_gpu (--device cuda): the same resnet20
+training step in PyTorch eager mode.
 
 Same network (CIFAR ResNet, 16/32/64 channels, 3 basic blocks per stage, 1x1 conv + BN
 projection shortcuts, 1x28x28 input, 10 classes), batch 128, cross-entropy, SGD with
 momentum 0.9 and weight decay 5e-4. Prints one JSON object: median step time over
---repetitions means of --iterations steps, after 2 warm-up steps (as bench_resnet20).
+--repetitions means of --iterations steps, after 2 warm-up steps (as the C++ benchmarks).
+On the GPU, TF32 is off (as interplace's default), cuDNN picks algorithms by timing them
+(as interplace's cudnnFind), and every timed stretch ends with a synchronisation.
 """
 import argparse
 import json
@@ -55,18 +58,31 @@ class CifarResNet(nn.Module):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, help="CPU threads (required on the CPU)")
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--repetitions", type=int, default=3)
     args = parser.parse_args()
+    if args.device == "cpu" and args.threads is None:
+        parser.error("--threads is required with --device cpu")
 
     torch.manual_seed(42)
-    torch.set_num_threads(args.threads)
-    model = CifarResNet()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+    model = CifarResNet().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
-    images = torch.randn(args.batch, 1, 28, 28)
-    labels = torch.arange(args.batch) % 10
+    images = torch.randn(args.batch, 1, 28, 28).to(device)
+    labels = (torch.arange(args.batch) % 10).to(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -75,14 +91,17 @@ def main():
 
     for _ in range(2):
         step()
+    sync()
     means = []
     for _ in range(args.repetitions):
         start = time.perf_counter()
         for _ in range(args.iterations):
             step()
+        sync()
         means.append((time.perf_counter() - start) / args.iterations)
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
+        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
         "threads": torch.get_num_threads(),
         "batch": args.batch,
         "params": sum(p.numel() for p in model.parameters()),

@@ -15,6 +15,14 @@ void Layer::zero_grad() {
   for (Parameter* p : parameters()) p->grad_is_zero = true;
 }
 
+void Layer::to(Device device) {
+  for (Parameter* p : parameters()) {
+    p->value = p->value.to(device);
+    if (p->grad.defined()) p->grad = p->grad.to(device);
+  }
+  for (Tensor* buffer : buffers()) *buffer = buffer->to(device);
+}
+
 void Layer::check_input_count(size_t count) const {
   const int expected = input_count();
   if (expected >= 0 ? count != static_cast<size_t>(expected) : count == 0) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 
 namespace interplace::kernels {
@@ -27,6 +28,23 @@ class CpuAllocator final : public Allocator {
 
 CpuAllocator cpu_allocator;
 Allocator* allocators[2] = {&cpu_allocator, nullptr};
+CopyFunction copy_functions[2] = {nullptr, nullptr};
+
+// Copies between any two devices: memcpy on the host, else the device's copy function.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, int64_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::cpu && src_device == Device::cpu) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  const Device device = dst_device == Device::cpu ? src_device : dst_device;
+  CopyFunction copy = copy_functions[static_cast<int>(device)];
+  if (copy == nullptr) {
+    throw_runtime("no copy function for device " + to_string(device) +
+                  " (was interplace built with CUDA, and is a GPU present?)");
+  }
+  copy(dst, dst_device, src, src_device, bytes);
+}
 
 }  // namespace
 
@@ -50,6 +68,10 @@ int64_t numel(const Shape& shape) {
 
 void set_allocator(Device device, Allocator* allocator) {
   allocators[static_cast<int>(device)] = allocator;
+}
+
+void set_copy_function(Device device, CopyFunction copy) {
+  copy_functions[static_cast<int>(device)] = copy;
 }
 
 Allocator& allocator_for(Device device) {
@@ -82,16 +104,12 @@ Tensor::Tensor(Shape shape, Device device) : shape_(std::move(shape)), device_(d
 
 Tensor Tensor::zeros(Shape shape, Device device) {
   Tensor t(std::move(shape), device);
-  if (device == Device::cpu) {
-    t.fill(0.0f);
-  } else {
-    throw_runtime("Tensor::zeros on " + to_string(device) + ": use the device backend's fill");
-  }
+  t.fill(0.0f);
   return t;
 }
 
-Tensor Tensor::full(Shape shape, float value) {
-  Tensor t(std::move(shape));
+Tensor Tensor::full(Shape shape, float value, Device device) {
+  Tensor t(std::move(shape), device);
   t.fill(value);
   return t;
 }
@@ -126,10 +144,16 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
-  require_cpu("clone");
   Tensor copy(shape_, device_);
-  if (numel_ > 0) std::memcpy(copy.data_, data_, static_cast<size_t>(bytes()));
+  copy_bytes(copy.data_, device_, data_, device_, bytes());
   return copy;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == device_) return *this;
+  Tensor moved(shape_, device);
+  copy_bytes(moved.data_, device, data_, device_, bytes());
+  return moved;
 }
 
 void Tensor::require_cpu(const char* what) const {
@@ -140,20 +164,23 @@ void Tensor::require_cpu(const char* what) const {
 }
 
 void Tensor::fill(float value) {
-  require_cpu("fill");
-  std::fill(data_, data_ + numel_, value);
+  if (device_ == Device::cpu) {
+    std::fill(data_, data_ + numel_, value);
+  } else {
+    backend_for(device_).fill(*this, value);
+    backend_for(device_).synchronize();  // done on return, as on the host
+  }
 }
 
 void Tensor::copy_from(const Tensor& other) {
-  require_cpu("copy_from");
-  other.require_cpu("copy_from");
   check_shape(other, shape_, "Tensor::copy_from source");
-  if (numel_ > 0) std::memcpy(data_, other.data_, static_cast<size_t>(bytes()));
+  copy_bytes(data_, device_, other.data_, other.device_, bytes());
 }
 
 std::vector<float> Tensor::to_vector() const {
-  require_cpu("to_vector");
-  return std::vector<float>(data_, data_ + numel_);
+  std::vector<float> values(static_cast<size_t>(numel_));
+  copy_bytes(values.data(), Device::cpu, data_, device_, bytes());
+  return values;
 }
 
 float& Tensor::at(int64_t i) {

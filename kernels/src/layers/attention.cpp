@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "init.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/linear.hpp"
@@ -36,7 +37,7 @@ SelfAttention::SelfAttention(int64_t dim, int64_t heads, bool causal)
 
 void SelfAttention::init_parameters(Rng& rng) {
   for (Parameter* p : {&qkv_weight_, &proj_weight_}) {
-    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data()[i] = rng.normal(0.0f, 0.02f);
+    fill_normal(p->value, rng, 0.0f, 0.02f);
   }
   qkv_bias_.value.fill(0.0f);
   proj_bias_.value.fill(0.0f);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "init.hpp"
 #include "interplace/kernels/error.hpp"
 
 namespace interplace::kernels {
@@ -131,7 +132,7 @@ void Conv2d::init_parameters(Rng& rng) {
   const auto fan_in = static_cast<float>(in_channels_ / groups_ * kernel_.h * kernel_.w);
   const float bound = 1.0f / std::sqrt(fan_in);
   for (Parameter* p : parameters()) {
-    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data()[i] = rng.uniform(-bound, bound);
+    fill_uniform(p->value, rng, -bound, bound);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "interplace/kernels/layers/embedding.hpp"
 
+#include "init.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 
@@ -40,7 +41,7 @@ std::vector<Parameter*> Embedding::parameters() {
 
 void Embedding::init_parameters(Rng& rng) {
   for (Parameter* p : parameters()) {
-    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data()[i] = rng.normal(0.0f, 0.02f);
+    fill_normal(p->value, rng, 0.0f, 0.02f);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "init.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 
@@ -83,7 +84,7 @@ std::vector<Parameter*> Linear::parameters() {
 void Linear::init_parameters(Rng& rng) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features_));
   for (Parameter* p : parameters()) {
-    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.data()[i] = rng.uniform(-bound, bound);
+    fill_uniform(p->value, rng, -bound, bound);
   }
 }
 

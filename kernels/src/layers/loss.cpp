@@ -69,8 +69,9 @@ std::vector<Tensor> SoftmaxCrossEntropy::run_backward(Backend& backend, const Te
                                                       Context& ctx) {
   const Tensor& probabilities = ctx.saved[kProbabilities];
   const int64_t rows = probabilities.dim(0);
-  // The scale is a kernel argument, so the [1] gradient is read on the host.
-  const float g = grad_output.to_vector()[0];
+  // The scale is a kernel argument, so the [1] gradient is read on the host (a one-float
+  // copy when it lives on a device).
+  const float g = grad_output.to(Device::cpu).at(0);
   Tensor dlogits(ctx.input_shapes[0], probabilities.device());
   Tensor dlogits_2d = dlogits.reshaped(probabilities.shape());
   backend.softmax_cross_entropy_backward(probabilities, ctx.saved[kLabels],

@@ -67,6 +67,10 @@ class Layer {
 
   int64_t parameter_count();
   void zero_grad();
+  // Moves parameters (values and any gradients) and buffers to `device`. Parameters keep
+  // their identity (Parameter* stay valid) but get new storage, so move a model before
+  // creating its optimiser. Initialise on the host, then move.
+  void to(Device device);
   virtual void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
 

@@ -29,6 +29,13 @@ class Allocator {
 void set_allocator(Device device, Allocator* allocator);
 Allocator& allocator_for(Device device);
 
+// Copies `bytes` from `src` to `dst`, either of which may be host or device memory, and
+// returns when the copy is complete. A device backend installs one for its device, so
+// that the core needs no device API (host-to-host copies are built in).
+using CopyFunction = void (*)(void* dst, Device dst_device, const void* src, Device src_device,
+                              int64_t bytes);
+void set_copy_function(Device device, CopyFunction copy);
+
 class Tensor {
  public:
   Tensor() = default;
@@ -36,7 +43,7 @@ class Tensor {
   explicit Tensor(Shape shape, Device device = Device::cpu);
 
   static Tensor zeros(Shape shape, Device device = Device::cpu);
-  static Tensor full(Shape shape, float value);
+  static Tensor full(Shape shape, float value, Device device = Device::cpu);
   static Tensor from_vector(Shape shape, std::span<const float> values);
 
   bool defined() const { return storage_ != nullptr; }
@@ -52,12 +59,17 @@ class Tensor {
 
   // A view of the same storage with another shape of equal element count.
   Tensor reshaped(Shape shape) const;
+  // A copy of the data on the same device.
   Tensor clone() const;
+  // The tensor on `device`: itself (shared storage) when already there, else a copy.
+  Tensor to(Device device) const;
 
-  // Host-side helpers; they require a CPU tensor.
+  // Work on any device (device tensors go through the device backend or copy function);
+  // copy_from also copies between devices. They block until done.
   void fill(float value);
   void copy_from(const Tensor& other);
   std::vector<float> to_vector() const;
+  // Element access; requires a CPU tensor.
   float& at(int64_t flat_index);
   float at(int64_t flat_index) const;
 

@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/layers/batch_norm.hpp"
+#include "interplace/kernels/layers/linear.hpp"
+#include "interplace/kernels/tensor.hpp"
+
+namespace interplace::kernels {
+namespace {
+
+TEST(Tensor, ToTheSameDeviceSharesStorage) {
+  const Tensor t = Tensor::full({2, 3}, 1.5f);
+  const Tensor same = t.to(Device::cpu);
+  EXPECT_EQ(same.data(), t.data());
+  EXPECT_EQ(same.shape(), t.shape());
+}
+
+TEST(Tensor, CloneAndCopyFromCopyTheData) {
+  const float values[] = {1, 2, 3, 4};
+  Tensor t = Tensor::from_vector({2, 2}, values);
+  const Tensor copy = t.clone();
+  EXPECT_NE(copy.data(), t.data());
+  t.fill(0.0f);
+  EXPECT_EQ(copy.to_vector(), (std::vector<float>{1, 2, 3, 4}));
+  t.copy_from(copy);
+  EXPECT_EQ(t.to_vector(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_THROW(t.copy_from(Tensor::zeros({4})), Error);
+}
+
+TEST(Tensor, FullTakesADevice) {
+  EXPECT_EQ(Tensor::full({3}, 2.0f, Device::cpu).to_vector(), (std::vector<float>{2, 2, 2}));
+}
+
+// kernel_tests never starts the CUDA backend, so no CUDA memory exists here even in a
+// CUDA build: moving there must fail with a runtime error, not crash.
+TEST(Tensor, MovingToAnAbsentDeviceIsARuntimeError) {
+  const Tensor t = Tensor::zeros({2});
+  try {
+    (void)t.to(Device::cuda);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Layer, ToTheSameDeviceKeepsParametersAndBuffers) {
+  BatchNorm2d bn(3);
+  const float* weight = bn.weight().value.data();
+  const float* running_mean = bn.running_mean().data();
+  bn.to(Device::cpu);
+  EXPECT_EQ(bn.weight().value.data(), weight);
+  EXPECT_EQ(bn.running_mean().data(), running_mean);
+}
+
+TEST(Layer, InitialisationIsDeterministicPerSeed) {
+  Linear a(4, 3), b(4, 3);
+  Rng rng_a(11), rng_b(11);
+  a.init_parameters(rng_a);
+  b.init_parameters(rng_b);
+  EXPECT_EQ(a.weight().value.to_vector(), b.weight().value.to_vector());
+  EXPECT_EQ(a.bias().value.to_vector(), b.bias().value.to_vector());
+}
+
+}  // namespace
+}  // namespace interplace::kernels
