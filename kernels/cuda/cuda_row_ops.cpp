@@ -7,6 +7,7 @@
 #include "cuda_check.hpp"
 #include "cuda_kernels.hpp"
 #include "cuda_validate.hpp"
+#include "shape_checks.hpp"
 
 namespace interplace::kernels::cuda {
 
@@ -27,78 +28,21 @@ Tensor scratch_of(int64_t count) {
   return Tensor({floats > 0 ? floats : 1}, Device::cuda);
 }
 
-struct RowsOf {
-  int64_t rows, features;
-};
-
-RowsOf check_layer_norm(const char* op, const Tensor& x, const Tensor& gamma, const Tensor& y,
-                        const Tensor& mean, const Tensor& variance) {
-  if (x.rank() < 1 || x.numel() == 0) {
-    throw_invalid(std::string(op) + ": input " + to_string(x.shape()) + " is empty");
-  }
-  const int64_t features = x.dim(-1);
-  const int64_t rows = x.numel() / features;
-  if (gamma.numel() != features) {
-    throw_invalid(std::string(op) + ": gamma has " + std::to_string(gamma.numel()) +
-                  " elements for " + std::to_string(features) + " features (input " +
-                  to_string(x.shape()) + ")");
-  }
-  if (y.numel() != x.numel() || mean.numel() != rows || variance.numel() != rows) {
-    throw_invalid(std::string(op) + ": outputs " + to_string(y.shape()) + ", mean " +
-                  to_string(mean.shape()) + ", variance " + to_string(variance.shape()) +
-                  " do not match input " + to_string(x.shape()) + " (" + std::to_string(rows) +
-                  " rows)");
-  }
-  require_row_count(rows, op);
-  return {rows, features};
+detail::RowsOf check_layer_norm(const char* op, const Tensor& x, const Tensor& gamma,
+                                const Tensor& y, const Tensor& mean, const Tensor& variance) {
+  const detail::RowsOf dims = detail::check_layer_norm(op, x, gamma, y, mean, variance);
+  require_row_count(dims.rows, op);
+  return dims;
 }
 
-struct LossDims {
-  int64_t rows, classes;
-};
-
-LossDims check_loss(const char* op, const Tensor& logits, const Tensor& labels,
-                    const Tensor& other) {
-  if (logits.rank() < 1 || logits.numel() == 0 || other.numel() != logits.numel()) {
-    throw_invalid(std::string(op) + ": logits " + to_string(logits.shape()) + " and " +
-                  to_string(other.shape()) + " must be non-empty and of equal size");
-  }
-  const int64_t classes = logits.dim(-1);
-  const int64_t rows = logits.numel() / classes;
-  if (labels.numel() != rows) {
-    throw_invalid(std::string(op) + ": " + std::to_string(labels.numel()) + " labels " +
-                  to_string(labels.shape()) + " for " + std::to_string(rows) + " rows of logits " +
-                  to_string(logits.shape()));
-  }
-  require_row_count(rows, op);
-  return {rows, classes};
+detail::LossDims check_loss(const char* op, const Tensor& logits, const Tensor& labels,
+                            const Tensor& other) {
+  const detail::LossDims dims = detail::check_loss(op, logits, labels, other);
+  require_row_count(dims.rows, op);
+  return dims;
 }
 
-struct EmbeddingDims {
-  int64_t batch, time, vocab, positions, dim;
-};
-
-EmbeddingDims check_embedding(const char* op, const Tensor& ids, const Tensor& token_table,
-                              const Tensor& position_table, const Tensor& y) {
-  if (ids.rank() != 2 || token_table.rank() != 2 || position_table.rank() != 2 ||
-      token_table.dim(1) != position_table.dim(1)) {
-    throw_invalid(std::string(op) + ": expected ids [B, T], token table [V, D] and position " +
-                  "table [P, D], got " + to_string(ids.shape()) + ", " +
-                  to_string(token_table.shape()) + ", " + to_string(position_table.shape()));
-  }
-  const EmbeddingDims d{ids.dim(0), ids.dim(1), token_table.dim(0), position_table.dim(0),
-                        token_table.dim(1)};
-  if (d.time > d.positions) {
-    throw_invalid(std::string(op) + ": sequence length " + std::to_string(d.time) +
-                  " exceeds the " + std::to_string(d.positions) + " rows of the position table");
-  }
-  if (y.numel() != d.batch * d.time * d.dim) {
-    throw_invalid(std::string(op) + ": output/gradient " + to_string(y.shape()) + " is not [" +
-                  std::to_string(d.batch) + ", " + std::to_string(d.time) + ", " +
-                  std::to_string(d.dim) + "]");
-  }
-  return d;
-}
+using detail::check_embedding;
 
 }  // namespace
 
@@ -130,7 +74,7 @@ double CudaBackend::squared_norm(const Tensor& x) {
 void CudaBackend::layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                      float epsilon, Tensor& y, Tensor& mean, Tensor& variance) {
   require_cuda({&x, &gamma, &beta, &y, &mean, &variance}, "layer_norm_forward");
-  const RowsOf dims = check_layer_norm("layer_norm_forward", x, gamma, y, mean, variance);
+  const detail::RowsOf dims = check_layer_norm("layer_norm_forward", x, gamma, y, mean, variance);
   if (beta.numel() != dims.features) {
     throw_invalid("layer_norm_forward: beta has " + std::to_string(beta.numel()) +
                   " elements for " + std::to_string(dims.features) + " features");
@@ -144,7 +88,7 @@ void CudaBackend::layer_norm_backward(const Tensor& x, const Tensor& dy, const T
                                       const Tensor& mean, const Tensor& variance, float epsilon,
                                       Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
   require_cuda({&x, &dy, &gamma, &mean, &variance, &dx, &dgamma, &dbeta}, "layer_norm_backward");
-  const RowsOf dims = check_layer_norm("layer_norm_backward", x, gamma, dx, mean, variance);
+  const detail::RowsOf dims = check_layer_norm("layer_norm_backward", x, gamma, dx, mean, variance);
   if (dy.numel() != x.numel() || dgamma.numel() != dims.features ||
       dbeta.numel() != dims.features) {
     throw_invalid("layer_norm_backward: dy " + to_string(dy.shape()) + ", dgamma " +
@@ -197,7 +141,7 @@ Backend::LossResult CudaBackend::softmax_cross_entropy_forward(const Tensor& log
                                                                Tensor& probabilities) {
   const char* op = "softmax_cross_entropy_forward";
   require_cuda({&logits, &labels, &probabilities}, op);
-  const LossDims dims = check_loss(op, logits, labels, probabilities);
+  const detail::LossDims dims = check_loss(op, logits, labels, probabilities);
   check_indices(labels, dims.classes, std::string(op) + ": label", "the number of classes");
   // Per-row losses (double) and hits (int), then the sums, all in one scratch tensor.
   const int64_t rows = dims.rows;
@@ -217,7 +161,7 @@ void CudaBackend::softmax_cross_entropy_backward(const Tensor& probabilities, co
                                                  float scale, Tensor& dlogits) {
   const char* op = "softmax_cross_entropy_backward";
   require_cuda({&probabilities, &labels, &dlogits}, op);
-  const LossDims dims = check_loss(op, probabilities, labels, dlogits);
+  const detail::LossDims dims = check_loss(op, probabilities, labels, dlogits);
   check_indices(labels, dims.classes, std::string(op) + ": label", "the number of classes");
   check_cuda(launch_cross_entropy_backward(probabilities.data(), labels.data(), scale,
                                            dlogits.data(), dims.rows, dims.classes, stream_),
@@ -228,7 +172,7 @@ void CudaBackend::embedding_forward(const Tensor& ids, const Tensor& token_table
                                     const Tensor& position_table, Tensor& y) {
   const char* op = "embedding_forward";
   require_cuda({&ids, &token_table, &position_table, &y}, op);
-  const EmbeddingDims d = check_embedding(op, ids, token_table, position_table, y);
+  const detail::EmbeddingDims d = check_embedding(op, ids, token_table, position_table, y);
   check_indices(ids, d.vocab, std::string(op) + ": token id", "the vocabulary size");
   check_cuda(launch_embedding_forward(ids.data(), token_table.data(), position_table.data(),
                                       y.data(), d.batch * d.time, d.time, d.dim, stream_),
@@ -239,7 +183,7 @@ void CudaBackend::embedding_backward(const Tensor& ids, const Tensor& dy, Tensor
                                      Tensor& dposition_table) {
   const char* op = "embedding_backward";
   require_cuda({&ids, &dy, &dtoken_table, &dposition_table}, op);
-  const EmbeddingDims d = check_embedding(op, ids, dtoken_table, dposition_table, dy);
+  const detail::EmbeddingDims d = check_embedding(op, ids, dtoken_table, dposition_table, dy);
   check_indices(ids, d.vocab, std::string(op) + ": token id", "the vocabulary size");
   check_cuda(launch_embedding_backward(ids.data(), dy.data(), dtoken_table.data(),
                                        dposition_table.data(), d.batch, d.time, d.dim, stream_),

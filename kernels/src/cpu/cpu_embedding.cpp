@@ -5,6 +5,7 @@
 #include "cpu_backend.hpp"
 #include "cpu_indices.hpp"
 #include "interplace/kernels/error.hpp"
+#include "shape_checks.hpp"
 
 namespace interplace::kernels::cpu {
 
@@ -13,29 +14,9 @@ namespace {
 constexpr int64_t kParallelElements = 32768;
 constexpr int64_t kColumnBlock = 64;  // columns per task of the gradient scatter
 
-struct EmbeddingDims {
-  int64_t batch, time, vocab, positions, dim;
-};
-
-EmbeddingDims check_embedding(const char* op, const Tensor& ids, const Tensor& token_table,
-                              const Tensor& position_table, const Tensor& y) {
-  if (ids.rank() != 2 || token_table.rank() != 2 || position_table.rank() != 2 ||
-      token_table.dim(1) != position_table.dim(1)) {
-    throw_invalid(std::string(op) + ": expected ids [B, T], token table [V, D] and position " +
-                  "table [P, D], got " + to_string(ids.shape()) + ", " +
-                  to_string(token_table.shape()) + ", " + to_string(position_table.shape()));
-  }
-  const EmbeddingDims d{ids.dim(0), ids.dim(1), token_table.dim(0), position_table.dim(0),
-                        token_table.dim(1)};
-  if (d.time > d.positions) {
-    throw_invalid(std::string(op) + ": sequence length " + std::to_string(d.time) +
-                  " exceeds the " + std::to_string(d.positions) + " rows of the position table");
-  }
-  if (y.numel() != d.batch * d.time * d.dim) {
-    throw_invalid(std::string(op) + ": output/gradient " + to_string(y.shape()) + " is not [" +
-                  std::to_string(d.batch) + ", " + std::to_string(d.time) + ", " +
-                  std::to_string(d.dim) + "]");
-  }
+detail::EmbeddingDims check_embedding(const char* op, const Tensor& ids, const Tensor& token_table,
+                                      const Tensor& position_table, const Tensor& y) {
+  const detail::EmbeddingDims d = detail::check_embedding(op, ids, token_table, position_table, y);
   check_indices(ids, d.vocab, std::string(op) + ": token id", "the vocabulary size");
   return d;
 }
@@ -55,7 +36,8 @@ int64_t check_rows(const char* op, const Tensor& ids, const Tensor& table, const
 
 void CpuBackend::embedding_forward(const Tensor& ids, const Tensor& token_table,
                                    const Tensor& position_table, Tensor& y) {
-  const EmbeddingDims d = check_embedding("embedding_forward", ids, token_table, position_table, y);
+  const detail::EmbeddingDims d =
+      check_embedding("embedding_forward", ids, token_table, position_table, y);
   const float* pid = ids.data();
   const float* tok = token_table.data();
   const float* pos = position_table.data();
@@ -73,7 +55,7 @@ void CpuBackend::embedding_forward(const Tensor& ids, const Tensor& token_table,
 
 void CpuBackend::embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtoken_table,
                                     Tensor& dposition_table) {
-  const EmbeddingDims d =
+  const detail::EmbeddingDims d =
       check_embedding("embedding_backward", ids, dtoken_table, dposition_table, dy);
   const float* pid = ids.data();
   const float* pdy = dy.data();

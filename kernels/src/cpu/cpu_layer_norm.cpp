@@ -9,38 +9,17 @@
 
 #include "cpu_backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "shape_checks.hpp"
 
 namespace interplace::kernels::cpu {
 
 namespace {
 
+using detail::check_layer_norm;
+using detail::RowsOf;
+
 constexpr int64_t kParallelElements = 32768;
 constexpr int64_t kColumnBlock = 64;  // columns per task of the dgamma/dbeta reduction
-
-struct RowsOf {
-  int64_t rows, features;
-};
-
-RowsOf check_layer_norm(const char* op, const Tensor& x, const Tensor& gamma, const Tensor& y,
-                        const Tensor& mean, const Tensor& variance) {
-  if (x.rank() < 1 || x.numel() == 0) {
-    throw_invalid(std::string(op) + ": input " + to_string(x.shape()) + " is empty");
-  }
-  const int64_t features = x.dim(-1);
-  const int64_t rows = x.numel() / features;
-  if (gamma.numel() != features) {
-    throw_invalid(std::string(op) + ": gamma has " + std::to_string(gamma.numel()) +
-                  " elements for " + std::to_string(features) + " features (input " +
-                  to_string(x.shape()) + ")");
-  }
-  if (y.numel() != x.numel() || mean.numel() != rows || variance.numel() != rows) {
-    throw_invalid(std::string(op) + ": outputs " + to_string(y.shape()) + ", mean " +
-                  to_string(mean.shape()) + ", variance " + to_string(variance.shape()) +
-                  " do not match input " + to_string(x.shape()) + " (" + std::to_string(rows) +
-                  " rows)");
-  }
-  return {rows, features};
-}
 
 // Forward and backward derive 1/sqrt(var + eps) identically from the stored variance.
 float inverse_std(float variance, float epsilon) {

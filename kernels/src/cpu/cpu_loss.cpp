@@ -8,6 +8,7 @@
 #include "cpu_fast_exp.hpp"
 #include "cpu_indices.hpp"
 #include "interplace/kernels/error.hpp"
+#include "shape_checks.hpp"
 
 namespace interplace::kernels::cpu {
 
@@ -15,25 +16,11 @@ namespace {
 
 constexpr int64_t kParallelElements = 32768;
 
-struct LossDims {
-  int64_t rows, classes;
-};
-
-LossDims check_loss(const char* op, const Tensor& logits, const Tensor& labels,
-                    const Tensor& other) {
-  if (logits.rank() < 1 || logits.numel() == 0 || other.numel() != logits.numel()) {
-    throw_invalid(std::string(op) + ": logits " + to_string(logits.shape()) + " and " +
-                  to_string(other.shape()) + " must be non-empty and of equal size");
-  }
-  const int64_t classes = logits.dim(-1);
-  const int64_t rows = logits.numel() / classes;
-  if (labels.numel() != rows) {
-    throw_invalid(std::string(op) + ": " + std::to_string(labels.numel()) + " labels " +
-                  to_string(labels.shape()) + " for " + std::to_string(rows) + " rows of logits " +
-                  to_string(logits.shape()));
-  }
-  check_indices(labels, classes, std::string(op) + ": label", "the number of classes");
-  return {rows, classes};
+detail::LossDims check_loss(const char* op, const Tensor& logits, const Tensor& labels,
+                            const Tensor& other) {
+  const detail::LossDims dims = detail::check_loss(op, logits, labels, other);
+  check_indices(labels, dims.classes, std::string(op) + ": label", "the number of classes");
+  return dims;
 }
 
 }  // namespace
@@ -41,7 +28,8 @@ LossDims check_loss(const char* op, const Tensor& logits, const Tensor& labels,
 Backend::LossResult CpuBackend::softmax_cross_entropy_forward(const Tensor& logits,
                                                               const Tensor& labels,
                                                               Tensor& probabilities) {
-  const LossDims dims = check_loss("softmax_cross_entropy_forward", logits, labels, probabilities);
+  const detail::LossDims dims =
+      check_loss("softmax_cross_entropy_forward", logits, labels, probabilities);
   const int64_t rows = dims.rows, classes = dims.classes;
   const float* pz = logits.data();
   const float* pl = labels.data();
@@ -82,7 +70,7 @@ Backend::LossResult CpuBackend::softmax_cross_entropy_forward(const Tensor& logi
 
 void CpuBackend::softmax_cross_entropy_backward(const Tensor& probabilities, const Tensor& labels,
                                                 float scale, Tensor& dlogits) {
-  const LossDims dims =
+  const detail::LossDims dims =
       check_loss("softmax_cross_entropy_backward", probabilities, labels, dlogits);
   const int64_t rows = dims.rows, classes = dims.classes;
   const float* pp = probabilities.data();
