@@ -1,0 +1,58 @@
+// Data sets the runtime trains on (DESIGN.md, "Data"). Every rank opens the same data set
+// with the same seed and so draws the same mini-batches: the first stage reads the inputs,
+// every stage with a loss (the last, and those with auxiliary heads) reads the labels.
+//
+// Integer data (token ids, class labels) travel as float tensors holding whole numbers,
+// like everywhere in the kernel library.
+//   fashion-mnist  inputs [B, 1, 28, 28] (pixels / 255, then normalised by the training
+//                  split's mean and standard deviation), labels [B] in 0..9
+//   text           a byte-level corpus: inputs [B, T] bytes 0..255, labels [B, T] the
+//                  next byte of each position
+//   synthetic      seeded random inputs of the model's input shape and random labels,
+//                  for throughput runs (nothing to read)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/tensor.hpp"
+
+namespace interplace::runs {
+
+struct Batch {
+  kernels::Tensor inputs;
+  kernels::Tensor labels;
+};
+
+// What a data set must produce: taken from the model's input node and its logits.
+struct SampleShape {
+  std::vector<int64_t> input;  // one sample, without the batch dimension: {1,28,28} or {T}
+  int64_t classes = 0;         // logits' last dimension (the vocabulary for language models)
+  bool sequence = false;       // labels per position ([B, T]) rather than per sample ([B])
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t train_size() const = 0;  // samples (sequences of T+1 bytes for text)
+  virtual int64_t test_size() const = 0;
+  // Mini-batch `step` of a seeded shuffle of the training split, reshuffled every epoch.
+  virtual Batch train_batch(int64_t step, int64_t batch_size) = 0;
+  // Test samples [first, first + count), in file order.
+  virtual Batch test_batch(int64_t first, int64_t count) = 0;
+};
+
+// Throws invalid_input for an unknown name (listing the valid ones) or a model whose
+// sample shape the data set cannot feed (Fashion-MNIST needs {1,28,28} and 10 classes,
+// text needs a sequence model with 256 classes); runtime for a missing, truncated or
+// corrupt file (naming the file and what was wrong). An empty `directory` means the
+// data set's Debian location.
+std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& directory,
+                                      const SampleShape& shape, uint64_t seed);
+
+std::vector<std::string> dataset_names();  // fashion-mnist, text, synthetic
+
+}  // namespace interplace::runs

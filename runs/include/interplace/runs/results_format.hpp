@@ -1,0 +1,16 @@
+// The identity of result files (docs/results-format.md): readers and merge refuse others.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace interplace::runs {
+
+inline constexpr const char* kResultsFormatName = "interplace-results";
+inline constexpr int64_t kResultsFormatVersion = 1;
+
+// Throws invalid_input naming the file, what it holds and what is supported.
+void require_supported_results_format(const std::string& path, const std::string& format_name,
+                                      int64_t format_version);
+
+}  // namespace interplace::runs
