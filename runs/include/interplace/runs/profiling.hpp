@@ -22,11 +22,12 @@ struct NodeTimingOptions {
 };
 
 // Times every node of `graph` as its own kernel layer (placement::make_layer) at the
-// graph's batch size: nodes run once in id order, each on the outputs of its producers
-// (so values are realistic: token ids stay valid ids, tied heads are bound to their
-// owner), then `repeats` times forward (fresh context) and backward (a random output
-// gradient, parameter gradients zeroed first). Input nodes cost 0; their tensors are
-// standard normal, or token ids uniform in [0, vocabulary) when they feed an embedding.
+// graph's batch size. Nodes run in id order on the outputs of their producers (so values
+// are realistic: token ids stay valid ids, and a tied head is bound to its owner), each
+// warmup + repeats times: forward with a fresh context, then backward of a random output
+// gradient with the parameter gradients zeroed first; the medians of the timed runs are
+// kept. Input nodes cost 0; their tensors are standard normal, or token ids uniform in
+// [0, vocabulary) when they feed an embedding.
 // Returns one timing per node in id order. Throws invalid_input for repeats < 1 or
 // warmup < 0.
 std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
