@@ -24,7 +24,7 @@ KIND_COLOURS = {"forward": "tab:blue", "backward": "tab:orange", "aux": "tab:gre
 
 def save(fig: plt.Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=100)  # layouts are tight already; "tight" bbox would draw twice
     plt.close(fig)
     return path
 

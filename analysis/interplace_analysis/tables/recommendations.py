@@ -101,7 +101,7 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
     return {"strategy": best["label"], "strategy_speedup": best["speedup"],
             "strategy_accuracy_cost": best["cost"],
             "strategy_evidence": (f"x{best['speedup']:.2f} samples/s vs global, accuracy cost"
-                                  f" {best["cost"]:+.3f} ({best["metric"]}, {best["groups"]}"
+                                  f" {best['cost']:+.3f} ({best['metric']}, {best['groups']}"
                                   f" run(s))" + (f"; others: {others}" if others else ""))}
 
 
