@@ -12,7 +12,6 @@ from pathlib import Path
 
 from .h5file import ResultFormatError
 from .loader import load_results
-from .report import build_report, write_report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     except ResultFormatError as e:
         print(f"interplace_analysis: {e}", file=sys.stderr)
         return 2
+    from .report import build_report, write_report  # matplotlib: only once input is good
+
     report = build_report(results, seed=args.seed, tolerance=args.accuracy_tolerance)
     try:
         text, written = write_report(results, report, args.out)

@@ -42,7 +42,8 @@ def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
         data = {o: np.concatenate([results.measured_step_times(c).to_numpy()
                                    for c in g["config_id"]]) for o, g in grp.groupby("order")}
         orders = sorted(data, key=lambda o: (np.median(data[o]), o))
-        ax.boxplot([data[o] for o in orders], tick_labels=orders, vert=True)
+        ax.boxplot([data[o] for o in orders])  # labels set apart: matplotlib < 3.9 and >= 3.9
+        ax.set_xticks(range(1, len(orders) + 1), orders)
         k = dict(zip(GROUP_KEY, key))
         ax.set_title(f"{model}: {k['placer']}, K={k['devices']}, {k['strategy_label']},"
                      f" M={k['micro_batches']}", fontsize=9)
@@ -140,6 +141,6 @@ def timeline(results: Results, config_id: str) -> plt.Figure | None:
     ax.invert_yaxis()
     ax.set_xlabel("time from the rank's start of the step (s)")
     ax.set_title(f"{cfg['name']}: one measured step", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right", ncols=3)
+    ax.legend(fontsize=8, loc="upper right", ncol=3)
     fig.tight_layout()
     return fig
