@@ -9,8 +9,8 @@ Four frames, each with ``config_id`` as the key that joins them:
 * ``steps``: one row per (configuration, step, rank) with every ``ranks/*`` value and
   the step's loss and accuracy (repeated on each rank's row), for ad-hoc analysis.
 * ``curves``: one row per (configuration, step): step time, loss, accuracy and the
-  elapsed measured wall time at the end of the step (what loss curves and the
-  equal-wall-time comparison need).
+  elapsed measured wall time at the end of the step (:func:`elapsed_times`; what loss
+  curves and the equal-wall-time comparison need).
 * ``rank_summary``: one row per (configuration, rank) with per-rank medians.
 
 Medians, not means: a step time distribution has a long right tail (a page fault, a
@@ -148,16 +148,35 @@ def config_row(rec: ConfigRecord) -> dict:
     return row
 
 
+def elapsed_times(rec: ConfigRecord, mask: np.ndarray) -> np.ndarray:
+    """Measured wall time at the end of each measured step (NaN for warm-up steps).
+
+    A rank's ``step_s`` runs from the end of its previous optimiser step to the end of
+    this one, so the running sum of a rank's ``step_s`` is when that rank finished the
+    step, counted from the start of the measured steps; the step is finished when the
+    last rank has finished it: ``elapsed[i] = max over ranks of cumsum(step_s)[i]``.
+    Summing the per-step maximum instead would overstate the time of pipelined
+    strategies, whose ranks are not slowest on the same steps. Without ``ranks/step_s``
+    it falls back to the running sum of ``steps/step_time_s``.
+    """
+    st = np.asarray(rec.steps["step_time_s"], dtype=float)
+    elapsed = np.full(len(st), np.nan)
+    per_rank = rec.ranks.get("step_s")
+    if per_rank is not None and per_rank.shape[1] > 0:
+        elapsed[mask] = np.max(np.cumsum(per_rank[mask].astype(float), axis=0), axis=1)
+    else:
+        elapsed[mask] = np.cumsum(st[mask])
+    return elapsed
+
+
 def curve_frame(rec: ConfigRecord) -> pd.DataFrame:
-    """Per step: step time, loss, accuracy and ``elapsed_s``, the measured wall time at
-    the end of the step (cumulative measured step times; NaN for warm-up steps)."""
+    """Per step: step time, loss, accuracy and ``elapsed_s`` (:func:`elapsed_times`)."""
     if "step_time_s" not in rec.steps:
         return pd.DataFrame()
     st = np.asarray(rec.steps["step_time_s"], dtype=float)
     mask = measured_mask(rec)
     n = len(st)
-    elapsed = np.full(n, np.nan)
-    elapsed[mask] = np.cumsum(st[mask])
+    elapsed = elapsed_times(rec, mask)
     return pd.DataFrame({
         "config_id": rec.id,
         "step": rec.steps.get("step", np.arange(n)).astype(int),

@@ -191,3 +191,25 @@ def test_incomplete_shards_do_not_claim_missing(tmp_path, configs):
     r = load_results([p])
     assert r.missing.empty
     assert any("only shards" in n for n in r.notes)
+
+
+def test_elapsed_time_is_when_the_last_rank_finished(tmp_path):
+    """Ranks slowest on alternate steps: the step time (max) sums to 12 s over four
+    steps, but each rank's own steps take 8 s, and so does the run."""
+    cfg = Cfg(step_times=[3.0, 3.0, 3.0, 3.0])
+    p = write_result_file(tmp_path / "skew.h5", [cfg])
+    with h5py.File(p, "a") as f:
+        g = f["configs"][cfg.config_id()]["ranks"]
+        del g["step_s"]
+        g.create_dataset("step_s", data=np.array([[5.0, 5.0], [1, 3], [3, 1], [1, 3], [3, 1]]))
+    c = load_results([p]).curves
+    assert c["elapsed_s"].iloc[1:].tolist() == [3.0, 4.0, 7.0, 8.0]
+
+
+def test_ok_configuration_without_steps_is_listed(tmp_path):
+    from interplace_analysis.tables.failures import failure_table
+    p = write_result_file(tmp_path / "nodata.h5", [Cfg(with_data=False)])
+    r = load_results([p])
+    assert r.ok.empty
+    t = failure_table(r)
+    assert t["status"].tolist() == ["ok"] and "no measured steps" in t["reason"].iloc[0]

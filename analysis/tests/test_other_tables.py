@@ -44,6 +44,10 @@ def test_simulator_errors_mape_and_spearman(results):
     rp, rm = _avg_ranks(pred), _avg_ranks(meas)
     assert s.loc["all", "spearman"] == pytest.approx(np.corrcoef(rp, rm)[0, 1])
     assert "model=gpt-small" in s.index and math.isnan(s.loc["model=gpt-small", "spearman"])
+    # within the one group of >= 3 orders (resnet20 contiguous global): predictions
+    # 1.1, 0.8, 0.95, 1.3 rank exactly as the measured 1.005, 0.804, 0.9045, 1.206
+    within = s.loc["within traversal groups (mean of 1)"]
+    assert within["configs"] == 4 and within["spearman"] == pytest.approx(1.0)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,9 @@ utilisation, bubble fraction and the training loss/accuracy compared two ways:
 
 * **equal steps**: at step ``S_eq``, the last measured step that every configuration
   of the group reached (the final step when all ran the same number of steps).
-* **equal wall time**: at ``T_eq``, the measured wall time (cumulative measured step
-  times) at which the *shortest* run of the group ends, i.e. the longest training
+* **equal wall time**: at ``T_eq``, the measured wall time (``elapsed_s``: when the
+  last rank finished the step, see :func:`..frames.elapsed_times`) at which the
+  *shortest* run of the group ends, i.e. the longest training
   time every strategy has data for. Each run's loss and accuracy at ``T_eq`` are
   linearly interpolated between the ends of its steps (clamped to its first step);
   ``step_at_equal_time`` is the last step finished by ``T_eq``. A run that is slower
