@@ -31,12 +31,14 @@ def save(fig: plt.Figure, path: Path) -> Path:
 
 def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
     """Box plot of measured step times per order, one panel per group of the model
-    (placer, K, strategy, ...), orders sorted by median."""
+    (placer, K, strategy, ...) that tried several orders, orders sorted by median."""
     ok = results.ok
     ok = ok[ok["model"] == model] if not ok.empty else ok
     if ok.empty:
         return None
     groups = list(ok.groupby(GROUP_KEY, dropna=False, sort=True))
+    compared = [(k, g) for k, g in groups if g["order"].nunique() > 1]
+    groups = compared or groups  # a panel with one order says nothing about orders
     fig, axes = plt.subplots(len(groups), 1, figsize=(8, 2.8 * len(groups)), squeeze=False)
     for ax, (key, grp) in zip(axes[:, 0], groups):
         data = {o: np.concatenate([results.measured_step_times(c).to_numpy()
@@ -71,8 +73,10 @@ def throughput_vs_accuracy(strategies: pd.DataFrame, model: str) -> plt.Figure |
     return fig
 
 
-def loss_curves(results: Results, config_ids: list[str], title: str) -> plt.Figure | None:
-    """Training loss per measured step and per elapsed wall time, one line per config."""
+def loss_curves(results: Results, config_ids: list[str], title: str,
+                equal_time_s: float | None = None) -> plt.Figure | None:
+    """Training loss per measured step and per elapsed wall time, one line per config;
+    a dashed line marks the equal-wall-time point of Table 2 when given."""
     c = results.curves
     if c.empty or not config_ids:
         return None
@@ -83,6 +87,9 @@ def loss_curves(results: Results, config_ids: list[str], title: str) -> plt.Figu
         label = cfg.loc[cid, "strategy_label"]
         a1.plot(d["step"], d["loss"], label=label)
         a2.plot(d["elapsed_s"], d["loss"], label=label)
+    if equal_time_s is not None and equal_time_s == equal_time_s:
+        a2.axvline(equal_time_s, color="grey", linestyle="--", linewidth=1,
+                   label="equal wall time")
     a1.set_xlabel("step")
     a2.set_xlabel("measured wall time (s)")
     for a in (a1, a2):
@@ -141,6 +148,6 @@ def timeline(results: Results, config_id: str) -> plt.Figure | None:
     ax.invert_yaxis()
     ax.set_xlabel("time from the rank's start of the step (s)")
     ax.set_title(f"{cfg['name']}: one measured step", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right", ncol=3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -109,7 +109,8 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Path]:
         for key, g in strat.groupby(strategies.GROUP_KEY, dropna=False, sort=True):
             k = dict(zip(strategies.GROUP_KEY, key))
             title = f"{k['model']} K={k['devices']} {k['order']} {k['placer']}"
-            fig = plots.loss_curves(results, list(g["config_id"]), title)
+            fig = plots.loss_curves(results, list(g["config_id"]), title,
+                                    float(g["equal_time_s"].iloc[0]))
             if fig is not None:
                 name = _slug("loss", k["model"], f"K{k['devices']}", k["order"], k["placer"],
                              f"M{k['micro_batches']}", f"B{k['batch_size']}")

@@ -14,8 +14,9 @@ from interplace_analysis.tables import strategies
 
 def test_step_time_by_order_one_panel_per_group_orders_by_median(results):
     fig = plots.step_time_by_order(results, "resnet20")
-    # contiguous: global/gpipe, local, pairwise; greedy-eft: global/gpipe
-    assert len(fig.axes) == 4
+    # contiguous and greedy-eft with global/gpipe; local and pairwise ran topo only
+    assert len(fig.axes) == 2
+    assert "greedy-eft" in fig.axes[1].get_title()
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == ["dfs-pre", "bfs", "topo", "lexical"]
     assert "contiguous" in fig.axes[0].get_title()
@@ -24,6 +25,7 @@ def test_step_time_by_order_one_panel_per_group_orders_by_median(results):
                if len(ln.get_ydata()) == 2 and ln.get_ydata()[0] == ln.get_ydata()[1]]
     assert any(m == pytest.approx(0.804) for m in medians)
     assert plots.step_time_by_order(results, "no-such-model") is None
+    assert len(plots.step_time_by_order(results, "gpt-small").axes) == 1  # one order only
 
 
 def test_throughput_vs_accuracy_points(results):
@@ -38,8 +40,9 @@ def test_throughput_vs_accuracy_points(results):
 def test_loss_curves_by_step_and_by_time(results):
     cs = resultfile.fixture_configs()
     ids = [cs[0].config_id(), cs[6].config_id()]  # global topo, local topo
-    fig = plots.loss_curves(results, ids, "t")
+    fig = plots.loss_curves(results, ids, "t", equal_time_s=4.02)
     by_step, by_time = fig.axes
+    assert by_time.lines[-1].get_xdata()[0] == pytest.approx(4.02)  # the equal-time marker
     g = by_step.lines[0]
     assert list(g.get_xdata()) == list(range(1, 9))
     assert list(g.get_ydata()) == pytest.approx([2.0 - 0.1 * s for s in range(1, 9)])
