@@ -64,6 +64,14 @@ def _median(a: np.ndarray) -> float:
     return float(np.median(a)) if a.size else _nan()
 
 
+def _mean_over_ranks(v: np.ndarray) -> np.ndarray:
+    """Per step, the mean over ranks ignoring NaN (NaN, silently, when all are NaN)."""
+    v = np.asarray(v, dtype=float)
+    n = np.sum(~np.isnan(v), axis=1)
+    total = np.nansum(v, axis=1)
+    return np.divide(total, n, out=np.full(len(v), np.nan), where=n > 0)
+
+
 def measured_mask(rec: ConfigRecord) -> np.ndarray:
     """True for measured steps; without ``steps/warmup`` every step counts as measured."""
     if "step_time_s" not in rec.steps:
@@ -115,7 +123,7 @@ def config_row(rec: ConfigRecord) -> dict:
         elif name == "bytes_sent":
             row[name] = _median(np.sum(v[mask], axis=1))
         else:
-            row[name] = _median(np.nanmean(v[mask].astype(float), axis=1))
+            row[name] = _median(_mean_over_ranks(v[mask]))
     row["utilisation"] = row["idle_fraction"] = _nan()
     k = a.get("devices")
     if mask.any() and k and all(c in rec.ranks for c in COMPUTE_KINDS):

@@ -69,8 +69,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, np.ndarray):
-        if value.shape == ():
-            return _plain(value[()])
+        if value.size == 1 and value.ndim <= 1:  # a scalar, or one written as shape [1]
+            return _plain(value.reshape(())[()])
         return [_plain(v) for v in value.tolist()]
     if isinstance(value, np.integer | np.bool_):
         return int(value)

@@ -39,11 +39,11 @@ class Results:
 
     @property
     def ok(self) -> pd.DataFrame:
-        """Configurations that ran and have measured steps."""
+        """Configurations that ran and have a measured step time."""
         c = self.configs
         if c.empty:
             return c
-        return c[(c["status"] == "ok") & (c["measured_steps"] > 0)]
+        return c[(c["status"] == "ok") & (c["measured_steps"] > 0) & c["step_time_s"].notna()]
 
     def measured_step_times(self, config_id: str) -> pd.Series:
         """Step times of the measured steps of one configuration, in step order."""

@@ -212,4 +212,24 @@ def test_ok_configuration_without_steps_is_listed(tmp_path):
     r = load_results([p])
     assert r.ok.empty
     t = failure_table(r)
-    assert t["status"].tolist() == ["ok"] and "no measured steps" in t["reason"].iloc[0]
+    assert t["status"].tolist() == ["ok"] and "no measured step times" in t["reason"].iloc[0]
+
+
+def test_attributes_written_as_one_element_arrays_read_as_scalars(tmp_path):
+    p = write_result_file(tmp_path / "arr.h5", [Cfg()])
+    with h5py.File(p, "a") as f:
+        f.attrs["format_version"] = np.array([1], dtype=np.int64)
+        f["configs"][Cfg().config_id()].attrs["devices"] = np.array([2], dtype=np.int64)
+    r = load_results([p])
+    assert r.configs["devices"].tolist() == [2]
+
+
+def test_nan_step_times_are_not_results(tmp_path):
+    from interplace_analysis.tables.failures import failure_table
+    from interplace_analysis.tables.traversal import order_table
+    p = write_result_file(tmp_path / "nan.h5", [Cfg(step_times=[float("nan")] * 3),
+                                                Cfg(order="bfs", index=1)])
+    r = load_results([p])
+    assert r.ok["order"].tolist() == ["bfs"]
+    assert failure_table(r)["status"].tolist() == ["ok"]
+    assert order_table(r)["order"].tolist() == ["bfs"]

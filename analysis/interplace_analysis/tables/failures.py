@@ -19,8 +19,8 @@ def failure_table(results: Results) -> pd.DataFrame:
     c = results.configs
     if not c.empty:
         bad = c[c["status"] != "ok"]
-        no_steps = c[(c["status"] == "ok") & (c["measured_steps"] == 0)].copy()
-        no_steps["reason"] = "status ok but no measured steps in the file"
+        no_steps = c[(c["status"] == "ok") & ~c.index.isin(results.ok.index)].copy()
+        no_steps["reason"] = "status ok but no measured step times in the file"
         parts += [bad[COLUMNS], no_steps[COLUMNS]]
     if not results.missing.empty:
         parts.append(results.missing[COLUMNS])
