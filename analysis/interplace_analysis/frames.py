@@ -20,6 +20,7 @@ late message), and the median is what a steady-state pipeline delivers.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -224,17 +225,16 @@ def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
     if not rec.ranks or not mask.any():
         return []
     k = next(iter(rec.ranks.values())).shape[1]
-    rows = []
-    for r in range(k):
-        row = {"config_id": rec.id, "rank": r}
+    cols: dict[str, np.ndarray] = {"rank": np.arange(k)}
+    with warnings.catch_warnings():  # an all-NaN rank gives NaN, as it should
+        warnings.simplefilter("ignore", RuntimeWarning)
         for name, v in rec.ranks.items():
-            row[name] = _median(v[mask, r])
+            cols[name] = np.nanmedian(v[mask].astype(float), axis=0)
         if all(c in rec.ranks for c in COMPUTE_KINDS) and "step_s" in rec.ranks:
-            comp = sum(rec.ranks[c][mask, r].astype(float) for c in COMPUTE_KINDS)
-            row["utilisation"] = _median(comp / rec.ranks["step_s"][mask, r])
-        for name in ("busy_s", "idle_s"):
-            arr = rec.prediction.get(name)
-            row[f"pred_{name}"] = (float(arr[r]) if arr is not None and len(arr) > r
-                                   else _nan())
-        rows.append(row)
-    return rows
+            comp = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS)
+            cols["utilisation"] = np.nanmedian(comp / rec.ranks["step_s"][mask], axis=0)
+    for name in ("busy_s", "idle_s"):
+        arr = np.asarray(rec.prediction.get(name, []), dtype=float)
+        cols[f"pred_{name}"] = arr if arr.shape == (k,) else np.full(k, np.nan)
+    return [{"config_id": rec.id, **{n: v[r].item() for n, v in cols.items()}}
+            for r in range(k)]

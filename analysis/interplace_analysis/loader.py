@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import frames
@@ -45,13 +46,25 @@ class Results:
             return c
         return c[(c["status"] == "ok") & (c["measured_steps"] > 0) & c["step_time_s"].notna()]
 
-    def measured_step_times(self, config_id: str) -> pd.Series:
+    _measured: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Split once: tables ask per configuration, and filtering the whole frame each
+        # time would make a report quadratic in the number of configurations.
+        if not self.curves.empty:
+            m = self.curves[~self.curves["warmup"]].sort_values(["config_id", "step"])
+            self._measured = {cid: g for cid, g in m.groupby("config_id", sort=False)}
+
+    def measured_curve(self, config_id: str) -> pd.DataFrame:
+        """The ``curves`` rows of the measured steps of one configuration, by step."""
+        empty = self.curves.iloc[:0] if not self.curves.empty else pd.DataFrame(
+            columns=["config_id", "step", "warmup", "step_time_s", "loss", "accuracy",
+                     "elapsed_s"])
+        return self._measured.get(config_id, empty)
+
+    def measured_step_times(self, config_id: str) -> np.ndarray:
         """Step times of the measured steps of one configuration, in step order."""
-        c = self.curves
-        if c.empty:
-            return pd.Series(dtype=float)
-        sel = c[(c["config_id"] == config_id) & ~c["warmup"]]
-        return sel["step_time_s"].dropna().reset_index(drop=True)
+        return self.measured_curve(config_id)["step_time_s"].dropna().to_numpy(dtype=float)
 
 
 def _missing_indices(files: list, records: list[ConfigRecord], notes: list[str]) -> pd.DataFrame:

@@ -41,8 +41,8 @@ def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
     groups = compared or groups  # a panel with one order says nothing about orders
     fig, axes = plt.subplots(len(groups), 1, figsize=(8, 2.8 * len(groups)), squeeze=False)
     for ax, (key, grp) in zip(axes[:, 0], groups):
-        data = {o: np.concatenate([results.measured_step_times(c).to_numpy()
-                                   for c in g["config_id"]]) for o, g in grp.groupby("order")}
+        data = {o: np.concatenate([results.measured_step_times(c) for c in g["config_id"]])
+                for o, g in grp.groupby("order")}
         orders = sorted(data, key=lambda o: (np.median(data[o]), o))
         ax.boxplot([data[o] for o in orders])  # labels set apart: matplotlib < 3.9 and >= 3.9
         ax.set_xticks(range(1, len(orders) + 1), orders)
@@ -77,13 +77,12 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
                 equal_time_s: float | None = None) -> plt.Figure | None:
     """Training loss per measured step and per elapsed wall time, one line per config;
     a dashed line marks the equal-wall-time point of Table 2 when given."""
-    c = results.curves
-    if c.empty or not config_ids:
+    if results.curves.empty or not config_ids:
         return None
     cfg = results.configs.set_index("config_id")
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for cid in config_ids:
-        d = c[(c["config_id"] == cid) & ~c["warmup"]].sort_values("step")
+        d = results.measured_curve(cid)
         label = cfg.loc[cid, "strategy_label"]
         a1.plot(d["step"], d["loss"], label=label)
         a2.plot(d["elapsed_s"], d["loss"], label=label)

@@ -76,7 +76,10 @@ def test_recommendation_per_family(recs):
 
 def test_accuracy_tolerance_decides_the_strategy(recs):
     assert recs(0.2).loc["resnet", "strategy"] == "local"
-    assert recs(0.001).loc["resnet", "strategy"] == "global/gpipe"
+    strict = recs(0.001).loc["resnet"]
+    assert strict["strategy"] == "global/gpipe"
+    assert strict["strategy_evidence"].startswith("no faster strategy within 0.001 accuracy")
+    assert "local x2.00, cost +0.100" in strict["strategy_evidence"]
 
 
 def test_confidence_wording_for_a_tie():
@@ -99,3 +102,19 @@ def test_failures_listed_with_reason(results):
     assert t["status"].tolist() == ["failed", "missing", "skipped"]
     assert t["reason"].iloc[0] == "rank 1: out of memory"
     assert t["index"].tolist() == [10, 9, 11]
+
+
+def test_confidence_wording_when_topo_is_best():
+    ranked = pd.DataFrame([
+        dict(family="f", placer="p", order="topo", settings=1, of_settings=1,
+             speedup_vs_topo=1.0, speedup_ci_low=1.0, speedup_ci_high=1.0, vs_runner_up=1.2,
+             vs_ci_low=1.1, vs_ci_high=1.3, rank=1),
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             speedup_vs_topo=0.8, speedup_ci_low=0.75, speedup_ci_high=0.85,
+             vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "high: topo is faster than the runner-up beyond noise"
+    assert r["order_evidence"].startswith("is topo; runner-up p/bfs x1.20 [1.10, 1.30] slower")
+    ranked.loc[0, "vs_ci_low"] = 0.99
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "low: topo is within noise of the runner-up"

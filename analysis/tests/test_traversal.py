@@ -85,3 +85,20 @@ def test_empty_results_give_empty_tables(tmp_path):
     assert traversal.order_table(r).empty
     assert traversal.best_table(traversal.order_table(r)).empty
     assert traversal.rank_orders(traversal.order_samples(r), ["family"]).empty
+
+
+def test_settings_that_ran_one_order_do_not_count(tmp_path):
+    """A strategy study at topo on two placers must not make topo the family's best by
+    coverage: only settings that compare orders rank orders."""
+    from resultfile import Cfg, write_result_file
+
+    from interplace_analysis import load_results
+    cs = [Cfg(order="topo", scale=1.0, index=0), Cfg(order="bfs", scale=0.8, index=1),
+          Cfg(order="topo", strategy="local", pipeline="", scale=0.5, index=2),
+          Cfg(order="topo", placer="balanced", strategy="local", pipeline="", scale=0.6,
+              index=3)]
+    r = load_results([write_result_file(tmp_path / "s.h5", cs)])
+    ranked = traversal.rank_orders(traversal.order_samples(r), ["family"])
+    assert ranked.loc[0, ["placer", "order", "settings", "of_settings"]].tolist() == \
+        ["contiguous", "bfs", 1, 1]
+    assert len(ranked) == 2  # balanced/topo only ran in the strategy setting

@@ -5,10 +5,10 @@
   same placer (geometric mean over settings) and the bootstrap interval.
 * **Confidence**, from two intervals: the runner-up's step time over the best's
   (``vs runner-up``) and the speedup over topo.
-  - ``high``: the runner-up is slower beyond noise (interval above 1) and so is topo
-    (or the best *is* topo);
+  - ``high``: the runner-up is slower beyond noise (interval above 1) and so is topo;
   - ``medium``: only one of the two holds;
   - ``low``: the best is within noise of both, any of them will do;
+  - when the best *is* topo, only the runner-up counts: ``high`` or ``low``;
   - ``insufficient data``: a single pair measured.
 * **Strategy**: the highest geometric-mean throughput gain over the global strategy
   among the strategies whose mean accuracy cost (:mod:`.strategies`) is at most
@@ -65,7 +65,10 @@ def _order_choice(ranked: pd.DataFrame) -> dict:
     beats = bool(best["vs_ci_low"] > 1.0) if not math.isnan(best["vs_ci_low"]) else False
     settings = f"{int(best['settings'])}/{int(best['of_settings'])} settings"
     out["order_evidence"] = f"{sp_text}; {ru_text}; {settings}"
-    if gain is None:
+    if best["order"] == BASELINE:
+        out["confidence"] = (f"high: {BASELINE} is faster than the runner-up beyond noise"
+                             if beats else f"low: {BASELINE} is within noise of the runner-up")
+    elif gain is None:
         out["confidence"] = ("medium: beats the runner-up beyond noise, no topo baseline"
                              if beats else "low: within noise of the runner-up, no topo baseline")
     elif beats and gain:
@@ -79,30 +82,43 @@ def _order_choice(ranked: pd.DataFrame) -> dict:
     return out
 
 
-def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
-    if strat.empty:
-        return {"strategy": "global", "strategy_evidence": "no strategy comparison measured"}
+def _strategy_summary(strat: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy label: geometric-mean speedup over global, mean accuracy cost, runs."""
     rows = []
     for label, g in strat.groupby("strategy_label", sort=True):
         sp = g["speedup"].dropna()
         rows.append({"label": label, "speedup": float(stats.geomean(sp)) if len(sp) else np.nan,
-                     "cost": float(g["accuracy_cost"].mean()), "groups": len(g),
-                     "metric": g["accuracy_metric"].iloc[0]})
-    agg = pd.DataFrame(rows)
-    eligible = agg[(agg["cost"] <= tolerance) & agg["speedup"].notna()]
+                     "cost": float(g["accuracy_cost"].mean()), "runs": len(g),
+                     "metric": g["accuracy_metric"].iloc[0],
+                     "is_global": label.startswith("global")})
+    return pd.DataFrame(rows)
+
+
+def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
+    if strat.empty:
+        return {"strategy": "global", "strategy_evidence": "no strategy comparison measured"}
+    agg = _strategy_summary(strat)
+    listed = "; ".join(f"{r.label} x{r.speedup:.2f}, cost {r.cost:+.3f}"
+                       for r in agg[~agg["is_global"]].itertuples())
+    base = agg[agg["is_global"]]
+    if base.empty:
+        return {"strategy": "global", "strategy_evidence": "no global run to compare with;"
+                                                           f" measured: {listed}"}
+    eligible = agg[~agg["is_global"] & (agg["cost"] <= tolerance) & (agg["speedup"] > 1)]
     if eligible.empty:
-        return {"strategy": "global",
-                "strategy_evidence": f"no strategy within {tolerance:.3g} accuracy of global"
-                                     " (or no global baseline)"}
+        return {"strategy": base["label"].iloc[0], "strategy_speedup": 1.0,
+                "strategy_accuracy_cost": 0.0,
+                "strategy_evidence": f"no faster strategy within {tolerance:.3g} accuracy of"
+                                     f" global: {listed}"}
     best = eligible.sort_values(["speedup", "cost"], ascending=[False, True]).iloc[0]
-    worst_other = agg[agg["label"] != best["label"]]
     others = "; ".join(f"{r.label} x{r.speedup:.2f}, cost {r.cost:+.3f}"
-                       for r in worst_other.itertuples())
+                       for r in agg[~agg["is_global"] & (agg["label"] != best["label"])]
+                       .itertuples())
+    evidence = (f"x{best['speedup']:.2f} samples/s vs global, accuracy cost {best['cost']:+.3f}"
+                f" ({best['metric']}, {best['runs']} run(s))")
     return {"strategy": best["label"], "strategy_speedup": best["speedup"],
             "strategy_accuracy_cost": best["cost"],
-            "strategy_evidence": (f"x{best['speedup']:.2f} samples/s vs global, accuracy cost"
-                                  f" {best['cost']:+.3f} ({best['metric']}, {best['groups']}"
-                                  f" run(s))" + (f"; others: {others}" if others else ""))}
+            "strategy_evidence": evidence + (f"; others: {others}" if others else "")}
 
 
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],

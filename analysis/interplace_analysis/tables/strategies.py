@@ -42,11 +42,6 @@ COLUMNS = GROUP_KEY + [
     "accuracy_at_equal_time", "accuracy_metric", "accuracy_cost", "baseline"]
 
 
-def _measured_curve(results: Results, config_id: str) -> pd.DataFrame:
-    c = results.curves
-    return c[(c["config_id"] == config_id) & ~c["warmup"]].sort_values("step")
-
-
 def _at_step(curve: pd.DataFrame, step: int, col: str) -> float:
     hit = curve[curve["step"] == step]
     return float(hit[col].iloc[0]) if len(hit) else float("nan")
@@ -77,7 +72,7 @@ def strategy_table(results: Results) -> pd.DataFrame:
     for key, grp in ok.groupby(GROUP_KEY, dropna=False, sort=True):
         if grp["strategy_label"].nunique() < 2:
             continue
-        curves = {cid: _measured_curve(results, cid) for cid in grp["config_id"]}
+        curves = {cid: results.measured_curve(cid) for cid in grp["config_id"]}
         equal_step = int(min(c["step"].max() for c in curves.values()))
         equal_time = float(min(c["elapsed_s"].max() for c in curves.values()))
         base = _baseline(grp)

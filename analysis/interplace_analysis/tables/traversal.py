@@ -39,7 +39,7 @@ def order_samples(results: Results) -> pd.DataFrame:
         return pd.DataFrame(columns=GROUP_KEY + ["order", "samples", "configs"])
     rows = []
     for key, sub in ok.groupby(GROUP_KEY + ["order"], dropna=False, sort=True):
-        arrays = [results.measured_step_times(cid).to_numpy() for cid in sub["config_id"]]
+        arrays = [results.measured_step_times(cid) for cid in sub["config_id"]]
         samples = np.concatenate(arrays) if arrays else np.zeros(0)
         rows.append({**dict(zip(GROUP_KEY + ["order"], key)), "samples": samples,
                      "configs": len(sub)})
@@ -111,6 +111,52 @@ def best_table(orders: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def _geomean_ratio(pairs: list[tuple[int, int]], sub: pd.DataFrame,
+                   reps: dict) -> tuple[float, float, float]:
+    """Geometric mean over (numerator row, denominator row) pairs of the ratio of their
+    medians, with the bootstrap interval of the same statistic."""
+    if not pairs:
+        return float("nan"), float("nan"), float("nan")
+    point = float(stats.geomean([sub.loc[n, "median"] / sub.loc[d, "median"] for n, d in pairs]))
+    replicated = np.vstack([reps[n] / reps[d] for n, d in pairs])
+    return (point, *stats.interval(stats.geomean(replicated, axis=0)))
+
+
+def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """:func:`rank_orders` for the rows of one key (``sub`` has ``setting``, ``median``)."""
+    # Only settings that compare orders say which order is better; counting a setting
+    # that ran one order (a strategy study at topo only, say) would favour that order.
+    compared = sub.groupby("setting")["order"].transform("nunique") > 1
+    if compared.any():
+        sub = sub[compared]
+    fastest = sub.groupby("setting")["median"].min()
+    # One joint bootstrap for the key: replicate j of every sample belongs together.
+    reps = dict(zip(sub.index, stats.bootstrap_medians(list(sub["samples"]), seed)))
+    row_of = {(r.setting, r.placer, r.order): i for i, r in sub.iterrows()}
+    pairs = []
+    for (placer, order), p in sub.groupby(["placer", "order"], sort=True):
+        vs_topo = [(row_of[(s, placer, BASELINE)], i) for i, s in p["setting"].items()
+                   if (s, placer, BASELINE) in row_of]
+        point, lo, hi = _geomean_ratio(vs_topo, sub, reps)
+        pairs.append({"placer": placer, "order": order, "settings": len(p),
+                      "of_settings": sub["setting"].nunique(),
+                      "score": float(stats.geomean(p["median"] / p["setting"].map(fastest))),
+                      "speedup_vs_topo": point, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                      "rows": dict(zip(p["setting"], p.index))})
+    ranked = pd.DataFrame(pairs).sort_values(["settings", "score", "placer", "order"],
+                                             ascending=[False, True, True, True],
+                                             ignore_index=True)
+    ranked["rank"] = np.arange(1, len(ranked) + 1)
+    ranked["vs_runner_up"] = ranked["vs_ci_low"] = ranked["vs_ci_high"] = float("nan")
+    if len(ranked) > 1:
+        best, ru = ranked.loc[0, "rows"], ranked.loc[1, "rows"]
+        common = sorted(set(best) & set(ru))
+        if common:
+            ranked.loc[0, ["vs_runner_up", "vs_ci_low", "vs_ci_high"]] = _geomean_ratio(
+                [(ru[s], best[s]) for s in common], sub, reps)
+    return ranked.drop(columns="rows")
+
+
 def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataFrame:
     """Aggregates (placer, order) pairs over the settings of each ``by`` key.
 
@@ -118,63 +164,18 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     ``score`` (geometric mean of its median over the setting's fastest median; 1 is the
     fastest everywhere), ``speedup_vs_topo`` (geometric mean over the settings that have
     ``topo`` with the same placer) and its bootstrap interval, and ``rank`` (1 = best
-    among the pairs present in the most settings). The best row of each key also gets
-    ``vs_runner_up`` = geometric mean of runner-up / best medians, with its interval.
+    among the pairs present in the most settings). Settings that ran a single order are
+    left out when any setting compares two or more. The best row of each key also gets
+    ``vs_runner_up`` = geometric mean of runner-up / best medians, with its interval
+    (above 1: the runner-up is slower).
     """
     if samples.empty:
         return pd.DataFrame()
-    rows = []
-    for bkey, sub in samples.groupby(by, dropna=False, sort=True):
-        bkey = bkey if isinstance(bkey, tuple) else (bkey,)
+    parts = []
+    for key, sub in samples.groupby(by, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
         sub = sub.assign(setting=sub[SETTING_KEY].astype(str).agg("|".join, axis=1),
                          median=sub["samples"].map(lambda a: float(np.median(a))))
-        # Only settings that compare something say which pair is better; a setting with a
-        # single pair (a strategy run at topo only, say) would just favour that pair.
-        compared = sub.groupby("setting")["order"].transform("size") > 1
-        if compared.any():
-            sub = sub[compared]
-        n_settings = sub["setting"].nunique()
-        fastest = sub.groupby("setting")["median"].min()
-        # One joint bootstrap for the whole key: replicate j of every sample belongs together.
-        reps = stats.bootstrap_medians(list(sub["samples"]), stats.seed_for(*bkey, base=seed))
-        rep_of = dict(zip(sub.index, reps))
-        pairs = []
-        for (placer, order), p in sub.groupby(["placer", "order"], sort=True):
-            score = float(stats.geomean(p["median"] / p["setting"].map(fastest)))
-            topo_meds, own_meds, num, den = [], [], [], []
-            for idx, r in p.iterrows():
-                topo = sub[(sub["setting"] == r["setting"]) & (sub["placer"] == placer)
-                           & (sub["order"] == BASELINE)]
-                if len(topo):
-                    topo_meds.append(topo["median"].iloc[0])
-                    own_meds.append(r["median"])
-                    num.append(rep_of[topo.index[0]])
-                    den.append(rep_of[idx])
-            if num:
-                point = float(stats.geomean(np.array(topo_meds) / np.array(own_meds)))
-                lo, hi = stats.interval(stats.geomean(np.vstack(num) / np.vstack(den), axis=0))
-            else:
-                point = lo = hi = float("nan")
-            pairs.append({**dict(zip(by, bkey)), "placer": placer, "order": order,
-                          "settings": len(p), "of_settings": n_settings, "score": score,
-                          "speedup_vs_topo": point, "speedup_ci_low": lo,
-                          "speedup_ci_high": hi, "_rows": list(p.index)})
-        ranked = pd.DataFrame(pairs).sort_values(["settings", "score", "placer", "order"],
-                                                 ascending=[False, True, True, True])
-        ranked["rank"] = np.arange(1, len(ranked) + 1)
-        ranked["vs_runner_up"] = ranked["vs_ci_low"] = ranked["vs_ci_high"] = float("nan")
-        if len(ranked) > 1:
-            best, ru = ranked.iloc[0], ranked.iloc[1]
-            common = set(sub.loc[best["_rows"], "setting"]) & set(sub.loc[ru["_rows"], "setting"])
-            if common:
-                b = {sub.loc[i, "setting"]: i for i in best["_rows"]}
-                r = {sub.loc[i, "setting"]: i for i in ru["_rows"]}
-                s_sorted = sorted(common)
-                point = float(stats.geomean([sub.loc[r[s], "median"] / sub.loc[b[s], "median"]
-                                             for s in s_sorted]))
-                lo, hi = stats.interval(stats.geomean(
-                    np.vstack([rep_of[r[s]] / rep_of[b[s]] for s in s_sorted]), axis=0))
-                first = ranked.index[0]
-                ranked.loc[first, ["vs_runner_up", "vs_ci_low", "vs_ci_high"]] = [point, lo, hi]
-        rows.append(ranked.drop(columns="_rows"))
-    return pd.concat(rows, ignore_index=True)
+        ranked = _rank_one_key(sub, stats.seed_for(*key, base=seed))
+        parts.append(ranked.assign(**dict(zip(by, key)))[by + list(ranked.columns)])
+    return pd.concat(parts, ignore_index=True)
