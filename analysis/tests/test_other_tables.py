@@ -65,7 +65,8 @@ def test_recommendation_per_family(recs):
     res = r.loc["resnet"]
     assert (res["order"], res["placer"]) == ("dfs-pre", "contiguous")
     assert res["confidence"].startswith("high")
-    assert "x1.25 [" in res["order_evidence"] and "runner-up contiguous/bfs" in res["order_evidence"]
+    assert res["order_evidence"].startswith("x1.25 [")
+    assert "runner-up contiguous/bfs x1.12 [" in res["order_evidence"]
     assert res["strategy"] == "pairwise"  # x1.67 at 0.005 cost; local costs 0.10
     assert res["strategy_speedup"] == pytest.approx(1 / 0.6)
     assert res["strategy_accuracy_cost"] == pytest.approx(0.005)

@@ -52,7 +52,8 @@ def _order_choice(ranked: pd.DataFrame) -> dict:
     elif math.isnan(best["speedup_vs_topo"]):
         sp_text, gain = f"no {BASELINE} measured with {best['placer']}", None
     else:
-        sp_text = f"{_fmt_ci(best['speedup_vs_topo'], best['speedup_ci_low'], best['speedup_ci_high'])} vs {BASELINE}"
+        sp = _fmt_ci(best["speedup_vs_topo"], best["speedup_ci_low"], best["speedup_ci_high"])
+        sp_text = f"{sp} vs {BASELINE}"
         gain = best["speedup_ci_low"] > 1.0
     if len(ranked) == 1:
         out.update(order_evidence=sp_text + "; only pair measured",
