@@ -98,10 +98,56 @@ class ChunkCosts {
   std::vector<double> delta_;
 };
 
-}  // namespace
+// Where a stage ending before position b of the order may start, for the stages placer:
+// the prefix [0, b) and the rest form a single-tensor boundary when no edge points back
+// across b and exactly one producer in the prefix has consumers after it; that producer
+// must then lie in the stage that ends at b (else its tensor would skip the stage, or the
+// stage would send nothing on). So a chunk [a, b) is allowed when a <= latest_start[b];
+// -1 marks a position where no stage may end. Difference arrays keep it O(nodes + edges).
+std::vector<int> single_tensor_cuts(const Graph& graph, const Order& order) {
+  const int n = graph.node_count();
+  std::vector<int> position(n);
+  for (int i = 0; i < n; ++i) position[order[i]] = i;
+  std::vector<int> crossing(n + 2, 0);               // producers whose tensor crosses cut b
+  std::vector<int64_t> crossing_position(n + 2, 0);  // sum of their positions
+  std::vector<int> backwards(n + 2, 0);              // edges crossing cut b from suffix to prefix
+  for (const Node& node : graph.nodes()) {
+    const int p = position[node.id];
+    int last_consumer = p;
+    for (NodeId consumer : node.successors) {
+      const int q = position[consumer];
+      last_consumer = std::max(last_consumer, q);
+      if (q < p) {  // cuts q+1..p separate the consumer (prefix) from its producer
+        ++backwards[q + 1];
+        --backwards[p + 1];
+      }
+    }
+    if (last_consumer > p) {  // cuts p+1..last_consumer carry this node's tensor
+      ++crossing[p + 1];
+      --crossing[last_consumer + 1];
+      crossing_position[p + 1] += p;
+      crossing_position[last_consumer + 1] -= p;
+    }
+  }
+  std::vector<int> latest_start(n + 1, -1);
+  int crossing_now = 0;
+  int64_t position_now = 0;
+  int backwards_now = 0;
+  for (int b = 1; b < n; ++b) {
+    crossing_now += crossing[b];
+    position_now += crossing_position[b];
+    backwards_now += backwards[b];
+    if (crossing_now == 1 && backwards_now == 0) latest_start[b] = static_cast<int>(position_now);
+  }
+  latest_start[n] = n - 1;
+  return latest_start;
+}
 
-Placement place_contiguous(const Graph& graph, const Order& order,
-                           const PlacementRequest& request) {
+// Exact DP over the split points of the order; a chunk [a, b) is allowed when
+// a <= latest_start[b] (latest_start[n] is n-1: the last chunk may start anywhere).
+Placement place_contiguous_at(const Graph& graph, const Order& order,
+                              const PlacementRequest& request, const std::vector<int>& latest_start,
+                              const std::string& placer_name) {
   const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
   const int n = graph.node_count();
   const int k_total = context.device_count;
@@ -111,7 +157,9 @@ Placement place_contiguous(const Graph& graph, const Order& order,
   // best[b]: smallest possible slowest-device cost covering positions [0, b) with k chunks.
   std::vector<double> best(n + 1, kInfinity);
   const int first_last = chunk_costs.row(0, row);
-  for (int b = 1; b <= first_last; ++b) best[b] = row[b];
+  for (int b = 1; b <= first_last; ++b) {
+    if (latest_start[b] >= 0) best[b] = row[b];
+  }
   std::vector<std::vector<int>> split(k_total + 1);  // split[k][b]: start of the k-th chunk
   for (int k = 2; k <= k_total; ++k) {
     std::vector<double> next(n + 1, kInfinity);
@@ -122,6 +170,7 @@ Placement place_contiguous(const Graph& graph, const Order& order,
       if (k == k_total && chunk_costs.last_end(a) < n) continue;  // the last chunk must reach n
       const int last = std::min(chunk_costs.row(a, row), max_end);
       for (int b = (k == k_total ? n : a + 1); b <= last; ++b) {
+        if (a > latest_start[b]) continue;
         const double value = std::max(best[a], row[b]);
         if (value < next[b]) {
           next[b] = value;
@@ -132,9 +181,10 @@ Placement place_contiguous(const Graph& graph, const Order& order,
     best.swap(next);
   }
   if (best[n] == kInfinity) {
-    throw_invalid("placer 'contiguous': no split of the order into " + std::to_string(k_total) +
-                  " contiguous chunks fits in " + std::to_string(context.capacity_bytes) +
-                  " bytes per device");
+    throw_invalid("placer '" + placer_name + "': no split of the order into " +
+                  std::to_string(k_total) + " contiguous chunks" +
+                  (placer_name == "contiguous" ? "" : " at single-tensor boundaries") +
+                  " fits in " + std::to_string(context.capacity_bytes) + " bytes per device");
   }
   Placement placement{k_total, std::vector<int>(n, 0)};
   int end = n;
@@ -144,6 +194,28 @@ Placement place_contiguous(const Graph& graph, const Order& order,
     end = start;
   }
   return placement;
+}
+
+}  // namespace
+
+Placement place_contiguous(const Graph& graph, const Order& order,
+                           const PlacementRequest& request) {
+  std::vector<int> any_start(graph.node_count() + 1);
+  for (int b = 0; b <= graph.node_count(); ++b) any_start[b] = b - 1;
+  return place_contiguous_at(graph, order, request, any_start, "contiguous");
+}
+
+Placement place_stages(const Graph& graph, const Order& order, const PlacementRequest& request) {
+  const std::vector<int> latest_start = single_tensor_cuts(graph, order);
+  const auto cuts =
+      std::count_if(latest_start.begin(), latest_start.end() - 1, [](int a) { return a >= 0; });
+  if (cuts < request.device_count - 1) {
+    throw_invalid("placer 'stages': the order has " + std::to_string(cuts) +
+                  " single-tensor cut points, " + std::to_string(request.device_count - 1) +
+                  " needed for " + std::to_string(request.device_count) +
+                  " stages (try order topo or dfs-post-rev, or fewer devices)");
+  }
+  return place_contiguous_at(graph, order, request, latest_start, "stages");
 }
 
 }  // namespace interplace::placement

@@ -10,8 +10,9 @@ namespace {
 
 using PlacerFunction = Placement (*)(const Graph&, const Order&, const PlacementRequest&);
 
-constexpr std::array<std::pair<const char*, PlacerFunction>, 6> kPlacers = {{
+constexpr std::array<std::pair<const char*, PlacerFunction>, 7> kPlacers = {{
     {"contiguous", &place_contiguous},
+    {"stages", &place_stages},
     {"greedy-eft", &place_greedy_eft},
     {"balanced", &place_balanced},
     {"refine", &place_refine},

@@ -8,6 +8,8 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/random.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/zoo.hpp"
 
 namespace interplace::placement {
 namespace {
@@ -32,9 +34,11 @@ double slowest_device_s(const Graph& graph, const std::vector<int>& device_of_no
   return *std::max_element(load.begin(), load.end());
 }
 
-// Minimum over every split of `order` into k non-empty contiguous chunks that fits.
+// Minimum over every split of `order` into k non-empty contiguous chunks that fits (and,
+// with `stage_chains_only`, that local strategies can run on, by the library's own check).
 double brute_force_best_s(const Graph& graph, const Order& order, int k, const NodeCosts& costs,
-                          const CostModel& model, int64_t capacity, int in_flight) {
+                          const CostModel& model, int64_t capacity, int in_flight,
+                          bool stage_chains_only = false) {
   const int n = graph.node_count();
   double best = std::numeric_limits<double>::infinity();
   std::vector<int> cuts(k - 1);
@@ -50,6 +54,10 @@ double brute_force_best_s(const Graph& graph, const Order& order, int k, const N
       memory[device] += costs.memory_bytes(order[i], in_flight);
     }
     if (*std::max_element(memory.begin(), memory.end()) > capacity) continue;
+    if (stage_chains_only &&
+        local_strategy_ineligibility(graph, Placement{k, device_of_node}).has_value()) {
+      continue;
+    }
     best = std::min(best, slowest_device_s(graph, device_of_node, k, costs, model));
   }
   return best;
@@ -110,6 +118,67 @@ TEST(Contiguous, MatchesBruteForceOnSmallRandomGraphs) {
     }
   }
   EXPECT_GT(checked, 300);
+}
+
+// The stages placer is the contiguous DP restricted to single-tensor cuts: it must find
+// the best split among exactly those the stage-chain check accepts, and throw when none.
+TEST(Stages, MatchesBruteForceOverEligibleSplits) {
+  int placed = 0;
+  int impossible = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const int n = 3 + static_cast<int>(seed % 7);  // 3..9 nodes
+    const Graph graph = testing::random_dag(n, 0.25, seed);
+    kernels::Rng rng(seed * 11);
+    std::vector<double> forward_s(n);
+    std::vector<double> backward_s(n);
+    for (int i = 0; i < n; ++i) {
+      forward_s[i] = 0.1 + rng.uniform();
+      backward_s[i] = 2.0 * forward_s[i];
+    }
+    const CostModel model =
+        testing::timed_cost_model(graph, forward_s, backward_s, LinkSpec{0.01, 1e3});
+    const NodeCosts costs = model.node_costs(graph);
+    for (const std::string order_name : {"topo", "dfs-post-rev", "random-topo", "random"}) {
+      const Order order =
+          compute_order(graph, order_by_name(order_name), {.seed = seed, .node_cost = {}});
+      for (int k = 1; k <= std::min(n, 4); ++k) {
+        const double expected = brute_force_best_s(graph, order, k, costs, model,
+                                                   std::numeric_limits<int64_t>::max(), 2, true);
+        PlacementRequest request{.device_count = k, .cost_model = model, .micro_batches = 2};
+        if (expected == std::numeric_limits<double>::infinity()) {
+          EXPECT_THROW(place_stages(graph, order, request), Error)
+              << "seed " << seed << " " << order_name << " k " << k;
+          ++impossible;
+          continue;
+        }
+        const Placement placement = place_stages(graph, order, request);
+        EXPECT_EQ(local_strategy_ineligibility(graph, placement), std::nullopt)
+            << "seed " << seed << " " << order_name << " k " << k;
+        const double got = slowest_device_s(graph, placement.device_of_node, k, costs, model);
+        EXPECT_NEAR(got, expected, 1e-9 * expected)
+            << "seed " << seed << " " << order_name << " k " << k;
+        ++placed;
+      }
+    }
+  }
+  EXPECT_GT(placed, 100);
+  EXPECT_GT(impossible, 10);  // the random graphs and orders include uncuttable ones
+}
+
+TEST(Stages, ZooModelsSplitAtBlockBoundaries) {
+  for (const auto& [model, max_devices] :
+       std::vector<std::pair<std::string, int>>{{"resnet20", 4}, {"gpt-mini", 3}}) {
+    const Graph graph = build_model(model, {.batch_size = 4});
+    const CostModel cost_model(DeviceSpec{"test", 1e11, 1e10, int64_t{1} << 40},
+                               LinkSpec{1e-5, 1e9});
+    const Order order = compute_order(graph, order_by_name("topo"), {});
+    for (int k = 2; k <= max_devices; ++k) {
+      const Placement placement =
+          place_stages(graph, order, {.device_count = k, .cost_model = cost_model});
+      EXPECT_EQ(local_strategy_ineligibility(graph, placement), std::nullopt)
+          << model << " k " << k;
+    }
+  }
 }
 
 TEST(Contiguous, UniformChainSplitsEvenly) {

@@ -201,7 +201,7 @@ def test_place_json():
             ok("order", *MODEL, "--order", "topo", "--format", "json").json()["nodes"]]
     placers = valid_names(fails(2, "place", *MODEL, "--order", "topo", "--placer", "nope",
                                 "--devices", "2"))
-    check({"contiguous", "greedy-eft", "balanced", "refine", "round-robin", "random"}
+    check({"contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random"}
           <= set(placers), placers)
     for placer in placers:
         doc = place_json("--order", "topo", "--placer", placer, "--devices", "4")

@@ -3,6 +3,10 @@
 //
 //   contiguous   splits the order into K contiguous non-empty chunks (chunk i -> device i)
 //                minimising the largest device_loads_s (dynamic programming, exact)
+//   stages       contiguous, but cutting the order only where exactly one tensor crosses
+//                and no edge points back: the stage chains with single-tensor boundaries
+//                that local and interlocking strategies need (ResNet block, Inception
+//                module and Transformer layer boundaries), balanced by the same DP
 //   greedy-eft   list scheduling in the order: each node goes to the device where it
 //                would finish earliest (forward+backward time, after the device is free
 //                and the tensors of already placed predecessors have arrived), Baechi's m-ETF
@@ -69,6 +73,7 @@ struct PlacementRequest {
 using Placer = std::function<Placement(const Graph&, const Order&, const PlacementRequest&)>;
 
 Placement place_contiguous(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_stages(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_greedy_eft(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_balanced(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_round_robin(const Graph& graph, const Order& order,
@@ -76,7 +81,7 @@ Placement place_round_robin(const Graph& graph, const Order& order,
 Placement place_random(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_refine(const Graph& graph, const Order& order, const PlacementRequest& request);
 
-// "contiguous", "greedy-eft", "balanced", "refine", "round-robin", "random".
+// "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random".
 const std::vector<std::string>& placer_names();
 // Throws invalid_input for an unknown name, listing the valid ones.
 Placer placer_by_name(std::string_view name);
