@@ -12,6 +12,12 @@
 #include "interplace/kernels/error.hpp"
 #include "model_options.hpp"
 
+#ifdef INTERPLACE_HAVE_RUNTIME
+namespace interplace::runs::cli {
+Command add_profile_command(CLI::App& root);  // mpi/cmd_profile.cpp
+}  // namespace interplace::runs::cli
+#endif
+
 namespace {
 
 constexpr int kExitRuntime = 1;
@@ -44,10 +50,11 @@ int run(int argc, char** argv) {
   bool list_models = false;
   app.add_flag("--list-models", list_models, "print the model catalog and exit");
   app.require_subcommand(0, 1);
-  std::vector<cli::Command> commands = {
-      cli::add_graph_command(app), cli::add_order_command(app), cli::add_place_command(app),
-      cli::add_simulate_command(app)};
+  std::vector<cli::Command> commands = {cli::add_graph_command(app), cli::add_order_command(app),
+                                        cli::add_place_command(app),
+                                        cli::add_simulate_command(app)};
 #ifdef INTERPLACE_HAVE_RUNTIME
+  commands.push_back(cli::add_profile_command(app));
   commands.push_back(cli::add_train_command(app));
 #endif
   try {

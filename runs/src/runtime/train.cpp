@@ -10,13 +10,13 @@
 #include <thread>
 
 #include "interplace/kernels/backend.hpp"
+#include "interplace/runs/datasets.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/messenger.hpp"
 #include "runtime/rank_model.hpp"
 #include "runtime/rank_program.hpp"
 #include "runtime/record_gather.hpp"
-#include "runtime/synthetic_data.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -61,6 +61,19 @@ int threads_for(const TrainConfig& c, MPI_Comm comm) {
   return std::max(1, cores / node_local(comm).size);
 }
 
+// What the data set must feed: the graph's input sample and its logits.
+SampleShape sample_shape(const placement::Graph& graph) {
+  SampleShape shape;
+  for (const placement::Node& node : graph.nodes()) {
+    if (node.op == "input")
+      shape.input.assign(node.output_shape.begin() + 1, node.output_shape.end());
+  }
+  const kernels::Shape& logits = graph.node(graph.sinks().front()).output_shape;
+  shape.classes = logits.back();
+  shape.sequence = logits.size() == 3;
+  return shape;
+}
+
 void run_program(const RankProgram& program, RankModel& model) {
   for (const ProgramStep& s : program.steps) {
     switch (s.kind) {
@@ -92,7 +105,9 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
   msg.on_wait = [&clock](double start, double end) { clock.add("comm_wait", start, end); };
   const RankProgram program = rank_program(plan, rank);
   RankModel model(plan, program.has_aux_head, msg, clock);
-  const SyntheticData data(plan.graph, c.seed);
+  // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
+  const std::unique_ptr<Dataset> data =
+      open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed);
 
   LocalRecords local;
   local.stages_with_head = program.stages_with_head;
@@ -113,7 +128,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
     const int64_t bytes_before = msg.bytes_sent;
     reset_peak_memory();
     maybe_fail(rank, step);
-    model.set_batch(data.train_batch(step, c.batch_size), c.micro_batches);
+    model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
     run_program(program, model);
     msg.reap_sends();
     const double end = wall_s();
@@ -144,11 +159,12 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
   // Evaluation: the last stage's head only (the network's own), eval mode, micro-batch
   // sized chunks (the graph's shapes are per micro-batch).
   const int64_t chunk = c.batch_size / c.micro_batches;
-  const int64_t chunks = c.eval_samples > 0 ? std::max<int64_t>(1, c.eval_samples / chunk) : 0;
+  const int64_t available = std::min(c.eval_samples, data->test_size());
+  const int64_t chunks = available >= chunk ? available / chunk : 0;
   model.set_training(false);
   LossTally eval;
   for (int64_t i = 0; i < chunks; ++i) {
-    model.set_batch(data.test_batch(i * chunk, chunk), 1);
+    model.set_batch(data->test_batch(i * chunk, chunk), 1);
     model.forward(0);
     eval.loss_sum += model.loss.loss_sum;
     eval.correct += model.loss.correct;
@@ -178,10 +194,6 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm) {
   if (size != plan.config.devices) {
     throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
                   " ranks (devices), the communicator has " + std::to_string(size));
-  }
-  if (plan.config.dataset != "synthetic") {
-    throw_invalid("dataset '" + plan.config.dataset +
-                  "' is not available to the runtime yet (valid here: synthetic)");
   }
   Messenger msg(comm);
   try {
