@@ -342,6 +342,10 @@ def test_kill_and_resume_np2():
         check(counts.get("failed", 0) == 0 and counts.get("ok", 0) >= 6, f"statuses {counts}")
         r = ok(2, "sweep", spec, "--out", out, "--resume")
         check("resuming: 8 of 8" in r.stderr, "a finished file has nothing left")
+        edited = write(tmp, "edited.toml", SMALL_SPEC + "# a comment changes the text\n")
+        r = ok(2, "sweep", edited, "--out", out, "--resume")
+        check("warning: " in r.stderr and "another spec text" in r.stderr and
+              "resuming: 8 of 8" in r.stderr, f"resume with another spec text: {r.stderr}")
 
 
 def test_failure_recorded_np2():
