@@ -11,6 +11,9 @@
 #include "commands.hpp"
 #include "interplace/kernels/error.hpp"
 #include "model_options.hpp"
+#ifdef INTERPLACE_HAVE_RUNTIME
+#include "mpi/cmd_sweep.hpp"
+#endif
 
 #ifdef INTERPLACE_HAVE_RUNTIME
 namespace interplace::runs::cli {
@@ -55,6 +58,10 @@ int run(int argc, char** argv) {
                                         cli::add_simulate_command(app)};
 #ifdef INTERPLACE_HAVE_RUNTIME
   commands.push_back(cli::add_profile_command(app));
+  commands.push_back(cli::add_train_command(app));
+  commands.push_back(cli::add_sweep_command(app, interplace::runs::runtime_runner()));
+  commands.push_back(cli::add_inspect_command(app));
+  commands.push_back(cli::add_merge_command(app));
 #endif
   try {
     app.parse(argc, argv);
