@@ -265,6 +265,10 @@ def test_smoke_layout_np2():
                     a["strategy"] == "local"]
         check(len(no_chain) == 4 and all(a["status"] == "skipped" and "local" in a["reason"]
                                          for a in no_chain), "local on round-robin skipped")
+        staged = [a for a in groups.values() if a["placer"] == "stages" and a["order"] == "topo"
+                  and a["strategy"] == "local" and a["devices"] == 2]
+        check(len(staged) == 2 and all(a["status"] == "ok" for a in staged),
+              "local trains on the stages placement of both models")
         for a in groups.values():
             check(a["status"] == "ok" or a["devices"] == 4 or a["strategy"] == "local",
                   f"{a['name']}: {a['status']} {a['reason']}")
