@@ -83,6 +83,8 @@ struct RankModel::Impl {
   std::unique_ptr<TiedWeights> ties;
   std::vector<Parameter*> trainable;  // what the optimiser steps (no replicas)
   std::unique_ptr<kernels::Optimizer> optimizer;
+  bool layers_training = true;      // false: evaluation, forward only
+  LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
   int tag(NodeId node, int m, bool gradient, int loss_stage) const {
@@ -197,7 +199,6 @@ struct RankModel::Impl {
     const Tensor g = Tensor::full({1}, 1.0f / static_cast<float>(micro_batches));
     return cross_entropy.backward(g, ctx).front();
   }
-  bool layers_training = true;
 
   const Tensor& input_of(NodeId producer, int m) {
     Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
@@ -238,7 +239,6 @@ struct RankModel::Impl {
       }
     }
   }
-  LossTally owner_loss, head_loss;
 
   void aux_forward(int m) {
     const double start = wall_s();
