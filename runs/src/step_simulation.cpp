@@ -95,6 +95,7 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
   schedule_request.stage_count = k;
   schedule_request.micro_batches = request.micro_batches;
   schedule_request.mini_batches = request.mini_batches;
+  schedule_request.interlock = request.interlock;
   const Schedule schedule = build_schedule(schedule_request);
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());

@@ -83,6 +83,28 @@ TEST_F(StepSimulation, LocalAddsAnAuxiliaryHeadBeforeEachBoundary) {
                Error);
 }
 
+// Sum mode (schedule.hpp) gives every stage but the last a head: pairwise on 3 stages
+// has one on stage 1 only, and in sum mode on stages 0 and 1, which costs stage 0 time.
+TEST_F(StepSimulation, SumModeAddsTheHeadsOfEveryLossInReach) {
+  // Three stages cut where one tensor crosses (after the first ReLU, after layer2.0's
+  // output): contiguous might cut inside a block.
+  placement::Placement p{.device_count = 3, .device_of_node = {}};
+  const placement::NodeId cut1 = graph_.id_of("relu1"), cut2 = graph_.id_of("layer2.0.relu2");
+  for (placement::NodeId id = 0; id < graph_.node_count(); ++id) {
+    p.device_of_node.push_back(id <= cut1 ? 0 : id <= cut2 ? 1 : 2);
+  }
+  ASSERT_FALSE(placement::local_strategy_ineligibility(graph_, p).has_value());
+  const StepReport single = simulate_step(graph_, p, costs_, model_, {.strategy = "pairwise"});
+  const StepReport sum =
+      simulate_step(graph_, p, costs_, model_,
+                    {.strategy = "pairwise", .interlock = placement::InterlockMode::sum});
+  EXPECT_FALSE(single.devices[0].has_aux_head);
+  EXPECT_TRUE(sum.devices[0].has_aux_head);
+  EXPECT_TRUE(single.devices[1].has_aux_head && sum.devices[1].has_aux_head);
+  EXPECT_FALSE(sum.devices[2].has_aux_head);
+  EXPECT_GT(sum.devices[0].busy_s, single.devices[0].busy_s);
+}
+
 TEST_F(StepSimulation, NonChainsFallBackToTheListScheduleForGlobalOnly) {
   const placement::Placement p = place("round-robin", 3);
   const StepReport report =

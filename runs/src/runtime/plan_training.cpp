@@ -158,6 +158,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   step.strategy = config.strategy;
   if (global) step.pipeline = placement::pipeline_by_name(config.pipeline);
   step.micro_batches = config.micro_batches;
+  step.interlock = placement::interlock_mode_by_name(config.interlock_mode);
   step.aux_heads.width_multiplier = config.model_options.width_multiplier;
   plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);
 

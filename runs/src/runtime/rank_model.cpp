@@ -6,11 +6,11 @@
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/layers/loss.hpp"
-#include "interplace/kernels/layers/tied_linear.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/runs/aux_heads.hpp"
 #include "runtime/plan_support.hpp"
+#include "runtime/tied_weights.hpp"
 
 namespace interplace::runs {
 
@@ -54,13 +54,6 @@ void accumulate(Tensor& sum, const Tensor& add) {
   sum = total;
 }
 
-Parameter& named_parameter(kernels::Layer& layer, const std::string& name) {
-  for (Parameter* p : layer.parameters()) {
-    if (p->name == name) return *p;
-  }
-  throw_invalid(layer.type() + " has no parameter " + name);
-}
-
 }  // namespace
 
 struct RankModel::Impl {
@@ -87,17 +80,11 @@ struct RankModel::Impl {
   std::vector<std::vector<Context>> head_contexts;  // [micro-batch][layer]
   std::vector<Context> head_loss_contexts;
   std::vector<Tensor> aux_grad;  // [micro-batch]: gradient at the boundary
-  // Tied weights split across ranks (zoo.hpp): replicas here, or owned weights whose
-  // replica lives elsewhere.
-  struct Tie {
-    Parameter* owner = nullptr;  // ours, replicated on `peer`
-    std::unique_ptr<Parameter> replica;
-    int peer = -1;
-    int tag = 0;
-  };
-  std::vector<Tie> ties;
+  std::unique_ptr<TiedWeights> ties;
   std::vector<Parameter*> trainable;  // what the optimiser steps (no replicas)
   std::unique_ptr<kernels::Optimizer> optimizer;
+  bool layers_training = true;      // false: evaluation, forward only
+  LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
   int tag(NodeId node, int m, bool gradient, int loss_stage) const {
@@ -154,46 +141,9 @@ struct RankModel::Impl {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
     }
-    bind_tied_weights();
+    ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, layers);
     if (with_head) build_head();
     make_optimizer();
-  }
-
-  void bind_tied_weights() {
-    int index = 0;
-    for (const Node& node : graph.nodes()) {
-      if (node.op != "tied_linear") continue;
-      const NodeId source = graph.id_of(std::get<std::string>(node.attributes.at("tied_to")));
-      const auto& name = std::get<std::string>(node.attributes.at("tied_parameter"));
-      const int tag = 2 + index++;
-      if (tag >= Messenger::kFirstDataTag) throw_invalid("too many tied weights");
-      const bool head_here = owner(node.id) == rank, owner_here = owner(source) == rank;
-      if (head_here && owner_here) {
-        auto& head_layer =
-            dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)]);
-        head_layer.bind(named_parameter(*layers[static_cast<size_t>(source)], name));
-      } else if (head_here) {
-        // The replica starts from the owner's initial values: both come from the owner
-        // node's seed, so no message is needed before the first step.
-        auto twin = placement::make_layer(graph.node(source));
-        kernels::Rng rng(node_seed(plan.config.seed, source));
-        twin->init_parameters(rng);
-        Tie tie;
-        tie.replica = std::make_unique<Parameter>(named_parameter(*twin, name));
-        tie.replica->grad = Tensor();
-        tie.peer = owner(source);
-        tie.tag = tag;
-        dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)])
-            .bind(*tie.replica);
-        ties.push_back(std::move(tie));
-      } else if (owner_here) {
-        Tie tie;
-        tie.owner = &named_parameter(*layers[static_cast<size_t>(source)], name);
-        tie.peer = owner(node.id);
-        tie.tag = tag;
-        ties.push_back(std::move(tie));
-      }
-    }
   }
 
   void build_head() {
@@ -249,7 +199,6 @@ struct RankModel::Impl {
     const Tensor g = Tensor::full({1}, 1.0f / static_cast<float>(micro_batches));
     return cross_entropy.backward(g, ctx).front();
   }
-  bool layers_training = true;
 
   const Tensor& input_of(NodeId producer, int m) {
     Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
@@ -290,7 +239,6 @@ struct RankModel::Impl {
       }
     }
   }
-  LossTally owner_loss, head_loss;
 
   void aux_forward(int m) {
     const double start = wall_s();
@@ -392,41 +340,16 @@ struct RankModel::Impl {
       if (!layer) continue;
       for (Parameter* p : layer->parameters()) list.push_back(p);
     }
-    for (Tie& tie : ties) {
-      if (tie.replica) list.push_back(tie.replica.get());
-    }
+    for (Parameter* p : ties->replicas()) list.push_back(p);
     return list;
   }
 
   void optimizer_step() {
     const double start = wall_s();
-    // Replicas send their gradient contribution to the owner first (non-blocking).
-    for (Tie& tie : ties) {
-      if (!tie.replica) continue;
-      Parameter& r = *tie.replica;
-      Tensor g = r.grad.defined() && !r.grad_is_zero ? r.grad : Tensor::zeros(r.value.shape());
-      msg.send(g, tie.peer, tie.tag);
-    }
-    for (Tie& tie : ties) {
-      if (!tie.owner) continue;
-      const Tensor g = msg.receive(tie.owner->value.shape(), tie.peer, tie.tag);
-      if (tie.owner->grad.defined() && !tie.owner->grad_is_zero) {
-        kernels::backend_for(g.device()).axpy(1.0f, g, tie.owner->grad);
-      } else {
-        tie.owner->grad = g;
-        tie.owner->grad_is_zero = false;
-      }
-    }
+    ties->exchange_gradients(msg);
     optimizer->step();
     optimizer->zero_grad();
-    for (Tie& tie : ties) {
-      if (tie.owner) msg.send(tie.owner->value.clone(), tie.peer, tie.tag);
-    }
-    for (Tie& tie : ties) {
-      if (!tie.replica) continue;
-      tie.replica->value.copy_from(msg.receive(tie.replica->value.shape(), tie.peer, tie.tag));
-      tie.replica->grad_is_zero = true;
-    }
+    ties->exchange_values(msg);
     const double end = wall_s();
     clock.optimizer_s += end - start;
     clock.add("optimizer", start, end);

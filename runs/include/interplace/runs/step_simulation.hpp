@@ -31,6 +31,8 @@ struct StepRequest {
   std::optional<placement::PipelineKind> pipeline = std::nullopt;
   int micro_batches = 1;
   int mini_batches = 1;  // simulated back to back; times are per mini-batch
+  // Interlock mode of the local and interlocking strategies (schedule.hpp).
+  placement::InterlockMode interlock = placement::InterlockMode::single;
   AuxHeadOptions aux_heads = {};
 };
 
