@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "interplace/runs/mpi_session.hpp"
 
@@ -28,6 +29,7 @@ Messenger::~Messenger() {
     MPI_Cancel(&receive_);
     MPI_Request_free(&receive_);
   }
+  const bool failed = failed_ || std::uncaught_exceptions() > 0 || !sends_.empty();
   // Short abort messages go out eagerly; give them a moment, but do not wait for peers
   // that may have left already.
   const double deadline = wall_s() + 2.0;
@@ -36,11 +38,22 @@ Messenger::~Messenger() {
     while (!done && wall_s() < deadline) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (!done) MPI_Request_free(&request);
   }
-  // Sends still in flight (only after a failure) complete in the background.
+  if (!failed) {
+    MPI_Comm_free(&comm_);
+    return;
+  }
+  // After a failure, messages to this communicator may still be unmatched (aborts that
+  // crossed, activations nobody will receive). Open MPI reuses a freed communicator's
+  // context id for the next one created, where such messages would be matched or crash
+  // it (seen: a segfault in mca_pml_ob1_add_comm in the next configuration of a sweep).
+  // So a failed run leaks its duplicate, and the buffers of its unfinished sends (MPI
+  // may still read them): a few messages per failed configuration.
+  static std::vector<kernels::Tensor> orphaned_send_buffers;
   for (PendingSend& s : sends_) {
     if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
+    orphaned_send_buffers.push_back(std::move(s.buffer));
   }
-  MPI_Comm_free(&comm_);
+  sends_.clear();
 }
 
 void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
@@ -73,6 +86,7 @@ void Messenger::check_abort() {
   std::string text(static_cast<size_t>(std::max(count, 1)), '\0');
   MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kAbortTag, comm_, MPI_STATUS_IGNORE);
   const ErrorKind kind = text[0] == 'i' ? ErrorKind::invalid_input : ErrorKind::runtime;
+  failed_ = true;
   throw RemoteAbort(kind, text.substr(1));
 }
 
@@ -117,6 +131,7 @@ void Messenger::complete_sends() {
 }
 
 void Messenger::abort(const Error& error) noexcept {
+  failed_ = true;
   abort_text_ = std::string(error.kind() == ErrorKind::invalid_input ? "i" : "r") + error.what();
   const std::string& text = abort_text_;
   std::vector<MPI_Request>& requests = abort_sends_;

@@ -70,6 +70,7 @@ class Messenger {
   MPI_Request receive_ = MPI_REQUEST_NULL;  // the receive being waited for, if any
   std::string abort_text_;                  // kept alive until its sends complete
   std::vector<MPI_Request> abort_sends_;
+  bool failed_ = false;  // this rank failed or learnt of a failure: see the destructor
 };
 
 double wall_s();  // MPI_Wtime
