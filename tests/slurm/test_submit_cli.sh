@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# slurm.submit_cli: slurm/submit's checks, --dry-run and job chaining, without Slurm: a fake
+# sbatch on PATH records its arguments and answers like `sbatch --parsable`. Needs no root,
+# takes under a second.
+#   tests/slurm/test_submit_cli.sh INTERPLACE
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+submit=$(cd "$here/../.." && pwd)/slurm/submit
+interplace=${1:?usage: test_submit_cli.sh INTERPLACE}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+spec=$work/spec.toml
+echo '# a spec; submit only copies it' >"$spec"
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect STATUS PATTERN CMD...: CMD exits STATUS and its stdout+stderr matches PATTERN (grep -E).
+expect() {
+  local want=$1 pattern=$2; shift 2
+  local got=0 output shown="$*"
+  shown=${shown//$work/\$work}; shown=${shown//$PATH/...}
+  output=$("$@" 2>&1) || got=$?
+  if [[ "$got" != "$want" ]]; then
+    fail "$shown exited $got, not $want; output: $output"
+  elif ! grep -qE -- "$pattern" <<<"$output"; then
+    fail "$shown: output lacks /$pattern/: $output"
+  else
+    echo "ok (exit $got): $shown"
+  fi
+}
+
+# --- bad input ----------------------------------------------------------------------------
+expect 2 'SPEC is required' "$submit" --out "$work/o"
+expect 2 "cannot read the sweep specification '$work/nope.toml'" "$submit" "$work/nope.toml" --out "$work/o"
+expect 2 '--out DIR is required' "$submit" "$spec"
+expect 2 "--shards must be a positive integer, not '0'" "$submit" "$spec" --out "$work/o" --shards 0
+expect 2 "--shards must be a positive integer, not 'two'" "$submit" "$spec" --out "$work/o" --shards two
+expect 2 '--shards 20000 is more than 10000' "$submit" "$spec" --out "$work/o" --shards 20000
+expect 2 "--gpus-per-task must be 0 or more" "$submit" "$spec" --out "$work/o" --gpus-per-task x
+expect 2 "--launcher must be pmix, pmi2 or mpirun" "$submit" "$spec" --out "$work/o" --launcher ssh
+expect 2 "unknown option '--bogus'" "$submit" "$spec" --out "$work/o" --bogus
+expect 2 "'$work/nope' is not an executable file" "$submit" "$spec" --out "$work/o" --interplace "$work/nope"
+expect 0 'usage: slurm/submit SPEC' "$submit" --help
+
+# No sbatch: a PATH with only the tools submit needs besides sbatch.
+mkdir -p "$work/bin-no-sbatch"
+for tool in dirname readlink cmp cp mkdir; do ln -s "$(command -v "$tool")" "$work/bin-no-sbatch/$tool"; done
+expect 2 'sbatch not found' env PATH="$work/bin-no-sbatch" "$(command -v bash)" "$submit" "$spec" \
+  --out "$work/o" --interplace "$interplace"
+
+# --- dry run: the two commands, nothing created ---------------------------------------------
+expect 0 "sbatch --parsable --job-name=interplace-sweep --array=0-2%2 --nodes=2 --ntasks-per-node=4 --gpus-per-task=1 --time=01:00:00 --partition=gpu --account=proj .*sweep\\.sbatch --spec $work/dry/spec\\.toml --out $work/dry --shards 3 --interplace $interplace" \
+  "$submit" "$spec" --out "$work/dry" --shards 3 --nodes 2 --tasks-per-node 4 --gpus-per-task 1 \
+  --time 01:00:00 --partition gpu --account proj --max-running 2 --interplace "$interplace" --dry-run
+expect 0 '--dependency=afterok:\\<sweep-array-job-id\\> --kill-on-invalid-dep=yes .*merge\.sbatch --out .*--shards 3' \
+  "$submit" "$spec" --out "$work/dry" --shards 3 --interplace "$interplace" --dry-run
+[[ ! -e "$work/dry" ]] || fail "--dry-run created $work/dry"
+
+# --- submission through a fake sbatch ---------------------------------------------------------
+mkdir -p "$work/bin"
+cat >"$work/bin/sbatch" <<EOF
+#!/usr/bin/env bash
+# Records its arguments; the first call answers "jobid;cluster", later ones "jobid".
+n=\$(( \$(cat "$work/sbatch.count" 2>/dev/null || echo 0) + 1 ))
+echo "\$n" >"$work/sbatch.count"
+printf '%s\n' "\$*" >>"$work/sbatch.calls"
+if ((n == 1)); then echo "41;cluster"; else echo "\$((40 + n))"; fi
+EOF
+chmod +x "$work/bin/sbatch"
+out=$work/run
+expect 0 'sweep job: +41 \(array 0-1: 2 shard' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace"
+grep -q -- '--dependency=afterok:41 ' "$work/sbatch.calls" || fail "the merge job does not depend on array 41: $(cat "$work/sbatch.calls")"
+grep -q -- "--output=$out/logs/sweep-%A_%a.out" "$work/sbatch.calls" || fail "sweep log path: $(cat "$work/sbatch.calls")"
+cmp -s "$spec" "$out/spec.toml" || fail "the spec was not copied to $out/spec.toml"
+[[ -d "$out/logs" ]] || fail "no $out/logs"
+
+# Results already there: refused without --resume, accepted with it; another spec refused.
+touch "$out/shard-0.h5"
+expect 2 'already holds results .*shard-0\.h5.*--resume' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace"
+expect 0 'merge job: +44 \(merge and report, after every shard of 43 ' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace" --resume
+echo '# another spec' >"$work/other.toml"
+expect 2 'differs from .*spec\.toml' env PATH="$work/bin:$PATH" \
+  "$submit" "$work/other.toml" --out "$out" --shards 2 --interplace "$interplace" --resume
+
+# sbatch refusing the merge job: the array id is still reported.
+cat >"$work/bin/sbatch" <<'EOF'
+#!/usr/bin/env bash
+[[ "$*" == *--dependency* ]] && { echo "sbatch: error: Batch job submission failed" >&2; exit 1; }
+echo 77
+EOF
+expect 1 'sweep array 77 is submitted, but sbatch refused the merge job' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$work/run2" --shards 2 --interplace "$interplace"
+
+if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
+echo "all slurm/submit checks passed"
