@@ -109,6 +109,11 @@ root_attr() {
   h5dump -A -a "/$2" "$1" | sed -n 's/^ *(0): "\(.*\)"$/\1/p' | head -n 1
 }
 config_ids() { h5ls "$1/configs" | awk '{print $1}' | sort; }
+# The ids shard $1 of the spec should hold: `interplace sweep --dry-run` (no MPI, runs nothing).
+expected_ids() {
+  "$interplace" sweep "$spec" --dry-run --shard "$1" --format json \
+    | python3 -c 'import json, sys; print("\n".join(c["id"] for c in json.load(sys.stdin)))' | sort
+}
 
 shard_ids=()
 for ((i = 0; i < SHARDS; i++)); do
@@ -122,7 +127,11 @@ for ((i = 0; i < SHARDS; i++)); do
     || die "$f: slurm_array_task_id is '$(root_attr "$f" slurm_array_task_id)', not $i"
   [[ "$(root_attr "$f" slurm_job_id)" =~ ^[0-9]+$ ]] || die "$f: no slurm_job_id"
   mapfile -t ids < <(config_ids "$f")
-  log "shard $i: ${#ids[@]} configuration(s), job $(root_attr "$f" slurm_job_id) = ${sweep_job}_$i"
+  mapfile -t want < <(expected_ids "$i/$SHARDS")
+  ((${#want[@]} > 0)) || die "interplace sweep --dry-run --shard $i/$SHARDS lists no configuration"
+  [[ "${ids[*]}" == "${want[*]}" ]] \
+    || die "$f holds ${#ids[@]} configurations, not the ${#want[@]} of shard $i/$SHARDS (sweep --dry-run)"
+  log "shard $i: ${#ids[@]} configuration(s) as expected, job $(root_attr "$f" slurm_job_id) = ${sweep_job}_$i"
   shard_ids+=("${ids[@]}")
 done
 
@@ -131,6 +140,9 @@ merged=$out/merged.h5
 summary=$("$interplace" inspect "$merged") || die "interplace inspect $merged failed (exit $?)"
 mapfile -t merged_ids < <(config_ids "$merged")
 mapfile -t union_ids < <(printf '%s\n' "${shard_ids[@]}" | sort)
+mapfile -t all_ids < <(expected_ids 0/1)
+[[ "${merged_ids[*]}" == "${all_ids[*]}" ]] \
+  || die "$merged holds ${#merged_ids[@]} configurations, the spec ${#all_ids[@]} (sweep --dry-run)"
 ((${#merged_ids[@]} > 0)) || die "$merged holds no configuration"
 [[ -z "$(printf '%s\n' "${union_ids[@]}" | uniq -d)" ]] || die "the shards share configurations"
 [[ "${merged_ids[*]}" == "${union_ids[*]}" ]] \
