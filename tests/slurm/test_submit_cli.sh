@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # slurm.submit_cli: slurm/submit's checks, --dry-run and job chaining, without Slurm: a fake
-# sbatch on PATH records its arguments and answers like `sbatch --parsable`. Needs no root,
-# takes under a second.
-#   tests/slurm/test_submit_cli.sh INTERPLACE
+# sbatch on PATH records its arguments and answers like `sbatch --parsable`, and a fake
+# interplace answers `sweep SPEC --dry-run --format json` (the spec check) with 5
+# configurations, or with a spec error. Needs no root, takes about a second.
+#   tests/slurm/test_submit_cli.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 submit=$(cd "$here/../.." && pwd)/slurm/submit
-interplace=${1:?usage: test_submit_cli.sh INTERPLACE}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 spec=$work/spec.toml
-echo '# a spec; submit only copies it' >"$spec"
+echo 'models = ["resnet20"]' >"$spec"
+interplace=$work/interplace
+cat >"$interplace" <<'EOF'
+#!/usr/bin/env bash
+# Fake interplace: only `sweep SPEC --dry-run --format json`, as documented in docs/cli.md.
+[[ "$1" == sweep && " $* " == *" --dry-run --format json "* ]] || { echo "fake: $*" >&2; exit 3; }
+if grep -q bogus "$2"; then echo "$2:1: unknown key 'bogus'" >&2; exit 2; fi
+echo '['
+for i in 0 1 2 3; do echo "{\"index\": $i, \"id\": \"000000000000000$i\", \"name\": \"c$i\"},"; done
+echo '{"index": 4, "id": "0000000000000004", "name": "c4"}]'
+EOF
+chmod +x "$interplace"
 
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -45,9 +56,15 @@ expect 2 "unknown option '--bogus'" "$submit" "$spec" --out "$work/o" --bogus
 expect 2 "'$work/nope' is not an executable file" "$submit" "$spec" --out "$work/o" --interplace "$work/nope"
 expect 0 'usage: slurm/submit SPEC' "$submit" --help
 
+# The spec check: a spec error, more shards than configurations, --no-check.
+echo 'bogus = 1' >"$work/bad.toml"
+expect 2 "bad.toml:1: unknown key 'bogus'" "$submit" "$work/bad.toml" --out "$work/o" --interplace "$interplace"
+expect 2 '--shards 6 is more than the 5 configurations' "$submit" "$spec" --out "$work/o" --shards 6 --interplace "$interplace"
+expect 0 '# spec: not checked' "$submit" "$work/bad.toml" --out "$work/o" --interplace "$interplace" --no-check --dry-run
+
 # No sbatch: a PATH with only the tools submit needs besides sbatch.
 mkdir -p "$work/bin-no-sbatch"
-for tool in dirname readlink cmp cp mkdir; do ln -s "$(command -v "$tool")" "$work/bin-no-sbatch/$tool"; done
+for tool in bash dirname readlink cmp cp mkdir grep wc; do ln -s "$(command -v "$tool")" "$work/bin-no-sbatch/$tool"; done
 expect 2 'sbatch not found' env PATH="$work/bin-no-sbatch" "$(command -v bash)" "$submit" "$spec" \
   --out "$work/o" --interplace "$interplace"
 
@@ -55,6 +72,8 @@ expect 2 'sbatch not found' env PATH="$work/bin-no-sbatch" "$(command -v bash)" 
 expect 0 "sbatch --parsable --job-name=interplace-sweep --array=0-2%2 --nodes=2 --ntasks-per-node=4 --gpus-per-task=1 --time=01:00:00 --partition=gpu --account=proj .*sweep\\.sbatch --spec $work/dry/spec\\.toml --out $work/dry --shards 3 --interplace $interplace" \
   "$submit" "$spec" --out "$work/dry" --shards 3 --nodes 2 --tasks-per-node 4 --gpus-per-task 1 \
   --time 01:00:00 --partition gpu --account proj --max-running 2 --interplace "$interplace" --dry-run
+expect 0 '# spec: 5 configuration\(s\), 1-2 per shard' \
+  "$submit" "$spec" --out "$work/dry" --shards 3 --interplace "$interplace" --dry-run
 expect 0 '--dependency=afterok:\\<sweep-array-job-id\\> --kill-on-invalid-dep=yes .*merge\.sbatch --out .*--shards 3' \
   "$submit" "$spec" --out "$work/dry" --shards 3 --interplace "$interplace" --dry-run
 [[ ! -e "$work/dry" ]] || fail "--dry-run created $work/dry"
