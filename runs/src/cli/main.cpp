@@ -11,6 +11,9 @@
 #include "commands.hpp"
 #include "interplace/kernels/error.hpp"
 #include "model_options.hpp"
+#ifdef INTERPLACE_HAVE_RUNTIME
+#include "mpi/cmd_sweep.hpp"
+#endif
 
 namespace {
 
@@ -44,9 +47,13 @@ int run(int argc, char** argv) {
   bool list_models = false;
   app.add_flag("--list-models", list_models, "print the model catalog and exit");
   app.require_subcommand(0, 1);
-  const std::vector<cli::Command> commands = {
-      cli::add_graph_command(app), cli::add_order_command(app), cli::add_place_command(app),
-      cli::add_simulate_command(app)};
+  std::vector<cli::Command> commands = {cli::add_graph_command(app), cli::add_order_command(app),
+                                        cli::add_place_command(app),
+                                        cli::add_simulate_command(app)};
+#ifdef INTERPLACE_HAVE_RUNTIME
+  commands.push_back(cli::add_inspect_command(app));
+  commands.push_back(cli::add_merge_command(app));
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& help) {

@@ -1,0 +1,95 @@
+// Result files (docs/results-format.md): creating them, adding one finished configuration
+// at a time so that a killed job leaves a complete file, reading back what they hold, and
+// merging shard files. Only rank 0 of a job calls the writing functions.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interplace/runs/sweep_spec.hpp"
+#include "interplace/runs/training.hpp"
+
+namespace interplace::runs {
+
+// The root attributes (docs/results-format.md, "Root attributes").
+struct Provenance {
+  std::string created_utc;
+  std::string interplace_version;
+  std::string git_commit;
+  std::string mpi_version;
+  std::string hdf5_version;
+  std::string onednn_version;
+  std::string cuda_runtime_version = "none";
+  std::string cuda_driver_version = "none";
+  std::string cudnn_version = "none";
+  std::string hosts;    // comma-separated, in rank order
+  std::string devices;  // comma-separated, in rank order
+  int64_t world_size = 1;
+  std::string slurm_job_id;
+  std::string slurm_array_job_id;
+  std::string slurm_array_task_id;
+  std::string shard = "0/1";
+  std::string spec_path;
+  std::string spec_text;
+};
+
+// Collective over `world`: host and device names of every rank, library versions,
+// Slurm ids from the environment. The result is complete on rank 0.
+Provenance collect_provenance(MPI_Comm world, const std::string& shard, const SweepSpec& spec);
+
+std::string utc_now();  // ISO 8601, seconds: "2026-11-29T19:30:00Z"
+
+// One finished configuration, as the sweep driver hands it to the writer.
+struct ConfigRecord {
+  SweepConfig config;
+  std::string status;  // ok | failed | skipped
+  std::string reason;
+  std::string started_utc;
+  double wall_s = 0.0;
+  const TrainPlan* plan = nullptr;      // when planning succeeded
+  const TrainResult* result = nullptr;  // when status == ok
+};
+
+// Creates `path` with the root attributes and an empty /configs; throws invalid_input when
+// it exists already (results are never overwritten).
+void create_results_file(const std::string& path, const Provenance& provenance);
+// Copies `path` to `path.tmp`, adds /configs/<id> there, closes it and renames it over
+// `path`. Throws invalid_input when the id is present already. Returns the seconds taken.
+double append_config(const std::string& path, const ConfigRecord& record);
+
+// What `inspect`, `--resume` and `merge` need from a file.
+struct StoredConfig {
+  std::string id;
+  int64_t index = 0;
+  std::string name;
+  std::string status;
+  std::string reason;
+  double median_step_s = 0.0;  // over measured steps; NaN when there are none
+  double samples_per_s = 0.0;  // NaN unless ok
+  double final_loss = 0.0;     // loss of the last step; NaN when there are no steps
+  double eval_accuracy = 0.0;  // NaN unless evaluated
+};
+
+struct ResultsSummary {
+  std::string format_name;
+  int64_t format_version = 0;
+  std::string shard;
+  std::string spec_path;
+  std::string spec_text;
+  std::vector<StoredConfig> configs;  // by index, then id
+};
+
+// Throws invalid_input for a missing file, a file that is not HDF5 or not a result file
+// of this format version; runtime for a damaged one.
+ResultsSummary read_results_file(const std::string& path);
+
+// Combines result files into `output` (which must not exist): the root attributes of the
+// first input with shard = "merged" and merged_sources = the inputs. Throws invalid_input
+// for an input that is not a result file, differing format versions, or a configuration
+// id present in more than one input.
+void merge_results_files(const std::vector<std::string>& inputs, const std::string& output);
+
+}  // namespace interplace::runs

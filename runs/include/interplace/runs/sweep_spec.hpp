@@ -1,0 +1,46 @@
+// Sweep specifications (TOML, docs/cli.md "Sweep specifications"): lists of values per
+// dimension, expanded into a cross product of training configurations, minus exclusions.
+// Everything is validated while parsing, so that a bad spec fails before anything runs,
+// with "file:line: reason".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interplace/runs/training.hpp"
+
+namespace interplace::runs {
+
+struct SweepConfig {
+  int64_t index = 0;  // position in the expansion (0-based)
+  int repeat = 0;     // 0 .. repeats-1; enters the id, so repeats are distinct configurations
+  TrainConfig train;
+  std::string id;  // 16 hex digits: FNV-1a 64 of canonical_parameters(train, repeat)
+};
+
+struct SweepSpec {
+  std::string path;
+  std::string text;  // the file as read, stored in result files
+  std::vector<SweepConfig> configs;
+};
+
+// Throws invalid_input "path:line: reason" for syntax errors, unknown keys, wrong types,
+// empty lists and bad values; "path: ..." when the file cannot be read.
+SweepSpec load_sweep_spec(const std::string& path);
+// The same from text already read; `path` names it in messages and in the result.
+SweepSpec parse_sweep_spec(const std::string& text, const std::string& path);
+
+// `key=value` lines in the order of docs/results-format.md's attribute table (plus
+// data_dir and repeat): the identity of a configuration.
+std::string canonical_parameters(const TrainConfig& config, int repeat);
+uint64_t fnv1a64(std::string_view text);
+std::string config_id(const TrainConfig& config, int repeat);  // 16 lowercase hex digits
+
+// Non-default ModelOptions as "key=value,..." in field order ("" for the defaults).
+std::string model_options_string(const placement::ModelOptions& options);
+// "cpu-core", or "profile:<path>" when a measured profile replaces the preset.
+std::string cost_device_string(const TrainConfig& config);
+
+}  // namespace interplace::runs

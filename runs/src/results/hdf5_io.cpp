@@ -1,0 +1,295 @@
+#include "hdf5_io.hpp"
+
+#include <filesystem>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::runs::h5 {
+namespace {
+
+Handle utf8_string_type() {
+  Handle type = check(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  check(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size");
+  check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "H5Tset_cset");
+  return type;
+}
+
+Handle scalar_space() {
+  return check(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
+}
+
+Handle simple_space(size_t rows, size_t cols) {
+  const hsize_t dims[2] = {rows, cols};
+  return check(H5Screate_simple(cols == 0 ? 1 : 2, dims, nullptr), H5Sclose, "H5Screate_simple");
+}
+
+void write_scalar(hid_t object, const std::string& name, hid_t file_type, hid_t memory_type,
+                  const void* value) {
+  const Handle space = scalar_space();
+  const Handle attr =
+      check(H5Acreate2(object, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose, "creating attribute " + name);
+  check(H5Awrite(attr.get(), memory_type, value), "writing attribute " + name);
+}
+
+std::optional<Handle> open_attr(hid_t object, const std::string& name) {
+  if (H5Aexists(object, name.c_str()) <= 0) return std::nullopt;
+  return check(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
+}
+
+void write_raw(hid_t parent, const std::string& name, hid_t file_type, hid_t memory_type,
+               const void* data, size_t rows, size_t cols) {
+  const Handle space = simple_space(rows, cols);
+  const Handle set = check(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT),
+                           H5Dclose, "creating dataset " + name);
+  if (rows == 0) return;  // an empty shape: nothing to write
+  check(H5Dwrite(set.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+        "writing dataset " + name);
+}
+
+template <typename T>
+std::vector<T> read_raw(hid_t parent, const std::string& name, hid_t memory_type) {
+  const Handle set =
+      check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + name);
+  const Handle space = check(H5Dget_space(set.get()), H5Sclose, "H5Dget_space");
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) throw_runtime("cannot read the shape of dataset " + name);
+  std::vector<T> out(static_cast<size_t>(count));
+  if (count > 0) {
+    check(H5Dread(set.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+          "reading dataset " + name);
+  }
+  return out;
+}
+
+herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+
+}  // namespace
+
+void quiet() {
+  static const bool done = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
+Handle& Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    close();
+    id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    closer_ = other.closer_;
+  }
+  return *this;
+}
+
+herr_t Handle::close() {
+  herr_t status = 0;
+  if (id_ >= 0 && closer_ != nullptr) status = closer_(id_);
+  id_ = H5I_INVALID_HID;
+  return status;
+}
+
+Handle check(hid_t id, Handle::Closer closer, const std::string& what) {
+  if (id < 0) throw_runtime("HDF5: " + what + " failed");
+  return Handle(id, closer);
+}
+
+void check(herr_t status, const std::string& what) {
+  if (status < 0) throw_runtime("HDF5: " + what + " failed");
+}
+
+namespace {
+// Closing a file closes everything still open in it, so that close means flushed.
+Handle strong_close_access() {
+  Handle fapl = check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
+  return fapl;
+}
+}  // namespace
+
+Handle create_file(const std::string& path, bool truncate) {
+  quiet();
+  const Handle fapl = strong_close_access();
+  return check(
+      H5Fcreate(path.c_str(), truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
+      H5Fclose, "creating " + path);
+}
+
+Handle open_file(const std::string& path, bool writable) {
+  quiet();
+  const Handle fapl = strong_close_access();
+  return check(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
+               H5Fclose, "opening " + path);
+}
+
+bool is_hdf5(const std::string& path) {
+  quiet();
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;
+  return H5Fis_hdf5(path.c_str()) > 0;
+}
+
+Handle create_group(hid_t parent, const std::string& name) {
+  return check(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
+               "creating group " + name);
+}
+
+Handle open_group(hid_t parent, const std::string& name) {
+  return check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "opening group " + name);
+}
+
+bool exists(hid_t parent, const std::string& name) {
+  return H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0;
+}
+
+std::vector<std::string> child_names(hid_t group) {
+  H5G_info_t info;
+  check(H5Gget_info(group, &info), "H5Gget_info");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t size =
+        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (size < 0) throw_runtime("HDF5: listing a group failed");
+    std::string name(static_cast<size_t>(size) + 1, '\0');
+    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
+                       H5P_DEFAULT);
+    name.resize(static_cast<size_t>(size));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+std::vector<std::string> attribute_names(hid_t object) {
+  std::vector<std::string> names;
+  check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
+        "listing attributes");
+  return names;
+}
+
+void write_attr(hid_t object, const std::string& name, const std::string& value) {
+  write_attr(object, name, value.c_str());
+}
+
+void write_attr(hid_t object, const std::string& name, const char* value) {
+  const Handle type = utf8_string_type();
+  write_scalar(object, name, type.get(), type.get(), &value);
+}
+
+void write_attr(hid_t object, const std::string& name, int64_t value) {
+  write_scalar(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+void write_attr(hid_t object, const std::string& name, double value) {
+  write_scalar(object, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+void write_attr(hid_t object, const std::string& name, const std::vector<std::string>& values) {
+  std::vector<const char*> pointers;
+  for (const std::string& value : values) pointers.push_back(value.c_str());
+  const Handle type = utf8_string_type();
+  const Handle space = simple_space(values.size(), 0);
+  const Handle attr =
+      check(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose, "creating attribute " + name);
+  if (!values.empty()) {
+    check(H5Awrite(attr.get(), type.get(), pointers.data()), "writing attribute " + name);
+  }
+}
+
+std::optional<std::string> read_attr_string(hid_t object, const std::string& name) {
+  const std::optional<Handle> attr = open_attr(object, name);
+  if (!attr) return std::nullopt;
+  const Handle type = check(H5Aget_type(attr->get()), H5Tclose, "H5Aget_type");
+  if (H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    const Handle memory = utf8_string_type();
+    char* text = nullptr;
+    check(H5Aread(attr->get(), memory.get(), &text), "reading attribute " + name);
+    std::string value = text != nullptr ? text : "";
+    H5free_memory(text);
+    return value;
+  }
+  std::string value(H5Tget_size(type.get()), '\0');
+  check(H5Aread(attr->get(), type.get(), value.data()), "reading attribute " + name);
+  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return value;
+}
+
+std::optional<int64_t> read_attr_int(hid_t object, const std::string& name) {
+  const std::optional<Handle> attr = open_attr(object, name);
+  if (!attr) return std::nullopt;
+  const Handle type = check(H5Aget_type(attr->get()), H5Tclose, "H5Aget_type");
+  if (H5Tget_class(type.get()) != H5T_INTEGER) return std::nullopt;
+  int64_t value = 0;
+  check(H5Aread(attr->get(), H5T_NATIVE_INT64, &value), "reading attribute " + name);
+  return value;
+}
+
+std::optional<double> read_attr_double(hid_t object, const std::string& name) {
+  const std::optional<Handle> attr = open_attr(object, name);
+  if (!attr) return std::nullopt;
+  const Handle type = check(H5Aget_type(attr->get()), H5Tclose, "H5Aget_type");
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  if (type_class != H5T_FLOAT && type_class != H5T_INTEGER) return std::nullopt;
+  double value = 0.0;
+  check(H5Aread(attr->get(), H5T_NATIVE_DOUBLE, &value), "reading attribute " + name);
+  return value;
+}
+
+void copy_scalar_attrs(hid_t from, hid_t to) {
+  for (const std::string& name : attribute_names(from)) {
+    const Handle attr = check(H5Aopen(from, name.c_str(), H5P_DEFAULT), H5Aclose, "H5Aopen");
+    const Handle space = check(H5Aget_space(attr.get()), H5Sclose, "H5Aget_space");
+    if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) continue;
+    const Handle type = check(H5Aget_type(attr.get()), H5Tclose, "H5Aget_type");
+    switch (H5Tget_class(type.get())) {
+      case H5T_STRING:
+        write_attr(to, name, *read_attr_string(from, name));
+        break;
+      case H5T_INTEGER:
+        write_attr(to, name, *read_attr_int(from, name));
+        break;
+      case H5T_FLOAT:
+        write_attr(to, name, *read_attr_double(from, name));
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
+                   size_t rows, size_t cols) {
+  write_raw(parent, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data.data(), rows, cols);
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
+                   size_t rows, size_t cols) {
+  write_raw(parent, name, H5T_STD_I64LE, H5T_NATIVE_INT64, data.data(), rows, cols);
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data) {
+  write_raw(parent, name, H5T_STD_I8LE, H5T_NATIVE_INT8, data.data(), data.size(), 0);
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data) {
+  std::vector<const char*> pointers;
+  for (const std::string& value : data) pointers.push_back(value.c_str());
+  const Handle type = utf8_string_type();
+  write_raw(parent, name, type.get(), type.get(), pointers.data(), data.size(), 0);
+}
+
+std::vector<double> read_doubles(hid_t parent, const std::string& name) {
+  return read_raw<double>(parent, name, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<int64_t> read_ints(hid_t parent, const std::string& name) {
+  return read_raw<int64_t>(parent, name, H5T_NATIVE_INT64);
+}
+
+}  // namespace interplace::runs::h5

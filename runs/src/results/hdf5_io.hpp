@@ -1,0 +1,77 @@
+// A thin layer over the HDF5 C API for the result files: handles that close themselves,
+// and the few attribute and dataset shapes docs/results-format.md uses. Every failure
+// becomes a runtime error naming what was being done (HDF5's own error stack printing
+// is switched off: it would bury the one line the CLI prints).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace interplace::runs::h5 {
+
+// Silences HDF5's automatic error printing (once per process).
+void quiet();
+
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(Handle&& other) noexcept
+      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  Handle& operator=(Handle&& other) noexcept;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { close(); }
+
+  hid_t get() const { return id_; }
+  herr_t close();  // explicit close, for files whose closing must succeed
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+// Throws runtime "<what> failed" when id < 0.
+Handle check(hid_t id, Handle::Closer closer, const std::string& what);
+void check(herr_t status, const std::string& what);
+
+// Files. create: fails if it exists unless `truncate`.
+Handle create_file(const std::string& path, bool truncate);
+Handle open_file(const std::string& path, bool writable);
+bool is_hdf5(const std::string& path);
+
+Handle create_group(hid_t parent, const std::string& name);
+Handle open_group(hid_t parent, const std::string& name);
+bool exists(hid_t parent, const std::string& name);
+std::vector<std::string> child_names(hid_t group);
+std::vector<std::string> attribute_names(hid_t object);
+
+// Scalar attributes.
+void write_attr(hid_t object, const std::string& name, const std::string& value);
+void write_attr(hid_t object, const std::string& name, const char* value);
+void write_attr(hid_t object, const std::string& name, int64_t value);
+void write_attr(hid_t object, const std::string& name, double value);
+void write_attr(hid_t object, const std::string& name, const std::vector<std::string>& values);
+std::optional<std::string> read_attr_string(hid_t object, const std::string& name);
+std::optional<int64_t> read_attr_int(hid_t object, const std::string& name);
+std::optional<double> read_attr_double(hid_t object, const std::string& name);
+// Copies every scalar string, integer or float attribute of `from` onto `to`.
+void copy_scalar_attrs(hid_t from, hid_t to);
+
+// Datasets of shape [rows] (cols == 0) or [rows, cols], row-major data.
+void write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
+                   size_t rows, size_t cols = 0);
+void write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
+                   size_t rows, size_t cols = 0);
+void write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data);
+void write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data);
+std::vector<double> read_doubles(hid_t parent, const std::string& name);
+std::vector<int64_t> read_ints(hid_t parent, const std::string& name);
+
+}  // namespace interplace::runs::h5

@@ -1,0 +1,56 @@
+// Merging shard files: every input is checked before anything is written, then the
+// configuration groups are copied whole (H5Ocopy) into a new file that appears under its
+// name only when complete.
+#include <filesystem>
+#include <map>
+
+#include "hdf5_io.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/results_file.hpp"
+#include "results_open.hpp"
+
+namespace interplace::runs {
+
+void merge_results_files(const std::vector<std::string>& inputs, const std::string& output) {
+  if (inputs.empty()) throw_invalid("merge needs at least one input file");
+  if (std::filesystem::exists(output)) {
+    throw_invalid(output + " exists already; merge never overwrites results");
+  }
+  std::map<std::string, std::string> owner;  // configuration id -> input holding it
+  for (const std::string& input : inputs) {
+    for (const StoredConfig& c : read_results_file(input).configs) {
+      const auto [at, fresh] = owner.emplace(c.id, input);
+      if (!fresh) {
+        throw_invalid("configuration " + c.id + " (" + c.name + ") is in both " + at->second +
+                      " and " + input + "; merge takes each configuration from one file only");
+      }
+    }
+  }
+  const std::string tmp = output + ".tmp";
+  {
+    h5::Handle out = h5::create_file(tmp, true);
+    {
+      const h5::Handle first = open_results_file(inputs.front(), false);
+      h5::copy_scalar_attrs(first.get(), out.get());
+    }
+    H5Adelete(out.get(), "shard");
+    h5::write_attr(out.get(), "shard", std::string("merged"));
+    h5::write_attr(out.get(), "merged_sources", inputs);
+    const h5::Handle configs = h5::create_group(out.get(), "configs");
+    for (const std::string& input : inputs) {
+      const h5::Handle in = open_results_file(input, false);
+      const h5::Handle in_configs = h5::open_group(in.get(), "configs");
+      for (const std::string& id : h5::child_names(in_configs.get())) {
+        h5::check(H5Ocopy(in_configs.get(), id.c_str(), configs.get(), id.c_str(), H5P_DEFAULT,
+                          H5P_DEFAULT),
+                  "copying configuration " + id + " from " + input);
+      }
+    }
+    if (out.close() < 0) throw_runtime("HDF5: closing " + tmp + " failed");
+  }
+  std::error_code error;
+  std::filesystem::rename(tmp, output, error);
+  if (error) throw_runtime("cannot rename " + tmp + " to " + output + ": " + error.message());
+}
+
+}  // namespace interplace::runs

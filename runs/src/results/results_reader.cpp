@@ -1,0 +1,101 @@
+// Reading result files back: the format check first (so that a wrong file gets one clear
+// line, not an HDF5 error stack), then one summary row per configuration group.
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "hdf5_io.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/results_file.hpp"
+#include "interplace/runs/results_format.hpp"
+#include "results_open.hpp"
+
+namespace interplace::runs {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double median(std::vector<double> values) {
+  if (values.empty()) return kNaN;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+StoredConfig read_config(hid_t configs, const std::string& id) {
+  const h5::Handle g = h5::open_group(configs, id);
+  StoredConfig c;
+  c.id = h5::read_attr_string(g.get(), "id").value_or(id);
+  c.index = h5::read_attr_int(g.get(), "index").value_or(-1);
+  c.name = h5::read_attr_string(g.get(), "name").value_or("");
+  c.status = h5::read_attr_string(g.get(), "status").value_or("");
+  c.reason = h5::read_attr_string(g.get(), "reason").value_or("");
+  c.samples_per_s = h5::read_attr_double(g.get(), "samples_per_s").value_or(kNaN);
+  c.eval_accuracy = h5::read_attr_double(g.get(), "eval_accuracy").value_or(kNaN);
+  c.median_step_s = kNaN;
+  c.final_loss = kNaN;
+  if (h5::exists(g.get(), "steps")) {
+    const h5::Handle steps = h5::open_group(g.get(), "steps");
+    const std::vector<double> times = h5::read_doubles(steps.get(), "step_time_s");
+    const std::vector<int64_t> warmup = h5::read_ints(steps.get(), "warmup");
+    std::vector<double> measured;
+    for (size_t i = 0; i < times.size() && i < warmup.size(); ++i) {
+      if (warmup[i] == 0) measured.push_back(times[i]);
+    }
+    c.median_step_s = median(measured);
+    const std::vector<double> loss = h5::read_doubles(steps.get(), "loss");
+    if (!loss.empty()) c.final_loss = loss.back();
+  }
+  return c;
+}
+
+}  // namespace
+
+h5::Handle open_results_file(const std::string& path, bool writable) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw_invalid(path + ": no such file");
+  if (!h5::is_hdf5(path)) {
+    throw_invalid(path + " is not an HDF5 file (an interplace result file was expected)");
+  }
+  h5::Handle file;
+  try {
+    file = h5::open_file(path, writable);
+  } catch (const Error&) {
+    throw_runtime(path + ": the HDF5 file cannot be opened (damaged or truncated?)");
+  }
+  const std::optional<std::string> name = h5::read_attr_string(file.get(), "format_name");
+  const std::optional<int64_t> version = h5::read_attr_int(file.get(), "format_version");
+  if (!name || !version) {
+    throw_invalid(path +
+                  " is an HDF5 file but not an interplace result file (no format_name "
+                  "or format_version attribute)");
+  }
+  require_supported_results_format(path, *name, *version);
+  if (!h5::exists(file.get(), "configs")) {
+    throw_runtime(path + " is damaged: it has no /configs group");
+  }
+  return file;
+}
+
+ResultsSummary read_results_file(const std::string& path) {
+  const h5::Handle file = open_results_file(path, false);
+  ResultsSummary summary;
+  try {
+    summary.format_name = *h5::read_attr_string(file.get(), "format_name");
+    summary.format_version = *h5::read_attr_int(file.get(), "format_version");
+    summary.shard = h5::read_attr_string(file.get(), "shard").value_or("");
+    summary.spec_path = h5::read_attr_string(file.get(), "spec_path").value_or("");
+    summary.spec_text = h5::read_attr_string(file.get(), "spec_text").value_or("");
+    const h5::Handle configs = h5::open_group(file.get(), "configs");
+    for (const std::string& id : h5::child_names(configs.get())) {
+      summary.configs.push_back(read_config(configs.get(), id));
+    }
+  } catch (const Error& e) {
+    throw_runtime(path + " is damaged: " + e.what());
+  }
+  std::stable_sort(summary.configs.begin(), summary.configs.end(),
+                   [](const StoredConfig& a, const StoredConfig& b) { return a.index < b.index; });
+  return summary;
+}
+
+}  // namespace interplace::runs

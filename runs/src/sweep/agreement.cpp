@@ -1,0 +1,50 @@
+#include "agreement.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "interplace/runs/mpi_session.hpp"
+
+namespace interplace::runs::sweep {
+namespace {
+
+void wait_politely(MPI_Request& request, const char* what) {
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+}
+
+}  // namespace
+
+void polite_barrier(MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+  wait_politely(request, "MPI_Ibarrier");
+}
+
+Outcome agree(MPI_Comm comm, const Outcome& mine) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int key = mine.code == OutcomeCode::ok ? size : rank;
+  int first = size;
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&key, &first, 1, MPI_INT, MPI_MIN, comm, &request), "MPI_Iallreduce");
+  wait_politely(request, "MPI_Iallreduce");
+  if (first == size) return {};
+  int header[2] = {static_cast<int>(mine.code), static_cast<int>(mine.message.size())};
+  check_mpi(MPI_Bcast(header, 2, MPI_INT, first, comm), "MPI_Bcast");
+  Outcome out{static_cast<OutcomeCode>(header[0]),
+              rank == first ? mine.message : std::string(static_cast<size_t>(header[1]), '\0')};
+  check_mpi(MPI_Bcast(out.message.data(), header[1], MPI_CHAR, first, comm), "MPI_Bcast");
+  return out;
+}
+
+}  // namespace interplace::runs::sweep

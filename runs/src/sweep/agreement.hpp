@@ -1,0 +1,25 @@
+// How the ranks of a sweep agree on what happened to a configuration, and how the ranks
+// that do not train wait without spinning a core (Open MPI's blocking collectives poll).
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace interplace::runs::sweep {
+
+enum class OutcomeCode { ok = 0, skipped = 1, failed = 2 };
+
+struct Outcome {
+  OutcomeCode code = OutcomeCode::ok;
+  std::string message;
+};
+
+// Collective over `comm`: the outcome of the lowest rank that reports a problem (or ok
+// when none does), the same on every rank.
+Outcome agree(MPI_Comm comm, const Outcome& mine);
+
+// MPI_Barrier that sleeps between tests instead of polling.
+void polite_barrier(MPI_Comm comm);
+
+}  // namespace interplace::runs::sweep

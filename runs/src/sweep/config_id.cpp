@@ -1,0 +1,95 @@
+// The identity of a configuration: the same parameters give the same id in every file, so
+// shards merge and --resume recognises finished work (docs/results-format.md).
+#include <cstdio>
+
+#include "interplace/runs/sweep_spec.hpp"
+#include "spec_dimensions.hpp"
+
+namespace interplace::runs {
+
+namespace {
+
+// printf's %.17g: exact, and the same text in every language that recomputes ids.
+std::string exact_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string model_options_string(const placement::ModelOptions& o) {
+  std::string out;
+  auto add = [&out](const char* key, const std::string& value) {
+    if (!out.empty()) out += ',';
+    out.append(key).append("=").append(value);
+  };
+  auto add_int = [&add](const char* key, int64_t value) {
+    if (value != 0) add(key, std::to_string(value));
+  };
+  // batch_size is not listed: the configuration's batch_size and micro_batches decide it.
+  add_int("in_channels", o.in_channels);
+  add_int("image_size", o.image_size);
+  add_int("classes", o.classes);
+  add_int("sequence_length", o.sequence_length);
+  add_int("layers", o.layers);
+  add_int("dim", o.dim);
+  add_int("heads", o.heads);
+  add_int("vocab_size", o.vocab_size);
+  add_int("max_positions", o.max_positions);
+  if (o.width_multiplier != 1.0) add("width_multiplier", sweep::number_text(o.width_multiplier));
+  if (o.depth_multiplier != 1.0) add("depth_multiplier", sweep::number_text(o.depth_multiplier));
+  return out;
+}
+
+std::string cost_device_string(const TrainConfig& config) {
+  return config.profile_path.empty() ? config.cost_device : "profile:" + config.profile_path;
+}
+
+std::string canonical_parameters(const TrainConfig& c, int repeat) {
+  std::string out;
+  auto line = [&out](const char* key, const std::string& value) {
+    out += std::string(key) + "=" + value + "\n";
+  };
+  line("model", c.model);
+  line("order", c.order);
+  line("placer", c.placer);
+  line("devices", std::to_string(c.devices));
+  line("strategy", c.strategy);
+  line("pipeline", c.pipeline);
+  line("interlock_mode", c.interlock_mode);
+  line("micro_batches", std::to_string(c.micro_batches));
+  line("batch_size", std::to_string(c.batch_size));
+  line("warmup_steps", std::to_string(c.warmup_steps));
+  line("steps", std::to_string(c.steps));
+  line("dataset", c.dataset);
+  line("eval_samples_requested", std::to_string(c.eval_samples));
+  line("optimizer", c.optimizer);
+  line("learning_rate", exact_text(c.learning_rate));
+  line("weight_decay", exact_text(c.weight_decay));
+  line("seed", std::to_string(c.seed));
+  line("device", c.device);
+  line("cost_device", cost_device_string(c));
+  line("model_options", model_options_string(c.model_options));
+  line("data_dir", c.data_dir);
+  line("repeat", std::to_string(repeat));
+  return out;
+}
+
+uint64_t fnv1a64(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+std::string config_id(const TrainConfig& config, int repeat) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_parameters(config, repeat))));
+  return buffer;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,205 @@
+#include "spec_dimensions.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/placement/schedule.hpp"
+#include "interplace/placement/zoo.hpp"
+#include "interplace/runs/datasets.hpp"
+#include "interplace/runs/device_presets.hpp"
+
+namespace interplace::runs::sweep {
+namespace {
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+void require_one_of(const std::string& what, const std::string& value,
+                    const std::vector<std::string>& valid) {
+  if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
+    throw_invalid("unknown " + what + " '" + value + "' (valid: " + joined(valid) + ")");
+  }
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const placement::ModelInfo& info : placement::model_catalog()) names.push_back(info.name);
+  return names;
+}
+
+std::function<void(const DimValue&)> at_least(const std::string& key, int64_t minimum) {
+  return [key, minimum](const DimValue& v) {
+    if (v.integer < minimum) {
+      throw_invalid(key + " must be >= " + std::to_string(minimum) + ", got " + v.text);
+    }
+  };
+}
+
+// Counts the runtime keeps in an int.
+std::function<void(const DimValue&)> int_at_least(const std::string& key, int64_t minimum) {
+  return [key, minimum](const DimValue& v) {
+    at_least(key, minimum)(v);
+    if (v.integer > 1'000'000'000) throw_invalid(key + " is too large: " + v.text);
+  };
+}
+
+Dimension text_dim(std::string key, std::string plural, std::string fallback,
+                   std::function<void(const DimValue&)> check, std::string TrainConfig::*field) {
+  return {std::move(key),    std::move(plural),
+          ValueKind::string, {std::move(fallback)},
+          std::move(check),  [field](TrainConfig& c, const DimValue& v) { c.*field = v.text; }};
+}
+
+std::vector<Dimension> make_dimensions() {
+  const TrainConfig d;
+  std::vector<Dimension> dims;
+  dims.push_back(text_dim(
+      "model", "models", d.model,
+      [](const DimValue& v) { require_one_of("model", v.text, model_names()); },
+      &TrainConfig::model));
+  dims.push_back(text_dim(
+      "dataset", "datasets", d.dataset,
+      [](const DimValue& v) { require_one_of("dataset", v.text, dataset_names()); },
+      &TrainConfig::dataset));
+  dims.push_back(text_dim(
+      "data_dir", "", d.data_dir, [](const DimValue&) {}, &TrainConfig::data_dir));
+  dims.push_back(
+      {"devices",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.devices)},
+       int_at_least("devices", 1),
+       [](TrainConfig& c, const DimValue& v) { c.devices = static_cast<int>(v.integer); }});
+  dims.push_back(text_dim(
+      "order", "orders", d.order, [](const DimValue& v) { placement::order_by_name(v.text); },
+      &TrainConfig::order));
+  dims.push_back(text_dim(
+      "placer", "placers", d.placer, [](const DimValue& v) { placement::placer_by_name(v.text); },
+      &TrainConfig::placer));
+  dims.push_back(text_dim(
+      "strategy", "strategies", d.strategy,
+      [](const DimValue& v) { placement::strategy_reach(v.text, 1 << 20); },
+      &TrainConfig::strategy));
+  dims.push_back(text_dim(
+      "pipeline", "pipelines", d.pipeline,
+      [](const DimValue& v) { placement::pipeline_by_name(v.text); }, &TrainConfig::pipeline));
+  dims.push_back(text_dim(
+      "interlock_mode", "interlock_modes", d.interlock_mode,
+      [](const DimValue& v) {
+        require_one_of("interlock_mode", v.text, {"single", "sum"});
+      },
+      &TrainConfig::interlock_mode));
+  dims.push_back(
+      {"micro_batches",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.micro_batches)},
+       int_at_least("micro_batches", 1),
+       [](TrainConfig& c, const DimValue& v) { c.micro_batches = static_cast<int>(v.integer); }});
+  dims.push_back({"batch_size",
+                  "batch_sizes",
+                  ValueKind::integer,
+                  {std::to_string(d.batch_size)},
+                  at_least("batch_size", 1),
+                  [](TrainConfig& c, const DimValue& v) { c.batch_size = v.integer; }});
+  dims.push_back(
+      {"warmup_steps",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.warmup_steps)},
+       int_at_least("warmup_steps", 0),
+       [](TrainConfig& c, const DimValue& v) { c.warmup_steps = static_cast<int>(v.integer); }});
+  dims.push_back(
+      {"steps",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.steps)},
+       int_at_least("steps", 1),
+       [](TrainConfig& c, const DimValue& v) { c.steps = static_cast<int>(v.integer); }});
+  dims.push_back({"eval_samples",
+                  "",
+                  ValueKind::integer,
+                  {std::to_string(d.eval_samples)},
+                  at_least("eval_samples", 0),
+                  [](TrainConfig& c, const DimValue& v) { c.eval_samples = v.integer; }});
+  dims.push_back(text_dim(
+      "optimizer", "optimizers", d.optimizer,
+      [](const DimValue& v) {
+        require_one_of("optimizer", v.text, {"sgd", "adamw"});
+      },
+      &TrainConfig::optimizer));
+  dims.push_back({"learning_rate",
+                  "learning_rates",
+                  ValueKind::number,
+                  {number_text(d.learning_rate)},
+                  [](const DimValue& v) {
+                    if (!std::isfinite(v.number) || v.number <= 0.0) {
+                      throw_invalid("learning_rate must be a finite number > 0, got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.learning_rate = v.number; }});
+  dims.push_back({"weight_decay",
+                  "",
+                  ValueKind::number,
+                  {number_text(d.weight_decay)},
+                  [](const DimValue& v) {
+                    if (!std::isfinite(v.number) || v.number < 0.0) {
+                      throw_invalid("weight_decay must be a finite number >= 0, got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.weight_decay = v.number; }});
+  dims.push_back(
+      {"seed",
+       "seeds",
+       ValueKind::integer,
+       {std::to_string(d.seed)},
+       at_least("seed", 0),
+       [](TrainConfig& c, const DimValue& v) { c.seed = static_cast<uint64_t>(v.integer); }});
+  dims.push_back(text_dim(
+      "device", "", d.device,
+      [](const DimValue& v) {
+        require_one_of("device", v.text, {"cpu", "cuda"});
+      },
+      &TrainConfig::device));
+  dims.push_back({"cost_device",
+                  "",
+                  ValueKind::string,
+                  {d.cost_device},
+                  [](const DimValue& v) {
+                    if (v.text.starts_with("profile:")) {
+                      if (v.text.size() == 8) throw_invalid("cost_device 'profile:' needs a path");
+                      return;
+                    }
+                    device_preset_by_name(v.text);
+                  },
+                  [](TrainConfig& c, const DimValue& v) {
+                    if (v.text.starts_with("profile:")) {
+                      c.profile_path = v.text.substr(8);
+                    } else {
+                      c.cost_device = v.text;
+                    }
+                  }});
+  return dims;
+}
+
+}  // namespace
+
+std::string number_text(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+const std::vector<Dimension>& dimensions() {
+  static const std::vector<Dimension> dims = make_dimensions();
+  return dims;
+}
+
+}  // namespace interplace::runs::sweep

@@ -1,0 +1,344 @@
+// Reading a sweep spec: TOML through toml11 (which keeps every value's source line, so
+// each error can say where), every value checked, then the deterministic expansion.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <toml.hpp>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/sweep_spec.hpp"
+#include "spec_dimensions.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using Value = toml::basic_value<toml::discard_comments, std::map, std::vector>;
+using sweep::Dimension;
+using sweep::DimValue;
+using sweep::ValueKind;
+
+constexpr int64_t kMaxConfigurations = 1'000'000;
+
+const std::vector<std::string> kIntegerModelOptions = {
+    "in_channels", "image_size", "classes",    "sequence_length", "layers",
+    "dim",         "heads",      "vocab_size", "max_positions"};
+const std::vector<std::string> kNumberModelOptions = {"width_multiplier", "depth_multiplier"};
+
+std::string type_name(const Value& v) {
+  std::ostringstream out;
+  out << v.type();
+  return out.str();
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const Value& at, const std::string& reason) const {
+    throw_invalid(path_ + ":" + std::to_string(at.location().line()) + ": " + reason);
+  }
+
+  DimValue convert(const Dimension& dim, const Value& v) const {
+    DimValue out;
+    if (dim.kind == ValueKind::string) {
+      if (!v.is_string()) fail(v, dim.key + " takes strings, got " + type_name(v));
+      out.text = v.as_string().str;
+    } else if (dim.kind == ValueKind::integer) {
+      if (!v.is_integer()) fail(v, dim.key + " takes integers, got " + type_name(v));
+      out.integer = v.as_integer();
+      out.text = std::to_string(out.integer);
+    } else {
+      if (v.is_integer()) {
+        out.number = static_cast<double>(v.as_integer());
+      } else if (v.is_floating()) {
+        out.number = v.as_floating();
+      } else {
+        fail(v, dim.key + " takes numbers, got " + type_name(v));
+      }
+      out.text = sweep::number_text(out.number);
+    }
+    try {
+      dim.check(out);
+    } catch (const Error& e) {
+      fail(v, e.what());
+    }
+    return out;
+  }
+
+  // A value or a non-empty list of values.
+  std::vector<DimValue> values(const Dimension& dim, const std::string& key, const Value& v) const {
+    std::vector<DimValue> out;
+    if (!v.is_array()) return {convert(dim, v)};
+    if (v.as_array().empty()) fail(v, "'" + key + "' is an empty list");
+    for (const Value& item : v.as_array()) out.push_back(convert(dim, item));
+    return out;
+  }
+
+  int64_t integer(const Value& v, const std::string& key, int64_t minimum) const {
+    if (!v.is_integer()) fail(v, key + " takes an integer, got " + type_name(v));
+    if (v.as_integer() < minimum) {
+      fail(v, key + " must be >= " + std::to_string(minimum) + ", got " +
+                  std::to_string(v.as_integer()));
+    }
+    return v.as_integer();
+  }
+
+  void model_option(placement::ModelOptions& o, const std::string& key, const Value& v) const {
+    auto in = [&key](const std::vector<std::string>& names) {
+      return std::find(names.begin(), names.end(), key) != names.end();
+    };
+    if (in(kNumberModelOptions)) {
+      const Dimension number{key,
+                             "",
+                             ValueKind::number,
+                             {},
+                             [&key](const DimValue& d) {
+                               if (!std::isfinite(d.number) || d.number <= 0.0) {
+                                 throw_invalid(key + " must be a finite number > 0, got " + d.text);
+                               }
+                             },
+                             {}};
+      const double value = convert(number, v).number;
+      (key == "width_multiplier" ? o.width_multiplier : o.depth_multiplier) = value;
+      return;
+    }
+    if (!in(kIntegerModelOptions)) {
+      std::string valid;
+      for (const auto& names : {kIntegerModelOptions, kNumberModelOptions}) {
+        for (const std::string& name : names) valid += (valid.empty() ? "" : ", ") + name;
+      }
+      const std::string hint =
+          key == "batch_size" ? " (batch_size is a top-level key of the spec)" : "";
+      fail(v, "unknown model option '" + key + "'" + hint + " (valid: " + valid +
+                  ", or a table per model)");
+    }
+    const int64_t value = integer(v, "model option " + key, 1);
+    const std::map<std::string, int64_t*> fields = {{"in_channels", &o.in_channels},
+                                                    {"image_size", &o.image_size},
+                                                    {"classes", &o.classes},
+                                                    {"sequence_length", &o.sequence_length},
+                                                    {"layers", &o.layers},
+                                                    {"dim", &o.dim},
+                                                    {"heads", &o.heads},
+                                                    {"vocab_size", &o.vocab_size},
+                                                    {"max_positions", &o.max_positions}};
+    *fields.at(key) = value;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Where each top-level key of the spec is, once checked.
+struct Sections {
+  std::vector<std::vector<DimValue>> lists;  // per dimension, in expansion order
+  int64_t repeats = 1;
+  placement::ModelOptions common_options;
+  std::map<std::string, placement::ModelOptions> per_model;  // already includes the common ones
+  // Per exclusion: dimension index (or -1 for repeat) -> canonical texts that match.
+  std::vector<std::map<int, std::set<std::string>>> exclusions;
+};
+
+int dimension_index(const std::string& key) {
+  const std::vector<Dimension>& dims = sweep::dimensions();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].key == key || (!dims[i].plural.empty() && dims[i].plural == key)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+std::string valid_top_level_keys() {
+  std::string valid;
+  for (const Dimension& dim : sweep::dimensions()) {
+    valid += (valid.empty() ? "" : ", ") + dim.key;
+    if (!dim.plural.empty()) valid += "/" + dim.plural;
+  }
+  return valid + ", repeats, description, [model_options], [[exclude]]";
+}
+
+void read_model_options(const Parser& p, const Value& table, Sections& s,
+                        const std::set<std::string>& models) {
+  if (!table.is_table()) p.fail(table, "model_options must be a table, got " + type_name(table));
+  for (const auto& [key, v] : table.as_table()) {
+    if (!v.is_table()) p.model_option(s.common_options, key, v);
+  }
+  for (const auto& [key, v] : table.as_table()) {
+    if (!v.is_table()) continue;
+    if (models.count(key) == 0) {
+      p.fail(v, "model_options." + key + " is for a model the spec does not sweep");
+    }
+    placement::ModelOptions options = s.common_options;
+    for (const auto& [option, value] : v.as_table()) p.model_option(options, option, value);
+    s.per_model[key] = options;
+  }
+}
+
+void read_exclusions(const Parser& p, const Value& list, Sections& s) {
+  if (!list.is_array()) p.fail(list, "exclude must be an array of tables ([[exclude]])");
+  for (const Value& table : list.as_array()) {
+    if (!table.is_table()) p.fail(table, "exclude entries must be tables, got " + type_name(table));
+    if (table.as_table().empty()) p.fail(table, "an empty [[exclude]] would drop everything");
+    std::map<int, std::set<std::string>> match;
+    for (const auto& [key, v] : table.as_table()) {
+      if (key == "repeat") {
+        const std::vector<Value> items = v.is_array() ? v.as_array() : std::vector<Value>{v};
+        for (const Value& item : items) {
+          match[-1].insert(std::to_string(p.integer(item, "exclude.repeat", 0)));
+        }
+        continue;
+      }
+      const int index = dimension_index(key);
+      if (index < 0) {
+        p.fail(v,
+               "unknown key '" + key + "' in [[exclude]] (valid: the dimension keys and repeat)");
+      }
+      for (const DimValue& d : p.values(sweep::dimensions()[index], key, v)) {
+        match[index].insert(d.text);
+      }
+    }
+    s.exclusions.push_back(std::move(match));
+  }
+}
+
+Sections read_sections(const Parser& p, const Value& root) {
+  const std::vector<Dimension>& dims = sweep::dimensions();
+  Sections s;
+  s.lists.resize(dims.size());
+  std::vector<const Value*> given(dims.size(), nullptr);
+  for (const auto& [key, v] : root.as_table()) {
+    if (key == "model_options" || key == "exclude") continue;
+    if (key == "description") {
+      if (!v.is_string()) p.fail(v, "description must be a string, got " + type_name(v));
+      continue;
+    }
+    if (key == "repeats") {
+      s.repeats = p.integer(v, "repeats", 1);
+      continue;
+    }
+    const int index = dimension_index(key);
+    if (index < 0) p.fail(v, "unknown key '" + key + "' (valid: " + valid_top_level_keys() + ")");
+    if (given[index] != nullptr) {
+      p.fail(v, "both '" + dims[index].key + "' and '" + dims[index].plural + "' are given");
+    }
+    given[index] = &v;
+    s.lists[index] = p.values(dims[index], key, v);
+  }
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (given[i] != nullptr) continue;
+    for (const std::string& text : dims[i].defaults) {
+      DimValue d{text, 0, 0.0};
+      if (dims[i].kind == ValueKind::integer) d.integer = std::stoll(text);
+      if (dims[i].kind == ValueKind::number) d.number = std::stod(text);
+      s.lists[i].push_back(d);
+    }
+  }
+  std::set<std::string> models;
+  for (const DimValue& d : s.lists[0]) models.insert(d.text);
+  if (root.contains("model_options")) read_model_options(p, root.at("model_options"), s, models);
+  if (root.contains("exclude")) read_exclusions(p, root.at("exclude"), s);
+  return s;
+}
+
+bool excluded(const Sections& s, const std::vector<std::string>& texts, int repeat) {
+  for (const auto& match : s.exclusions) {
+    bool all = true;
+    for (const auto& [index, valid] : match) {
+      const std::string& text = index < 0 ? std::to_string(repeat) : texts[index];
+      if (valid.count(text) == 0) {
+        all = false;
+        break;
+      }
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+// Cross product, first dimension outermost, repeat innermost.
+std::vector<SweepConfig> expand(const Sections& s) {
+  const std::vector<Dimension>& dims = sweep::dimensions();
+  int64_t total = s.repeats;
+  for (const auto& list : s.lists) {
+    total *= static_cast<int64_t>(list.size());
+    if (total > kMaxConfigurations) {
+      throw_invalid("the spec expands to more than " + std::to_string(kMaxConfigurations) +
+                    " configurations");
+    }
+  }
+  const int strategy = dimension_index("strategy");
+  const int pipeline = dimension_index("pipeline");
+  std::vector<SweepConfig> configs;
+  std::set<std::string> seen;
+  std::vector<size_t> at(dims.size(), 0);
+  for (int64_t n = 0; n < total / s.repeats; ++n) {
+    TrainConfig config;
+    std::vector<std::string> texts(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      DimValue value = s.lists[i][at[i]];
+      // The pipeline schedules only the global strategy: the others keep the first listed.
+      if (static_cast<int>(i) == pipeline && texts[strategy] != "global") value = s.lists[i][0];
+      dims[i].apply(config, value);
+      texts[i] = value.text;
+    }
+    const auto options = s.per_model.find(config.model);
+    config.model_options = options != s.per_model.end() ? options->second : s.common_options;
+    for (int repeat = 0; repeat < s.repeats; ++repeat) {
+      if (excluded(s, texts, repeat)) continue;
+      SweepConfig c{static_cast<int64_t>(configs.size()), repeat, config,
+                    config_id(config, repeat)};
+      if (seen.insert(c.id).second) configs.push_back(std::move(c));
+    }
+    for (size_t i = dims.size(); i-- > 0;) {  // odometer: the last dimension turns fastest
+      if (++at[i] < s.lists[i].size()) break;
+      at[i] = 0;
+    }
+  }
+  return configs;
+}
+
+// toml11's messages span several lines ("[error] ...", "--> file", the source line);
+// the first says what is wrong.
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.starts_with("[error] ")) line = line.substr(8);
+  const size_t colon = line.find(": ");
+  if (line.starts_with("toml::") && colon != std::string::npos) line = line.substr(colon + 2);
+  return line;
+}
+
+}  // namespace
+
+SweepSpec parse_sweep_spec(const std::string& text, const std::string& path) {
+  const Parser parser(path);
+  Value root;
+  try {
+    std::istringstream stream(text);
+    root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, path);
+  } catch (const toml::exception& e) {
+    throw_invalid(path + ":" + std::to_string(e.location().line()) +
+                  ": TOML syntax error: " + first_line(e.what()));
+  } catch (const std::exception& e) {
+    throw_invalid(path + ": not a valid TOML file: " + first_line(e.what()));
+  }
+  SweepSpec spec{path, text, {}};
+  const Sections sections = read_sections(parser, root);
+  spec.configs = expand(sections);
+  if (spec.configs.empty()) throw_invalid(path + ": the exclusions drop every configuration");
+  return spec;
+}
+
+SweepSpec load_sweep_spec(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_invalid(path + ": cannot read the sweep spec (missing or unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_sweep_spec(text.str(), path);
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,214 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "agreement.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/results_file.hpp"
+#include "interplace/runs/sweep.hpp"
+#include "progress.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using sweep::agree;
+using sweep::Outcome;
+using sweep::OutcomeCode;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Turns whatever a step threw into an outcome: invalid input means "cannot run" (skipped)
+// while planning, anything else is a failure.
+Outcome outcome_of(const std::exception_ptr& error, bool planning) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    const bool invalid = e.kind() == ErrorKind::invalid_input;
+    return {planning && invalid ? OutcomeCode::skipped : OutcomeCode::failed, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {OutcomeCode::failed, "out of memory"};
+  } catch (const std::exception& e) {
+    return {OutcomeCode::failed, std::string("internal error: ") + e.what()};
+  }
+}
+
+// Rank 0 does something alone (create, read, write the file); every rank then throws the
+// same error when it failed, so that none is left waiting.
+template <typename Action>
+void on_rank0_then_agree(MPI_Comm world, int rank, Action action) {
+  Outcome mine;
+  if (rank == 0) {
+    try {
+      action();
+    } catch (const Error& e) {
+      mine = {e.kind() == ErrorKind::invalid_input ? OutcomeCode::skipped : OutcomeCode::failed,
+              e.what()};
+    } catch (const std::exception& e) {
+      mine = {OutcomeCode::failed, e.what()};
+    }
+  }
+  const Outcome all = agree(world, mine);
+  if (all.code == OutcomeCode::skipped) throw_invalid(all.message);
+  if (all.code == OutcomeCode::failed) throw_runtime(all.message);
+}
+
+// Sub-communicators of world ranks 0..K-1, made once per K (collective over world).
+class Communicators {
+ public:
+  explicit Communicators(MPI_Comm world) : world_(world) {}
+  ~Communicators() {
+    for (auto& [k, comm] : comms_) {
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+  }
+  Communicators(const Communicators&) = delete;
+  Communicators& operator=(const Communicators&) = delete;
+
+  MPI_Comm first(int k, int rank) {
+    auto at = comms_.find(k);
+    if (at == comms_.end()) {
+      MPI_Comm comm = MPI_COMM_NULL;
+      check_mpi(MPI_Comm_split(world_, rank < k ? 0 : MPI_UNDEFINED, rank, &comm),
+                "MPI_Comm_split");
+      if (comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      at = comms_.emplace(k, comm).first;
+    }
+    return at->second;
+  }
+
+ private:
+  MPI_Comm world_;
+  std::map<int, MPI_Comm> comms_;
+};
+
+// Which of the shard's configurations the file holds already (rank 0 reads, all learn).
+std::vector<char> open_output(const SweepSpec& spec, const SweepOptions& options,
+                              const Provenance& provenance, MPI_Comm world, int rank,
+                              std::ostream& progress) {
+  std::vector<char> done(spec.configs.size(), 0);
+  on_rank0_then_agree(world, rank, [&] {
+    if (!options.resume || !std::filesystem::exists(options.out)) {
+      create_results_file(options.out, provenance);
+      return;
+    }
+    const ResultsSummary existing = read_results_file(options.out);
+    if (existing.spec_text != spec.text) {
+      progress << "warning: " << options.out << " was started from another spec text ("
+               << existing.spec_path << "); configurations are matched by id\n";
+    }
+    std::set<std::string> ids;
+    for (const StoredConfig& c : existing.configs) ids.insert(c.id);
+    for (size_t i = 0; i < spec.configs.size(); ++i) done[i] = ids.count(spec.configs[i].id) > 0;
+  });
+  check_mpi(MPI_Bcast(done.data(), static_cast<int>(done.size()), MPI_CHAR, 0, world), "MPI_Bcast");
+  return done;
+}
+
+}  // namespace
+
+Shard parse_shard(const std::string& text) {
+  Shard shard;
+  const size_t slash = text.find('/');
+  auto number = [&text](std::string_view part, int& value) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    return error == std::errc() && end == part.data() + part.size() && !part.empty();
+  };
+  const std::string_view all(text);
+  if (slash == std::string::npos || !number(all.substr(0, slash), shard.index) ||
+      !number(all.substr(slash + 1), shard.count) || shard.count < 1 || shard.index < 0 ||
+      shard.index >= shard.count) {
+    throw_invalid("--shard must be i/n with 0 <= i < n, got '" + text + "'");
+  }
+  return shard;
+}
+
+SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
+                       const SweepRunner& runner, MPI_Comm world, std::ostream& progress) {
+  const auto start = Clock::now();
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  const Provenance provenance = collect_provenance(world, options.shard.str(), spec);
+  const std::vector<char> done = open_output(spec, options, provenance, world, rank, progress);
+
+  SweepSummary summary;
+  std::vector<const SweepConfig*> todo;
+  for (size_t i = 0; i < spec.configs.size(); ++i) {
+    if (!options.shard.takes(spec.configs[i].index)) continue;
+    ++summary.selected;
+    if (done[i]) {
+      ++summary.already_done;
+    } else {
+      todo.push_back(&spec.configs[i]);
+    }
+  }
+  Progress lines(progress, rank == 0 && isatty(STDERR_FILENO), summary.selected,
+                 summary.already_done);
+  if (rank == 0 && summary.already_done > 0) lines.resumed();
+
+  Communicators comms(world);
+  for (const SweepConfig* config : todo) {
+    const auto config_start = Clock::now();
+    ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr};
+    const int k = config->train.devices;
+    if (rank == 0) lines.starting(config->train.display_name());
+
+    // Plan on the ranks that would train (all of them, when K exceeds the job).
+    std::optional<TrainPlan> plan;
+    Outcome mine;
+    if (rank < std::min(k, size)) {
+      try {
+        plan = runner.plan(config->train);
+      } catch (...) {
+        mine = outcome_of(std::current_exception(), true);
+      }
+    }
+    Outcome outcome = agree(world, mine);
+    if (outcome.code == OutcomeCode::ok && k > size) {
+      outcome = {OutcomeCode::skipped,
+                 "needs " + std::to_string(k) + " ranks, the job has " + std::to_string(size)};
+    }
+    std::optional<TrainResult> result;
+    if (outcome.code == OutcomeCode::ok) {
+      const MPI_Comm comm = comms.first(k, rank);
+      mine = {};
+      if (comm != MPI_COMM_NULL) {
+        try {
+          result = runner.train(*plan, comm);
+        } catch (...) {
+          mine = outcome_of(std::current_exception(), false);
+        }
+      }
+      outcome = agree(world, mine);
+    }
+    if (outcome.code == OutcomeCode::skipped) record.status = "skipped";
+    if (outcome.code == OutcomeCode::failed) record.status = "failed";
+    record.reason = outcome.message;
+    if (plan) record.plan = &*plan;
+    if (outcome.code == OutcomeCode::ok && result) record.result = &*result;
+    record.wall_s = seconds_since(config_start);
+
+    on_rank0_then_agree(world, rank,
+                        [&] { summary.append_s += append_config(options.out, record); });
+    if (outcome.code == OutcomeCode::ok) ++summary.ok;
+    if (outcome.code == OutcomeCode::skipped) ++summary.skipped;
+    if (outcome.code == OutcomeCode::failed) ++summary.failed;
+    if (rank == 0) lines.finished(config->train.display_name(), record);
+  }
+  summary.wall_s = seconds_since(start);
+  return summary;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,173 @@
+// Result files without MPI: a written configuration reads back, bad files are refused with
+// one clear line, merge refuses what it must.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/results_file.hpp"
+
+namespace interplace::runs {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ResultsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("interplace_results_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+Provenance provenance() {
+  Provenance p;
+  p.created_utc = "2026-11-29T19:00:00Z";
+  p.spec_path = "smoke.toml";
+  p.spec_text = "steps = 3\n";
+  return p;
+}
+
+SweepConfig config(uint64_t seed) {
+  SweepConfig c;
+  c.train.seed = seed;
+  c.train.devices = 2;
+  c.index = static_cast<int64_t>(seed);
+  c.id = config_id(c.train, 0);
+  return c;
+}
+
+TrainResult result() {
+  TrainResult r;
+  for (int s = 0; s < 4; ++s) {
+    StepRecord step;
+    step.step = s;
+    step.warmup = s == 0;
+    step.step_time_s = s == 0 ? 9.0 : 0.1 * s;  // warm-up excluded from the median
+    step.loss = 3.0 - s;
+    step.ranks.resize(2);
+    step.aux_loss = {1.0, NAN};
+    r.steps.push_back(step);
+  }
+  r.samples_per_s = 123.0;
+  r.eval_accuracy = 0.75;
+  r.hosts = {"a", "b"};
+  return r;
+}
+
+TEST_F(ResultsFile, ConfigurationsReadBack) {
+  const std::string file = path("r.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  ConfigRecord ok{config(1), "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained};
+  ConfigRecord skipped{config(2), "skipped", "needs 4 ranks, the job has 2", "", 0.0,
+                       nullptr,   nullptr};
+  EXPECT_GE(append_config(file, ok), 0.0);
+  append_config(file, skipped);
+  EXPECT_FALSE(fs::exists(file + ".tmp"));
+
+  const ResultsSummary s = read_results_file(file);
+  EXPECT_EQ(s.format_name, "interplace-results");
+  EXPECT_EQ(s.format_version, 1);
+  EXPECT_EQ(s.shard, "0/1");
+  EXPECT_EQ(s.spec_text, "steps = 3\n");
+  ASSERT_EQ(s.configs.size(), 2u);
+  EXPECT_EQ(s.configs[0].id, ok.config.id);
+  EXPECT_EQ(s.configs[0].status, "ok");
+  EXPECT_EQ(s.configs[0].name, ok.config.train.display_name());
+  EXPECT_DOUBLE_EQ(s.configs[0].median_step_s, 0.2);
+  EXPECT_DOUBLE_EQ(s.configs[0].final_loss, 0.0);
+  EXPECT_DOUBLE_EQ(s.configs[0].samples_per_s, 123.0);
+  EXPECT_DOUBLE_EQ(s.configs[0].eval_accuracy, 0.75);
+  EXPECT_EQ(s.configs[1].status, "skipped");
+  EXPECT_EQ(s.configs[1].reason, "needs 4 ranks, the job has 2");
+  EXPECT_TRUE(std::isnan(s.configs[1].median_step_s));
+}
+
+TEST_F(ResultsFile, NeverOverwritesAndRefusesDuplicateIds) {
+  const std::string file = path("r.h5");
+  create_results_file(file, provenance());
+  EXPECT_THROW(create_results_file(file, provenance()), Error);
+  ConfigRecord record{config(1), "skipped", "x", "", 0.0, nullptr, nullptr};
+  append_config(file, record);
+  EXPECT_THROW(append_config(file, record), Error);
+  EXPECT_EQ(read_results_file(file).configs.size(), 1u);  // the failed append left it alone
+}
+
+std::string read_error(const std::string& file) {
+  try {
+    read_results_file(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(ResultsFile, RefusesFilesThatAreNotResultFiles) {
+  std::ofstream(path("text.h5")) << "not hdf5 at all\n";
+  EXPECT_EQ(read_error(path("text.h5")),
+            path("text.h5") + " is not an HDF5 file (an interplace result file was expected)");
+  EXPECT_EQ(read_error(path("missing.h5")), path("missing.h5") + ": no such file");
+
+  const hid_t plain = H5Fcreate(path("plain.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  H5Fclose(plain);
+  EXPECT_NE(read_error(path("plain.h5")).find("not an interplace result file"), std::string::npos);
+
+  // Another format version: rewrite the attribute of a real file.
+  create_results_file(path("v2.h5"), provenance());
+  const hid_t file = H5Fopen(path("v2.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
+  const int64_t two = 2;
+  H5Awrite(attr, H5T_NATIVE_INT64, &two);
+  H5Aclose(attr);
+  H5Fclose(file);
+  EXPECT_NE(read_error(path("v2.h5")).find("has result format version 2"), std::string::npos);
+
+  // A truncated result file.
+  create_results_file(path("cut.h5"), provenance());
+  fs::resize_file(path("cut.h5"), 1000);
+  const std::string cut = read_error(path("cut.h5"));
+  EXPECT_NE(cut.find(path("cut.h5")), std::string::npos) << cut;
+  EXPECT_EQ(cut.find('\n'), std::string::npos);
+}
+
+TEST_F(ResultsFile, MergeCombinesAndRefuses) {
+  create_results_file(path("a.h5"), provenance());
+  create_results_file(path("b.h5"), provenance());
+  const TrainResult trained = result();
+  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained});
+  append_config(path("b.h5"), {config(2), "failed", "boom", "", 1.0, nullptr, nullptr});
+  merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"));
+  const ResultsSummary merged = read_results_file(path("m.h5"));
+  EXPECT_EQ(merged.shard, "merged");
+  ASSERT_EQ(merged.configs.size(), 2u);
+  EXPECT_EQ(merged.configs[0].status, "ok");
+  EXPECT_DOUBLE_EQ(merged.configs[0].median_step_s, 0.2);
+  EXPECT_EQ(merged.configs[1].reason, "boom");
+
+  EXPECT_THROW(merge_results_files({path("a.h5")}, path("m.h5")), Error);  // exists
+  try {
+    merge_results_files({path("a.h5"), path("m.h5")}, path("m2.h5"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("is in both"), std::string::npos);
+  }
+  std::ofstream(path("junk.h5")) << "junk";
+  EXPECT_THROW(merge_results_files({path("a.h5"), path("junk.h5")}, path("m3.h5")), Error);
+  EXPECT_FALSE(fs::exists(path("m2.h5")));
+  EXPECT_FALSE(fs::exists(path("m3.h5")));
+}
+
+}  // namespace
+}  // namespace interplace::runs

@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `interplace sweep`, `inspect` and `merge` under mpirun, with h5py
+reading the result files against docs/results-format.md.
+
+Usage: test_sweep.py BINARY CASE   (CTest runs one case per test; see CMakeLists.txt)
+       test_sweep.py BINARY --list
+BINARY is `interplace` (the real runtime) or `interplace_fake` (the fake runner of
+tests/runs/fake_runner.hpp; INTERPLACE_FAKE_STEP_S sets its seconds per step). Case names
+end in the rank count they run with. Needs h5py and numpy (the project venv); --list does not.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BINARY = None
+SOURCE_DIR = os.environ.get(
+    "INTERPLACE_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+SMOKE = os.path.join(SOURCE_DIR, "runs", "configs", "smoke.toml")
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none",
+          "--mca", "btl_vader_single_copy_mechanism", "none"]
+
+# A small spec for the tests that run a sweep several times: 8 configurations, the local
+# strategy on the 2-device round-robin placement skipped (no stage chain).
+SMALL_SPEC = """
+models = ["resnet20"]
+dataset = "synthetic"
+devices = [1, 2]
+placers = ["contiguous", "round-robin"]
+strategies = ["global", "local"]
+micro_batches = 2
+batch_size = 4
+warmup_steps = 1
+steps = 2
+seed = 3
+"""
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def env(step_s="0.02"):
+    e = dict(os.environ)
+    e.setdefault("OMP_NUM_THREADS", "1")
+    e.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    e.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    e["INTERPLACE_FAKE_STEP_S"] = step_s
+    return e
+
+
+def run(ranks, *args, step_s="0.02", timeout=300):
+    cmd = ([*MPIRUN, "-np", str(ranks)] if ranks else []) + [BINARY, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env(step_s))
+
+
+def ok(ranks, *args, **kw):
+    r = run(ranks, *args, **kw)
+    check(r.returncode == 0, f"{args}: exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+    return r
+
+
+def fails(code, ranks, *args, contains=()):
+    r = run(ranks, *args)
+    check(r.returncode == code, f"{args}: expected exit {code}, got {r.returncode}: {r.stderr}")
+    lines = [line for line in r.stderr.splitlines() if line.startswith("interplace: error: ")]
+    check(lines, f"{args}: no error line in {r.stderr!r}")
+    check(len(set(lines)) == 1, f"{args}: ranks disagree: {lines}")
+    for text in contains:
+        check(text in lines[0], f"{args}: error line lacks {text!r}: {lines[0]}")
+    return lines[0]
+
+
+def write(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def fnv1a64(text):
+    h = 0xcbf29ce484222325
+    for byte in text.encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+# docs/results-format.md: the canonical parameter string, rebuilt from the attributes.
+CANONICAL_KEYS = ["model", "order", "placer", "devices", "strategy", "pipeline",
+                  "interlock_mode", "micro_batches", "batch_size", "warmup_steps", "steps",
+                  "dataset", "eval_samples_requested", "optimizer", "learning_rate",
+                  "weight_decay", "seed", "device", "cost_device", "model_options", "data_dir",
+                  "repeat"]
+
+
+def canonical(attrs):
+    lines = []
+    for key in CANONICAL_KEYS:
+        value = attrs[key]
+        if key in ("learning_rate", "weight_decay"):
+            value = f"{float(value):.17g}"
+        lines.append(f"{key}={value}\n")
+    return "".join(lines)
+
+
+ROOT_STR = ["format_name", "created_utc", "interplace_version", "git_commit", "mpi_version",
+            "hdf5_version", "onednn_version", "cuda_runtime_version", "cuda_driver_version",
+            "cudnn_version", "hosts", "devices", "slurm_job_id", "slurm_array_job_id",
+            "slurm_array_task_id", "shard", "spec_path", "spec_text"]
+GROUP_STR = ["id", "name", "model", "family", "order", "placer", "strategy", "pipeline",
+             "interlock_mode", "dataset", "data_dir", "optimizer", "device", "cost_device",
+             "model_options", "status", "reason", "started_utc"]
+GROUP_INT = ["index", "devices", "micro_batches", "batch_size", "warmup_steps", "steps",
+             "eval_samples_requested", "seed", "repeat"]
+OK_FLOAT = ["measured_wall_s", "samples_per_s", "eval_loss", "eval_accuracy"]
+OK_STR = ["global_only_reason", "hosts", "device_names"]
+STEP_VECTORS = ["step", "warmup", "step_time_s", "loss", "accuracy"]
+RANK_FLOATS = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "comm_wait_s",
+               "idle_s", "overhead_s"]
+
+
+def is_str(value):
+    return isinstance(value, str)
+
+
+def is_int(value):
+    import numpy as np
+    return isinstance(value, (np.integer,)) and value.dtype == np.int64
+
+
+def is_float(value):
+    import numpy as np
+    return isinstance(value, (np.floating,)) and value.dtype == np.float64
+
+
+def check_layout(path, spec_path, world_size):
+    """Every attribute and dataset of docs/results-format.md, with its type and shape."""
+    import h5py
+    import numpy as np
+    with h5py.File(path, "r") as f:
+        root = f.attrs
+        for key in ROOT_STR:
+            check(is_str(root[key]), f"root attribute {key} is {type(root[key])}")
+        check(root["format_name"] == "interplace-results", "format_name")
+        check(is_int(root["format_version"]) and root["format_version"] == 1, "format_version")
+        check(is_int(root["world_size"]) and root["world_size"] == world_size, "world_size")
+        check(len(root["hosts"].split(",")) == world_size, f"hosts {root['hosts']}")
+        check(len(root["devices"].split(",")) == world_size, f"devices {root['devices']}")
+        check(root["spec_path"] == spec_path, "spec_path")
+        with open(spec_path) as spec:
+            check(root["spec_text"] == spec.read(), "spec_text is the spec file")
+        check(root["git_commit"] == "unknown" or len(root["git_commit"]) == 40, "git_commit")
+        groups = {}
+        for gid, g in f["configs"].items():
+            a = dict(g.attrs)
+            for key in GROUP_STR:
+                check(is_str(a[key]), f"{gid}: {key} is {type(a.get(key))}")
+            for key in GROUP_INT:
+                check(is_int(a[key]), f"{gid}: {key} is {type(a.get(key))}")
+            for key in ("learning_rate", "weight_decay", "wall_s"):
+                check(is_float(a[key]), f"{gid}: {key}")
+            check(a["id"] == gid, f"{gid}: id attribute {a['id']}")
+            check(fnv1a64(canonical(a)) == gid, f"{gid}: id is not FNV-1a of {canonical(a)!r}")
+            check(a["status"] in ("ok", "failed", "skipped"), f"{gid}: status {a['status']}")
+            k = int(a["devices"])
+            if "order" in g:
+                n = g["node_names"].shape[0]
+                order = g["order"][()]
+                check(g["order"].dtype == np.int64 and sorted(order) == list(range(n)),
+                      f"{gid}: order is not a permutation")
+                placement = g["placement"][()]
+                check(placement.shape == (n,) and placement.min() >= 0 and placement.max() < k,
+                      f"{gid}: placement")
+                check(g["node_names"].dtype.kind == "O", f"{gid}: node_names are strings")
+                p = g["prediction"]
+                check(is_str(p.attrs["estimator"]) and is_float(p.attrs["step_time_s"]) and
+                      is_float(p.attrs["idle_fraction"]) and is_str(p.attrs["fallback_reason"]),
+                      f"{gid}: prediction attributes")
+                for name in ("busy_s", "idle_s", "peak_memory_bytes"):
+                    check(p[name].shape == (k,), f"{gid}: prediction/{name} {p[name].shape}")
+                gr = g["graph"].attrs
+                for name in ("node_count", "edge_count", "depth", "max_width"):
+                    check(is_int(gr[name]), f"{gid}: graph/{name}")
+                check(gr["node_count"] == n, f"{gid}: graph node_count")
+                check(is_float(gr["mean_branching_factor"]) and
+                      is_float(gr["critical_path_cost_share"]), f"{gid}: graph floats")
+                check(is_int(a["parameter_count"]) and is_int(a["reach"]), f"{gid}: plan attrs")
+            if a["status"] == "ok":
+                check(a["reason"] == "", f"{gid}: ok with a reason")
+                for key in OK_FLOAT:
+                    check(is_float(a[key]), f"{gid}: {key}")
+                for key in OK_STR:
+                    check(is_str(a[key]), f"{gid}: {key}")
+                check(is_int(a["eval_samples"]), f"{gid}: eval_samples")
+                check(len(a["hosts"].split(",")) == k, f"{gid}: hosts per rank")
+                s = int(a["warmup_steps"]) + int(a["steps"])
+                steps = g["steps"]
+                for name in STEP_VECTORS:
+                    check(steps[name].shape == (s,), f"{gid}: steps/{name} {steps[name].shape}")
+                check(steps["warmup"].dtype == np.int8, f"{gid}: warmup is int8")
+                check(list(steps["warmup"][()]) == [1] * int(a["warmup_steps"]) +
+                      [0] * int(a["steps"]), f"{gid}: warm-up flags")
+                check(list(steps["step"][()]) == list(range(s)), f"{gid}: steps/step")
+                for name in ("aux_loss", "aux_accuracy"):
+                    check(steps[name].shape == (s, k), f"{gid}: steps/{name}")
+                for name in RANK_FLOATS:
+                    check(g["ranks"][name].shape == (s, k) and
+                          g["ranks"][name].dtype == np.float64, f"{gid}: ranks/{name}")
+                for name in ("bytes_sent", "peak_memory_bytes"):
+                    check(g["ranks"][name].shape == (s, k) and
+                          g["ranks"][name].dtype == np.int64, f"{gid}: ranks/{name}")
+                check(np.allclose(steps["step_time_s"][()], g["ranks"]["step_s"][()].max(axis=1)),
+                      f"{gid}: step_time_s is the max over ranks")
+                t = g["timeline"]
+                e = t["rank"].shape[0]
+                for name in ("kind", "start_s", "end_s"):
+                    check(t[name].shape == (e,), f"{gid}: timeline/{name}")
+                check(set(x.decode() if isinstance(x, bytes) else x for x in t["kind"][()]) <=
+                      {"forward", "backward", "aux", "optimizer", "comm_wait"},
+                      f"{gid}: timeline kinds")
+            else:
+                check(a["reason"] != "", f"{gid}: {a['status']} without a reason")
+            groups[gid] = a
+        return groups
+
+
+def statuses(groups):
+    out = {}
+    for a in groups.values():
+        out[a["status"]] = out.get(a["status"], 0) + 1
+    return out
+
+
+def dry_run_ids(spec, *extra):
+    r = ok(None, "sweep", spec, "--dry-run", "--format", "json", *extra)
+    return [c["id"] for c in json.loads(r.stdout)]
+
+
+def test_smoke_layout_np2():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "smoke.h5")
+        start = time.time()
+        r = ok(2, "sweep", SMOKE, "--out", out)
+        wall = time.time() - start
+        progress = [line for line in r.stderr.splitlines() if line.startswith("[")]
+        check(len(progress) == 20, f"20 progress lines expected: {r.stderr}")
+        check(progress[-1].startswith("[20/20] "), progress[-1])
+        groups = check_layout(out, SMOKE, 2)
+        ids = dry_run_ids(SMOKE)
+        check(sorted(ids) == sorted(groups), "the file holds the dry run's configurations")
+        for i, gid in enumerate(ids):
+            check(groups[gid]["index"] == i, f"{gid}: index")
+        counts = statuses(groups)
+        # Planning decides which local strategies can run (chain, single-tensor boundaries);
+        # round-robin placements never can, and 4 devices never fit a 2-rank job.
+        check(counts.get("failed", 0) == 0 and counts.get("ok", 0) >= 10, f"statuses {counts}")
+        too_big = [a for a in groups.values() if a["devices"] == 4]
+        check(len(too_big) == 2 and all(a["reason"] == "needs 4 ranks, the job has 2"
+                                        for a in too_big), "devices = 4 skipped")
+        no_chain = [a for a in groups.values() if a["placer"] == "round-robin" and
+                    a["strategy"] == "local"]
+        check(len(no_chain) == 4 and all(a["status"] == "skipped" and "local" in a["reason"]
+                                         for a in no_chain), "local on round-robin skipped")
+        for a in groups.values():
+            check(a["status"] == "ok" or a["devices"] == 4 or a["strategy"] == "local",
+                  f"{a['name']}: {a['status']} {a['reason']}")
+        two = [a for a in groups.values() if a["status"] == "ok" and a["devices"] == 2]
+        check(all(a["hosts"].count(",") == 1 for a in two), "K=2 trained on 2 ranks")
+
+        table = ok(None, "inspect", out).stdout
+        check(f"20 configurations: {counts['ok']} ok, 0 failed, {counts['skipped']} skipped"
+              in table, table)
+        rows = json.loads(ok(None, "inspect", out, "--format", "json").stdout)["configs"]
+        check(len(rows) == 20 and [row["index"] for row in rows] == list(range(20)), "rows")
+        for row in rows:
+            if row["status"] == "ok":
+                check(row["median_step_s"] > 0 and row["samples_per_s"] > 0 and
+                      row["final_loss"] is not None, f"inspect row {row}")
+        print(f"smoke sweep: {wall:.1f} s wall, {os.path.getsize(out)} bytes")
+
+
+def session_processes(sid):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid:
+                    pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+def count_configs(path):
+    import h5py
+    try:
+        with h5py.File(path, "r") as f:
+            return len(f["configs"])
+    except (OSError, KeyError):
+        return 0
+
+
+def test_kill_and_resume_np2():
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        out = os.path.join(tmp, "small.h5")
+        cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env("0.3"), start_new_session=True)
+        deadline = time.time() + 120
+        while count_configs(out) < 1:
+            check(proc.poll() is None, "the sweep ended before it could be killed")
+            check(time.time() < deadline, "no configuration written in time")
+            time.sleep(0.05)
+        # SIGKILL to everything of the job: mpirun and the ranks (its session).
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.wait()
+        while session_processes(proc.pid):
+            time.sleep(0.05)
+        before = count_configs(out)
+        check(1 <= before < 8, f"killed mid-run, {before} configurations in the file")
+        with h5py.File(out, "r") as f:
+            started = {gid: g.attrs["started_utc"] for gid, g in f["configs"].items()}
+
+        fails(2, 2, "sweep", spec, "--out", out, contains=("exists already",))
+        r = ok(2, "sweep", spec, "--out", out, "--resume")
+        check(f"resuming: {before} of 8 configurations already in the file" in r.stderr,
+              r.stderr)
+        groups = check_layout(out, spec, 2)
+        check(sorted(groups) == sorted(dry_run_ids(spec)), "every configuration exactly once")
+        for gid, when in started.items():
+            check(groups[gid]["started_utc"] == when, f"{gid} was run again")
+        counts = statuses(groups)
+        check(counts.get("failed", 0) == 0 and counts.get("ok", 0) >= 6, f"statuses {counts}")
+        r = ok(2, "sweep", spec, "--out", out, "--resume")
+        check("resuming: 8 of 8" in r.stderr, "a finished file has nothing left")
+
+
+def test_failure_recorded_np2():
+    with tempfile.TemporaryDirectory() as tmp:
+        corrupt = os.path.join(tmp, "corrupt")
+        os.mkdir(corrupt)
+        for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                     "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+            write(corrupt, name, "this is not a gzip file\n")
+        spec = write(tmp, "failing.toml", f"""
+models = ["resnet20"]
+dataset = "fashion-mnist"
+data_dir = ["{corrupt}", ""]
+devices = [1, 2]
+batch_size = 4
+warmup_steps = 0
+steps = 2
+""")
+        out = os.path.join(tmp, "failing.h5")
+        r = ok(2, "sweep", spec, "--out", out)
+        groups = check_layout(out, spec, 2)
+        check(statuses(groups) == {"ok": 2, "failed": 2}, f"statuses {statuses(groups)}")
+        for a in groups.values():
+            if a["data_dir"] == corrupt:
+                check(a["status"] == "failed" and corrupt in a["reason"],
+                      f"corrupt data: {a['status']} {a['reason']}")
+            else:
+                check(a["status"] == "ok", f"{a['name']}: {a['reason']}")
+        check(" failed " in r.stderr or "  failed" in r.stderr, r.stderr)
+
+
+def losses(path):
+    import h5py
+    out = {}
+    with h5py.File(path, "r") as f:
+        for gid, g in f["configs"].items():
+            loss = tuple(g["steps"]["loss"][()]) if "steps" in g else None
+            out[gid] = (g.attrs["status"], g.attrs["reason"], loss)
+    return out
+
+
+def test_shard_merge_np2():
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        whole = os.path.join(tmp, "whole.h5")
+        shards = [os.path.join(tmp, f"shard{i}.h5") for i in range(2)]
+        ok(2, "sweep", spec, "--out", whole)
+        for i, path in enumerate(shards):
+            ok(2, "sweep", spec, "--out", path, "--shard", f"{i}/2")
+            with h5py.File(path, "r") as f:
+                check(f.attrs["shard"] == f"{i}/2", "shard attribute")
+                check(all(g.attrs["index"] % 2 == i for g in f["configs"].values()),
+                      "shard takes index % n == i")
+        merged = os.path.join(tmp, "merged.h5")
+        ok(None, "merge", *shards, "-o", merged)
+        check_layout(merged, spec, 2)
+        with h5py.File(merged, "r") as f:
+            check(f.attrs["shard"] == "merged", "merged shard attribute")
+            check(list(f.attrs["merged_sources"]) == shards, "merged_sources")
+        a, b = losses(whole), losses(merged)
+        check(sorted(a) == sorted(b), "same ids")
+        for gid in a:
+            check(a[gid] == b[gid], f"{gid}: {a[gid]} != {b[gid]}")
+
+
+def test_merge_refusals():
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "one.toml", "model = \"resnet20\"\nsteps = 1\nbatch_size = 2\n")
+        first = os.path.join(tmp, "first.h5")
+        ok(1, "sweep", spec, "--out", first)
+        fails(2, None, "merge", first, first, "-o", os.path.join(tmp, "m.h5"),
+              contains=("is in both",))
+        text = write(tmp, "notes.h5", "not a result file\n")
+        fails(2, None, "merge", first, text, "-o", os.path.join(tmp, "m.h5"),
+              contains=("is not an HDF5 file",))
+        plain = os.path.join(tmp, "plain.h5")
+        h5py.File(plain, "w").close()
+        fails(2, None, "merge", first, plain, "-o", os.path.join(tmp, "m.h5"),
+              contains=("not an interplace result file",))
+        other = os.path.join(tmp, "other.h5")
+        ok(1, "sweep", write(tmp, "two.toml", "model = \"resnet20\"\nsteps = 2\n"),
+           "--out", other)
+        with h5py.File(other, "r+") as f:
+            f.attrs["format_version"] = 2
+        fails(2, None, "merge", first, other, "-o", os.path.join(tmp, "m.h5"),
+              contains=("version 2",))
+        fails(2, None, "inspect", other, contains=("version 2",))
+        fails(2, None, "merge", first, "-o", first, contains=("exists already",))
+        check(not os.path.exists(os.path.join(tmp, "m.h5")), "no output after a refusal")
+
+
+def test_spec_errors_np2():
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = write(tmp, "bad.toml", "models = [\"resnet20\"]\n\nplacers = [\"contiguous\", "
+                                     "\"nowhere\"]\n")
+        fails(2, 2, "sweep", bad, "--out", os.path.join(tmp, "x.h5"),
+              contains=(f"{bad}:3: unknown placer 'nowhere'",))
+        check(not os.path.exists(os.path.join(tmp, "x.h5")), "nothing written for a bad spec")
+        fails(2, None, "sweep", write(tmp, "typo.toml", "stepz = 3\n"), "--dry-run",
+              contains=("typo.toml:1: unknown key 'stepz'",))
+        fails(2, None, "sweep", SMOKE, "--dry-run", "--shard", "2/2", contains=("--shard",))
+        fails(2, None, "inspect", os.path.join(tmp, "missing.h5"), contains=("no such file",))
+
+
+CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    global BINARY
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    BINARY = sys.argv[1]
+    if sys.argv[2] == "--list":
+        print("\n".join(CASES))
+        return
+    if sys.argv[2] not in CASES:
+        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
+    CASES[sys.argv[2]]()
+    print(f"{sys.argv[2]}: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+// Sweep specs: expansion order, exclusions, repeats, ids, and errors with file and line.
+#include <gtest/gtest.h>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/sweep_spec.hpp"
+
+namespace interplace::runs {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_sweep_spec(text, "spec.toml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SweepSpec, ExpandsTheCrossProductLastDimensionFastest) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+models = ["resnet20", "gpt-mini"]
+orders = ["topo", "dfs-pre"]
+placers = ["contiguous", "balanced"]
+devices = [1, 2]
+steps = 3
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 16u);
+  EXPECT_EQ(spec.configs[0].train.model, "resnet20");
+  EXPECT_EQ(spec.configs[0].train.devices, 1);
+  EXPECT_EQ(spec.configs[0].train.order, "topo");
+  EXPECT_EQ(spec.configs[0].train.placer, "contiguous");
+  EXPECT_EQ(spec.configs[1].train.placer, "balanced");  // placer turns before order
+  EXPECT_EQ(spec.configs[2].train.order, "dfs-pre");
+  EXPECT_EQ(spec.configs[4].train.devices, 2);
+  EXPECT_EQ(spec.configs[8].train.model, "gpt-mini");
+  for (size_t i = 0; i < spec.configs.size(); ++i) {
+    EXPECT_EQ(spec.configs[i].index, static_cast<int64_t>(i));
+    EXPECT_EQ(spec.configs[i].train.steps, 3);
+  }
+}
+
+TEST(SweepSpec, ExclusionsDropConfigurationsMatchingAllTheirKeys) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+models = ["resnet20", "gpt-mini"]
+datasets = ["fashion-mnist", "text"]
+devices = [1, 2]
+[[exclude]]
+model = "resnet20"
+dataset = "text"
+[[exclude]]
+model = "gpt-mini"
+dataset = ["fashion-mnist"]
+devices = 2
+)",
+                                          "spec.toml");
+  // 8 - 2 (resnet20 on text) - 1 (gpt-mini on fashion-mnist with 2 devices)
+  ASSERT_EQ(spec.configs.size(), 5u);
+  for (const SweepConfig& c : spec.configs) {
+    EXPECT_FALSE(c.train.model == "resnet20" && c.train.dataset == "text");
+    EXPECT_FALSE(c.train.model == "gpt-mini" && c.train.dataset == "fashion-mnist" &&
+                 c.train.devices == 2);
+  }
+}
+
+TEST(SweepSpec, RepeatsAreDistinctConfigurationsWithDistinctIds) {
+  const SweepSpec spec = parse_sweep_spec("repeats = 3\n", "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 3u);
+  EXPECT_EQ(spec.configs[2].repeat, 2);
+  EXPECT_NE(spec.configs[0].id, spec.configs[1].id);
+  EXPECT_NE(spec.configs[1].id, spec.configs[2].id);
+}
+
+TEST(SweepSpec, PipelinesOnlyMultiplyTheGlobalStrategy) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+strategies = ["global", "local"]
+pipelines = ["gpipe", "1f1b"]
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 3u);
+  EXPECT_EQ(spec.configs[2].train.strategy, "local");
+  EXPECT_EQ(spec.configs[2].train.pipeline, "gpipe");
+}
+
+TEST(SweepSpec, ModelOptionsApplyToAllModelsAndPerModelTablesOverride) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+models = ["resnet20", "gpt-mini"]
+[model_options]
+width_multiplier = 0.5
+[model_options.gpt-mini]
+sequence_length = 32
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 2u);
+  EXPECT_EQ(spec.configs[0].train.model_options.width_multiplier, 0.5);
+  EXPECT_EQ(spec.configs[0].train.model_options.sequence_length, 0);
+  EXPECT_EQ(spec.configs[1].train.model_options.sequence_length, 32);
+  EXPECT_EQ(spec.configs[1].train.model_options.width_multiplier, 0.5);
+  EXPECT_EQ(model_options_string(spec.configs[1].train.model_options),
+            "sequence_length=32,width_multiplier=0.5");
+}
+
+TEST(SweepSpec, ProfileCostDevices) {
+  const SweepSpec spec = parse_sweep_spec("cost_device = \"profile:/tmp/p.tsv\"\n", "spec.toml");
+  EXPECT_EQ(spec.configs[0].train.profile_path, "/tmp/p.tsv");
+  EXPECT_EQ(cost_device_string(spec.configs[0].train), "profile:/tmp/p.tsv");
+}
+
+TEST(SweepSpec, ErrorsNameTheFileTheLineAndTheReason) {
+  EXPECT_EQ(error_of("models = [\"resnet20\"]\nmodle = 1\n").substr(0, 40),
+            "spec.toml:2: unknown key 'modle' (valid:");
+  EXPECT_NE(error_of("\n\norders = [\"topo\", \"sideways\"]\n")
+                .find("spec.toml:3: unknown order "
+                      "'sideways'"),
+            std::string::npos);
+  EXPECT_NE(error_of("models = [\"resnet21\"]\n").find("spec.toml:1: unknown model 'resnet21'"),
+            std::string::npos);
+  EXPECT_EQ(error_of("steps = 3\ndevices = [1, 0]\n"), "spec.toml:2: devices must be >= 1, got 0");
+  EXPECT_EQ(error_of("orders = []\n"), "spec.toml:1: 'orders' is an empty list");
+  EXPECT_EQ(error_of("\nsteps = \"3\"\n"), "spec.toml:2: steps takes integers, got string");
+  EXPECT_NE(error_of("strategies = [\"global\", \"nwise:0\"]\n").find("spec.toml:1: "),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines = \"zigzag\"\n").find("spec.toml:1: unknown pipeline"),
+            std::string::npos);
+  EXPECT_EQ(error_of("learning_rate = -1.0\n"),
+            "spec.toml:1: learning_rate must be a finite number > 0, got -1");
+  EXPECT_EQ(error_of("model = \"resnet20\"\nmodels = [\"vgg16\"]\n"),
+            "spec.toml:2: both 'model' and 'models' are given");
+  EXPECT_NE(error_of("[model_options]\nbatch_size = 4\n")
+                .find("spec.toml:2: unknown model "
+                      "option 'batch_size'"),
+            std::string::npos);
+  EXPECT_EQ(error_of("[model_options.vgg16]\nclasses = 4\n").substr(0, 66),
+            "spec.toml:1: model_options.vgg16 is for a model the spec does not ");
+  EXPECT_NE(error_of("[[exclude]]\nplacr = \"x\"\n")
+                .find("spec.toml:2: unknown key 'placr' in "
+                      "[[exclude]]"),
+            std::string::npos);
+  EXPECT_EQ(error_of("devices = 2\n[[exclude]]\ndevices = 2\n"),
+            "spec.toml: the exclusions drop every configuration");
+  EXPECT_EQ(error_of("repeats = 0\n"), "spec.toml:1: repeats must be >= 1, got 0");
+}
+
+TEST(SweepSpec, SyntaxErrorsNameTheLine) {
+  const std::string message = error_of("steps = 3\norders = topo\nseed = 1\n");
+  EXPECT_EQ(message.substr(0, 12), "spec.toml:2:") << message;
+  EXPECT_NE(message.find("TOML syntax error"), std::string::npos);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST(SweepSpec, MissingFileIsInvalidInput) {
+  try {
+    load_sweep_spec("/nonexistent/spec.toml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/spec.toml"), std::string::npos);
+  }
+}
+
+TEST(ConfigId, IsFnv1a64OfTheCanonicalParameters) {
+  // Reference values of FNV-1a 64 (the offset basis, and "a").
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  const TrainConfig config;
+  EXPECT_EQ(
+      canonical_parameters(config, 0),
+      "model=resnet20\norder=topo\nplacer=contiguous\ndevices=1\nstrategy=global\n"
+      "pipeline=gpipe\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
+      "warmup_steps=1\nsteps=10\ndataset=synthetic\neval_samples_requested=0\n"
+      "optimizer=sgd\nlearning_rate=0.050000000000000003\nweight_decay=0\nseed=1\ndevice=cpu\n"
+      "cost_device=cpu-core\nmodel_options=\ndata_dir=\nrepeat=0\n");
+  char expected[17];
+  std::snprintf(expected, sizeof expected, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_parameters(config, 0))));
+  EXPECT_EQ(config_id(config, 0), expected);
+  EXPECT_EQ(config_id(config, 0).size(), 16u);
+}
+
+TEST(ConfigId, IsStableAcrossSpecsAndChangesWithEveryParameter) {
+  const SweepSpec a = parse_sweep_spec("models = [\"resnet20\", \"vgg16\"]\nseed = 7\n", "a.toml");
+  const SweepSpec b =
+      parse_sweep_spec("# another file\nseeds = [7]\nmodel = \"vgg16\"\n", "b.toml");
+  EXPECT_EQ(a.configs[1].id, b.configs[0].id);
+  EXPECT_NE(a.configs[0].id, a.configs[1].id);
+  TrainConfig changed;
+  changed.learning_rate = 0.050000001;
+  EXPECT_NE(config_id(changed, 0), config_id(TrainConfig{}, 0));
+  changed = {};
+  changed.model_options.width_multiplier = 0.5;
+  EXPECT_NE(config_id(changed, 0), config_id(TrainConfig{}, 0));
+}
+
+}  // namespace
+}  // namespace interplace::runs
