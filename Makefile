@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 WERROR ?= OFF
 
-.PHONY: all deps build test bench gpu-check demo format clean
+.PHONY: all deps build test bench gpu-check demo report format clean
 
 all: build
 
@@ -32,6 +32,16 @@ bench: build
 # compare with PyTorch; results in bench/out/gpu/ (see bench/gpu-check).
 gpu-check:
 	bench/gpu-check
+
+# Tables (Markdown, CSV, LaTeX) and plots from result files (docs/analysis.md):
+#   make report FILE=results.h5 [OUT=dir]      several files: FILE="a.h5 b.h5"
+# OUT defaults to $(BUILD)/reports/<first file's stem>/, outside git; copy a report worth
+# keeping (its small tables) into results/ by hand.
+report:
+	@test -n "$(FILE)" || { echo "make report: give the result file(s): make report FILE=path/to/results.h5 [OUT=dir]" >&2; exit 2; }
+	scripts/install-deps
+	.venv/bin/python -m interplace_analysis report $(FILE) \
+	  --out $(or $(OUT),$(BUILD)/reports/$(basename $(notdir $(firstword $(FILE)))))
 
 # The main job. Until the sweep and the analysis exist, it is the benchmark run.
 demo: bench

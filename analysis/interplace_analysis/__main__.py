@@ -1,0 +1,7 @@
+"""``python -m interplace_analysis``: see :mod:`.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,240 @@
+"""Tidy pandas tables built from the records of :mod:`.h5file`.
+
+Four frames, each with ``config_id`` as the key that joins them:
+
+* ``configs``: one row per configuration: its parameters, status and reason, the
+  medians over *measured* steps (warm-up excluded), final loss/accuracy, evaluation,
+  the simulator's prediction, graph statistics and derived metrics (see
+  :func:`config_row`).
+* ``steps``: one row per (configuration, step, rank) with every ``ranks/*`` value and
+  the step's loss and accuracy (repeated on each rank's row), for ad-hoc analysis.
+* ``curves``: one row per (configuration, step): step time, loss, accuracy and the
+  elapsed measured wall time at the end of the step (:func:`elapsed_times`; what loss
+  curves and the equal-wall-time comparison need).
+* ``rank_summary``: one row per (configuration, rank) with per-rank medians.
+
+Medians, not means: a step time distribution has a long right tail (a page fault, a
+late message), and the median is what a steady-state pipeline delivers.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .h5file import GRAPH_ATTRIBUTES, RANK_DATASETS, ConfigRecord
+
+# Parameter attributes in the order of the format document's table.
+PARAMETERS = (
+    "model", "family", "order", "placer", "devices", "strategy", "pipeline",
+    "interlock_mode", "micro_batches", "batch_size", "warmup_steps", "steps", "dataset",
+    "eval_samples_requested", "optimizer", "learning_rate", "weight_decay", "seed",
+    "device", "cost_device", "model_options",
+)
+OK_ATTRIBUTES = (
+    "measured_wall_s", "samples_per_s", "eval_loss", "eval_accuracy", "eval_samples",
+    "parameter_count", "reach", "global_only_reason",
+)
+COMPUTE_KINDS = ("forward_s", "backward_s", "aux_s", "optimizer_s")
+
+
+def strategy_label(strategy: str, pipeline: str, interlock_mode: str) -> str:
+    """One name per distinct backprop schedule: ``global/gpipe``, ``pairwise+sum``, ...
+
+    The pipeline only matters for the global strategy and the interlock mode only for
+    strategies with a reach between 0 and K-1, so the label carries them only there.
+    """
+    strategy = strategy or "global"
+    if strategy == "global":
+        return f"global/{pipeline}" if pipeline else "global"
+    if strategy != "local" and interlock_mode == "sum":
+        return f"{strategy}+sum"
+    return strategy
+
+
+def _nan() -> float:
+    return float("nan")
+
+
+def _median(a: np.ndarray) -> float:
+    a = np.asarray(a, dtype=float)
+    a = a[~np.isnan(a)]
+    return float(np.median(a)) if a.size else _nan()
+
+
+def _mean_over_ranks(v: np.ndarray) -> np.ndarray:
+    """Per step, the mean over ranks ignoring NaN (NaN, silently, when all are NaN)."""
+    v = np.asarray(v, dtype=float)
+    n = np.sum(~np.isnan(v), axis=1)
+    total = np.nansum(v, axis=1)
+    return np.divide(total, n, out=np.full(len(v), np.nan), where=n > 0)
+
+
+def measured_mask(rec: ConfigRecord) -> np.ndarray:
+    """True for measured steps; without ``steps/warmup`` every step counts as measured."""
+    if "step_time_s" not in rec.steps:
+        return np.zeros(0, dtype=bool)
+    n = len(rec.steps["step_time_s"])
+    warm = rec.steps.get("warmup")
+    return np.ones(n, dtype=bool) if warm is None else np.asarray(warm) == 0
+
+
+def config_row(rec: ConfigRecord) -> dict:
+    """The ``configs`` row of one configuration.
+
+    Derived metrics, each a median over measured steps of a per-step value:
+
+    * ``step_time_s``: the step's time (max over ranks).
+    * ``forward_s`` ... ``overhead_s``: mean over ranks; ``bytes_sent``: sum over ranks;
+      ``peak_memory_bytes``: the maximum over steps and ranks.
+    * ``utilisation``: compute (forward + backward + aux + optimizer) summed over the K
+      ranks / (K x step time): the share of the device-time the kernels used.
+    * ``idle_fraction``: idle_s summed over ranks / (K x step time), the bubble fraction,
+      defined like the simulator's ``idle_fraction`` so the two compare directly.
+    * ``sim_error``: predicted / measured step time - 1 (positive: the simulator is
+      pessimistic).
+    """
+    a = rec.attrs
+    row: dict = {"config_id": rec.id, "file": rec.file, "index": a.get("index", -1),
+                 "name": a.get("name", "")}
+    for p in PARAMETERS:
+        row[p] = a.get(p, _nan() if p in ("learning_rate", "weight_decay") else None)
+    row["status"] = a.get("status", "")
+    row["reason"] = a.get("reason", "")
+    row["started_utc"] = a.get("started_utc", "")
+    row["wall_s"] = a.get("wall_s", _nan())
+    for p in OK_ATTRIBUTES:
+        row[p] = a.get(p, "" if p == "global_only_reason" else _nan())
+    row["strategy_label"] = strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
+                                           a.get("interlock_mode", ""))
+
+    mask = measured_mask(rec)
+    row["measured_steps"] = int(mask.sum())
+    st = np.asarray(rec.steps.get("step_time_s", np.zeros(0)), dtype=float)
+    row["step_time_s"] = _median(st[mask]) if mask.any() else _nan()
+    for name in RANK_DATASETS:
+        v = rec.ranks.get(name)
+        if v is None or not mask.any():
+            row[name] = _nan()
+        elif name == "peak_memory_bytes":
+            row[name] = float(np.nanmax(v[mask])) if v[mask].size else _nan()
+        elif name == "bytes_sent":
+            row[name] = _median(np.sum(v[mask], axis=1))
+        else:
+            row[name] = _median(_mean_over_ranks(v[mask]))
+    row["utilisation"] = row["idle_fraction"] = _nan()
+    k = a.get("devices")
+    if mask.any() and k and all(c in rec.ranks for c in COMPUTE_KINDS):
+        denom = k * st[mask]
+        compute = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS).sum(axis=1)
+        row["utilisation"] = _median(compute / denom)
+        if "idle_s" in rec.ranks:
+            row["idle_fraction"] = _median(rec.ranks["idle_s"][mask].sum(axis=1) / denom)
+    last = np.flatnonzero(mask)
+    if last.size:
+        i = last[-1]
+        row["final_step"] = int(rec.steps["step"][i]) if "step" in rec.steps else int(i)
+        row["final_loss"] = float(rec.steps["loss"][i]) if "loss" in rec.steps else _nan()
+        row["final_accuracy"] = (float(rec.steps["accuracy"][i])
+                                 if "accuracy" in rec.steps else _nan())
+    else:
+        row["final_step"], row["final_loss"], row["final_accuracy"] = -1, _nan(), _nan()
+
+    pred = rec.prediction
+    row["pred_estimator"] = pred.get("estimator", "")
+    row["pred_step_time_s"] = pred.get("step_time_s", _nan())
+    row["pred_idle_fraction"] = pred.get("idle_fraction", _nan())
+    row["pred_fallback_reason"] = pred.get("fallback_reason", "")
+    for g in GRAPH_ATTRIBUTES:
+        row[g] = rec.graph.get(g, _nan())
+    row["sim_error"] = (row["pred_step_time_s"] / row["step_time_s"] - 1.0
+                        if row["step_time_s"] and not math.isnan(row["step_time_s"])
+                        else _nan())
+    row["has_timeline"] = rec.timeline is not None and len(rec.timeline) > 0
+    return row
+
+
+def elapsed_times(rec: ConfigRecord, mask: np.ndarray) -> np.ndarray:
+    """Measured wall time at the end of each measured step (NaN for warm-up steps).
+
+    A rank's ``step_s`` runs from the end of its previous optimiser step to the end of
+    this one, so the running sum of a rank's ``step_s`` is when that rank finished the
+    step, counted from the start of the measured steps; the step is finished when the
+    last rank has finished it: ``elapsed[i] = max over ranks of cumsum(step_s)[i]``.
+    Summing the per-step maximum instead would overstate the time of pipelined
+    strategies, whose ranks are not slowest on the same steps. Without ``ranks/step_s``
+    it falls back to the running sum of ``steps/step_time_s``.
+    """
+    st = np.asarray(rec.steps["step_time_s"], dtype=float)
+    elapsed = np.full(len(st), np.nan)
+    per_rank = rec.ranks.get("step_s")
+    if per_rank is not None and per_rank.shape[1] > 0:
+        elapsed[mask] = np.max(np.cumsum(per_rank[mask].astype(float), axis=0), axis=1)
+    else:
+        elapsed[mask] = np.cumsum(st[mask])
+    return elapsed
+
+
+def curve_frame(rec: ConfigRecord) -> pd.DataFrame:
+    """Per step: step time, loss, accuracy and ``elapsed_s`` (:func:`elapsed_times`)."""
+    if "step_time_s" not in rec.steps:
+        return pd.DataFrame()
+    st = np.asarray(rec.steps["step_time_s"], dtype=float)
+    mask = measured_mask(rec)
+    n = len(st)
+    elapsed = elapsed_times(rec, mask)
+    return pd.DataFrame({
+        "config_id": rec.id,
+        "step": rec.steps.get("step", np.arange(n)).astype(int),
+        "warmup": ~mask,
+        "step_time_s": st,
+        "loss": np.asarray(rec.steps.get("loss", np.full(n, np.nan)), dtype=float),
+        "accuracy": np.asarray(rec.steps.get("accuracy", np.full(n, np.nan)), dtype=float),
+        "elapsed_s": elapsed,
+    })
+
+
+def step_rank_frame(rec: ConfigRecord, curve: pd.DataFrame) -> pd.DataFrame:
+    """One row per (step, rank): the ``ranks/*`` values, aux loss/accuracy of the rank's
+    stage, and the step's own columns from ``curve``."""
+    if curve.empty or not rec.ranks:
+        return pd.DataFrame()
+    s, k = next(iter(rec.ranks.values())).shape
+    data = {
+        "config_id": rec.id,
+        "step": np.repeat(curve["step"].to_numpy(), k),
+        "rank": np.tile(np.arange(k), s),
+    }
+    for col in ("warmup", "step_time_s", "loss", "accuracy", "elapsed_s"):
+        data[col] = np.repeat(curve[col].to_numpy(), k)
+    for name in ("aux_loss", "aux_accuracy"):
+        if name in rec.steps:
+            data[name] = rec.steps[name].astype(float).reshape(-1)
+    for name, v in rec.ranks.items():
+        data[name] = v.reshape(-1)
+    return pd.DataFrame(data)
+
+
+def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
+    """Per rank: medians over measured steps of every ``ranks/*`` value, the rank's
+    utilisation (compute / its step_s), and the simulator's busy/idle for that device."""
+    mask = measured_mask(rec)
+    if not rec.ranks or not mask.any():
+        return []
+    k = next(iter(rec.ranks.values())).shape[1]
+    cols: dict[str, np.ndarray] = {"rank": np.arange(k)}
+    with warnings.catch_warnings():  # an all-NaN rank gives NaN, as it should
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, v in rec.ranks.items():
+            cols[name] = np.nanmedian(v[mask].astype(float), axis=0)
+        if all(c in rec.ranks for c in COMPUTE_KINDS) and "step_s" in rec.ranks:
+            comp = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS)
+            cols["utilisation"] = np.nanmedian(comp / rec.ranks["step_s"][mask], axis=0)
+    for name in ("busy_s", "idle_s"):
+        arr = np.asarray(rec.prediction.get(name, []), dtype=float)
+        cols[f"pred_{name}"] = arr if arr.shape == (k,) else np.full(k, np.nan)
+    return [{"config_id": rec.id, **{n: v[r].item() for n, v in cols.items()}}
+            for r in range(k)]

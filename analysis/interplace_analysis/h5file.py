@@ -1,0 +1,190 @@
+"""Reads one result file (docs/results-format.md, format version 1) into plain records.
+
+This is the only module that touches h5py. It checks the file's identity first
+(``format_name``, ``format_version``) and the shapes of what it reads, so every later
+step can trust its input; anything unexpected becomes a :class:`ResultFormatError`
+whose message names the file (and the group) and what was wrong, never a traceback
+from deep inside pandas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pandas as pd
+
+FORMAT_NAME = "interplace-results"
+FORMAT_VERSION = 1
+
+# Per step, one value ([S]); per step and rank ([S, K]). Names as in the format document.
+STEP_DATASETS = ("step", "warmup", "step_time_s", "loss", "accuracy")
+STEP_RANK_DATASETS = ("aux_loss", "aux_accuracy")
+RANK_DATASETS = (
+    "step_s", "forward_s", "backward_s", "aux_s", "optimizer_s",
+    "comm_wait_s", "idle_s", "overhead_s", "bytes_sent", "peak_memory_bytes",
+)
+TIMELINE_DATASETS = ("rank", "kind", "start_s", "end_s")
+GRAPH_ATTRIBUTES = (
+    "node_count", "edge_count", "depth", "max_width",
+    "mean_branching_factor", "critical_path_cost_share",
+)
+
+
+class ResultFormatError(Exception):
+    """The input is not a readable interplace result file of a supported version."""
+
+
+@dataclass
+class ConfigRecord:
+    """Everything one ``/configs/<id>`` group holds, as Python and numpy values."""
+
+    file: str
+    attrs: dict[str, Any]
+    steps: dict[str, np.ndarray] = field(default_factory=dict)  # steps/* ([S] or [S, K])
+    ranks: dict[str, np.ndarray] = field(default_factory=dict)  # ranks/* ([S, K])
+    timeline: pd.DataFrame | None = None  # rank, kind, start_s, end_s; None if absent
+    prediction: dict[str, Any] = field(default_factory=dict)  # attributes and [K] arrays
+    graph: dict[str, Any] = field(default_factory=dict)
+    order: np.ndarray | None = None
+    placement: np.ndarray | None = None
+
+    @property
+    def id(self) -> str:
+        return str(self.attrs.get("id", ""))
+
+
+@dataclass
+class FileContents:
+    path: str
+    provenance: dict[str, Any]
+    configs: list[ConfigRecord]
+
+
+def _plain(value: Any) -> Any:
+    """An attribute value as str/int/float/list (h5py gives bytes and numpy scalars)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, np.ndarray):
+        if value.size == 1 and value.ndim <= 1:  # a scalar, or one written as shape [1]
+            return _plain(value.reshape(())[()])
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.integer | np.bool_):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def _attrs(obj: h5py.HLObject) -> dict[str, Any]:
+    return {key: _plain(obj.attrs[key]) for key in obj.attrs}
+
+
+def _dataset(group: h5py.Group, name: str, where: str) -> np.ndarray:
+    ds = group[name]
+    if not isinstance(ds, h5py.Dataset):
+        raise ResultFormatError(f"{where}/{name} is a group, expected a dataset")
+    if h5py.check_string_dtype(ds.dtype) is not None:
+        return np.asarray(ds.asstr()[()], dtype=object)
+    return np.asarray(ds[()])
+
+
+def _read_subgroup(group: h5py.Group, sub: str, names: tuple[str, ...], where: str) -> dict:
+    if sub not in group:
+        return {}
+    g = group[sub]
+    return {n: _dataset(g, n, f"{where}/{sub}") for n in names if n in g}
+
+
+def _check_shapes(rec: ConfigRecord, where: str) -> None:
+    """Steps are [S], per-rank data [S, K] with K = ``devices``: anything else is corrupt."""
+    lengths = {name: a.shape[0] for name, a in rec.steps.items() if a.ndim >= 1}
+    if len(set(lengths.values())) > 1:
+        raise ResultFormatError(f"{where}: steps/* datasets differ in length: {lengths}")
+    s = next(iter(lengths.values()), None)
+    k = rec.attrs.get("devices")
+    for prefix, data in (("steps", {n: rec.steps[n] for n in STEP_RANK_DATASETS
+                                    if n in rec.steps}), ("ranks", rec.ranks)):
+        for name, a in data.items():
+            expected = (s if s is not None else a.shape[0], k if k is not None else a.shape[-1])
+            if a.ndim != 2 or tuple(a.shape) != expected:
+                raise ResultFormatError(
+                    f"{where}: {prefix}/{name} has shape {a.shape}, expected [S, K] = {expected}")
+    for name in STEP_DATASETS:
+        if name in rec.steps and rec.steps[name].ndim != 1:
+            raise ResultFormatError(f"{where}: steps/{name} has shape {rec.steps[name].shape},"
+                                    " expected [S]")
+    if rec.ranks and "step_time_s" not in rec.steps:
+        raise ResultFormatError(f"{where}: ranks/* present but steps/step_time_s missing")
+
+
+def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
+    where = f"{path}: /configs/{gid}"
+    rec = ConfigRecord(file=path, attrs=_attrs(group))
+    rec.attrs.setdefault("id", gid)
+    for required in ("status", "name", "model"):
+        if required not in rec.attrs:
+            raise ResultFormatError(f"{where}: attribute '{required}' is missing")
+    rec.steps = _read_subgroup(group, "steps", STEP_DATASETS + STEP_RANK_DATASETS, where)
+    rec.ranks = _read_subgroup(group, "ranks", RANK_DATASETS, where)
+    if "timeline" in group:
+        t = _read_subgroup(group, "timeline", TIMELINE_DATASETS, where)
+        missing = [n for n in TIMELINE_DATASETS if n not in t]
+        if missing:
+            raise ResultFormatError(f"{where}: timeline lacks {', '.join(missing)}")
+        if len({len(v) for v in t.values()}) != 1:
+            raise ResultFormatError(f"{where}: timeline/* datasets differ in length")
+        rec.timeline = pd.DataFrame({n: t[n] for n in TIMELINE_DATASETS})
+    if "prediction" in group:
+        p = group["prediction"]
+        rec.prediction = _attrs(p)
+        for n in ("busy_s", "idle_s", "peak_memory_bytes"):
+            if n in p:
+                rec.prediction[n] = _dataset(p, n, f"{where}/prediction")
+    if "graph" in group:
+        rec.graph = _attrs(group["graph"])
+    if "order" in group:
+        rec.order = _dataset(group, "order", where)
+    if "placement" in group:
+        rec.placement = _dataset(group, "placement", where)
+    _check_shapes(rec, where)
+    return rec
+
+
+def read_result_file(path: str | Path) -> FileContents:
+    """Reads and validates one file; raises :class:`ResultFormatError` on any problem."""
+    path = str(path)
+    if not Path(path).is_file():
+        raise ResultFormatError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ResultFormatError(f"{path}: not an HDF5 file or unreadable ({e})") from None
+    with f:
+        prov = _attrs(f)
+        name = prov.get("format_name")
+        if name != FORMAT_NAME:
+            raise ResultFormatError(
+                f"{path}: not an interplace result file (format_name is {name!r},"
+                f" expected {FORMAT_NAME!r})")
+        version = prov.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ResultFormatError(
+                f"{path}: result format version {version!r} is not supported"
+                f" (this analysis reads version {FORMAT_VERSION})")
+        configs = []
+        if "configs" in f:
+            try:
+                for gid in f["configs"]:
+                    g = f["configs"][gid]
+                    if not isinstance(g, h5py.Group):
+                        raise ResultFormatError(f"{path}: /configs/{gid} is not a group")
+                    configs.append(_read_config(path, g, gid))
+            except ResultFormatError:
+                raise
+            except (OSError, KeyError, ValueError, TypeError) as e:
+                raise ResultFormatError(f"{path}: corrupt configuration data ({e})") from None
+    return FileContents(path=path, provenance=prov, configs=configs)

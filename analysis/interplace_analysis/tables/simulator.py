@@ -1,0 +1,57 @@
+"""Table 4: how well the simulator's predicted step time matches the measured one.
+
+Per configuration: predicted and measured (median) step time, the error
+``predicted / measured - 1`` and predicted vs measured idle (bubble) fraction. The
+summary gives MAPE (mean |error|, in %) and Spearman's rank correlation: a placer only
+needs the simulator to *rank* placements correctly, so the rank correlation is the
+number that says whether the placers can trust it, even when MAPE is large. Over
+all configurations it is dominated by model size, so the summary also gives the mean
+rank correlation *within* traversal groups (same model, placer, K, strategy, ...; the
+orders differ), which is the choice a placer actually makes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import stats
+from ..loader import Results
+from .traversal import GROUP_KEY
+
+COLUMNS = ["config_id", "name", "pred_estimator", "pred_step_time_s", "step_time_s",
+           "sim_error", "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
+SUMMARY = ["scope", "configs", "mape_pct", "spearman", "median_error"]
+
+
+def simulator_table(results: Results) -> pd.DataFrame:
+    ok = results.ok
+    if ok.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    have = ok.dropna(subset=["pred_step_time_s", "step_time_s"])
+    return have[COLUMNS].reset_index(drop=True)
+
+
+def _summary_row(scope: str, t: pd.DataFrame) -> dict:
+    return {"scope": scope, "configs": len(t),
+            "mape_pct": stats.mape(t["pred_step_time_s"], t["step_time_s"]),
+            "spearman": stats.spearman(t["pred_step_time_s"], t["step_time_s"]),
+            "median_error": float(t["sim_error"].median()) if len(t) else float("nan")}
+
+
+def simulator_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """All configurations, then per estimator and per model (when there are several)."""
+    if table.empty:
+        return pd.DataFrame(columns=SUMMARY)
+    rows = [_summary_row("all", table)]
+    groups = [g for _, g in table.groupby(GROUP_KEY, dropna=False) if len(g) >= 3]
+    within = [(stats.spearman(g["pred_step_time_s"], g["step_time_s"]), len(g)) for g in groups]
+    within = [(rho, n) for rho, n in within if rho == rho]  # NaN: constant side
+    if within:
+        rows.append({"scope": f"within traversal groups (mean of {len(within)})",
+                     "configs": sum(n for _, n in within), "mape_pct": float("nan"),
+                     "spearman": sum(rho for rho, _ in within) / len(within),
+                     "median_error": float("nan")})
+    for col in ("pred_estimator", "model"):
+        if table[col].nunique() > 1:
+            rows += [_summary_row(f"{col}={v}", g) for v, g in table.groupby(col, sort=True)]
+    return pd.DataFrame(rows, columns=SUMMARY)

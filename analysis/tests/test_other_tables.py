@@ -1,0 +1,121 @@
+"""Tables 3 (graph features), 4 (simulator), 5 (recommendations) and the failures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from interplace_analysis.tables import (failures, graph_features, recommendations, simulator,
+                                        strategies, traversal)
+
+# (predicted, measured median) per ok configuration of the fixture
+SIM = [(1.1, 1.005), (0.8, 0.804), (0.95, 0.9045), (1.3, 1.206), (1.0, 1.005),
+       (1.0, 0.9975), (0.45, 0.5025), (0.62, 0.603), (2.2, 2.01)]
+
+
+def _avg_ranks(v):
+    v = np.asarray(v)
+    return np.array([np.sum(v < x) + (np.sum(v == x) + 1) / 2 for x in v])
+
+
+def test_graph_features_beside_best_order(results):
+    t = graph_features.graph_feature_table(results).set_index("model")
+    assert t.loc["resnet20", "node_count"] == 70 and t.loc["gpt-small", "max_width"] == 4
+    assert t.loc["resnet20", "critical_path_cost_share"] == pytest.approx(0.97)
+    assert t.loc["resnet20", "best_order"] == "dfs-pre"
+    assert t.loc["resnet20", "best_placer"] == "contiguous"
+    assert t.loc["resnet20", "speedup_vs_topo"] == pytest.approx(1.25)
+    assert t.loc["gpt-small", "best_order"] == "bfs"
+    assert math.isnan(t.loc["gpt-small", "speedup_vs_topo"])
+
+
+def test_simulator_errors_mape_and_spearman(results):
+    t = simulator.simulator_table(results)
+    assert len(t) == len(SIM)
+    pred, meas = np.array(SIM).T
+    got = dict(zip(t["pred_step_time_s"].round(6), t["sim_error"]))
+    assert got[1.3] == pytest.approx(1.3 / 1.206 - 1)
+    s = simulator.simulator_summary(t).set_index("scope")
+    assert s.loc["all", "configs"] == 9
+    assert s.loc["all", "mape_pct"] == pytest.approx(100 * np.mean(np.abs(pred / meas - 1)))
+    rp, rm = _avg_ranks(pred), _avg_ranks(meas)
+    assert s.loc["all", "spearman"] == pytest.approx(np.corrcoef(rp, rm)[0, 1])
+    assert "model=gpt-small" in s.index and math.isnan(s.loc["model=gpt-small", "spearman"])
+    # within the one group of >= 3 orders (resnet20 contiguous global): predictions
+    # 1.1, 0.8, 0.95, 1.3 rank exactly as the measured 1.005, 0.804, 0.9045, 1.206
+    within = s.loc["within traversal groups (mean of 1)"]
+    assert within["configs"] == 4 and within["spearman"] == pytest.approx(1.0)
+
+
+@pytest.fixture(scope="module")
+def recs(results):
+    def make(tolerance=0.01):
+        ranked = traversal.rank_orders(traversal.order_samples(results), ["family"])
+        return recommendations.recommendation_table(
+            ranked, strategies.strategy_table(results), ["gpt", "resnet"], tolerance
+        ).set_index("family")
+    return make
+
+
+def test_recommendation_per_family(recs):
+    r = recs()
+    res = r.loc["resnet"]
+    assert (res["order"], res["placer"]) == ("dfs-pre", "contiguous")
+    assert res["confidence"].startswith("high")
+    assert res["order_evidence"].startswith("x1.25 [")
+    assert "runner-up contiguous/bfs x1.12 [" in res["order_evidence"]
+    assert res["strategy"] == "pairwise"  # x1.67 at 0.005 cost; local costs 0.10
+    assert res["strategy_speedup"] == pytest.approx(1 / 0.6)
+    assert res["strategy_accuracy_cost"] == pytest.approx(0.005)
+    gpt = r.loc["gpt"]
+    assert gpt["order"] == "bfs" and gpt["confidence"].startswith("insufficient data")
+    assert gpt["strategy"] == "global" and "no strategy comparison" in gpt["strategy_evidence"]
+
+
+def test_accuracy_tolerance_decides_the_strategy(recs):
+    assert recs(0.2).loc["resnet", "strategy"] == "local"
+    strict = recs(0.001).loc["resnet"]
+    assert strict["strategy"] == "global/gpipe"
+    assert strict["strategy_evidence"].startswith("no faster strategy within 0.001 accuracy")
+    assert "local x2.00, cost +0.100" in strict["strategy_evidence"]
+
+
+def test_confidence_wording_for_a_tie():
+    ranked = pd.DataFrame([
+        dict(family="f", placer="p", order="dfs-pre", settings=1, of_settings=1,
+             speedup_vs_topo=1.3, speedup_ci_low=1.2, speedup_ci_high=1.4, vs_runner_up=1.01,
+             vs_ci_low=0.98, vs_ci_high=1.04, rank=1),
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             speedup_vs_topo=1.29, speedup_ci_low=1.2, speedup_ci_high=1.4,
+             vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "medium: faster than topo, tie with p/bfs"
+    ranked.loc[0, ["speedup_ci_low"]] = 0.95
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "low: within noise of the runner-up and topo"
+
+
+def test_failures_listed_with_reason(results):
+    t = failures.failure_table(results)
+    assert t["status"].tolist() == ["failed", "missing", "skipped"]
+    assert t["reason"].iloc[0] == "rank 1: out of memory"
+    assert t["index"].tolist() == [10, 9, 11]
+
+
+def test_confidence_wording_when_topo_is_best():
+    ranked = pd.DataFrame([
+        dict(family="f", placer="p", order="topo", settings=1, of_settings=1,
+             speedup_vs_topo=1.0, speedup_ci_low=1.0, speedup_ci_high=1.0, vs_runner_up=1.2,
+             vs_ci_low=1.1, vs_ci_high=1.3, rank=1),
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             speedup_vs_topo=0.8, speedup_ci_low=0.75, speedup_ci_high=0.85,
+             vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "high: topo is faster than the runner-up beyond noise"
+    assert r["order_evidence"].startswith("is topo; runner-up p/bfs x1.20 [1.10, 1.30] slower")
+    ranked.loc[0, "vs_ci_low"] = 0.99
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "low: topo is within noise of the runner-up"

@@ -1,0 +1,38 @@
+"""A result file written by the C++ writer (``interplace sweep``), when one is given.
+
+Set ``INTERPLACE_RESULT_FILE=/path/to/file.h5`` (the smoke sweep's output) to check
+that the loader reads what the real writer writes and the report builds from it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from interplace_analysis import load_results
+from interplace_analysis.cli import main
+
+REAL = os.environ.get("INTERPLACE_RESULT_FILE", "")
+
+
+@pytest.mark.skipif(not REAL, reason="INTERPLACE_RESULT_FILE is not set: no result file from "
+                                     "the C++ writer to check (set it to a sweep's .h5 file)")
+def test_real_result_file_loads_and_reports(tmp_path, capsys):
+    path = Path(REAL)
+    assert path.is_file(), f"INTERPLACE_RESULT_FILE={REAL} does not exist"
+    r = load_results([path])
+    c = r.configs
+    assert len(c) > 0, "the file holds no configurations"
+    assert c["config_id"].str.fullmatch(r"[0-9a-f]{16}").all()
+    assert set(c["status"]) <= {"ok", "failed", "skipped"}
+    ok = r.ok
+    for _, row in ok.iterrows():
+        assert row["step_time_s"] > 0 and row["measured_steps"] == row["steps"]
+        assert 0 <= row["utilisation"] <= 1 + 1e-9 and -1e-9 <= row["idle_fraction"] <= 1
+    if len(ok):
+        s = r.steps[r.steps["config_id"] == ok["config_id"].iloc[0]]
+        assert len(s) == (ok["warmup_steps"].iloc[0] + ok["steps"].iloc[0]) * ok["devices"].iloc[0]
+    assert main(["report", str(path), "--out", str(tmp_path / "report"), "--quiet"]) == 0
+    assert (tmp_path / "report" / "report.md").is_file()

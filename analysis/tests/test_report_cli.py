@@ -1,0 +1,103 @@
+"""The report command end to end: files written, exit codes, odd inputs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from resultfile import Cfg, write_result_file
+
+from interplace_analysis import load_results
+from interplace_analysis.cli import main
+from interplace_analysis.render import Table, to_latex, to_markdown
+from interplace_analysis.report import build_report
+from interplace_analysis.tables import traversal
+
+TABLES = ["summary", "recommendations", "traversal_best", "traversal_orders", "strategies",
+          "graph_features", "simulator", "simulator_summary", "failures"]
+ANALYSIS = Path(__file__).resolve().parents[1]
+
+
+def _run_module(*args):
+    """``python -m interplace_analysis`` in a child, finding the package either way."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ANALYSIS), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "interplace_analysis", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_report_writes_tables_plots_and_prints_markdown(fixture_file, tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["report", str(fixture_file), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "### 5. Recommendations per family" in printed
+    assert "| resnet | dfs-pre | contiguous |" in printed
+    assert (out / "report.md").read_text() + "\n" == printed
+    for name in TABLES:
+        for ext in ("md", "csv", "tex"):
+            assert (out / "tables" / f"{name}.{ext}").is_file(), (name, ext)
+    pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
+    assert len(pngs) == 5
+    assert any(p.startswith("timeline_resnet20_global-gpipe") for p in pngs)
+    for p in (out / "plots").glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the CSV holds the same numbers as the table, at full precision
+    csv = pd.read_csv(out / "tables" / "traversal_orders.csv")
+    want = traversal.order_table(load_results([fixture_file]))
+    assert csv["speedup_vs_topo"].tolist() == pytest.approx(want["speedup_vs_topo"].tolist(),
+                                                            nan_ok=True)
+
+
+def test_bad_inputs_exit_2_with_one_line(tmp_path):
+    bad_version = write_result_file(tmp_path / "v9.h5", [Cfg()], format_version=9)
+    text = tmp_path / "x.h5"
+    text.write_text("hello")
+    for path, words in ((bad_version, "version 9 is not supported"), (text, "not an HDF5 file"),
+                        (tmp_path / "none.h5", "no such file")):
+        r = _run_module("report", path, "--out", tmp_path / "o")
+        assert r.returncode == 2, r.stderr
+        assert "Traceback" not in r.stderr
+        assert r.stderr.strip().count("\n") == 0 and words in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_empty_file_gives_a_report_that_says_so(tmp_path, capsys):
+    p = write_result_file(tmp_path / "e.h5", [])
+    assert main(["report", str(p), "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    assert "the files hold no configurations" in text
+    assert "(no successful configurations)" in text
+    assert not list((tmp_path / "o" / "plots").glob("*.png"))
+
+
+def test_all_failed_file_lists_every_configuration(tmp_path, capsys):
+    cs = [Cfg(order="topo", status="failed", reason="boom", with_data=False, index=0),
+          Cfg(order="bfs", status="skipped", reason="too big", with_data=False, index=1)]
+    p = write_result_file(tmp_path / "f.h5", cs)
+    assert main(["report", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+    fails = pd.read_csv(tmp_path / "o" / "tables" / "failures.csv")
+    assert fails["status"].tolist() == ["failed", "skipped"]
+    assert fails["reason"].tolist() == ["boom", "too big"]
+    assert pd.read_csv(tmp_path / "o" / "tables" / "recommendations.csv").empty
+
+
+def test_single_order_without_topo_and_without_timeline(tmp_path):
+    r = load_results([write_result_file(tmp_path / "s.h5", [Cfg(order="bfs")])])
+    rep = build_report(r)
+    assert any("no topo" in n for n in rep.notes)
+    rec = rep.table("recommendations").iloc[0]
+    assert rec["order"] == "bfs" and rec["confidence"].startswith("insufficient data")
+
+
+def test_markdown_and_latex_escape_and_format():
+    t = Table("t", "A_b", pd.DataFrame({"name": ["a|b", "x_y%"], "v": [0.123456, float("nan")]}))
+    md = to_markdown(t)
+    assert "| a\\|b | 0.1235 |" in md and "| x_y% | n/a |" in md
+    tex = to_latex(t)
+    assert r"x\_y\% & n/a \\" in tex and r"\begin{tabular}{ll}" in tex
+    assert "(none)" in to_markdown(Table("e", "E", pd.DataFrame()))
