@@ -37,6 +37,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 77
 fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"
+"$interplace" --help 2>/dev/null | grep -qE '^ +sweep ' \
+  || die "$interplace has no 'sweep' subcommand (built without MPI/HDF5, or before the runtime's training was wired into the CLI)"
 [[ -r "$spec" ]] || die "cannot read the sweep specification '$spec'"
 
 work=""
