@@ -17,10 +17,12 @@ struct Flow {
   bool updates(int stage) const { return updates_every_stage || stage == destination; }
 };
 
-std::vector<Flow> gradient_flows(int stage_count, int reach) {
+std::vector<Flow> gradient_flows(int stage_count, int reach, InterlockMode mode) {
   const int last = stage_count - 1;
   std::vector<Flow> flows;
-  if (reach < last) {
+  if (mode == InterlockMode::sum) {
+    for (int t = 0; t <= last - 1; ++t) flows.push_back({t, std::max(0, t - reach), true});
+  } else if (reach < last) {
     for (int t = reach; t <= last - 1; ++t) flows.push_back({t, t - reach, false});
   }
   flows.push_back({last, std::max(0, last - reach), true});
@@ -141,6 +143,16 @@ std::string to_string(PipelineKind kind) {
   return kind == PipelineKind::gpipe ? "gpipe" : "1f1b";
 }
 
+InterlockMode interlock_mode_by_name(std::string_view name) {
+  if (name == "single") return InterlockMode::single;
+  if (name == "sum") return InterlockMode::sum;
+  throw_invalid("unknown interlock mode '" + std::string(name) + "' (valid: single, sum)");
+}
+
+std::string to_string(InterlockMode mode) {
+  return mode == InterlockMode::sum ? "sum" : "single";
+}
+
 Schedule build_schedule(const ScheduleRequest& request) {
   const int k = request.stage_count;
   const int reach = strategy_reach(request.strategy, k);
@@ -162,9 +174,11 @@ Schedule build_schedule(const ScheduleRequest& request) {
   schedule.stage_count = k;
   schedule.micro_batches = request.micro_batches;
   schedule.mini_batches = request.mini_batches;
+  schedule.interlock = request.interlock;
   schedule.has_aux_head.assign(k, false);
-  for (int t = reach; t <= k - 2; ++t) schedule.has_aux_head[t] = !global;
-  const std::vector<Flow> flows = gradient_flows(k, reach);
+  const bool sum = request.interlock == InterlockMode::sum;
+  for (int t = sum ? 0 : reach; t <= k - 2; ++t) schedule.has_aux_head[t] = sum || !global;
+  const std::vector<Flow> flows = gradient_flows(k, reach, request.interlock);
   for (int stage = 0; stage < k; ++stage) {
     schedule.stage_actions.push_back(StageBuilder(schedule, flows, stage).build());
   }

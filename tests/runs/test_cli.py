@@ -422,6 +422,75 @@ def test_errors_numbers():
     fails(2, "--list-models", "graph", *MODEL)
 
 
+# `interplace train` under mpirun (INTERPLACE_MPIEXEC, set by CTest); builds without the
+# MPI runtime have no train command, and these cases then check nothing.
+TRAIN_SMALL = ["--model", "resnet20", "--width-multiplier", "0.5", "--image-size", "16",
+               "--batch-size", "8", "--threads-per-rank", "1"]
+
+
+def mpirun(ranks, *args):
+    launcher = os.environ.get("INTERPLACE_MPIEXEC", "mpirun")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMP_NUM_THREADS="1")
+    proc = subprocess.run([launcher, "--oversubscribe", "-np", str(ranks), BINARY, *args],
+                          capture_output=True, text=True, timeout=120, env=env)
+    return Result(args, proc)
+
+
+def has_train():
+    return subprocess.run([BINARY, "train", "--help"], capture_output=True).returncode == 0
+
+
+def train_fails(code, ranks, *args, contains=()):
+    """Every rank exits with `code`; exactly one error line (rank 0's), nothing on stdout."""
+    r = mpirun(ranks, "train", *args)
+    check(r.code == code, f"{args}: expected exit {code}, got {r.code}; stderr: {r.err}")
+    check(r.out == "", f"{args}: stdout should be empty on error: {r.out[:200]}")
+    lines = [l for l in r.err.splitlines() if l.startswith("interplace: error: ")]
+    check(len(lines) == 1, f"{args}: expected one error line, got {r.err}")
+    for text in contains:
+        check(text in lines[0], f"{args}: error line lacks {text!r}: {lines[0]}")
+
+
+def test_train_json():
+    if not has_train():
+        return
+    r = mpirun(2, "train", *TRAIN_SMALL, "--micro-batches", "2", "--steps", "3",
+               "--warmup-steps", "1", "--eval-samples", "8", "--format", "json")
+    check(r.code == 0, f"exit {r.code}: {r.err}")
+    lines = [json.loads(line) for line in r.out.splitlines()]
+    check(len(lines) == 5, f"expected 4 step lines and a summary, got {r.out}")
+    for i, step in enumerate(lines[:4]):
+        check(step["step"] == i and step["warmup"] == (i == 0), f"bad step line {step}")
+        check(step["loss"] > 0 and 0 <= step["accuracy"] <= 1, f"bad loss {step}")
+        check(len(step["ranks"]) == 2, f"two ranks expected: {step}")
+        for rank in step["ranks"]:
+            check(rank["step_s"] > 0 and rank["forward_s"] > 0, f"bad times {rank}")
+    summary = lines[-1]
+    check(summary["summary"] is True and summary["eval_samples"] == 8, f"bad summary {summary}")
+    check(summary["samples_per_s"] > 0 and summary["measured_wall_s"] > 0, f"{summary}")
+
+
+def test_train_text():
+    if not has_train():
+        return
+    r = mpirun(2, "train", *TRAIN_SMALL, "--steps", "2", "--warmup-steps", "0")
+    check(r.code == 0, f"exit {r.code}: {r.err}")
+    check(r.out.count("step ") == 2 + 1, f"one line per step and the median: {r.out}")
+    check("samples/s" in r.out, r.out)
+
+
+def test_train_errors():
+    if not has_train():
+        return
+    train_fails(2, 2, *TRAIN_SMALL, "--devices", "3", contains=("--devices 3",))
+    train_fails(2, 2, *TRAIN_SMALL, "--micro-batches", "3", contains=("divide",))
+    train_fails(2, 2, *TRAIN_SMALL, "--placer", "oracle", contains=("greedy-eft",))
+    train_fails(2, 2, *TRAIN_SMALL, "--strategy", "local", "--placer", "round-robin",
+                contains=("cannot run on this placement",))
+    train_fails(2, 2, "--model", "resnet21", contains=("resnet20",))
+
+
 CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 

@@ -20,6 +20,9 @@ Command add_graph_command(CLI::App& root);
 Command add_order_command(CLI::App& root);
 Command add_place_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
+#ifdef INTERPLACE_HAVE_RUNTIME
+Command add_train_command(CLI::App& root);
+#endif
 
 // --format with the given choices (the first is the default).
 void add_format_option(CLI::App& app, std::string& format, const std::vector<std::string>& valid);

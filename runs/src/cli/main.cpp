@@ -15,6 +15,12 @@
 #include "mpi/cmd_sweep.hpp"
 #endif
 
+#ifdef INTERPLACE_HAVE_RUNTIME
+namespace interplace::runs::cli {
+Command add_profile_command(CLI::App& root);  // mpi/cmd_profile.cpp
+}  // namespace interplace::runs::cli
+#endif
+
 namespace {
 
 constexpr int kExitRuntime = 1;
@@ -51,6 +57,9 @@ int run(int argc, char** argv) {
                                         cli::add_place_command(app),
                                         cli::add_simulate_command(app)};
 #ifdef INTERPLACE_HAVE_RUNTIME
+  commands.push_back(cli::add_profile_command(app));
+  commands.push_back(cli::add_train_command(app));
+  commands.push_back(cli::add_sweep_command(app, interplace::runs::runtime_runner()));
   commands.push_back(cli::add_inspect_command(app));
   commands.push_back(cli::add_merge_command(app));
 #endif

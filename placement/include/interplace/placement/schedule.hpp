@@ -14,6 +14,12 @@
 // heads exist on stages t in [d, K-2] (a head on t < d would train no body, and at
 // inference only the last head is used), so global has none.
 //
+// Interlock mode `sum` (DESIGN.md): body k is trained by the sum of the losses of stages
+// k .. min(k+d, K-1). Then every flow t in [0, K-2] runs from the auxiliary loss of stage t
+// back to stage max(0, t-d), and every flow (also the network's own) updates every body it
+// passes; heads exist on stages 0 .. K-2. For global (d = K-1) this adds every stage's
+// auxiliary loss to the network's.
+//
 // Per mini-batch of M micro-batches, each stage runs per micro-batch a forward part
 // (receive activation, forward, send activation, then aux forward/backward and its own
 // loss's first backward pass if it is a flow's source) and a backward part (for each flow
@@ -45,6 +51,7 @@ enum class ActionKind {
 };
 enum class Payload { activation, gradient };
 enum class PipelineKind { gpipe, one_f_one_b };
+enum class InterlockMode { single, sum };
 
 struct Action {
   ActionKind kind = ActionKind::forward;
@@ -65,6 +72,9 @@ int strategy_reach(std::string_view strategy, int stage_count);
 // "gpipe" or "1f1b".
 PipelineKind pipeline_by_name(std::string_view name);
 std::string to_string(PipelineKind kind);
+// "single" or "sum".
+InterlockMode interlock_mode_by_name(std::string_view name);
+std::string to_string(InterlockMode mode);
 
 struct ScheduleRequest {
   std::string strategy = "global";
@@ -72,6 +82,7 @@ struct ScheduleRequest {
   int stage_count = 1;
   int micro_batches = 1;  // per mini-batch
   int mini_batches = 1;   // run back to back
+  InterlockMode interlock = InterlockMode::single;
 };
 
 struct Schedule {
@@ -81,6 +92,7 @@ struct Schedule {
   int stage_count = 0;
   int micro_batches = 0;
   int mini_batches = 0;
+  InterlockMode interlock = InterlockMode::single;
   std::vector<bool> has_aux_head;                  // per stage
   std::vector<std::vector<Action>> stage_actions;  // per stage, in execution order
 };

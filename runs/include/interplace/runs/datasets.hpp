@@ -31,6 +31,9 @@ struct SampleShape {
   std::vector<int64_t> input;  // one sample, without the batch dimension: {1,28,28} or {T}
   int64_t classes = 0;         // logits' last dimension (the vocabulary for language models)
   bool sequence = false;       // labels per position ([B, T]) rather than per sample ([B])
+  // Token inputs (ids in [0, input_vocab)) for synthetic data; 0: token ids in
+  // [0, classes) for sequence models, real values otherwise. (BERT classifiers set it.)
+  int64_t input_vocab = 0;
 };
 
 class Dataset {
@@ -54,5 +57,18 @@ std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string
                                       const SampleShape& shape, uint64_t seed);
 
 std::vector<std::string> dataset_names();  // fashion-mnist, text, synthetic
+
+// Where open_dataset looks when `directory` is empty: /usr/share/datasets/fashion-mnist
+// (package dataset-fashion-mnist), /usr/share/games/fortunes (package fortunes); empty
+// for synthetic. Throws invalid_input for an unknown name.
+std::string default_dataset_directory(const std::string& name);
+
+// Training batches and epochs (every data set): with k = floor(train_size / B) batches
+// per epoch, step s is batch s mod k of epoch s div k, a seeded permutation drawn anew
+// each epoch; the train_size mod B samples left over at the end of an epoch's permutation
+// are skipped (drop-last), so no batch straddles two epochs. The text corpus draws its
+// windows at seeded random offsets per step instead (train_size is then nominal: the
+// number of non-overlapping windows). Batch sizes must be in 1..train_size.
+int64_t epoch_of_step(int64_t step, int64_t batch_size, int64_t train_size);
 
 }  // namespace interplace::runs

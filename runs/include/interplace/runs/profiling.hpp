@@ -1,0 +1,66 @@
+// What `interplace profile` measures (docs/profile-format.md): per-node forward and
+// backward times of a graph on this process's device, and the MPI link between two ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/tensor.hpp"
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/profile.hpp"
+
+namespace interplace::runs {
+
+struct NodeTimingOptions {
+  int warmup = 2;     // untimed forward+backward pairs per node (primitive creation, caches)
+  int repeats = 5;    // timed pairs per node; the median is kept
+  uint64_t seed = 1;  // weights and random inputs
+  kernels::Device device = kernels::Device::cpu;
+};
+
+// Times every node of `graph` as its own kernel layer (placement::make_layer) at the
+// graph's batch size. Nodes run in id order on the outputs of their producers (so values
+// are realistic: token ids stay valid ids, and a tied head is bound to its owner), each
+// warmup + repeats times: forward with a fresh context, then backward of a random output
+// gradient with the parameter gradients zeroed first; the medians of the timed runs are
+// kept. Input nodes cost 0; their tensors are standard normal, or token ids uniform in
+// [0, vocabulary) when they feed an embedding.
+// Returns one timing per node in id order. Throws invalid_input for repeats < 1 or
+// warmup < 0.
+std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
+                                              const NodeTimingOptions& options);
+
+// One message size of the ping-pong: the median over `iterations` round trips, halved.
+struct PingPongSample {
+  int64_t bytes = 0;
+  int iterations = 0;
+  double half_round_trip_s = 0.0;
+};
+
+struct LinkMeasurement {
+  bool measured = false;  // false with one rank: there is no link to measure
+  std::vector<PingPongSample> samples;
+  // latency = half round trip of the smallest message; bandwidth = the largest message's
+  // bytes / its half round trip (where the latency is negligible).
+  placement::LinkSpec link;
+};
+
+// Message sizes 1 B, 4 B, 16 B, ... up to max_bytes (powers of 4; max_bytes included).
+std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
+
+// Collective over `comm`: ranks 0 and 1 play ping-pong (blocking send/receive) over
+// ping_pong_sizes(max_bytes); other ranks return at once. The result is complete on rank 0
+// only. Throws runtime for MPI errors.
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20);
+
+// A barrier that waits without spinning (a non-blocking barrier polled every millisecond),
+// so that ranks waiting for rank 0 leave the cores to its timings.
+void quiet_barrier(MPI_Comm comm);
+
+// "<CPU model name> (N threads)" from /proc/cpuinfo, for the profile's device line.
+std::string cpu_device_name(int threads);
+
+}  // namespace interplace::runs

@@ -1,0 +1,271 @@
+// interplace profile: times every node of a model on this process's device and the MPI
+// link between world ranks 0 and 1, and writes the profile file (docs/profile-format.md)
+// that `place` and `simulate` read with --profile. Rank 0 times the nodes and writes the
+// file while the other ranks wait quietly; with one rank the link values are the device
+// preset's, and the file says so.
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/profile.hpp"
+#include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/profiling.hpp"
+#include "json_writer.hpp"
+#include "model_options.hpp"
+#include "placement_options.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+
+Command add_profile_command(CLI::App& root);
+
+namespace {
+
+struct ProfileOptions {
+  ModelSelection model;
+  std::string out;
+  int repeats = 5;
+  int warmup = 2;
+  int threads = 0;  // 0: the node's cores shared among its ranks
+  int top = 10;
+  uint64_t seed = 1;
+  std::string preset;  // link values when there is no second rank
+  std::string format;
+};
+
+const std::vector<std::string> kFormats = {"text", "json"};
+
+struct ProfileRun {
+  placement::Profile profile;
+  LinkMeasurement link;
+  std::string link_source;  // "ping-pong between world ranks 0 and 1" or the preset
+  int threads = 0;
+  int ranks = 1;
+};
+
+std::string link_comment(const ProfileRun& run) {
+  if (run.link.measured) {
+    return "# link: measured by an MPI ping-pong between world ranks 0 and 1 (latency: "
+           "half round trip of 1 B; bandwidth: " +
+           format_bytes(static_cast<double>(run.link.samples.back().bytes)) +
+           " / its half round trip)\n";
+  }
+  return "# link: NOT measured (1 MPI rank, no second rank to ping-pong with); the values "
+         "are those of " +
+         run.link_source + "\n";
+}
+
+void write_file(const ProfileOptions& o, const ProfileRun& run) {
+  std::ostringstream text;
+  text << "# interplace profile --model " << o.model.model << " --batch-size "
+       << run.profile.batch_size << ": median of " << o.repeats << " runs after " << o.warmup
+       << " warm-up runs per node, " << run.threads << " CPU threads\n"
+       << link_comment(run);
+  placement::write_profile(text, run.profile);  // throws for values the format cannot hold
+  std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
+  file << text.str();
+  file.flush();
+  if (!file) throw_runtime("cannot write the profile file " + o.out);
+}
+
+std::vector<size_t> slowest(const placement::Profile& profile, int top) {
+  std::vector<size_t> index(profile.nodes.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+  const auto cost = [&](size_t i) {
+    return profile.nodes[i].forward_s + profile.nodes[i].backward_s;
+  };
+  std::stable_sort(index.begin(), index.end(),
+                   [&](size_t a, size_t b) { return cost(a) > cost(b); });
+  index.resize(std::min(index.size(), static_cast<size_t>(top)));
+  return index;
+}
+
+double total(const placement::Profile& profile, bool backward) {
+  double sum = 0.0;
+  for (const placement::NodeTiming& n : profile.nodes) sum += backward ? n.backward_s : n.forward_s;
+  return sum;
+}
+
+std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
+                         const ProfileRun& run) {
+  const placement::Profile& p = run.profile;
+  const double forward = total(p, false), backward = total(p, true);
+  std::string out = "profile of " + o.model.model + " at batch size " +
+                    std::to_string(p.batch_size) + " on " + p.device_name + ": median of " +
+                    plural(o.repeats, "run", "runs") + " per node after " +
+                    std::to_string(o.warmup) + " warm-up runs\n";
+  out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
+         ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
+         "\n";
+  out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
+         format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
+         (run.link.measured ? "measured by ping-pong between world ranks 0 and 1"
+                            : "NOT measured: 1 rank; values of " + run.link_source) +
+         ")\n";
+  out += "written to " + o.out + "\n\nslowest nodes:\n";
+  TextTable table({"node", "op", "forward", "backward", "share"}, {1});
+  for (size_t i : slowest(p, o.top)) {
+    const placement::NodeTiming& n = p.nodes[i];
+    table.add_row(
+        {n.name, graph.nodes()[i].op, format_seconds(n.forward_s), format_seconds(n.backward_s),
+         format_percent((n.forward_s + n.backward_s) / std::max(forward + backward, 1e-300))});
+  }
+  out += table.str();
+  if (run.link.measured) {
+    out += "\nping-pong (median half round trip):\n";
+    TextTable pings({"bytes", "round trips", "half round trip", "bandwidth"});
+    for (const PingPongSample& s : run.link.samples) {
+      pings.add_row({format_count(s.bytes), std::to_string(s.iterations),
+                     format_seconds(s.half_round_trip_s),
+                     format_scaled(static_cast<double>(s.bytes) / s.half_round_trip_s, "B/s")});
+    }
+    out += pings.str();
+  }
+  return out;
+}
+
+std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
+                         const ProfileRun& run) {
+  const placement::Profile& p = run.profile;
+  const std::vector<size_t> top = slowest(p, o.top);
+  const std::string nodes = json_array(top, [&](size_t i) {
+    return JsonObject()
+        .string("name", p.nodes[i].name)
+        .string("op", graph.nodes()[i].op)
+        .number("forward_s", p.nodes[i].forward_s)
+        .number("backward_s", p.nodes[i].backward_s)
+        .str();
+  });
+  const std::string samples = json_array(run.link.samples, [](const PingPongSample& s) {
+    return JsonObject()
+        .integer("bytes", s.bytes)
+        .integer("round_trips", s.iterations)
+        .number("half_round_trip_s", s.half_round_trip_s)
+        .str();
+  });
+  JsonObject link;
+  link.boolean("measured", run.link.measured).string("source", run.link_source);
+  link.number("latency_s", p.link.latency_s)
+      .number("bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s)
+      .raw("ping_pong", samples);
+  return JsonObject()
+             .string("model", o.model.model)
+             .raw("model_options", model_options_json(o.model.options))
+             .string("device", p.device_name)
+             .integer("batch_size", p.batch_size)
+             .integer("threads", run.threads)
+             .integer("ranks", run.ranks)
+             .integer("repeats", o.repeats)
+             .integer("warmup", o.warmup)
+             .string("out", o.out)
+             .integer("node_count", graph.node_count())
+             .number("total_forward_s", total(p, false))
+             .number("total_backward_s", total(p, true))
+             .raw("slowest_nodes", nodes)
+             .raw("link", link.str())
+             .str() +
+         "\n";
+}
+
+void check_options(const ProfileOptions& o) {
+  require_format(o.format, kFormats);
+  if (o.out.empty()) throw_invalid("--out is required: the profile file to write");
+  if (o.repeats < 1) throw_invalid("--repeats must be >= 1, got " + std::to_string(o.repeats));
+  if (o.warmup < 0) throw_invalid("--warmup must be >= 0, got " + std::to_string(o.warmup));
+  if (o.threads < 0) throw_invalid("--threads must be >= 0, got " + std::to_string(o.threads));
+  if (o.top < 1) throw_invalid("--top must be >= 1, got " + std::to_string(o.top));
+  // Fail before minutes of timing, not after.
+  const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
+  std::error_code error;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
+    throw_runtime("cannot write the profile file " + o.out + ": no directory " + parent.string());
+  }
+}
+
+std::string run_profile(const ProfileOptions& o) {
+  // Every rank checks the input before MPI starts, so bad input fails alike everywhere.
+  check_options(o);
+  const placement::Graph graph = build_selected_model(o.model);
+  const DevicePreset& preset =
+      device_preset_by_name(o.preset.empty() ? device_presets().front().name : o.preset);
+
+  MpiSession mpi(nullptr, nullptr);
+  ProfileRun run;
+  run.ranks = mpi.world_size();
+  run.link = measure_link(MPI_COMM_WORLD);
+  const NodeLocal local = node_local(MPI_COMM_WORLD);
+  if (mpi.world_rank() != 0) {
+    quiet_barrier(MPI_COMM_WORLD);  // rank 0 reports; the others print nothing
+    return "";
+  }
+  std::exception_ptr failure;
+  std::string output;
+  try {
+    run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
+    kernels::set_cpu_threads(run.threads);
+    run.profile.device_name = cpu_device_name(run.threads);
+    run.profile.batch_size = graph.batch_size();
+    if (run.link.measured) {
+      run.profile.link = run.link.link;
+      run.link_source = "ping-pong";
+    } else {
+      run.profile.link = preset.link;
+      run.link_source = "device preset " + preset.name;
+    }
+    run.profile.nodes =
+        time_nodes(graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed});
+    write_file(o, run);
+    output = o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  quiet_barrier(MPI_COMM_WORLD);  // release the waiting ranks before failing
+  if (failure) std::rethrow_exception(failure);
+  return output;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& root) {
+  auto options = std::make_shared<ProfileOptions>();
+  CLI::App* app = root.add_subcommand(
+      "profile",
+      "Measure per-node forward/backward times of a model on this device and the MPI link "
+      "latency and bandwidth (ping-pong between ranks 0 and 1); write a profile file");
+  add_model_options(*app, options->model);
+  const char* group = "Profile";
+  app->add_option("--out", options->out, "profile file to write (docs/profile-format.md)")
+      ->group(group);
+  app->add_option("--repeats", options->repeats, "timed runs per node (the median is kept)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--warmup", options->warmup, "untimed runs per node before the timed ones")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--threads", options->threads,
+                  "CPU threads (0: the node's cores divided among its ranks)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--top", options->top, "slowest nodes to list")
+      ->capture_default_str()
+      ->group(group);
+  add_seed_option(*app, options->seed, "seed of the weights and random inputs")->group(group);
+  std::string presets;
+  for (const std::string& name : device_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  app->add_option("--device-preset", options->preset,
+                  "link values to write when there is only one rank: " + presets + " (default " +
+                      device_presets().front().name + ")")
+      ->group(group);
+  add_format_option(*app, options->format, kFormats);
+  return {app, [options] { return run_profile(*options); }};
+}
+
+}  // namespace interplace::runs::cli

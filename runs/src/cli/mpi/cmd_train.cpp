@@ -1,0 +1,206 @@
+// interplace train: one training configuration run for real on the ranks of
+// MPI_COMM_WORLD (plan_training + train, training.hpp). Rank 0 prints; every rank exits
+// with the same status.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/training.hpp"
+#include "json_writer.hpp"
+#include "model_options.hpp"
+#include "placement_options.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+namespace {
+
+struct TrainOptions {
+  ModelSelection model;
+  TrainConfig config;
+  int devices = 0;  // 0: the world size
+  std::string format;
+};
+
+const std::vector<std::string> kFormats = {"text", "json"};
+
+std::string rank_json(int rank, const RankStepRecord& r) {
+  return JsonObject()
+      .integer("rank", rank)
+      .number("step_s", r.step_s)
+      .number("forward_s", r.forward_s)
+      .number("backward_s", r.backward_s)
+      .number("aux_s", r.aux_s)
+      .number("optimizer_s", r.optimizer_s)
+      .number("comm_wait_s", r.comm_wait_s)
+      .number("idle_s", r.idle_s)
+      .number("overhead_s", r.overhead_s)
+      .integer("bytes_sent", r.bytes_sent)
+      .integer("peak_memory_bytes", r.peak_memory_bytes)
+      .str();
+}
+
+double median_step_s(const TrainResult& result) {
+  std::vector<double> times;
+  for (const StepRecord& s : result.steps) {
+    if (!s.warmup) times.push_back(s.step_time_s);
+  }
+  if (times.empty()) return 0.0;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::string train_json(const TrainPlan& plan, const TrainResult& result) {
+  std::string out;
+  for (const StepRecord& s : result.steps) {
+    std::vector<std::string> ranks;
+    for (size_t r = 0; r < s.ranks.size(); ++r)
+      ranks.push_back(rank_json(static_cast<int>(r), s.ranks[r]));
+    out += JsonObject()
+               .integer("step", s.step)
+               .boolean("warmup", s.warmup)
+               .number("loss", s.loss)
+               .number("accuracy", s.accuracy)
+               .number("step_time_s", s.step_time_s)
+               .raw("aux_loss", json_array(s.aux_loss, json_number))
+               .raw("ranks", json_array(ranks, [](const std::string& j) { return j; }))
+               .str() +
+           "\n";
+  }
+  out += JsonObject()
+             .boolean("summary", true)
+             .string("configuration", plan.config.display_name())
+             .string("family", plan.family)
+             .integer("parameter_count", plan.parameter_count)
+             .string("global_only_reason", plan.global_only_reason)
+             .number("predicted_step_time_s", plan.prediction.step_time_s)
+             .number("predicted_idle_fraction", plan.prediction.idle_fraction)
+             .number("median_step_time_s", median_step_s(result))
+             .number("measured_wall_s", result.measured_wall_s)
+             .number("samples_per_s", result.samples_per_s)
+             .integer("eval_samples", result.eval_samples)
+             .number("eval_loss", result.eval_loss)
+             .number("eval_accuracy", result.eval_accuracy)
+             .str() +
+         "\n";
+  return out;
+}
+
+std::string train_text(const TrainPlan& plan, const TrainResult& result) {
+  std::ostringstream out;
+  out << plan.config.display_name() << " (" << plan.parameter_count << " parameters)\n";
+  if (!plan.global_only_reason.empty()) out << "global only: " << plan.global_only_reason << "\n";
+  for (const StepRecord& s : result.steps) {
+    double idle = 0.0;
+    for (const RankStepRecord& r : s.ranks) idle += r.idle_s;
+    out << "step " << s.step << (s.warmup ? " (warm-up)" : "") << ": loss " << format_number(s.loss)
+        << ", accuracy " << format_percent(s.accuracy) << ", " << format_seconds(s.step_time_s)
+        << ", idle "
+        << format_percent(s.ranks.empty() || s.step_time_s <= 0.0
+                              ? 0.0
+                              : idle / (static_cast<double>(s.ranks.size()) * s.step_time_s))
+        << "\n";
+  }
+  out << "median step " << format_seconds(median_step_s(result)) << " (simulated "
+      << format_seconds(plan.prediction.step_time_s) << "), " << format_number(result.samples_per_s)
+      << " samples/s over " << format_seconds(result.measured_wall_s) << "\n";
+  if (result.eval_samples > 0) {
+    out << "eval on " << result.eval_samples << " samples: loss " << format_number(result.eval_loss)
+        << ", accuracy " << format_percent(result.eval_accuracy) << "\n";
+  }
+  return out.str();
+}
+
+std::string run_train(TrainOptions& o) {
+  require_format(o.format, kFormats);
+  MpiSession mpi(nullptr, nullptr);
+  try {
+    TrainConfig config = o.config;
+    if (o.model.model.empty()) throw_invalid("--model is required");
+    config.model = o.model.model;
+    config.model_options = o.model.options;
+    config.batch_size = o.model.options.batch_size;
+    config.devices = o.devices > 0 ? o.devices : mpi.world_size();
+    if (config.devices != mpi.world_size()) {
+      throw_invalid("--devices " + std::to_string(config.devices) + " needs as many MPI ranks, " +
+                    "but this run has " + std::to_string(mpi.world_size()) + " (mpirun -np " +
+                    std::to_string(config.devices) + ")");
+    }
+    const TrainPlan plan = plan_training(config);
+    const TrainResult result = train(plan, MPI_COMM_WORLD);
+    if (mpi.world_rank() != 0) return "";
+    return o.format == "json" ? train_json(plan, result) : train_text(plan, result);
+  } catch (...) {
+    // Every rank fails with the same error (train() propagates it): only rank 0 says so.
+    if (mpi.world_rank() != 0) std::cerr.rdbuf(nullptr);
+    throw;
+  }
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& root) {
+  auto o = std::make_shared<TrainOptions>();
+  o->model.options.batch_size = o->config.batch_size;
+  TrainConfig& c = o->config;
+  CLI::App* app = root.add_subcommand(
+      "train", "Train one configuration for real on the MPI ranks (one rank per device)");
+  add_model_options(*app, o->model);
+  app->get_option("--batch-size")->description("samples per mini-batch (one optimiser step)");
+  const char* group = "Training";
+  app->add_option("--order", c.order, "traversal order")->capture_default_str()->group(group);
+  app->add_option("--placer", c.placer, "placer")->capture_default_str()->group(group);
+  app->add_option("--devices", o->devices, "devices = MPI ranks (default: the world size)")
+      ->group(group);
+  app->add_option("--strategy", c.strategy, "global, local, pairwise, nwise:N")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--pipeline", c.pipeline, "global schedule: gpipe, 1f1b")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--interlock-mode", c.interlock_mode, "single, sum")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--micro-batches", c.micro_batches, "micro-batches per mini-batch")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--steps", c.steps, "measured steps")->capture_default_str()->group(group);
+  app->add_option("--warmup-steps", c.warmup_steps, "warm-up steps (recorded, flagged)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--dataset", c.dataset, "fashion-mnist, text, synthetic")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--data-dir", c.data_dir, "data set directory (default: its Debian location)")
+      ->group(group);
+  app->add_option("--eval-samples", c.eval_samples, "test samples evaluated at the end")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--optimizer", c.optimizer, "sgd (momentum 0.9), adamw")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--learning-rate", c.learning_rate, "learning rate")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--weight-decay", c.weight_decay, "weight decay")
+      ->capture_default_str()
+      ->group(group);
+  add_seed_option(*app, c.seed, "seed of weights, data order, dropout, random orders/placers")
+      ->group(group);
+  app->add_option("--device", c.device, "cpu, cuda")->capture_default_str()->group(group);
+  app->add_option("--cost-device", c.cost_device, "device preset of the placer's cost model")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--profile", c.profile_path, "measured profile for the cost model")->group(group);
+  app->add_option("--threads-per-rank", c.threads_per_rank,
+                  "CPU threads per rank (0: cores on the node / ranks on the node)")
+      ->capture_default_str()
+      ->group(group);
+  add_format_option(*app, o->format, kFormats);
+  return {app, [o] { return run_train(*o); }};
+}
+
+}  // namespace interplace::runs::cli

@@ -1,0 +1,133 @@
+#include "runtime/messenger.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "interplace/runs/mpi_session.hpp"
+
+namespace interplace::runs {
+
+double wall_s() {
+  return MPI_Wtime();
+}
+
+Messenger::Messenger(MPI_Comm comm) {
+  check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+  int* ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &found);
+  if (found && ub) tag_ub_ = *ub;
+}
+
+Messenger::~Messenger() {
+  if (receive_ != MPI_REQUEST_NULL) {
+    MPI_Cancel(&receive_);
+    MPI_Request_free(&receive_);
+  }
+  // Short abort messages go out eagerly; give them a moment, but do not wait for peers
+  // that may have left already.
+  const double deadline = wall_s() + 2.0;
+  for (MPI_Request& request : abort_sends_) {
+    int done = 0;
+    while (!done && wall_s() < deadline) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done) MPI_Request_free(&request);
+  }
+  // Sends still in flight (only after a failure) complete in the background.
+  for (PendingSend& s : sends_) {
+    if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
+  }
+  MPI_Comm_free(&comm_);
+}
+
+void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
+  PendingSend s;
+  s.buffer = tensor.device() == kernels::Device::cpu ? tensor : tensor.to(kernels::Device::cpu);
+  check_mpi(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.numel()), MPI_FLOAT, destination,
+                      tag, comm_, &s.request),
+            "MPI_Isend");
+  bytes_sent += s.buffer.bytes();
+  ++messages_sent;
+  sends_.push_back(std::move(s));
+}
+
+kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int tag) {
+  kernels::Tensor tensor(shape);
+  check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
+                      comm_, &receive_),
+            "MPI_Irecv");
+  wait(receive_);
+  return tensor;
+}
+
+void Messenger::check_abort() {
+  int flag = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, comm_, &flag, &status);
+  if (!flag) return;
+  int count = 0;
+  MPI_Get_count(&status, MPI_CHAR, &count);
+  std::string text(static_cast<size_t>(std::max(count, 1)), '\0');
+  MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kAbortTag, comm_, MPI_STATUS_IGNORE);
+  const ErrorKind kind = text[0] == 'i' ? ErrorKind::invalid_input : ErrorKind::runtime;
+  throw RemoteAbort(kind, text.substr(1));
+}
+
+void Messenger::wait(MPI_Request& request) {
+  const double start = wall_s();
+  int done = 0;
+  for (long spins = 0;; ++spins) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    check_abort();
+    // Ranks may share cores (oversubscribed tests): let the peer we wait for run.
+    if (spins > 64) sched_yield();
+  }
+  const double end = wall_s();
+  comm_wait_s += end - start;
+  if (on_wait) on_wait(start, end);
+}
+
+void Messenger::barrier() {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  try {
+    wait(request);
+  } catch (...) {
+    // A non-blocking collective cannot be cancelled; the duplicate communicator dies with it.
+    MPI_Request_free(&request);
+    throw;
+  }
+}
+
+void Messenger::reap_sends() {
+  std::erase_if(sends_, [](PendingSend& s) {
+    int done = 0;
+    MPI_Test(&s.request, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+void Messenger::complete_sends() {
+  for (PendingSend& s : sends_) wait(s.request);
+  sends_.clear();
+}
+
+void Messenger::abort(const Error& error) noexcept {
+  abort_text_ = std::string(error.kind() == ErrorKind::invalid_input ? "i" : "r") + error.what();
+  const std::string& text = abort_text_;
+  std::vector<MPI_Request>& requests = abort_sends_;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, peer, kAbortTag, comm_,
+                  &request) == MPI_SUCCESS) {
+      requests.push_back(request);
+    }
+  }
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,77 @@
+// Point-to-point messages of one training run on a private duplicate of the caller's
+// communicator (so nothing leaks into the next configuration), with prompt failure
+// propagation: a failing rank sends an abort message (reserved tag) to every other rank,
+// and every wait polls its request and probes for that tag, so no rank blocks forever.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/tensor.hpp"
+
+namespace interplace::runs {
+
+// Thrown on a rank that learnt of another rank's failure (not re-broadcast).
+class RemoteAbort : public Error {
+ public:
+  using Error::Error;
+};
+
+class Messenger {
+ public:
+  static constexpr int kAbortTag = 1;
+  static constexpr int kFirstDataTag = 16;
+
+  explicit Messenger(MPI_Comm comm);
+  ~Messenger();
+  Messenger(const Messenger&) = delete;
+  Messenger& operator=(const Messenger&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm comm() const { return comm_; }
+  int tag_upper_bound() const { return tag_ub_; }
+
+  // Non-blocking: the (host) tensor is kept alive until the send completes.
+  void send(const kernels::Tensor& tensor, int destination, int tag);
+  // Blocks (polling for aborts) until the message arrives; its size must match.
+  kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
+  // Polls `request` to completion; throws RemoteAbort when another rank failed.
+  void wait(MPI_Request& request);
+  void barrier();
+  void complete_sends();  // waits for every outstanding send
+  void reap_sends();      // frees the sends that have completed, without waiting
+
+  // Tells every other rank that this one failed, then drops outstanding requests.
+  void abort(const Error& error) noexcept;
+
+  // Called inside every wait, for timing (seconds spent blocked are added by the caller).
+  double comm_wait_s = 0.0;
+  int64_t bytes_sent = 0;
+  int64_t messages_sent = 0;
+  std::function<void(double start, double end)> on_wait;
+
+ private:
+  void check_abort();
+  struct PendingSend {
+    MPI_Request request = MPI_REQUEST_NULL;
+    kernels::Tensor buffer;
+  };
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int tag_ub_ = 32767;
+  std::vector<PendingSend> sends_;
+  MPI_Request receive_ = MPI_REQUEST_NULL;  // the receive being waited for, if any
+  std::string abort_text_;                  // kept alive until its sends complete
+  std::vector<MPI_Request> abort_sends_;
+};
+
+double wall_s();  // MPI_Wtime
+
+}  // namespace interplace::runs

@@ -1,0 +1,88 @@
+// The MPI ping-pong of `interplace profile` (see profiling.hpp).
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/profiling.hpp"
+
+namespace interplace::runs {
+namespace {
+
+constexpr int kTag = 7001;
+constexpr int kWarmupRoundTrips = 2;
+
+// Enough round trips for a stable median of small messages, few for the large ones
+// (a 64 MiB round trip takes tens of milliseconds); both ranks compute the same count.
+int round_trips(int64_t bytes) {
+  return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 26) / bytes, 5, 1000));
+}
+
+}  // namespace
+
+std::vector<int64_t> ping_pong_sizes(int64_t max_bytes) {
+  if (max_bytes < 1) throw_invalid("largest ping-pong message must be >= 1 byte");
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = 1; bytes < max_bytes; bytes *= 4) sizes.push_back(bytes);
+  sizes.push_back(max_bytes);
+  return sizes;
+}
+
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  LinkMeasurement result;
+  if (size < 2 || rank > 1) return result;
+  const std::vector<int64_t> sizes = ping_pong_sizes(max_bytes);
+  if (max_bytes > int64_t{1} << 30) throw_invalid("largest ping-pong message must be <= 1 GiB");
+  std::vector<char> buffer(static_cast<size_t>(max_bytes), 1);
+  const int peer = 1 - rank;
+  for (int64_t bytes : sizes) {
+    const int count = static_cast<int>(bytes);
+    const int trips = round_trips(bytes);
+    std::vector<double> half_round_trip_s;
+    for (int trip = 0; trip < kWarmupRoundTrips + trips; ++trip) {
+      if (rank == 0) {
+        const double start = MPI_Wtime();
+        check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
+        check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        if (trip >= kWarmupRoundTrips) half_round_trip_s.push_back((MPI_Wtime() - start) / 2);
+      } else {
+        check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
+      }
+    }
+    if (rank != 0) continue;
+    std::nth_element(
+        half_round_trip_s.begin(),
+        half_round_trip_s.begin() + static_cast<ptrdiff_t>(half_round_trip_s.size() / 2),
+        half_round_trip_s.end());
+    result.samples.push_back({bytes, trips, half_round_trip_s[half_round_trip_s.size() / 2]});
+  }
+  if (rank != 0) return result;
+  result.measured = true;
+  result.link.latency_s = result.samples.front().half_round_trip_s;
+  const PingPongSample& largest = result.samples.back();
+  // A zero time (a timer too coarse) would mean an infinite bandwidth, which the format
+  // allows, but it would be a wrong measurement: floor it at the timer's resolution.
+  result.link.bandwidth_bytes_per_s =
+      static_cast<double>(largest.bytes) / std::max(largest.half_round_trip_s, MPI_Wtick());
+  return result;
+}
+
+void quiet_barrier(MPI_Comm comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+  int done = 0;
+  while (true) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace interplace::runs

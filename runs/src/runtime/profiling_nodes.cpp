@@ -1,0 +1,148 @@
+// Per-node kernel timings for `interplace profile` (see profiling.hpp).
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+#include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/layers/tied_linear.hpp"
+#include "interplace/kernels/random.hpp"
+#include "interplace/placement/layer_factory.hpp"
+#include "interplace/runs/profiling.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using kernels::Tensor;
+using placement::Node;
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+Tensor random_tensor(const kernels::Shape& shape, kernels::Rng& rng, int64_t vocabulary,
+                     kernels::Device device) {
+  Tensor host(shape);
+  float* data = host.data();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    data[i] = vocabulary > 0
+                  ? static_cast<float>(rng.next_u64() % static_cast<uint64_t>(vocabulary))
+                  : rng.normal(0.0f, 1.0f);
+  }
+  return host.to(device);
+}
+
+// The smallest vocabulary among the embeddings an input feeds (0: it feeds none).
+int64_t vocabulary_of(const placement::Graph& graph, const Node& input) {
+  int64_t vocabulary = 0;
+  for (placement::NodeId id : input.successors) {
+    const Node& consumer = graph.node(id);
+    if (consumer.op != "embedding") continue;
+    const int64_t v = std::get<int64_t>(consumer.attributes.at("vocab_size"));
+    vocabulary = vocabulary == 0 ? v : std::min(vocabulary, v);
+  }
+  return vocabulary;
+}
+
+kernels::Parameter& owner_parameter(kernels::Layer& owner, const std::string& name,
+                                    const std::string& owner_name) {
+  for (kernels::Parameter* p : owner.parameters()) {
+    if (p->name == name) return *p;
+  }
+  throw_invalid("tied head: node " + owner_name + " has no parameter " + name);
+}
+
+}  // namespace
+
+std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
+                                              const NodeTimingOptions& options) {
+  if (options.repeats < 1) {
+    throw_invalid("repeats must be >= 1, got " + std::to_string(options.repeats));
+  }
+  if (options.warmup < 0) {
+    throw_invalid("warm-up runs must be >= 0, got " + std::to_string(options.warmup));
+  }
+  kernels::Backend& backend = kernels::backend_for(options.device);
+  kernels::Rng rng(options.seed);
+  const auto count = static_cast<size_t>(graph.node_count());
+  // Layers stay alive: a tied head binds to its owner's parameter.
+  std::vector<std::unique_ptr<kernels::Layer>> layers(count);
+  std::vector<Tensor> outputs(count);
+  // Consumers still to run per node, so that outputs are freed as soon as possible.
+  std::vector<size_t> pending(count);
+  for (const Node& node : graph.nodes())
+    pending[static_cast<size_t>(node.id)] = node.successors.size();
+
+  std::vector<placement::NodeTiming> timings;
+  timings.reserve(count);
+  for (const Node& node : graph.nodes()) {
+    const auto id = static_cast<size_t>(node.id);
+    timings.push_back({node.name, 0.0, 0.0});
+    if (node.op == "input") {
+      outputs[id] =
+          random_tensor(node.output_shape, rng, vocabulary_of(graph, node), options.device);
+      continue;
+    }
+    layers[id] = placement::make_layer(node);
+    kernels::Layer& layer = *layers[id];
+    layer.init_parameters(rng);
+    layer.to(options.device);
+    if (node.op == "tied_linear") {
+      const std::string& owner = std::get<std::string>(node.attributes.at("tied_to"));
+      const std::string& parameter = std::get<std::string>(node.attributes.at("tied_parameter"));
+      dynamic_cast<kernels::TiedLinear&>(layer).bind(
+          owner_parameter(*layers.at(static_cast<size_t>(graph.id_of(owner))), parameter, owner));
+    }
+    std::vector<Tensor> inputs;
+    for (placement::NodeId input : node.inputs)
+      inputs.push_back(outputs[static_cast<size_t>(input)]);
+    const Tensor grad_output = random_tensor(node.output_shape, rng, 0, options.device);
+
+    std::vector<double> forward_s, backward_s;
+    Tensor output;
+    for (int run = 0; run < options.warmup + options.repeats; ++run) {
+      kernels::Context ctx;
+      backend.synchronize();
+      const auto t0 = Clock::now();
+      output = layer.forward(inputs, ctx);
+      backend.synchronize();
+      const auto t1 = Clock::now();
+      layer.zero_grad();
+      backend.synchronize();
+      const auto t2 = Clock::now();
+      layer.backward(grad_output, ctx);
+      backend.synchronize();
+      const auto t3 = Clock::now();
+      if (run < options.warmup) continue;
+      forward_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+      backward_s.push_back(std::chrono::duration<double>(t3 - t2).count());
+    }
+    timings.back().forward_s = median(forward_s);
+    timings.back().backward_s = median(backward_s);
+    outputs[id] = output;
+    for (placement::NodeId producer : node.predecessors) {  // distinct, unlike inputs
+      if (--pending[static_cast<size_t>(producer)] == 0)
+        outputs[static_cast<size_t>(producer)] = Tensor();
+    }
+    layer.zero_grad();
+  }
+  return timings;
+}
+
+std::string cpu_device_name(int threads) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos && colon + 2 <= line.size()) model = line.substr(colon + 2);
+    break;
+  }
+  return model + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,499 @@
+#include "runtime/rank_model.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/layers/loss.hpp"
+#include "interplace/kernels/layers/tied_linear.hpp"
+#include "interplace/placement/layer_factory.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/runs/aux_heads.hpp"
+#include "runtime/plan_support.hpp"
+
+namespace interplace::runs {
+
+using kernels::Context;
+using kernels::Parameter;
+using kernels::Tensor;
+using placement::Node;
+using placement::NodeId;
+
+void RankClock::add(const char* kind, double start, double end) {
+  if (!record_events) return;
+  const double s = start - step_start_s, e = end - step_start_s;
+  // Merge back-to-back intervals of one kind (node by node they would be thousands).
+  if (!events.empty() && events.back().kind == kind && s - events.back().end_s < 1e-6) {
+    events.back().end_s = e;
+    return;
+  }
+  events.push_back({.rank = 0, .kind = kind, .start_s = s, .end_s = e});
+}
+
+namespace {
+
+// Rows [first, first + count) of a [N, ...] tensor, as a new tensor.
+Tensor slice_rows(const Tensor& t, int64_t first, int64_t count) {
+  kernels::Shape shape = t.shape();
+  const int64_t row = t.numel() / shape[0];
+  shape[0] = count;
+  Tensor out(shape);
+  std::memcpy(out.data(), t.data() + first * row, static_cast<size_t>(count * row) * sizeof(float));
+  return out;
+}
+
+void accumulate(Tensor& sum, const Tensor& add) {
+  if (!sum.defined()) {
+    sum = add;
+    return;
+  }
+  // A fresh tensor: a layer may hand back views of its own gradient (Flatten, Add).
+  Tensor total(sum.shape(), sum.device());
+  kernels::backend_for(sum.device()).add(sum, add, total);
+  sum = total;
+}
+
+Parameter& named_parameter(kernels::Layer& layer, const std::string& name) {
+  for (Parameter* p : layer.parameters()) {
+    if (p->name == name) return *p;
+  }
+  throw_invalid(layer.type() + " has no parameter " + name);
+}
+
+}  // namespace
+
+struct RankModel::Impl {
+  const TrainPlan& plan;
+  const placement::Graph& graph;
+  Messenger& msg;
+  RankClock& clock;
+  int rank;
+  int stage_count;
+  int micro_batches = 1;
+  NodeId sink;
+  std::vector<std::unique_ptr<kernels::Layer>> layers;  // by node; null when not ours
+  std::vector<NodeId> mine;                             // ascending id (topological)
+  std::vector<std::vector<int>> remote_consumers;       // by node: other ranks, ascending
+  std::vector<NodeId> last_local_consumer;              // by remote producer: min local consumer
+  std::vector<Tensor> inputs, labels;                   // by micro-batch
+  std::vector<std::vector<Tensor>> outputs;             // [micro-batch][node]
+  std::vector<std::vector<Context>> contexts;           // [micro-batch][node]
+  std::vector<Tensor> loss_grad;                        // [micro-batch], on the sink's rank
+  kernels::SoftmaxCrossEntropy cross_entropy;
+  // Auxiliary head on this rank's boundary tensor.
+  NodeId boundary = -1;
+  std::vector<std::unique_ptr<kernels::Layer>> head;
+  std::vector<std::vector<Context>> head_contexts;  // [micro-batch][layer]
+  std::vector<Context> head_loss_contexts;
+  std::vector<Tensor> aux_grad;  // [micro-batch]: gradient at the boundary
+  // Tied weights split across ranks (zoo.hpp): replicas here, or owned weights whose
+  // replica lives elsewhere.
+  struct Tie {
+    Parameter* owner = nullptr;  // ours, replicated on `peer`
+    std::unique_ptr<Parameter> replica;
+    int peer = -1;
+    int tag = 0;
+  };
+  std::vector<Tie> ties;
+  std::vector<Parameter*> trainable;  // what the optimiser steps (no replicas)
+  std::unique_ptr<kernels::Optimizer> optimizer;
+
+  int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
+  int tag(NodeId node, int m, bool gradient, int loss_stage) const {
+    const int64_t t = Messenger::kFirstDataTag +
+                      ((static_cast<int64_t>(node) * micro_batches + m) * 2 + (gradient ? 1 : 0)) *
+                          (stage_count + 1) +
+                      (loss_stage + 1);
+    return static_cast<int>(t);
+  }
+
+  Impl(const TrainPlan& p, bool with_head, Messenger& m, RankClock& c)
+      : plan(p),
+        graph(p.graph),
+        msg(m),
+        clock(c),
+        rank(m.rank()),
+        stage_count(p.config.devices),
+        micro_batches(p.config.micro_batches),
+        sink(p.graph.sinks().front()) {
+    const auto n = static_cast<size_t>(graph.node_count());
+    layers.resize(n);
+    remote_consumers.resize(n);
+    last_local_consumer.assign(n, -1);
+    const int64_t last_tag =
+        static_cast<int64_t>(graph.node_count()) * micro_batches * 2 * (stage_count + 1) +
+        Messenger::kFirstDataTag;
+    if (last_tag > msg.tag_upper_bound()) {
+      throw_invalid("too many (node, micro-batch) messages for this MPI's tag range (" +
+                    std::to_string(last_tag) + " > MPI_TAG_UB " +
+                    std::to_string(msg.tag_upper_bound()) + ")");
+    }
+    for (const Node& node : graph.nodes()) {
+      std::set<int> others;
+      for (NodeId s : node.successors) {
+        if (owner(s) != owner(node.id)) others.insert(owner(s));
+        if (owner(s) == rank && owner(node.id) != rank) {
+          NodeId& last = last_local_consumer[static_cast<size_t>(node.id)];
+          last = last < 0 ? s : std::min(last, s);
+        }
+      }
+      remote_consumers[static_cast<size_t>(node.id)].assign(others.begin(), others.end());
+      if (owner(node.id) != rank) continue;
+      mine.push_back(node.id);
+      if (node.op == "input") continue;
+      placement::Attributes attributes = node.attributes;
+      if (node.op == "dropout") {
+        attributes["seed"] = static_cast<int64_t>(node_seed(plan.config.seed, node.id, 1) >> 1);
+      }
+      layers[static_cast<size_t>(node.id)] = placement::make_layer(node.op, attributes);
+      kernels::Rng rng(node_seed(plan.config.seed, node.id));
+      layers[static_cast<size_t>(node.id)]->init_parameters(rng);
+    }
+    for (auto& layer : layers) {
+      if (!layer) continue;
+      for (Parameter* param : layer->parameters()) trainable.push_back(param);
+    }
+    bind_tied_weights();
+    if (with_head) build_head();
+    make_optimizer();
+  }
+
+  void bind_tied_weights() {
+    int index = 0;
+    for (const Node& node : graph.nodes()) {
+      if (node.op != "tied_linear") continue;
+      const NodeId source = graph.id_of(std::get<std::string>(node.attributes.at("tied_to")));
+      const auto& name = std::get<std::string>(node.attributes.at("tied_parameter"));
+      const int tag = 2 + index++;
+      if (tag >= Messenger::kFirstDataTag) throw_invalid("too many tied weights");
+      const bool head_here = owner(node.id) == rank, owner_here = owner(source) == rank;
+      if (head_here && owner_here) {
+        auto& head_layer =
+            dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)]);
+        head_layer.bind(named_parameter(*layers[static_cast<size_t>(source)], name));
+      } else if (head_here) {
+        // The replica starts from the owner's initial values: both come from the owner
+        // node's seed, so no message is needed before the first step.
+        auto twin = placement::make_layer(graph.node(source));
+        kernels::Rng rng(node_seed(plan.config.seed, source));
+        twin->init_parameters(rng);
+        Tie tie;
+        tie.replica = std::make_unique<Parameter>(named_parameter(*twin, name));
+        tie.replica->grad = Tensor();
+        tie.peer = owner(source);
+        tie.tag = tag;
+        dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)])
+            .bind(*tie.replica);
+        ties.push_back(std::move(tie));
+      } else if (owner_here) {
+        Tie tie;
+        tie.owner = &named_parameter(*layers[static_cast<size_t>(source)], name);
+        tie.peer = owner(node.id);
+        tie.tag = tag;
+        ties.push_back(std::move(tie));
+      }
+    }
+  }
+
+  void build_head() {
+    const std::vector<NodeId> producers = placement::boundary_producers(graph, plan.placement);
+    boundary = producers.at(static_cast<size_t>(rank));
+    AuxHeadOptions options;
+    options.width_multiplier = plan.config.model_options.width_multiplier;
+    const placement::Graph head_graph = aux_head_graph(graph, boundary, options);
+    for (const Node& node : head_graph.nodes()) {
+      if (node.op == "input") continue;
+      head.push_back(placement::make_layer(node));
+      kernels::Rng rng(node_seed(plan.config.seed, node.id, 1000 + static_cast<uint64_t>(rank)));
+      head.back()->init_parameters(rng);
+      for (Parameter* param : head.back()->parameters()) trainable.push_back(param);
+    }
+  }
+
+  void make_optimizer() {
+    const auto lr = static_cast<float>(plan.config.learning_rate);
+    const auto wd = static_cast<float>(plan.config.weight_decay);
+    if (plan.config.optimizer == "adamw") {
+      optimizer = std::make_unique<kernels::AdamW>(
+          trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
+    } else {
+      optimizer = std::make_unique<kernels::Sgd>(
+          trainable,
+          kernels::SgdOptions{.learning_rate = lr, .momentum = 0.9f, .weight_decay = wd});
+    }
+  }
+
+  void reset(int m_count) {
+    micro_batches = m_count;
+    outputs.assign(static_cast<size_t>(m_count),
+                   std::vector<Tensor>(static_cast<size_t>(graph.node_count())));
+    contexts.assign(static_cast<size_t>(m_count),
+                    std::vector<Context>(static_cast<size_t>(graph.node_count())));
+    loss_grad.assign(static_cast<size_t>(m_count), Tensor());
+    head_contexts.assign(static_cast<size_t>(m_count), std::vector<Context>(head.size()));
+    head_loss_contexts.assign(static_cast<size_t>(m_count), Context());
+    aux_grad.assign(static_cast<size_t>(m_count), Tensor());
+  }
+
+  // Cross-entropy of `logits` against the micro-batch's labels, into `tally`.
+  Tensor loss_and_gradient(const Tensor& logits, int m, Context& ctx, LossTally& tally) {
+    const Tensor& y = labels[static_cast<size_t>(m)];
+    const Tensor value = cross_entropy.forward(std::vector<Tensor>{logits, y}, ctx);
+    tally.loss_sum += static_cast<double>(value.to_vector().front());
+    tally.correct += static_cast<double>(kernels::SoftmaxCrossEntropy::correct_count(ctx));
+    tally.rows += static_cast<double>(logits.numel() / logits.shape().back());
+    ++tally.micro_batches;
+    if (!layers_training) return Tensor();
+    // M micro-batches of B/M samples weigh as one mini-batch of B: mean of the means.
+    const Tensor g = Tensor::full({1}, 1.0f / static_cast<float>(micro_batches));
+    return cross_entropy.backward(g, ctx).front();
+  }
+  bool layers_training = true;
+
+  const Tensor& input_of(NodeId producer, int m) {
+    Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
+    if (!out.defined()) {
+      out = msg.receive(graph.node(producer).output_shape, owner(producer),
+                        tag(producer, m, false, -1));
+    }
+    return out;
+  }
+
+  void forward(int m) {
+    auto& outs = outputs[static_cast<size_t>(m)];
+    for (NodeId id : mine) {
+      const Node& node = graph.node(id);
+      if (node.op == "input") {
+        outs[static_cast<size_t>(id)] = inputs[static_cast<size_t>(m)];
+      } else {
+        std::vector<Tensor> args;
+        for (NodeId p : node.inputs) args.push_back(input_of(p, m));
+        const double start = wall_s();
+        outs[static_cast<size_t>(id)] = layers[static_cast<size_t>(id)]->forward(
+            args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
+        const double end = wall_s();
+        clock.forward_s += end - start;
+        clock.add("forward", start, end);
+      }
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
+      }
+      if (id == sink) {
+        const double start = wall_s();
+        Context ctx;
+        loss_grad[static_cast<size_t>(m)] =
+            loss_and_gradient(outs[static_cast<size_t>(id)], m, ctx, owner_loss);
+        const double end = wall_s();
+        clock.forward_s += end - start;
+        clock.add("forward", start, end);
+      }
+    }
+  }
+  LossTally owner_loss, head_loss;
+
+  void aux_forward(int m) {
+    const double start = wall_s();
+    Tensor x = outputs[static_cast<size_t>(m)][static_cast<size_t>(boundary)];  // detached
+    for (size_t i = 0; i < head.size(); ++i) {
+      x = head[i]->forward(x, head_contexts[static_cast<size_t>(m)][i]);
+    }
+    aux_grad[static_cast<size_t>(m)] =
+        loss_and_gradient(x, m, head_loss_contexts[static_cast<size_t>(m)], head_loss);
+    const double end = wall_s();
+    clock.aux_s += end - start;
+    clock.add("aux", start, end);
+  }
+
+  void aux_backward(int m) {
+    const double start = wall_s();
+    Tensor g = aux_grad[static_cast<size_t>(m)];
+    for (size_t i = head.size(); i-- > 0;) {
+      g = head[i]->backward(g, head_contexts[static_cast<size_t>(m)][i]).front();
+    }
+    aux_grad[static_cast<size_t>(m)] = g;  // now the gradient at the boundary tensor
+    const double end = wall_s();
+    clock.aux_s += end - start;
+    clock.add("aux", start, end);
+  }
+
+  void backward(const BackwardPass& pass) {
+    const int m = pass.micro_batch;
+    const bool global = pass.loss_stage < 0;
+    std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
+    if (owner(sink) == rank && (global || pass.loss_stage == rank)) {
+      grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
+    }
+    if (!global && pass.loss_stage == rank && boundary >= 0) {
+      grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
+    }
+    const bool receive = global || pass.loss_stage > rank;
+    // A pass that must not train this body: park the gradients and restore them after.
+    std::vector<std::pair<Tensor, bool>> parked;
+    if (!pass.updates) {
+      for (Parameter* p : stash_list()) {
+        parked.emplace_back(p->grad, p->grad_is_zero);
+        p->grad = Tensor();
+        p->grad_is_zero = true;
+      }
+    }
+    std::vector<Tensor> outgoing(static_cast<size_t>(graph.node_count()));
+    for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
+      const NodeId id = *it;
+      const Node& node = graph.node(id);
+      if (node.op == "input") continue;
+      Tensor& g = grads[static_cast<size_t>(id)];
+      if (receive) {
+        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+          accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, pass.loss_stage)));
+        }
+      }
+      if (!g.defined()) g = Tensor::zeros(node.output_shape);
+      const double start = wall_s();
+      Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
+      const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
+      const double end = wall_s();
+      clock.backward_s += end - start;
+      clock.add("backward", start, end);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        const NodeId p = node.inputs[k];
+        if (graph.node(p).op == "input") continue;  // no gradient for data
+        const bool remote = owner(p) != rank;
+        if (remote && !pass.propagates) continue;
+        Tensor gk = in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape);
+        accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
+      }
+      // Each remote producer gets one message, after its last consumer here.
+      if (pass.propagates) {
+        for (NodeId p : node.inputs) {
+          if (owner(p) == rank || graph.node(p).op == "input") continue;
+          if (last_local_consumer[static_cast<size_t>(p)] != id) continue;
+          Tensor& out = outgoing[static_cast<size_t>(p)];
+          if (!out.defined()) continue;
+          msg.send(out, owner(p), tag(p, m, true, pass.loss_stage));
+          out = Tensor();
+        }
+      }
+      g = Tensor();
+    }
+    if (!pass.updates) {
+      size_t i = 0;
+      for (Parameter* p : stash_list()) {
+        p->grad = parked[i].first;
+        p->grad_is_zero = parked[i].second;
+        ++i;
+      }
+    }
+  }
+
+  std::vector<Parameter*> stash_list() {
+    std::vector<Parameter*> list;
+    for (auto& layer : layers) {
+      if (!layer) continue;
+      for (Parameter* p : layer->parameters()) list.push_back(p);
+    }
+    for (Tie& tie : ties) {
+      if (tie.replica) list.push_back(tie.replica.get());
+    }
+    return list;
+  }
+
+  void optimizer_step() {
+    const double start = wall_s();
+    // Replicas send their gradient contribution to the owner first (non-blocking).
+    for (Tie& tie : ties) {
+      if (!tie.replica) continue;
+      Parameter& r = *tie.replica;
+      Tensor g = r.grad.defined() && !r.grad_is_zero ? r.grad : Tensor::zeros(r.value.shape());
+      msg.send(g, tie.peer, tie.tag);
+    }
+    for (Tie& tie : ties) {
+      if (!tie.owner) continue;
+      const Tensor g = msg.receive(tie.owner->value.shape(), tie.peer, tie.tag);
+      if (tie.owner->grad.defined() && !tie.owner->grad_is_zero) {
+        kernels::backend_for(g.device()).axpy(1.0f, g, tie.owner->grad);
+      } else {
+        tie.owner->grad = g;
+        tie.owner->grad_is_zero = false;
+      }
+    }
+    optimizer->step();
+    optimizer->zero_grad();
+    for (Tie& tie : ties) {
+      if (tie.owner) msg.send(tie.owner->value.clone(), tie.peer, tie.tag);
+    }
+    for (Tie& tie : ties) {
+      if (!tie.replica) continue;
+      tie.replica->value.copy_from(msg.receive(tie.replica->value.shape(), tie.peer, tie.tag));
+      tie.replica->grad_is_zero = true;
+    }
+    const double end = wall_s();
+    clock.optimizer_s += end - start;
+    clock.add("optimizer", start, end);
+  }
+};
+
+RankModel::RankModel(const TrainPlan& plan, bool has_aux_head, Messenger& messenger,
+                     RankClock& clock)
+    : impl_(std::make_unique<Impl>(plan, has_aux_head, messenger, clock)) {}
+RankModel::~RankModel() = default;
+
+bool RankModel::owns_sink() const {
+  return impl_->owner(impl_->sink) == impl_->rank;
+}
+bool RankModel::has_aux_head() const {
+  return impl_->boundary >= 0;
+}
+
+void RankModel::set_batch(const Batch& batch, int micro_batches) {
+  impl_->reset(micro_batches);
+  const int64_t rows = batch.inputs.shape()[0] / micro_batches;
+  impl_->inputs.clear();
+  impl_->labels.clear();
+  for (int m = 0; m < micro_batches; ++m) {
+    impl_->inputs.push_back(slice_rows(batch.inputs, m * rows, rows));
+    impl_->labels.push_back(slice_rows(batch.labels, m * rows, rows));
+  }
+}
+
+void RankModel::forward(int m) {
+  impl_->forward(m);
+  loss = impl_->owner_loss;
+}
+void RankModel::aux_forward(int m) {
+  impl_->aux_forward(m);
+  aux_loss = impl_->head_loss;
+}
+void RankModel::aux_backward(int m) {
+  impl_->aux_backward(m);
+}
+void RankModel::backward(const BackwardPass& pass) {
+  impl_->backward(pass);
+}
+void RankModel::optimizer_step() {
+  impl_->optimizer_step();
+}
+
+void RankModel::end_step() {
+  impl_->reset(impl_->micro_batches);
+  impl_->owner_loss = {};
+  impl_->head_loss = {};
+  loss = {};
+  aux_loss = {};
+}
+
+void RankModel::set_training(bool training) {
+  impl_->layers_training = training;
+  for (auto& layer : impl_->layers) {
+    if (layer) layer->set_training(training);
+  }
+  for (auto& layer : impl_->head) layer->set_training(training);
+}
+
+int64_t RankModel::parameter_bytes() const {
+  int64_t bytes = 0;
+  for (Parameter* p : impl_->trainable) bytes += p->value.bytes();
+  return bytes;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,144 @@
+#include "runtime/record_gather.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "interplace/runs/mpi_session.hpp"
+
+namespace interplace::runs {
+namespace {
+
+constexpr int kStepFields = 14;
+constexpr int kNameChars = 128;
+const std::array<const char*, 5> kKinds = {"forward", "backward", "aux", "optimizer", "comm_wait"};
+
+std::vector<double> pack_steps(const LocalRecords& l) {
+  std::vector<double> out;
+  for (size_t s = 0; s < l.ranks.size(); ++s) {
+    const RankStepRecord& r = l.ranks[s];
+    out.insert(out.end(), {r.step_s, r.forward_s, r.backward_s, r.aux_s, r.optimizer_s,
+                           r.comm_wait_s, r.idle_s, r.overhead_s, static_cast<double>(r.bytes_sent),
+                           static_cast<double>(r.peak_memory_bytes), l.loss[s], l.accuracy[s],
+                           l.aux_loss[s], l.aux_accuracy[s]});
+  }
+  out.push_back(l.eval_loss);
+  out.push_back(l.eval_accuracy);
+  return out;
+}
+
+std::vector<char> fixed(const std::string& text) {
+  std::vector<char> out(kNameChars, '\0');
+  std::memcpy(out.data(), text.data(), std::min<size_t>(text.size(), kNameChars - 1));
+  return out;
+}
+
+double first_number(double current, double value) {
+  return std::isnan(current) ? value : current;
+}
+
+}  // namespace
+
+TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Messenger& msg) {
+  const int size = msg.size(), rank = msg.rank();
+  MPI_Comm comm = msg.comm();
+  const std::vector<double> mine = pack_steps(local);
+  std::vector<double> all(rank == 0 ? mine.size() * static_cast<size_t>(size) : 0);
+  check_mpi(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                       static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm),
+            "MPI_Gather");
+  std::vector<double> events;
+  for (const TimelineEvent& e : local.timeline) {
+    double kind = 0;
+    for (size_t k = 0; k < kKinds.size(); ++k)
+      kind = e.kind == kKinds[k] ? static_cast<double>(k) : kind;
+    events.insert(events.end(), {kind, e.start_s, e.end_s});
+  }
+  int count = static_cast<int>(events.size());
+  std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
+  check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offsets[static_cast<size_t>(r)] = total;
+    total += counts[static_cast<size_t>(r)];
+  }
+  std::vector<double> all_events(rank == 0 ? static_cast<size_t>(total) : 0);
+  check_mpi(MPI_Gatherv(events.data(), count, MPI_DOUBLE, all_events.data(), counts.data(),
+                        offsets.data(), MPI_DOUBLE, 0, comm),
+            "MPI_Gatherv");
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int host_length = 0;
+  MPI_Get_processor_name(host, &host_length);
+  std::vector<char> names = fixed(host), devices = fixed(local.device_name);
+  std::vector<char> all_names(static_cast<size_t>(kNameChars * size)),
+      all_devices(static_cast<size_t>(kNameChars * size));
+  MPI_Gather(names.data(), kNameChars, MPI_CHAR, all_names.data(), kNameChars, MPI_CHAR, 0, comm);
+  MPI_Gather(devices.data(), kNameChars, MPI_CHAR, all_devices.data(), kNameChars, MPI_CHAR, 0,
+             comm);
+
+  TrainResult result;
+  const int steps = static_cast<int>(local.ranks.size());
+  const int ranks = rank == 0 ? size : 1;
+  const std::vector<double>& source = rank == 0 ? all : mine;
+  const size_t stride = mine.size();
+  result.eval_loss = result.eval_accuracy = NAN;
+  for (int s = 0; s < steps; ++s) {
+    StepRecord step;
+    step.step = s;
+    step.warmup = s < plan.config.warmup_steps;
+    step.loss = step.accuracy = NAN;
+    step.aux_loss.assign(static_cast<size_t>(plan.config.devices), NAN);
+    step.aux_accuracy.assign(static_cast<size_t>(plan.config.devices), NAN);
+    for (int r = 0; r < ranks; ++r) {
+      const double* f =
+          source.data() + static_cast<size_t>(r) * stride + static_cast<size_t>(s) * kStepFields;
+      RankStepRecord rec{f[0],
+                         f[1],
+                         f[2],
+                         f[3],
+                         f[4],
+                         f[5],
+                         f[6],
+                         f[7],
+                         static_cast<int64_t>(f[8]),
+                         static_cast<int64_t>(f[9])};
+      step.step_time_s = std::max(step.step_time_s, rec.step_s);
+      step.ranks.push_back(rec);
+      step.loss = first_number(step.loss, f[10]);
+      step.accuracy = first_number(step.accuracy, f[11]);
+      const int stage = rank == 0 ? r : rank;
+      step.aux_loss[static_cast<size_t>(stage)] = f[12];
+      step.aux_accuracy[static_cast<size_t>(stage)] = f[13];
+    }
+    result.steps.push_back(std::move(step));
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const double* tail = source.data() + static_cast<size_t>(r) * stride + stride - 2;
+    result.eval_loss = first_number(result.eval_loss, tail[0]);
+    result.eval_accuracy = first_number(result.eval_accuracy, tail[1]);
+  }
+  if (rank == 0) {
+    for (int r = 0; r < size; ++r) {
+      const int n = counts[static_cast<size_t>(r)] / 3;
+      const double* e = all_events.data() + offsets[static_cast<size_t>(r)];
+      for (int i = 0; i < n; ++i) {
+        result.timeline.push_back({.rank = r,
+                                   .kind = kKinds[static_cast<size_t>(e[3 * i])],
+                                   .start_s = e[3 * i + 1],
+                                   .end_s = e[3 * i + 2]});
+      }
+      result.hosts.emplace_back(all_names.data() + r * kNameChars);
+      result.device_names.emplace_back(all_devices.data() + r * kNameChars);
+    }
+  } else {
+    for (TimelineEvent e : local.timeline) {
+      e.rank = rank;
+      result.timeline.push_back(e);
+    }
+    result.hosts.emplace_back(host);
+    result.device_names.push_back(local.device_name);
+  }
+  return result;
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,25 @@
+// One rank's records of a run, and their gathering into the TrainResult on rank 0.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "interplace/runs/training.hpp"
+#include "runtime/messenger.hpp"
+
+namespace interplace::runs {
+
+struct LocalRecords {
+  std::vector<RankStepRecord> ranks;                           // per step, this rank
+  std::vector<double> loss, accuracy, aux_loss, aux_accuracy;  // per step; NaN: not here
+  std::vector<TimelineEvent> timeline;
+  std::vector<bool> stages_with_head;
+  double eval_loss = 0.0, eval_accuracy = 0.0;  // NaN where not computed
+  std::string device_name;
+};
+
+// Collective over the messenger's communicator (call it after a barrier every rank has
+// passed). Rank 0 gets everything; the others get their own records only.
+TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Messenger& msg);
+
+}  // namespace interplace::runs

@@ -1,0 +1,214 @@
+// train(plan, comm): the training loop of one configuration on the ranks of `comm`, its
+// records, the evaluation, and the gathering of everything to rank 0 (training.hpp).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "interplace/kernels/backend.hpp"
+#include "interplace/runs/datasets.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/training.hpp"
+#include "runtime/messenger.hpp"
+#include "runtime/rank_model.hpp"
+#include "runtime/rank_program.hpp"
+#include "runtime/record_gather.hpp"
+
+namespace interplace::runs {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Peak memory is the process's resident set high-water mark (VmHWM), reset before each
+// step through /proc/self/clear_refs, so it covers tensors, buffers and MPI alike.
+void reset_peak_memory() {
+  std::ofstream clear("/proc/self/clear_refs");
+  if (clear) clear << "5";
+}
+int64_t peak_memory_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+// Test hook for failure propagation: INTERPLACE_FAIL_AT="rank:step" makes that rank fail
+// in that step, as a kernel or data error would.
+void maybe_fail(int rank, int step) {
+  const char* spec = std::getenv("INTERPLACE_FAIL_AT");
+  if (!spec) return;
+  int r = -1, s = -1;
+  if (std::sscanf(spec, "%d:%d", &r, &s) == 2 && r == rank && s == step) {
+    throw_runtime("injected failure on rank " + std::to_string(rank) + " in step " +
+                  std::to_string(step) + " (INTERPLACE_FAIL_AT)");
+  }
+}
+
+int threads_for(const TrainConfig& c, MPI_Comm comm) {
+  if (c.threads_per_rank > 0) return c.threads_per_rank;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / node_local(comm).size);
+}
+
+// What the data set must feed: the graph's input sample and its logits.
+SampleShape sample_shape(const placement::Graph& graph) {
+  SampleShape shape;
+  for (const placement::Node& node : graph.nodes()) {
+    if (node.op == "input")
+      shape.input.assign(node.output_shape.begin() + 1, node.output_shape.end());
+  }
+  const kernels::Shape& logits = graph.node(graph.sinks().front()).output_shape;
+  shape.classes = logits.back();
+  shape.sequence = logits.size() == 3;
+  return shape;
+}
+
+void run_program(const RankProgram& program, RankModel& model) {
+  for (const ProgramStep& s : program.steps) {
+    switch (s.kind) {
+      case ProgramStep::Kind::forward:
+        model.forward(s.pass.micro_batch);
+        break;
+      case ProgramStep::Kind::aux_forward:
+        model.aux_forward(s.pass.micro_batch);
+        break;
+      case ProgramStep::Kind::aux_backward:
+        model.aux_backward(s.pass.micro_batch);
+        break;
+      case ProgramStep::Kind::backward:
+        model.backward(s.pass);
+        break;
+      case ProgramStep::Kind::optimizer:
+        model.optimizer_step();
+        break;
+    }
+  }
+}
+
+TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
+  const TrainConfig& c = plan.config;
+  const int rank = msg.rank();
+  const int threads = threads_for(c, comm);
+  kernels::set_cpu_threads(threads);
+  RankClock clock;
+  msg.on_wait = [&clock](double start, double end) { clock.add("comm_wait", start, end); };
+  const RankProgram program = rank_program(plan, rank);
+  RankModel model(plan, program.has_aux_head, msg, clock);
+  // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
+  const std::unique_ptr<Dataset> data =
+      open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed);
+
+  LocalRecords local;
+  local.stages_with_head = program.stages_with_head;
+  const int total = c.warmup_steps + c.steps;
+  double measured_start = 0.0;
+  double previous_end = 0.0;
+  for (int step = 0; step < total; ++step) {
+    if (step == c.warmup_steps) {
+      msg.barrier();
+      measured_start = wall_s();
+      previous_end = measured_start;
+    }
+    if (step == 0) previous_end = wall_s();
+    clock = RankClock{};
+    clock.record_events = step == total - 1;
+    clock.step_start_s = previous_end;
+    const double wait_before = msg.comm_wait_s;
+    const int64_t bytes_before = msg.bytes_sent;
+    reset_peak_memory();
+    maybe_fail(rank, step);
+    model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
+    run_program(program, model);
+    msg.reap_sends();
+    const double end = wall_s();
+    RankStepRecord r;
+    r.step_s = end - previous_end;
+    r.forward_s = clock.forward_s;
+    r.backward_s = clock.backward_s;
+    r.aux_s = clock.aux_s;
+    r.optimizer_s = clock.optimizer_s;
+    r.comm_wait_s = msg.comm_wait_s - wait_before;
+    r.idle_s = r.step_s - (r.forward_s + r.backward_s + r.aux_s + r.optimizer_s);
+    r.overhead_s = r.idle_s - r.comm_wait_s;
+    r.bytes_sent = msg.bytes_sent - bytes_before;
+    r.peak_memory_bytes = peak_memory_bytes();
+    local.ranks.push_back(r);
+    local.loss.push_back(model.loss.mean_loss());
+    local.accuracy.push_back(model.loss.accuracy());
+    local.aux_loss.push_back(model.aux_loss.mean_loss());
+    local.aux_accuracy.push_back(model.aux_loss.accuracy());
+    if (step == total - 1) local.timeline = clock.events;
+    model.end_step();
+    previous_end = end;
+  }
+  msg.complete_sends();
+  msg.barrier();
+  const double measured_wall_s = wall_s() - measured_start;
+
+  // Evaluation: the last stage's head only (the network's own), eval mode, micro-batch
+  // sized chunks (the graph's shapes are per micro-batch).
+  const int64_t chunk = c.batch_size / c.micro_batches;
+  const int64_t available = std::min(c.eval_samples, data->test_size());
+  const int64_t chunks = available >= chunk ? available / chunk : 0;
+  model.set_training(false);
+  LossTally eval;
+  for (int64_t i = 0; i < chunks; ++i) {
+    model.set_batch(data->test_batch(i * chunk, chunk), 1);
+    model.forward(0);
+    eval.loss_sum += model.loss.loss_sum;
+    eval.correct += model.loss.correct;
+    eval.rows += model.loss.rows;
+    eval.micro_batches += model.loss.micro_batches;
+    model.end_step();
+  }
+  msg.complete_sends();
+  msg.barrier();
+
+  local.eval_loss = chunks > 0 ? eval.mean_loss() : kNaN;
+  local.eval_accuracy = chunks > 0 ? eval.accuracy() : kNaN;
+  local.device_name = "cpu: " + std::to_string(threads) + " threads";
+  TrainResult result = gather_records(local, plan, msg);
+  result.measured_wall_s = measured_wall_s;
+  result.samples_per_s =
+      measured_wall_s > 0.0 ? static_cast<double>(c.steps * c.batch_size) / measured_wall_s : 0.0;
+  result.eval_samples = chunks * chunk;
+  return result;
+}
+
+}  // namespace
+
+TrainResult train(const TrainPlan& plan, MPI_Comm comm) {
+  int size = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (size != plan.config.devices) {
+    throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
+                  " ranks (devices), the communicator has " + std::to_string(size));
+  }
+  Messenger msg(comm);
+  try {
+    return run(plan, msg, comm);
+  } catch (const RemoteAbort&) {
+    throw;
+  } catch (const Error& e) {
+    const Error error(e.kind(), "rank " + std::to_string(msg.rank()) + ": " + e.what());
+    msg.abort(error);
+    throw error;
+  } catch (const std::exception& e) {
+    const Error error(ErrorKind::runtime, "rank " + std::to_string(msg.rank()) + ": " + e.what());
+    msg.abort(error);
+    throw error;
+  }
+}
+
+}  // namespace interplace::runs

@@ -1,0 +1,142 @@
+// Helpers of the MPI runtime tests.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "interplace/placement/schedule.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/runs/training.hpp"
+
+namespace interplace::runs::testing {
+
+inline int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+inline int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// Small models that train in well under a second per step on one core.
+inline TrainConfig small_resnet() {
+  TrainConfig c;
+  c.model = "resnet20";
+  c.model_options.width_multiplier = 0.5;
+  c.model_options.image_size = 16;
+  c.batch_size = 8;
+  c.warmup_steps = 0;
+  c.steps = 20;
+  c.threads_per_rank = 1;
+  return c;
+}
+inline TrainConfig small_gpt() {
+  TrainConfig c;
+  c.model = "gpt-mini";
+  c.model_options.layers = 2;
+  c.model_options.dim = 32;
+  c.model_options.heads = 2;
+  c.model_options.sequence_length = 16;
+  c.batch_size = 8;
+  c.warmup_steps = 0;
+  c.steps = 20;
+  c.optimizer = "adamw";
+  c.learning_rate = 1e-3;
+  c.threads_per_rank = 1;
+  return c;
+}
+
+// The run of `config` on a communicator of its own `devices` ranks drawn from the world
+// (ranks 0 .. devices-1); other ranks get an empty result. Collective over the world.
+inline TrainResult train_on(TrainConfig config, int devices) {
+  config.devices = devices;
+  const int rank = world_rank();
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < devices ? 0 : MPI_UNDEFINED, rank, &comm);
+  TrainResult result;
+  if (comm != MPI_COMM_NULL) {
+    const TrainPlan plan = plan_training(config);
+    try {
+      result = train(plan, comm);
+    } catch (...) {
+      MPI_Comm_free(&comm);
+      throw;
+    }
+    MPI_Comm_free(&comm);
+  }
+  return result;
+}
+
+// The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
+// order at the single-tensor cuts nearest to equal node counts: a placement every
+// strategy can run, whatever the cost-model placer would choose.
+inline TrainPlan chain_plan(TrainConfig config, int devices) {
+  const std::string strategy = config.strategy, mode = config.interlock_mode;
+  config.strategy = "global";
+  config.interlock_mode = "single";
+  config.devices = devices;
+  TrainPlan plan = plan_training(config);
+  const placement::Graph& g = plan.graph;
+  const int n = g.node_count();
+  std::vector<int> cuts;  // cut after node i: one producer feeds everything above i
+  for (int i = 0; i + 1 < n; ++i) {
+    int producer = -1;
+    bool single = true;
+    for (int j = 0; j <= i && single; ++j) {
+      for (placement::NodeId s : g.node(j).successors) {
+        if (s <= i) continue;
+        single = single && (producer < 0 || producer == j);
+        producer = j;
+      }
+    }
+    if (single) cuts.push_back(i);
+  }
+  std::vector<int> chosen;
+  for (int k = 1; k < devices; ++k) {
+    int best = cuts.front();
+    for (int c : cuts) {
+      if (std::abs(c - k * n / devices) < std::abs(best - k * n / devices)) best = c;
+    }
+    chosen.push_back(best);
+  }
+  plan.placement.device_count = devices;
+  plan.placement.device_of_node.assign(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    int d = 0;
+    while (d < devices - 1 && i > chosen[static_cast<size_t>(d)]) ++d;
+    plan.placement.device_of_node[static_cast<size_t>(i)] = d;
+  }
+  plan.config.strategy = strategy;
+  plan.config.interlock_mode = mode;
+  plan.reach = placement::strategy_reach(strategy, devices);
+  const auto why = placement::local_strategy_ineligibility(g, plan.placement);
+  plan.global_only_reason = why ? *why : "";
+  return plan;
+}
+
+// train(plan) on the world's first plan.config.devices ranks.
+inline TrainResult train_plan_on(const TrainPlan& plan) {
+  const int rank = world_rank();
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < plan.config.devices ? 0 : MPI_UNDEFINED, rank, &comm);
+  TrainResult result;
+  if (comm != MPI_COMM_NULL) {
+    result = train(plan, comm);
+    MPI_Comm_free(&comm);
+  }
+  return result;
+}
+
+inline std::vector<double> losses(const TrainResult& result) {
+  std::vector<double> out;
+  for (const StepRecord& s : result.steps) out.push_back(s.loss);
+  return out;
+}
+
+}  // namespace interplace::runs::testing

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""`interplace profile` through the real binary, with 1 rank and under mpirun with 2.
+
+Usage: test_cli_profile.py BINARY CASE   (CTest runs one case per test)
+       test_cli_profile.py BINARY --list
+Reuses test_cli.py's helpers (run, ok, fails, check); only the standard library.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_cli as cli  # noqa: E402
+from test_cli import check, fails, ok  # noqa: E402
+
+# A small, fast model: resnet20 at a quarter of its width, batch 4.
+SMALL = ["--model", "resnet20", "--width-multiplier", "0.25", "--batch-size", "4"]
+QUICK = ["--repeats", "2", "--warmup", "1", "--threads", "1"]
+
+
+def read_profile(path):
+    """Header keys, node lines and comment lines of a profile file."""
+    header, nodes, comments = {}, [], []
+    with open(path) as f:
+        for line in f.read().splitlines():
+            if line.startswith("#"):
+                comments.append(line)
+                continue
+            fields = line.split("\t")
+            if fields[0] == "node":
+                nodes.append((fields[1], float(fields[2]), float(fields[3])))
+            elif fields[0] != "format":
+                header[fields[0]] = fields[1]
+    return header, nodes, comments
+
+
+def graph_nodes(*model):
+    return ok("graph", *model, "--format", "json").json()["graph"]["nodes"]
+
+
+def check_nodes(nodes, model):
+    names = [n["name"] for n in graph_nodes(*model)]
+    check([n[0] for n in nodes] == names, "profile nodes are not the graph's, in id order")
+    for name, forward, backward in nodes:
+        check(forward >= 0 and backward >= 0, f"negative time for {name}")
+    inputs = [n for n in graph_nodes(*model) if n["op"] == "input"]
+    for node in inputs:
+        timing = [n for n in nodes if n[0] == node["name"]][0]
+        check(timing[1:] == (0.0, 0.0), f"input node {node['name']} should cost 0: {timing}")
+    check(sum(n[1] for n in nodes) > 0 and sum(n[2] for n in nodes) > 0, "all times are 0")
+
+
+def test_profile_1_rank():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "resnet.tsv")
+        doc = ok("profile", *SMALL, *QUICK, "--out", path, "--format", "json").json()
+        check(doc["model"] == "resnet20" and doc["batch_size"] == 4 and doc["ranks"] == 1, doc)
+        check(doc["threads"] == 1 and doc["repeats"] == 2, doc)
+        link = doc["link"]
+        check(link["measured"] is False and "preset" in link["source"], link)
+        check(link["ping_pong"] == [], link)
+        check(doc["total_forward_s"] > 0 and doc["total_backward_s"] > 0, doc)
+        check(len(doc["slowest_nodes"]) == 10, doc["slowest_nodes"])
+        costs = [n["forward_s"] + n["backward_s"] for n in doc["slowest_nodes"]]
+        check(costs == sorted(costs, reverse=True), "slowest nodes are not sorted")
+        header, nodes, comments = read_profile(path)
+        check(header["batch_size"] == "4" and int(header["node_count"]) == len(nodes), header)
+        check(header["device"].endswith("(1 thread)"), header["device"])
+        check(float(header["link_latency_s"]) == link["latency_s"], (header, link))
+        check(any("link: NOT measured" in c and "cpu-core" in c for c in comments), comments)
+        check_nodes(nodes, SMALL)
+        check(abs(sum(n[1] for n in nodes) - doc["total_forward_s"]) < 1e-9, "forward total")
+        # The placement commands accept it: the cost model takes node times from it.
+        sim = ok("simulate", *SMALL, "--order", "topo", "--placer", "contiguous", "--devices",
+                 "2", "--profile", path, "--format", "json").json()
+        check(sim["simulation"]["step_time_s"] > 0, sim["simulation"])
+        text = ok("profile", *SMALL, *QUICK, "--out", path, "--top", "3").out
+        check("slowest nodes:" in text and "NOT measured: 1 rank" in text, text)
+        check(text.count("\n") < 20, "--top 3 should list three nodes:\n" + text)
+
+
+def test_profile_transformer():
+    """Token inputs feed the embedding valid ids; the tied LM head binds to its owner."""
+    model = ["--model", "gpt-mini", "--batch-size", "2", "--sequence-length", "16"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "gpt.tsv")
+        ok("profile", *model, *QUICK, "--out", path, "--device-preset", "h100")
+        _, nodes, comments = read_profile(path)
+        check_nodes(nodes, model)
+        check(any("device preset h100" in c for c in comments), comments)
+
+
+def test_profile_2_ranks():
+    mpirun = shutil.which("mpirun")
+    check(mpirun is not None, "mpirun not found (the profile command is built with MPI)")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "two.tsv")
+        proc = subprocess.run([mpirun, "--oversubscribe", "-np", "2", cli.BINARY, "profile", *SMALL,
+                               *QUICK, "--out", path, "--format", "json"],
+                              capture_output=True, text=True, timeout=240, env=env)
+        check(proc.returncode == 0, f"exit {proc.returncode}: {proc.stderr}")
+        doc = json.loads(proc.stdout)  # one document: only rank 0 prints
+        check(doc["ranks"] == 2, doc)
+        link = doc["link"]
+        check(link["measured"] is True and link["source"] == "ping-pong", link)
+        sizes = [s["bytes"] for s in link["ping_pong"]]
+        check(sizes == [4**k for k in range(14)], sizes)  # 1 B ... 64 MiB
+        check(0 < link["latency_s"] < 1e-3, link)
+        check(1e7 < link["bandwidth_bytes_per_s"] < 1e12, link)
+        check(link["latency_s"] == link["ping_pong"][0]["half_round_trip_s"], link)
+        big = link["ping_pong"][-1]
+        check(abs(link["bandwidth_bytes_per_s"] - big["bytes"] / big["half_round_trip_s"])
+              <= 1e-6 * link["bandwidth_bytes_per_s"], link)
+        header, nodes, comments = read_profile(path)
+        check(float(header["link_latency_s"]) == link["latency_s"], header)
+        check(float(header["link_bandwidth_bytes_per_s"]) == link["bandwidth_bytes_per_s"], header)
+        check(any("measured by an MPI ping-pong" in c for c in comments), comments)
+        check_nodes(nodes, SMALL)
+        # Bad input fails on every rank before MPI communicates, so mpirun ends too.
+        bad = subprocess.run([mpirun, "--oversubscribe", "-np", "2", cli.BINARY, "profile",
+                              "--model", "nope", "--out", path],
+                             capture_output=True, text=True, timeout=120, env=env)
+        check(bad.returncode != 0 and "unknown model 'nope'" in bad.stderr, bad.stderr)
+
+
+def test_profile_errors():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "p.tsv")
+        fails(2, "profile", "--model", "resnet99", "--out", path, contains=("resnet99", "resnet20"))
+        fails(2, "profile", "--model", "resnet20", "--batch-size", "0", "--out", path,
+              contains=("batch size",))
+        fails(2, "profile", *SMALL, "--repeats", "0", "--out", path, contains=("--repeats",))
+        fails(2, "profile", *SMALL, "--threads", "-1", "--out", path, contains=("--threads",))
+        fails(2, "profile", *SMALL, contains=("--out",))
+        fails(2, "profile", *SMALL, "--out", path, "--format", "xml", contains=("xml",))
+        fails(2, "profile", *SMALL, "--out", path, "--device-preset", "tpu", contains=("tpu",))
+        check(not os.path.exists(path), "a failed run wrote the file")
+        fails(1, "profile", *SMALL, *QUICK, "--out", os.path.join(tmp, "no", "dir", "p.tsv"),
+              contains=("cannot write", "p.tsv"))
+
+
+CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    cli.BINARY = sys.argv[1]
+    if sys.argv[2] == "--list":
+        print("\n".join(CASES))
+        return
+    if sys.argv[2] not in CASES:
+        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
+    CASES[sys.argv[2]]()
+    print(f"{sys.argv[2]}: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+// plan_training: validation and what it decides (no MPI).
+#include <gtest/gtest.h>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/training.hpp"
+
+namespace interplace::runs {
+namespace {
+
+TrainConfig base() {
+  TrainConfig c;
+  c.model = "resnet20";
+  c.batch_size = 8;
+  c.devices = 2;
+  return c;
+}
+
+void expect_invalid(const TrainConfig& c, const std::string& fragment) {
+  try {
+    plan_training(c);
+    ADD_FAILURE() << "no error for " << fragment;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanTraining, RejectsBadNamesListingTheChoices) {
+  TrainConfig c = base();
+  c.model = "resnet21";
+  expect_invalid(c, "resnet20");
+  c = base();
+  c.order = "sideways";
+  expect_invalid(c, "topo");
+  c = base();
+  c.placer = "oracle";
+  expect_invalid(c, "greedy-eft");
+  c = base();
+  c.strategy = "mostly-global";
+  expect_invalid(c, "nwise:N");
+  c = base();
+  c.pipeline = "zb";
+  expect_invalid(c, "1f1b");
+  c = base();
+  c.interlock_mode = "product";
+  expect_invalid(c, "sum");
+  c = base();
+  c.dataset = "imagenet";
+  expect_invalid(c, "fashion-mnist");
+  c = base();
+  c.optimizer = "lion";
+  expect_invalid(c, "adamw");
+  c = base();
+  c.device = "tpu";
+  expect_invalid(c, "cuda");
+}
+
+TEST(PlanTraining, RejectsImpossibleCounts) {
+  TrainConfig c = base();
+  c.micro_batches = 3;
+  expect_invalid(c, "divide");
+  c = base();
+  c.devices = 0;
+  expect_invalid(c, "devices");
+  c = base();
+  c.steps = 0;
+  expect_invalid(c, "steps");
+  c = base();
+  c.warmup_steps = -1;
+  expect_invalid(c, "warmup");
+}
+
+TEST(PlanTraining, LocalNeedsAChainWithSingleTensorBoundaries) {
+  TrainConfig c = base();
+  c.placer = "round-robin";
+  c.strategy = "local";
+  expect_invalid(c, "cannot run on this placement");
+  c.strategy = "global";
+  const TrainPlan plan = plan_training(c);
+  EXPECT_FALSE(plan.global_only_reason.empty());
+}
+
+TEST(PlanTraining, DoesNotFitInMemory) {
+  TrainConfig c = base();
+  // An H200's capacity lets the placer through; this host's memory does not.
+  c.model = "vgg16";
+  c.cost_device = "h200";
+  c.batch_size = 1024;
+  c.devices = 1;
+  expect_invalid(c, "does not fit in memory");
+}
+
+TEST(PlanTraining, BuildsTheGraphPerMicroBatch) {
+  TrainConfig c = base();
+  c.micro_batches = 4;
+  const TrainPlan plan = plan_training(c);
+  EXPECT_EQ(plan.graph.batch_size(), 2);
+  EXPECT_EQ(plan.family, "resnet");
+  EXPECT_EQ(plan.reach, 1);
+  EXPECT_EQ(plan.placement.device_count, 2);
+  EXPECT_GT(plan.prediction.step_time_s, 0.0);
+  EXPECT_EQ(plan.parameter_count, plan.graph.total_parameter_count());
+}
+
+}  // namespace
+}  // namespace interplace::runs

@@ -1,0 +1,211 @@
+// The MPI runtime on the ranks of MPI_COMM_WORLD (registered per rank count).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include "interplace/kernels/error.hpp"
+#include "mpi_test_support.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using testing::losses;
+using testing::small_gpt;
+using testing::small_resnet;
+using testing::train_on;
+using testing::world_rank;
+using testing::world_size;
+
+void expect_same_losses(const TrainResult& a, const TrainResult& b, const std::string& what) {
+  if (world_rank() != 0) return;
+  const std::vector<double> x = losses(a), y = losses(b);
+  ASSERT_EQ(x.size(), y.size()) << what;
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(x[i])) << what << " step " << i;
+    EXPECT_NEAR(x[i], y[i], 1e-5 * std::abs(y[i]) + 1e-7) << what << " step " << i;
+  }
+}
+
+// The global strategy computes plain backprop whatever the placement and pipeline: a
+// P-rank run's losses equal the 1-rank run's, step by step.
+void check_global_matches_single(const TrainConfig& base, const std::vector<std::string>& placers) {
+  const int p = world_size();
+  for (const std::string& placer : placers) {
+    for (const char* pipeline : {"gpipe", "1f1b"}) {
+      for (int m : {1, 4}) {
+        TrainConfig c = base;
+        c.placer = placer;
+        c.pipeline = pipeline;
+        c.micro_batches = m;
+        const std::string what =
+            c.model + " " + placer + " " + pipeline + " M=" + std::to_string(m);
+        const TrainResult single = train_on(c, 1);
+        const TrainResult many = train_on(c, p);
+        expect_same_losses(many, single, what + " P=" + std::to_string(p));
+        // greedy-eft may keep a small model on one device.
+        if (world_rank() == 0 && placer != "greedy-eft") {
+          double sent = 0;
+          for (const StepRecord& s : many.steps) {
+            for (const RankStepRecord& r : s.ranks) sent += static_cast<double>(r.bytes_sent);
+          }
+          EXPECT_GT(sent, 0.0) << what;  // the ranks really exchanged tensors
+        }
+      }
+    }
+  }
+}
+
+TEST(Runtime, GlobalMatchesSingleResnet) {
+  check_global_matches_single(small_resnet(), {"contiguous", "greedy-eft"});
+}
+// round-robin: a placement that is no chain at all, with tensors (and the tied LM head's
+// weight) crossing ranks both ways.
+TEST(Runtime, GlobalMatchesSingleGpt) {
+  check_global_matches_single(small_gpt(), {"contiguous", "greedy-eft", "round-robin"});
+}
+
+TEST(Runtime, NwiseOfAllStagesEqualsGlobal) {
+  TrainConfig c = small_resnet();
+  c.steps = 8;
+  c.micro_batches = 2;
+  c.pipeline = "1f1b";
+  const int p = world_size();
+  const TrainResult global = testing::train_plan_on(testing::chain_plan(c, p));
+  c.strategy = "nwise:" + std::to_string(p);
+  const TrainResult nwise = testing::train_plan_on(testing::chain_plan(c, p));
+  expect_same_losses(nwise, global, "nwise:P vs global");
+  // And an interlocking strategy really differs from global (its heads train its bodies).
+  c.strategy = "local";
+  const TrainResult local = testing::train_plan_on(testing::chain_plan(c, p));
+  if (world_rank() == 0) {
+    EXPECT_NE(losses(local).back(), losses(global).back());
+  }
+}
+
+// Pairwise and nwise with and without the sum mode all run to the end on a chain, with
+// finite losses on every stage that has a head.
+TEST(Runtime, InterlockingStrategiesRun) {
+  const int p = world_size();
+  for (const char* strategy : {"pairwise", "nwise:2", "nwise:3"}) {
+    for (const char* mode : {"single", "sum"}) {
+      TrainConfig c = small_gpt();
+      c.steps = 3;
+      c.micro_batches = 2;
+      c.strategy = strategy;
+      c.interlock_mode = mode;
+      // sum mode is for reaches short of global (nwise:3 on 2 stages is global).
+      if (std::string(mode) == "sum" && placement::strategy_reach(strategy, p) == p - 1) continue;
+      const TrainPlan plan = testing::chain_plan(c, p);
+      const TrainResult r = testing::train_plan_on(plan);
+      if (world_rank() != 0) continue;
+      const std::string what = std::string(strategy) + "/" + mode;
+      EXPECT_TRUE(std::isfinite(r.steps.back().loss)) << what;
+      const placement::Schedule schedule =
+          placement::build_schedule({.strategy = strategy,
+                                     .stage_count = p,
+                                     .micro_batches = 2,
+                                     .interlock = placement::interlock_mode_by_name(mode)});
+      for (int k = 0; k < p; ++k) {
+        EXPECT_EQ(std::isfinite(r.steps.back().aux_loss[static_cast<size_t>(k)]),
+                  static_cast<bool>(schedule.has_aux_head[static_cast<size_t>(k)]))
+            << what << " stage " << k;
+      }
+    }
+  }
+}
+
+// Local learning: no gradient crosses a boundary, so the last stage sends nothing and
+// the others send only their activations; every stage but the last reports an aux loss.
+TEST(Runtime, LocalSendsNoBackwardMessages) {
+  TrainConfig c = small_resnet();
+  c.steps = 4;
+  c.micro_batches = 2;
+  c.strategy = "local";
+  const int p = world_size();
+  const TrainPlan plan = testing::chain_plan(c, p);
+  ASSERT_EQ(plan.global_only_reason, "");
+  const TrainResult r = testing::train_plan_on(plan);
+  if (world_rank() != 0) return;
+  for (const StepRecord& s : r.steps) {
+    EXPECT_EQ(s.ranks.back().bytes_sent, 0);
+    for (int k = 0; k + 1 < p; ++k) {
+      EXPECT_GT(s.ranks[static_cast<size_t>(k)].bytes_sent, 0);
+      EXPECT_TRUE(std::isfinite(s.aux_loss[static_cast<size_t>(k)])) << "stage " << k;
+    }
+    EXPECT_TRUE(std::isnan(s.aux_loss.back()));
+    EXPECT_TRUE(std::isfinite(s.loss));
+  }
+}
+
+TEST(Runtime, ErrorOnOneRankStopsAll) {
+  TrainConfig c = small_resnet();
+  c.steps = 50;
+  const int p = world_size();
+  setenv("INTERPLACE_FAIL_AT", (std::to_string(p - 1) + ":2").c_str(), 1);
+  const auto start = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    train_on(c, p);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  unsetenv("INTERPLACE_FAIL_AT");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(message.find("injected failure on rank " + std::to_string(p - 1)), std::string::npos)
+      << message;
+  EXPECT_LT(seconds, 20.0);
+  // Nothing leaked: the next configuration on the same ranks trains normally.
+  c.steps = 2;
+  const TrainResult after = train_on(c, p);
+  if (world_rank() == 0) {
+    EXPECT_TRUE(std::isfinite(after.steps.back().loss));
+  }
+}
+
+TEST(Runtime, RecordsAreComplete) {
+  TrainConfig c = small_resnet();
+  c.warmup_steps = 1;
+  c.steps = 2;
+  c.micro_batches = 2;
+  c.eval_samples = 8;
+  const int p = world_size();
+  const TrainResult r = train_on(c, p);
+  if (world_rank() != 0) return;
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_TRUE(r.steps[0].warmup);
+  EXPECT_FALSE(r.steps[1].warmup);
+  ASSERT_EQ(r.steps[1].ranks.size(), static_cast<size_t>(p));
+  for (const RankStepRecord& rec : r.steps[1].ranks) {
+    EXPECT_GT(rec.step_s, 0.0);
+    EXPECT_GT(rec.forward_s, 0.0);
+    EXPECT_GT(rec.backward_s, 0.0);
+    EXPECT_NEAR(rec.idle_s,
+                rec.step_s - rec.forward_s - rec.backward_s - rec.aux_s - rec.optimizer_s, 1e-9);
+    EXPECT_GT(rec.peak_memory_bytes, 0);
+  }
+  EXPECT_GT(r.measured_wall_s, 0.0);
+  EXPECT_GT(r.samples_per_s, 0.0);
+  EXPECT_EQ(r.eval_samples, 8);
+  EXPECT_TRUE(std::isfinite(r.eval_loss));
+  EXPECT_GE(r.eval_accuracy, 0.0);
+  EXPECT_EQ(r.hosts.size(), static_cast<size_t>(p));
+  EXPECT_FALSE(r.timeline.empty());
+}
+
+TEST(Runtime, DevicesMustMatchTheCommunicator) {
+  TrainConfig c = small_resnet();
+  c.devices = world_size() + 1;
+  const TrainPlan plan = plan_training(c);
+  try {
+    train(plan, MPI_COMM_WORLD);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+  }
+}
+
+}  // namespace
+}  // namespace interplace::runs
