@@ -103,6 +103,8 @@ expect 2 'already holds results .*shard-0\.h5.*--resume' env PATH="$work/bin:$PA
   "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace"
 expect 0 'merge job: +44 \(merge and report, after every shard of 43 ' env PATH="$work/bin:$PATH" \
   "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace" --resume
+expect 2 'holds a sweep in 2 shards; resume it with --shards 2' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$out" --shards 3 --interplace "$interplace" --resume
 echo '# another spec' >"$work/other.toml"
 expect 2 'differs from .*spec\.toml' env PATH="$work/bin:$PATH" \
   "$submit" "$work/other.toml" --out "$out" --shards 2 --interplace "$interplace" --resume
