@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -165,6 +166,59 @@ TEST(Schedule, EveryBodyIsTrainedByTheLossItsReachNames) {
       for (const auto& [message, balance] : sends) EXPECT_EQ(balance, 0) << strategy << " K " << k;
     }
   }
+}
+
+// Interlock mode sum: body k is trained by the sum of the losses of stages k ..
+// min(k+d, K-1), so every backward pass updates the body it runs on, and the sources of
+// the passes that update body k are exactly those stages (heads on 0 .. K-2).
+TEST(Schedule, SumModeTrainsEachBodyByTheSumOfTheLossesInReach) {
+  for (int k = 1; k <= 6; ++k) {
+    for (int d = 0; d < k; ++d) {
+      const std::string strategy = "nwise:" + std::to_string(d + 1);
+      const Schedule schedule = build_schedule({.strategy = strategy,
+                                                .stage_count = k,
+                                                .micro_batches = 3,
+                                                .mini_batches = 2,
+                                                .interlock = InterlockMode::sum});
+      EXPECT_EQ(schedule.interlock, InterlockMode::sum);
+      std::map<std::tuple<int, int, int, int>, int> sends;  // from, to, loss, unit
+      for (int j = 0; j < k; ++j) {
+        EXPECT_EQ(schedule.has_aux_head[j], j < k - 1) << strategy << " K " << k;
+        std::map<std::pair<int, int>, std::set<int>> sources;  // unit -> losses training body j
+        for (const Action& action : schedule.stage_actions[j]) {
+          const int unit = action.mini_batch * 10 + action.micro_batch;
+          if (action.kind == ActionKind::backward) {
+            EXPECT_TRUE(action.updates_parameters) << strategy << " K " << k << " stage " << j;
+            const auto unit_key = std::make_pair(action.mini_batch, action.micro_batch);
+            EXPECT_TRUE(sources[unit_key].insert(action.loss_stage).second);
+          }
+          if (action.kind == ActionKind::send) {
+            ++sends[{j, action.peer_stage, action.loss_stage, unit}];
+          }
+          if (action.kind == ActionKind::receive) {
+            --sends[{action.peer_stage, j, action.loss_stage, unit}];
+          }
+        }
+        std::set<int> expected;
+        for (int t = j; t <= std::min(j + d, k - 1); ++t) expected.insert(t);
+        EXPECT_EQ(sources.size(), 6u);
+        for (const auto& [unit, losses] : sources) {
+          EXPECT_EQ(losses, expected) << strategy << " K " << k << " stage " << j;
+        }
+      }
+      for (const auto& [message, balance] : sends) EXPECT_EQ(balance, 0) << strategy << " K " << k;
+    }
+  }
+}
+
+TEST(Schedule, SumModeOfLocalIsLocalAndNamesParse) {
+  const Schedule single = schedule_for("local", 3, 2);
+  const Schedule sum = build_schedule(
+      {.strategy = "local", .stage_count = 3, .micro_batches = 2, .interlock = InterlockMode::sum});
+  EXPECT_EQ(sum.stage_actions, single.stage_actions);
+  EXPECT_EQ(interlock_mode_by_name("sum"), InterlockMode::sum);
+  EXPECT_EQ(to_string(interlock_mode_by_name("single")), "single");
+  EXPECT_THROW(interlock_mode_by_name("product"), Error);
 }
 
 TEST(Schedule, NwiseKIsGlobalAndNamesAgree) {

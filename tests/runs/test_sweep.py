@@ -67,12 +67,12 @@ def ok(ranks, *args, **kw):
 def fails(code, ranks, *args, contains=()):
     r = run(ranks, *args)
     check(r.returncode == code, f"{args}: expected exit {code}, got {r.returncode}: {r.stderr}")
-    lines = [line for line in r.stderr.splitlines() if line.startswith("interplace: error: ")]
-    check(lines, f"{args}: no error line in {r.stderr!r}")
-    check(len(set(lines)) == 1, f"{args}: ranks disagree: {lines}")
+    # Rank 0 alone reports; mpirun's own notice may interleave with its line, so look for
+    # the message in all of stderr.
+    check(r.stderr.count("interplace: error: ") == 1, f"{args}: one error expected: {r.stderr}")
     for text in contains:
-        check(text in lines[0], f"{args}: error line lacks {text!r}: {lines[0]}")
-    return lines[0]
+        check(text in r.stderr, f"{args}: the error lacks {text!r}: {r.stderr}")
+    return r.stderr
 
 
 def write(directory, name, text):
@@ -342,6 +342,10 @@ def test_kill_and_resume_np2():
         check(counts.get("failed", 0) == 0 and counts.get("ok", 0) >= 6, f"statuses {counts}")
         r = ok(2, "sweep", spec, "--out", out, "--resume")
         check("resuming: 8 of 8" in r.stderr, "a finished file has nothing left")
+        edited = write(tmp, "edited.toml", SMALL_SPEC + "# a comment changes the text\n")
+        r = ok(2, "sweep", edited, "--out", out, "--resume")
+        check("warning: " in r.stderr and "another spec text" in r.stderr and
+              "resuming: 8 of 8" in r.stderr, f"resume with another spec text: {r.stderr}")
 
 
 def test_failure_recorded_np2():

@@ -6,6 +6,7 @@
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/runs/training.hpp"
+#include "interplace/runs/weight_seeds.hpp"
 
 namespace interplace::runs {
 
@@ -15,9 +16,5 @@ placement::CostModel training_cost_model(const TrainConfig& config);
 // Throws invalid_input unless the graph has exactly one input node and one sink (the
 // logits), which is what the data sets feed and the loss reads.
 void require_trainable_graph(const placement::Graph& graph);
-
-// Seed of one node's weights and dropout masks: a function of the run's seed and the
-// node only, so that weights do not depend on the placement.
-uint64_t node_seed(uint64_t seed, int64_t node, uint64_t salt = 0);
 
 }  // namespace interplace::runs

@@ -205,7 +205,7 @@ struct RankModel::Impl {
     for (const Node& node : head_graph.nodes()) {
       if (node.op == "input") continue;
       head.push_back(placement::make_layer(node));
-      kernels::Rng rng(node_seed(plan.config.seed, node.id, 1000 + static_cast<uint64_t>(rank)));
+      kernels::Rng rng(node_seed(plan.config.seed, node.id, aux_head_salt(rank)));
       head.back()->init_parameters(rng);
       for (Parameter* param : head.back()->parameters()) trainable.push_back(param);
     }

@@ -79,14 +79,20 @@ std::string summary_output(const SweepCommandOptions& o, const SweepSummary& s) 
 std::string run_sweep_command(const SweepCommandOptions& o, const SweepRunner& runner) {
   require_format(o.format, kFormats);
   const Shard shard = parse_shard(o.shard);
-  // Every rank parses the spec: a bad one fails everywhere alike, before MPI starts.
-  const SweepSpec spec = load_sweep_spec(o.spec);
-  if (o.dry_run) return dry_run_output(spec, shard, o.format);
+  if (o.dry_run) return dry_run_output(load_sweep_spec(o.spec), shard, o.format);
   if (o.out.empty()) throw_invalid("--out FILE is required (or --dry-run)");
   MpiSession session(nullptr, nullptr);
-  const SweepOptions options{o.out, shard, o.resume};
-  const SweepSummary summary = run_sweep(spec, options, runner, MPI_COMM_WORLD, std::cerr);
-  return session.world_rank() == 0 ? summary_output(o, summary) : "";
+  try {
+    // Every rank parses the spec: a bad one fails everywhere alike, before anything runs.
+    const SweepSpec spec = load_sweep_spec(o.spec);
+    const SweepOptions options{o.out, shard, o.resume};
+    const SweepSummary summary = run_sweep(spec, options, runner, MPI_COMM_WORLD, std::cerr);
+    return session.world_rank() == 0 ? summary_output(o, summary) : "";
+  } catch (...) {
+    // Every rank fails with the same error (run_sweep agrees on it): only rank 0 says so.
+    if (session.world_rank() != 0) std::cerr.rdbuf(nullptr);
+    throw;
+  }
 }
 
 }  // namespace
