@@ -1,6 +1,7 @@
 // interplace: the command line of the benchmark suite (docs/cli.md). Every failure ends as
 // one line "interplace: error: ..." on stderr with exit status 2 (bad input: unknown names,
 // impossible requests, bad numbers, a malformed file) or 1 (a runtime failure).
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <string>
@@ -30,11 +31,26 @@ int fail(int status, std::string message) {
   for (char& c : message) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::cerr << "interplace: error: " << message << "\n";
+  // One write, so that under mpirun the launcher's own notices cannot split the line.
+  const std::string line = "interplace: error: " + message + "\n";
+  std::cerr << line << std::flush;  // std::cerr: a rank that must stay quiet detaches it
   return status;
 }
 
 namespace cli = interplace::runs::cli;
+
+// Under mpirun or srun, command-line errors are the same on every rank: only the first
+// rank reports them. MPI is not initialised yet, so the launcher's variables tell.
+bool is_launcher_rank_zero() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  }
+  return true;
+}
+
+int fail_everywhere_alike(int status, const std::string& message) {
+  return is_launcher_rank_zero() ? fail(status, message) : status;
+}
 
 // The command whose options were being read, for pointing at its --help.
 std::string help_hint(const std::vector<cli::Command>& commands) {
@@ -68,7 +84,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::Success& help) {
     return app.exit(help);  // --help, --version: printed on stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    return fail(kExitInvalid, e.what() + help_hint(commands));
+    return fail_everywhere_alike(kExitInvalid, e.what() + help_hint(commands));
   }
   for (const cli::Command& command : commands) {
     if (command.app->parsed()) {
@@ -81,8 +97,12 @@ int run(int argc, char** argv) {
     std::cout << cli::catalog_text() << std::flush;
     return 0;
   }
-  return fail(kExitInvalid,
-              "a subcommand is required: graph, order, place or simulate (see interplace --help)");
+  std::string names;
+  for (const cli::Command& command : commands) {
+    names += (names.empty() ? "" : ", ") + command.app->get_name();
+  }
+  return fail_everywhere_alike(kExitInvalid,
+                               "a subcommand is required: " + names + " (see interplace --help)");
 }
 
 }  // namespace
