@@ -43,8 +43,21 @@ report:
 	.venv/bin/python -m interplace_analysis report $(FILE) \
 	  --out $(or $(OUT),$(BUILD)/reports/$(basename $(notdir $(firstword $(FILE)))))
 
-# The main job. Until the sweep and the analysis exist, it is the benchmark run.
-demo: bench
+# The main job: the demo sweep (runs/configs/demo.toml) on DEMO_RANKS local MPI ranks into
+# $(DEMO_DIR)/demo.h5, then the report (tables, plots) in $(DEMO_DIR)/report/. Rerunning
+# resumes: finished configurations are kept (delete the file to start over).
+DEMO_RANKS ?= 2
+DEMO_DIR ?= $(BUILD)/demo
+MPIRUN_AS_ROOT := OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+demo: build
+	@mkdir -p $(DEMO_DIR)
+	$(MPIRUN_AS_ROOT) mpirun --oversubscribe -np $(DEMO_RANKS) $(BUILD)/runs/interplace \
+	  sweep runs/configs/demo.toml --out $(DEMO_DIR)/demo.h5 --resume
+	$(BUILD)/runs/interplace inspect $(DEMO_DIR)/demo.h5
+	.venv/bin/python -m interplace_analysis report $(DEMO_DIR)/demo.h5 --out $(DEMO_DIR)/report --quiet
+	@echo; echo "Recommendations ($(DEMO_DIR)/report/tables/recommendations.md):"; echo
+	@cat $(DEMO_DIR)/report/tables/recommendations.md
+	@echo; echo "Full report: $(DEMO_DIR)/report/report.md; plots: $(DEMO_DIR)/report/plots/"
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' | xargs clang-format -i
