@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 import sys
+
+from case_runner import run_cases  # noqa: E402
 import tempfile
 
 BINARY = None
@@ -491,22 +493,10 @@ def test_train_errors():
     train_fails(2, 2, "--model", "resnet21", contains=("resnet20",))
 
 
-CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
-
-
-def main():
+def set_binary(path):
     global BINARY
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    BINARY = sys.argv[1]
-    if sys.argv[2] == "--list":
-        print("\n".join(CASES))
-        return
-    if sys.argv[2] not in CASES:
-        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
-    CASES[sys.argv[2]]()
-    print(f"{sys.argv[2]}: ok")
+    BINARY = path
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(globals(), __doc__, set_binary)

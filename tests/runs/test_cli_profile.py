@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+
+from case_runner import run_cases  # noqa: E402
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -143,21 +145,9 @@ def test_profile_errors():
               contains=("cannot write", "p.tsv"))
 
 
-CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
-
-
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    cli.BINARY = sys.argv[1]
-    if sys.argv[2] == "--list":
-        print("\n".join(CASES))
-        return
-    if sys.argv[2] not in CASES:
-        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
-    CASES[sys.argv[2]]()
-    print(f"{sys.argv[2]}: ok")
+def set_binary(path):
+    cli.BINARY = path
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(globals(), __doc__, set_binary)

@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import sys
+
+from case_runner import run_cases  # noqa: E402
 import tempfile
 import time
 
@@ -456,22 +458,10 @@ def test_spec_errors_np2():
         fails(2, None, "inspect", os.path.join(tmp, "missing.h5"), contains=("no such file",))
 
 
-CASES = {name[len("test_"):]: fn for name, fn in globals().items() if name.startswith("test_")}
-
-
-def main():
+def set_binary(path):
     global BINARY
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    BINARY = sys.argv[1]
-    if sys.argv[2] == "--list":
-        print("\n".join(CASES))
-        return
-    if sys.argv[2] not in CASES:
-        sys.exit(f"unknown case {sys.argv[2]} (cases: {', '.join(CASES)})")
-    CASES[sys.argv[2]]()
-    print(f"{sys.argv[2]}: ok")
+    BINARY = path
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(globals(), __doc__, set_binary)

@@ -12,25 +12,14 @@
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/stage_chain.hpp"
+#include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/name_choices.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
 
 namespace interplace::runs {
 namespace {
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
-void require_choice(const std::string& what, const std::string& value,
-                    const std::vector<std::string>& valid) {
-  if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
-    throw_invalid("unknown " + what + " '" + value + "' (valid: " + join(valid) + ")");
-  }
-}
 
 const placement::ModelInfo& catalog_entry(const std::string& model) {
   std::vector<std::string> names;
@@ -38,7 +27,7 @@ const placement::ModelInfo& catalog_entry(const std::string& model) {
     if (info.name == model) return info;
     names.push_back(info.name);
   }
-  throw_invalid("unknown model '" + model + "' (valid: " + join(names) + ")");
+  throw_invalid("unknown model '" + model + "' (valid: " + join_names(names) + ")");
 }
 
 // MemAvailable of /proc/meminfo; 0 when it cannot be read (then nothing is checked).
@@ -107,11 +96,11 @@ TrainPlan plan_training(const TrainConfig& config) {
   placement::order_by_name(config.order);
   placement::placer_by_name(config.placer);
   const int reach = placement::strategy_reach(config.strategy, config.devices);
-  require_choice("pipeline", config.pipeline, {"gpipe", "1f1b"});
-  require_choice("interlock mode", config.interlock_mode, {"single", "sum"});
-  require_choice("dataset", config.dataset, {"fashion-mnist", "text", "synthetic"});
-  require_choice("optimizer", config.optimizer, {"sgd", "adamw"});
-  require_choice("device", config.device, {"cpu", "cuda"});
+  require_name("pipeline", config.pipeline, {"gpipe", "1f1b"});
+  require_name("interlock mode", config.interlock_mode, {"single", "sum"});
+  require_name("dataset", config.dataset, dataset_names());
+  require_name("optimizer", config.optimizer, {"sgd", "adamw"});
+  require_name("device", config.device, {"cpu", "cuda"});
   if (config.device == "cuda") {
     throw_invalid("device cuda is not supported by the runtime yet (valid now: cpu)");
   }

@@ -11,22 +11,10 @@
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/name_choices.hpp"
 
 namespace interplace::runs::sweep {
 namespace {
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-void require_one_of(const std::string& what, const std::string& value,
-                    const std::vector<std::string>& valid) {
-  if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
-    throw_invalid("unknown " + what + " '" + value + "' (valid: " + joined(valid) + ")");
-  }
-}
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
@@ -62,11 +50,11 @@ std::vector<Dimension> make_dimensions() {
   std::vector<Dimension> dims;
   dims.push_back(text_dim(
       "model", "models", d.model,
-      [](const DimValue& v) { require_one_of("model", v.text, model_names()); },
+      [](const DimValue& v) { require_name("model", v.text, model_names()); },
       &TrainConfig::model));
   dims.push_back(text_dim(
       "dataset", "datasets", d.dataset,
-      [](const DimValue& v) { require_one_of("dataset", v.text, dataset_names()); },
+      [](const DimValue& v) { require_name("dataset", v.text, dataset_names()); },
       &TrainConfig::dataset));
   dims.push_back(text_dim(
       "data_dir", "", d.data_dir, [](const DimValue&) {}, &TrainConfig::data_dir));
@@ -93,7 +81,7 @@ std::vector<Dimension> make_dimensions() {
   dims.push_back(text_dim(
       "interlock_mode", "interlock_modes", d.interlock_mode,
       [](const DimValue& v) {
-        require_one_of("interlock_mode", v.text, {"single", "sum"});
+        require_name("interlock_mode", v.text, {"single", "sum"});
       },
       &TrainConfig::interlock_mode));
   dims.push_back(
@@ -132,7 +120,7 @@ std::vector<Dimension> make_dimensions() {
   dims.push_back(text_dim(
       "optimizer", "optimizers", d.optimizer,
       [](const DimValue& v) {
-        require_one_of("optimizer", v.text, {"sgd", "adamw"});
+        require_name("optimizer", v.text, {"sgd", "adamw"});
       },
       &TrainConfig::optimizer));
   dims.push_back({"learning_rate",
@@ -165,7 +153,7 @@ std::vector<Dimension> make_dimensions() {
   dims.push_back(text_dim(
       "device", "", d.device,
       [](const DimValue& v) {
-        require_one_of("device", v.text, {"cpu", "cuda"});
+        require_name("device", v.text, {"cpu", "cuda"});
       },
       &TrainConfig::device));
   dims.push_back({"cost_device",
