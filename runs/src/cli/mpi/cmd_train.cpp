@@ -96,20 +96,22 @@ std::string train_text(const TrainPlan& plan, const TrainResult& result) {
   for (const StepRecord& s : result.steps) {
     double idle = 0.0;
     for (const RankStepRecord& r : s.ranks) idle += r.idle_s;
-    out << "step " << s.step << (s.warmup ? " (warm-up)" : "") << ": loss " << format_number(s.loss)
-        << ", accuracy " << format_percent(s.accuracy) << ", " << format_seconds(s.step_time_s)
-        << ", idle "
+    out << "step " << s.step << (s.warmup ? " (warm-up)" : "") << ": loss "
+        << format_fixed(s.loss, 4) << ", accuracy " << format_percent(s.accuracy) << ", "
+        << format_seconds(s.step_time_s) << ", idle "
         << format_percent(s.ranks.empty() || s.step_time_s <= 0.0
                               ? 0.0
                               : idle / (static_cast<double>(s.ranks.size()) * s.step_time_s))
         << "\n";
   }
   out << "median step " << format_seconds(median_step_s(result)) << " (simulated "
-      << format_seconds(plan.prediction.step_time_s) << "), " << format_number(result.samples_per_s)
-      << " samples/s over " << format_seconds(result.measured_wall_s) << "\n";
+      << format_seconds(plan.prediction.step_time_s) << "), "
+      << format_fixed(result.samples_per_s, 1) << " samples/s over "
+      << format_seconds(result.measured_wall_s) << "\n";
   if (result.eval_samples > 0) {
-    out << "eval on " << result.eval_samples << " samples: loss " << format_number(result.eval_loss)
-        << ", accuracy " << format_percent(result.eval_accuracy) << "\n";
+    out << "eval on " << result.eval_samples << " samples: loss "
+        << format_fixed(result.eval_loss, 4) << ", accuracy "
+        << format_percent(result.eval_accuracy) << "\n";
   }
   return out.str();
 }
