@@ -482,6 +482,20 @@ def test_train_text():
     check("samples/s" in r.out, r.out)
 
 
+def test_train_token_models_on_synthetic_data():
+    """Synthetic token ids stay inside each embedding table: GPT's (= its classes) and
+    BERT's, whose classifier has far fewer classes than its vocabulary."""
+    if not has_train():
+        return
+    for model in ("gpt-mini", "bert-mini"):
+        r = mpirun(2, "train", "--model", model, "--dataset", "synthetic", "--batch-size", "4",
+                   "--sequence-length", "16", "--steps", "2", "--threads-per-rank", "1",
+                   "--format", "json")
+        check(r.code == 0, f"{model}: exit {r.code}: {r.err}")
+        steps = [json.loads(line) for line in r.out.splitlines()][:-1]
+        check(len(steps) == 3 and all(s["loss"] > 0 for s in steps), f"{model}: {r.out}")
+
+
 def test_train_errors():
     if not has_train():
         return

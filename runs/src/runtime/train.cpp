@@ -1,5 +1,7 @@
 // train(plan, comm): the training loop of one configuration on the ranks of `comm`, its
 // records, the evaluation, and the gathering of everything to rank 0 (training.hpp).
+
+#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/runs/datasets.hpp"
@@ -57,7 +60,11 @@ void maybe_fail(int rank, int step) {
 
 int threads_for(const TrainConfig& c, MPI_Comm comm) {
   if (c.threads_per_rank > 0) return c.threads_per_rank;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The cores this process may run on (Slurm and taskset restrict them), not the machine's.
+  cpu_set_t allowed;
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) cores = std::max(1, CPU_COUNT(&allowed));
+  // Ranks on this node usually have disjoint or equal CPU sets: share equal ones.
   return std::max(1, cores / node_local(comm).size);
 }
 
@@ -67,6 +74,12 @@ SampleShape sample_shape(const placement::Graph& graph) {
   for (const placement::Node& node : graph.nodes()) {
     if (node.op == "input")
       shape.input.assign(node.output_shape.begin() + 1, node.output_shape.end());
+    // Token inputs: ids must stay below the embedding's table (BERT's classes are labels).
+    if (node.op == "embedding" && shape.input_vocab == 0) {
+      const auto vocab = node.attributes.find("vocab_size");
+      if (vocab != node.attributes.end() && std::holds_alternative<int64_t>(vocab->second))
+        shape.input_vocab = std::get<int64_t>(vocab->second);
+    }
   }
   const kernels::Shape& logits = graph.node(graph.sinks().front()).output_shape;
   shape.classes = logits.back();

@@ -83,12 +83,14 @@ struct RankStepRecord {
   double forward_s = 0.0;      // forward kernels of the rank's nodes (and the loss)
   double backward_s = 0.0;     // backward kernels of the rank's nodes
   double aux_s = 0.0;          // auxiliary head forward + backward
-  double optimizer_s = 0.0;    // optimiser step (and tied-weight exchange)
-  double comm_wait_s = 0.0;    // blocked in MPI waiting for a message or a send to finish
+  double optimizer_s = 0.0;    // optimiser step (tied-weight messages: see comm_wait_s)
+  double comm_wait_s = 0.0;    // blocked in MPI waiting for a message (receives, barriers)
   double idle_s = 0.0;         // step_s - compute (forward+backward+aux+optimizer): bubbles
   double overhead_s = 0.0;     // idle_s - comm_wait_s: time in neither kernels nor MPI
   int64_t bytes_sent = 0;      // payload bytes sent to other ranks
-  int64_t peak_memory_bytes = 0;  // tensors alive on this rank (host or device), high mark
+  // The process's resident-set high-water mark during the step (VmHWM, reset each step):
+  // tensors, the data set and MPI buffers alike.
+  int64_t peak_memory_bytes = 0;
 };
 
 struct StepRecord {
