@@ -80,6 +80,17 @@ TEST(PlanTraining, LocalNeedsAChainWithSingleTensorBoundaries) {
   EXPECT_FALSE(plan.global_only_reason.empty());
 }
 
+// Refused while planning, so a sweep records it as skipped, not failed in training.
+TEST(PlanTraining, RejectsADataSetTheModelCannotRead) {
+  TrainConfig c = base();
+  c.model = "gpt-mini";
+  c.dataset = "fashion-mnist";
+  expect_invalid(c, "data set fashion-mnist needs a model with input [1, 28, 28]");
+  c = base();
+  c.dataset = "text";
+  expect_invalid(c, "data set text needs a model with input [T] of bytes");
+}
+
 TEST(PlanTraining, DoesNotFitInMemory) {
   TrainConfig c = base();
   // An H200's capacity lets the placer through; this host's memory does not.

@@ -3,14 +3,13 @@
 #include "dataset_support.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/runs/datasets.hpp"
+#include "interplace/runs/name_choices.hpp"
 
 namespace interplace::runs {
 namespace {
 
 std::string names_list() {
-  std::string out;
-  for (const std::string& name : dataset_names()) out += (out.empty() ? "" : ", ") + name;
-  return out;
+  return join_names(dataset_names());
 }
 
 std::string describe(const SampleShape& shape) {
@@ -54,26 +53,29 @@ int64_t epoch_of_step(int64_t step, int64_t batch_size, int64_t train_size) {
   return data::EpochShuffle::epoch_of(step, batch_size, train_size);
 }
 
-std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& directory,
-                                      const SampleShape& shape, uint64_t seed) {
-  const std::string where = directory.empty() ? default_dataset_directory(name) : directory;
+void check_dataset_fits(const std::string& name, const SampleShape& shape) {
   if (name == "fashion-mnist") {
     if (shape.input != kernels::Shape{1, 28, 28} || shape.classes != 10 || shape.sequence) {
       mismatch(name, "input [1, 28, 28] and 10 classes, one label per sample", shape);
     }
-    return data::open_fashion_mnist(where, seed);
-  }
-  if (name == "text") {
+  } else if (name == "text") {
     if (!shape.sequence || shape.input.size() != 1 || shape.input[0] < 1 || shape.classes != 256) {
       mismatch(name, "input [T] of bytes and 256 classes, one label per position", shape);
     }
-    return data::open_text_corpus(where, shape.input[0], seed);
-  }
-  if (name == "synthetic") {
+  } else if (name == "synthetic") {
     check_synthetic_shape(shape);
-    return data::open_synthetic(shape, seed);
+  } else {
+    throw_invalid("unknown data set '" + name + "' (valid: " + names_list() + ")");
   }
-  throw_invalid("unknown data set '" + name + "' (valid: " + names_list() + ")");
+}
+
+std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& directory,
+                                      const SampleShape& shape, uint64_t seed) {
+  check_dataset_fits(name, shape);
+  const std::string where = directory.empty() ? default_dataset_directory(name) : directory;
+  if (name == "fashion-mnist") return data::open_fashion_mnist(where, seed);
+  if (name == "text") return data::open_text_corpus(where, shape.input[0], seed);
+  return data::open_synthetic(shape, seed);
 }
 
 }  // namespace interplace::runs

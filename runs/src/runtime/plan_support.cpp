@@ -1,6 +1,7 @@
 #include "runtime/plan_support.hpp"
 
 #include <string>
+#include <variant>
 
 #include "interplace/kernels/error.hpp"
 
@@ -23,6 +24,24 @@ uint64_t node_seed(uint64_t seed, int64_t node, uint64_t salt) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+SampleShape sample_shape(const placement::Graph& graph) {
+  SampleShape shape;
+  for (const placement::Node& node : graph.nodes()) {
+    if (node.op == "input")
+      shape.input.assign(node.output_shape.begin() + 1, node.output_shape.end());
+    // Token inputs: ids must stay below the embedding's table (BERT's classes are labels).
+    if (node.op == "embedding" && shape.input_vocab == 0) {
+      const auto vocab = node.attributes.find("vocab_size");
+      if (vocab != node.attributes.end() && std::holds_alternative<int64_t>(vocab->second))
+        shape.input_vocab = std::get<int64_t>(vocab->second);
+    }
+  }
+  const kernels::Shape& logits = graph.node(graph.sinks().front()).output_shape;
+  shape.classes = logits.back();
+  shape.sequence = logits.size() == 3;
+  return shape;
 }
 
 }  // namespace interplace::runs

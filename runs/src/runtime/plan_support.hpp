@@ -5,6 +5,7 @@
 
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
+#include "interplace/runs/datasets.hpp"
 #include "interplace/runs/training.hpp"
 #include "interplace/runs/weight_seeds.hpp"
 
@@ -16,5 +17,9 @@ placement::CostModel training_cost_model(const TrainConfig& config);
 // Throws invalid_input unless the graph has exactly one input node and one sink (the
 // logits), which is what the data sets feed and the loss reads.
 void require_trainable_graph(const placement::Graph& graph);
+
+// What the data set must feed: the graph's input sample, its logits' classes, and the
+// token range of an embedding input.
+SampleShape sample_shape(const placement::Graph& graph);
 
 }  // namespace interplace::runs

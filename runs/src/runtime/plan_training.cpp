@@ -115,6 +115,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   options.batch_size = config.batch_size / config.micro_batches;  // the unit of the schedules
   plan.graph = placement::build_model(config.model, options);
   require_trainable_graph(plan.graph);
+  check_dataset_fits(config.dataset, sample_shape(plan.graph));
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);

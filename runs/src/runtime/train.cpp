@@ -10,13 +10,13 @@
 #include <limits>
 #include <string>
 #include <thread>
-#include <variant>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/messenger.hpp"
+#include "runtime/plan_support.hpp"
 #include "runtime/rank_model.hpp"
 #include "runtime/rank_program.hpp"
 #include "runtime/record_gather.hpp"
@@ -63,28 +63,10 @@ int threads_for(const TrainConfig& c, MPI_Comm comm) {
   // The cores this process may run on (Slurm and taskset restrict them), not the machine's.
   cpu_set_t allowed;
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) cores = std::max(1, CPU_COUNT(&allowed));
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+    cores = std::max(1, CPU_COUNT(&allowed));
   // Ranks on this node usually have disjoint or equal CPU sets: share equal ones.
   return std::max(1, cores / node_local(comm).size);
-}
-
-// What the data set must feed: the graph's input sample and its logits.
-SampleShape sample_shape(const placement::Graph& graph) {
-  SampleShape shape;
-  for (const placement::Node& node : graph.nodes()) {
-    if (node.op == "input")
-      shape.input.assign(node.output_shape.begin() + 1, node.output_shape.end());
-    // Token inputs: ids must stay below the embedding's table (BERT's classes are labels).
-    if (node.op == "embedding" && shape.input_vocab == 0) {
-      const auto vocab = node.attributes.find("vocab_size");
-      if (vocab != node.attributes.end() && std::holds_alternative<int64_t>(vocab->second))
-        shape.input_vocab = std::get<int64_t>(vocab->second);
-    }
-  }
-  const kernels::Shape& logits = graph.node(graph.sinks().front()).output_shape;
-  shape.classes = logits.back();
-  shape.sequence = logits.size() == 3;
-  return shape;
 }
 
 void run_program(const RankProgram& program, RankModel& model) {

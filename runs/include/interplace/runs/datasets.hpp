@@ -56,7 +56,12 @@ class Dataset {
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& directory,
                                       const SampleShape& shape, uint64_t seed);
 
-std::vector<std::string> dataset_names();  // fashion-mnist, text, synthetic
+std::vector<std::string> dataset_names();
+
+// The shape checks of open_dataset alone, without reading anything: plans call it so that
+// a model the data set cannot feed is refused before any rank trains.
+void check_dataset_fits(const std::string& name,
+                        const SampleShape& shape);  // fashion-mnist, text, synthetic
 
 // Where open_dataset looks when `directory` is empty: /usr/share/datasets/fashion-mnist
 // (package dataset-fashion-mnist), /usr/share/games/fortunes (package fortunes); empty
