@@ -14,11 +14,12 @@ import argparse
 import json
 import math
 import statistics
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_timing import device_name, time_steps
 
 
 class Attention(nn.Module):
@@ -98,23 +99,10 @@ def main():
         F.cross_entropy(logits.view(-1, args.vocab), targets.view(-1)).backward()
         opt.step()
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
-    for _ in range(2):
-        step()
-    sync()
-    means = []
-    for _ in range(args.repetitions):
-        start = time.perf_counter()
-        for _ in range(args.iterations):
-            step()
-        sync()
-        means.append((time.perf_counter() - start) / args.iterations)
+    means = time_steps(step, device, args.repetitions, args.iterations)
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "device": device_name(device),
         "batch": args.batch,
         "time": args.time,
         "params": sum(p.numel() for p in model.parameters()),

@@ -12,11 +12,12 @@ On the GPU, TF32 is off (as interplace's default), cuDNN picks algorithms by tim
 import argparse
 import json
 import statistics
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_timing import device_name, time_steps
 
 
 class BasicBlock(nn.Module):
@@ -80,28 +81,15 @@ def main():
     images = torch.randn(args.batch, 1, 28, 28).to(device)
     labels = (torch.arange(args.batch) % 10).to(device)
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
     def step():
         opt.zero_grad(set_to_none=True)
         F.cross_entropy(model(images), labels).backward()
         opt.step()
 
-    for _ in range(2):
-        step()
-    sync()
-    means = []
-    for _ in range(args.repetitions):
-        start = time.perf_counter()
-        for _ in range(args.iterations):
-            step()
-        sync()
-        means.append((time.perf_counter() - start) / args.iterations)
+    means = time_steps(step, device, args.repetitions, args.iterations)
     print(json.dumps({
         "framework": f"pytorch {torch.__version__}",
-        "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "device": device_name(device),
         "threads": torch.get_num_threads(),
         "batch": args.batch,
         "params": sum(p.numel() for p in model.parameters()),
