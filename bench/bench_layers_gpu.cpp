@@ -1,9 +1,12 @@
 // Forward and backward of each layer on the GPU at the shapes of layer_cases.hpp, with
 // achieved TFLOP/s. Each iteration ends by waiting for the GPU, so a time is the layer's
 // whole cost: host-side work, launches and kernels. Backward is timed alone: one forward,
-// then backward repeatedly on the same context.
+// then backward repeatedly on the same context. host_us is the time the host spends in the
+// call itself (checks, planning look-ups, launches): where it nears the whole time, the
+// layer is bound by the host, not the GPU.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -39,16 +42,21 @@ void run(benchmark::State& state, const LayerCase& c, bool backward) {
   const Tensor dy = normal_tensor(y.shape(), rng).to(Device::cuda);
   if (backward) layer->backward(dy, ctx);
   gpu.synchronize();
+  double host_us = 0.0;
   for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
     if (backward) {
       layer->backward(dy, ctx);
     } else {
       layer->forward(inputs, ctx);
     }
+    host_us +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     gpu.synchronize();
   }
   const FlopCount flops = layer->flops(shapes);
   set_flop_rate(state, backward ? flops.backward_flops : flops.forward_flops);
+  state.counters["host_us"] = benchmark::Counter(host_us, benchmark::Counter::kAvgIterations);
 }
 
 }  // namespace

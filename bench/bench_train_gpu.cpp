@@ -4,6 +4,8 @@
 // (resnet20_torch.py --device cuda, gpt_torch.py) run the same networks and shapes.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+
 #include "gpt_model.hpp"
 #include "gpu_bench.hpp"
 #include "interplace/kernels/backend.hpp"
@@ -15,10 +17,14 @@ namespace {
 
 using namespace interplace::kernels;
 
-// One training step of `net` on (inputs, labels), then a wait for the GPU.
+// One training step of `net` on (inputs, labels), then a wait for the GPU. Returns the
+// host's time in the step before that wait, in milliseconds: the loss value is read back
+// (a synchronisation) after the forward pass, so this is the forward's GPU time plus the
+// host's time for the backward and the optimiser.
 template <class Optimiser>
-void train_step(Layer& net, SoftmaxCrossEntropy& loss, Optimiser& optimiser, const Tensor& inputs,
-                const Tensor& labels, const Tensor& one) {
+double train_step(Layer& net, SoftmaxCrossEntropy& loss, Optimiser& optimiser, const Tensor& inputs,
+                  const Tensor& labels, const Tensor& one) {
+  const auto start = std::chrono::steady_clock::now();
   Context net_ctx, loss_ctx;
   const Tensor logits = net.forward(inputs, net_ctx);
   const Tensor loss_inputs[] = {logits, labels};
@@ -27,7 +33,21 @@ void train_step(Layer& net, SoftmaxCrossEntropy& loss, Optimiser& optimiser, con
   const Tensor dlogits = loss.backward(one, loss_ctx)[0];
   net.backward(dlogits, net_ctx);
   optimiser.step();
+  const auto launched = std::chrono::steady_clock::now();
   backend_for(Device::cuda).synchronize();
+  return std::chrono::duration<double, std::milli>(launched - start).count();
+}
+
+// Runs the timed loop, with the host's mean time per step before the wait (host_ms).
+template <class Optimiser>
+void timed_steps(benchmark::State& state, Layer& net, SoftmaxCrossEntropy& loss,
+                 Optimiser& optimiser, const Tensor& inputs, const Tensor& labels,
+                 const Tensor& one) {
+  for (int i = 0; i < 2; ++i) train_step(net, loss, optimiser, inputs, labels, one);
+  reset_cuda_peak_memory();
+  double host_ms = 0.0;
+  for (auto _ : state) host_ms += train_step(net, loss, optimiser, inputs, labels, one);
+  state.counters["host_ms"] = benchmark::Counter(host_ms, benchmark::Counter::kAvgIterations);
 }
 
 void set_counters(benchmark::State& state, Layer& net, const Shape& input, int64_t samples,
@@ -58,9 +78,7 @@ void BM_resnet20_train_step_gpu(benchmark::State& state) {
   const Tensor gpu_images = images.to(Device::cuda), gpu_labels = labels.to(Device::cuda);
   const Tensor one = Tensor::full({1}, 1.0f, Device::cuda);
 
-  for (int i = 0; i < 2; ++i) train_step(*net, loss, sgd, gpu_images, gpu_labels, one);
-  reset_cuda_peak_memory();
-  for (auto _ : state) train_step(*net, loss, sgd, gpu_images, gpu_labels, one);
+  timed_steps(state, *net, loss, sgd, gpu_images, gpu_labels, one);
   const Shape logits_shape{batch, 10};
   set_counters(state, *net, images.shape(), batch,
                loss.flops(std::vector<Shape>{logits_shape, {batch}}).forward_flops +
@@ -89,9 +107,7 @@ void BM_gpt_train_step_gpu(benchmark::State& state) {
   const Tensor gpu_ids = ids.to(Device::cuda), gpu_targets = targets.to(Device::cuda);
   const Tensor one = Tensor::full({1}, 1.0f, Device::cuda);
 
-  for (int i = 0; i < 2; ++i) train_step(*net, loss, adamw, gpu_ids, gpu_targets, one);
-  reset_cuda_peak_memory();
-  for (auto _ : state) train_step(*net, loss, adamw, gpu_ids, gpu_targets, one);
+  timed_steps(state, *net, loss, adamw, gpu_ids, gpu_targets, one);
   const std::vector<Shape> loss_shapes = {{batch, time, config.vocab}, {batch, time}};
   const FlopCount loss_flops = loss.flops(loss_shapes);
   set_counters(state, *net, ids.shape(), batch,

@@ -29,29 +29,31 @@ def print_layers(data, peer):
     rows = {}
     for b in data["benchmarks"]:
         direction, case = b["name"].split("/")[:2]
-        rows.setdefault(case, {})[direction] = (seconds(b), b.get("tflops_per_s", 0.0))
+        rows.setdefault(case, {})[direction] = (seconds(b), b.get("tflops_per_s", 0.0),
+                                                b.get("host_us"))
     theirs = peer["cases"] if peer else {}
     unknown = sorted(set(theirs) - set(rows))
     if unknown:
         raise SystemExit(f"layers_torch.py has cases bench_layers_gpu lacks: {unknown} "
                          "(keep layers_torch.py in step with layer_cases.cpp)")
     print("per-layer forward/backward on the GPU (each timed up to a synchronisation); "
-          "ratio = interplace time / PyTorch time")
-    print(f"{'case':<30} {'fwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6}   "
-          f"{'bwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6}")
+          "ratio = interplace time / PyTorch time; host = our host time per call, µs")
+    print(f"{'case':<30} {'fwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6} {'host':>6}   "
+          f"{'bwd ms':>8} {'TFLOP/s':>8} {'torch ms':>9} {'ratio':>6} {'host':>6}")
     for case, r in rows.items():
         cells = []
         for direction in ("forward", "backward"):
             peer_s = theirs.get(case, {}).get(f"{direction}_s")
             if direction not in r:
-                cells.append(f"{'n/a':>8} {'n/a':>8} {'':>9} {'':>6}")
+                cells.append(f"{'n/a':>8} {'n/a':>8} {'':>9} {'':>6} {'':>6}")
                 continue
-            ours_s, tflops = r[direction]
+            ours_s, tflops, host_us = r[direction]
             cell = f"{ours_s * 1e3:>8.3f} {tflops:>8.2f} "
             if peer_s:
                 cell += f"{peer_s * 1e3:>9.3f} {ours_s / peer_s:>6.2f}"
             else:
                 cell += f"{'n/a':>9} {'n/a':>6}"
+            cell += f" {host_us:>6.1f}" if host_us is not None else f" {'n/a':>6}"
             cells.append(cell)
         print(f"{case:<30} {'   '.join(cells)}")
 
@@ -69,7 +71,7 @@ def print_training(train, out):
     runs = medians(train)
     print("training steps on the GPU, median (TF32 off on both sides)")
     print(f"{'step':<28} {'params':>11} {'interplace ms':>14} {'pytorch ms':>11} "
-          f"{'ours/pytorch':>13} {'TFLOP/s':>8} {'peak GiB':>9}")
+          f"{'ours/pytorch':>13} {'TFLOP/s':>8} {'peak GiB':>9} {'host ms':>8}")
     for name, b in runs.items():
         match = re.match(r"BM_resnet20_train_step_gpu/(\d+)/", name)
         if match:
@@ -90,7 +92,7 @@ def print_training(train, out):
         ratio = f"{ours / peer['step_s_median']:>13.2f}" if peer else f"{'n/a':>13}"
         peak = b.get("peak_memory_bytes", 0.0) / 2**30
         print(f"{label:<28} {params:>11} {ours * 1e3:>14.2f} {theirs} {ratio} "
-              f"{b.get('tflops_per_s', 0.0):>8.2f} {peak:>9.2f}")
+              f"{b.get('tflops_per_s', 0.0):>8.2f} {peak:>9.2f} {b.get('host_ms', 0.0):>8.2f}")
 
 
 def main():

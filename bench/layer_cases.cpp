@@ -57,6 +57,13 @@ std::vector<LayerCase> layer_cases() {
       {"dwconv3x3_144_56x56_b16", maker<Conv2d>(144, 144, 3, 1, 1, 144, false),
        one_input({16, 144, 56, 56})},
       {"batchnorm_16_28x28_b128", maker<BatchNorm2d>(16), one_input({128, 16, 28, 28})},
+      // resnet20's three stages at batch 512, where its training step is GPU-bound.
+      {"conv3x3_16_28x28_b512", maker<Conv2d>(16, 16, 3, 1, 1, 1, false),
+       one_input({512, 16, 28, 28})},
+      {"conv3x3_32_14x14_b512", maker<Conv2d>(32, 32, 3, 1, 1, 1, false),
+       one_input({512, 32, 14, 14})},
+      {"conv3x3_64_7x7_b512", maker<Conv2d>(64, 64, 3, 1, 1, 1, false), one_input({512, 64, 7, 7})},
+      {"batchnorm_16_28x28_b512", maker<BatchNorm2d>(16), one_input({512, 16, 28, 28})},
       {"relu_16_28x28_b128", maker<ReLU>(), one_input({128, 16, 28, 28})},
       {"maxpool3x3_s2_64_112x112_b8", maker<MaxPool2d>(3, 2, 1), one_input({8, 64, 112, 112})},
       {"globalavgpool_64_7x7_b128", maker<GlobalAvgPool>(), one_input({128, 64, 7, 7})},

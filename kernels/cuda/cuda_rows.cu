@@ -178,36 +178,97 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dxr[c] = yr[c] * (dyr[c] - dot);
 }
 
+// Softmax statistics of part of a row: its maximum, the first column holding it, and the
+// sum of exp(z - max) over the part. Two parts merge in any order to those of their union.
+struct RowStats {
+  float max;
+  long long first;
+  float sum;
+};
+
+__device__ inline float scaled(float sum, float from, float to) {
+  return from == -CUDART_INF_F ? 0.0f : sum * expf(from - to);
+}
+
+__device__ inline RowStats merge(RowStats a, RowStats b) {
+  const float max = fmaxf(a.max, b.max);
+  const long long first =
+      a.max == b.max ? min(a.first, b.first) : (a.max > b.max ? a.first : b.first);
+  return {max, first, scaled(a.sum, a.max, max) + scaled(b.sum, b.max, max)};
+}
+
+// Adds column c with value z; columns come in increasing order per thread, so on a tie the
+// earlier column stays first.
+__device__ inline void add_column(RowStats& s, float z, long long c) {
+  if (z > s.max) {
+    s.sum = scaled(s.sum, s.max, z) + 1.0f;
+    s.max = z;
+    s.first = c;
+  } else {
+    s.sum += scaled(1.0f, z, s.max);
+  }
+}
+
+__device__ RowStats warp_merge(RowStats s) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const RowStats other{__shfl_xor_sync(0xffffffffu, s.max, offset),
+                         __shfl_xor_sync(0xffffffffu, s.first, offset),
+                         __shfl_xor_sync(0xffffffffu, s.sum, offset)};
+    s = merge(s, other);
+  }
+  return s;
+}
+
+// The statistics of the whole row, returned to every thread.
+__device__ RowStats block_merge(RowStats s, RowStats* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  s = warp_merge(s);
+  if (lane == 0) shared[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    RowStats part = lane < static_cast<int>(blockDim.x / 32)
+                        ? shared[lane]
+                        : RowStats{-CUDART_INF_F, 0x7fffffffffffffffLL, 0.0f};
+    part = warp_merge(part);
+    if (lane == 0) shared[32] = part;
+  }
+  __syncthreads();
+  return shared[32];
+}
+
+constexpr int kLossThreads = 512;  // one block per row; wide rows (vocabularies) need many
+
 // Per row: probabilities, loss = log(sum exp(z - max)) - (z[label] - max) (finite even
 // when the label's probability underflows), and whether the first arg-max is the label.
-__global__ void cross_entropy_rows_kernel(const float* logits, const float* labels, float* probs,
-                                          int64_t classes, double* row_loss, int* row_correct) {
-  __shared__ float shared[33];
-  __shared__ long long first_max;
+// One pass gathers the statistics online (the running sum rescaled when the maximum
+// grows), a second writes the probabilities: the logits are read twice, not four times.
+__global__ void __launch_bounds__(kLossThreads)
+    cross_entropy_rows_kernel(const float* logits, const float* labels, float* probs,
+                              int64_t classes, double* row_loss, int* row_correct) {
+  __shared__ RowStats shared[33];
   const int64_t row = blockIdx.x;
   const float* zr = logits + row * classes;
   float* pr = probs + row * classes;
-  float max = -CUDART_INF_F;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) max = fmaxf(max, zr[c]);
-  max = block_max(max, shared);
-  if (threadIdx.x == 0) first_max = classes;
-  __syncthreads();
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    if (zr[c] == max) atomicMin(&first_max, static_cast<long long>(c));
+  const int64_t stride = blockDim.x;
+  RowStats s{-CUDART_INF_F, 0x7fffffffffffffffLL, 0.0f};
+  int64_t c = threadIdx.x;
+  // Four independent loads in flight per thread: the loop is bound by memory latency.
+  for (; c + 3 * stride < classes; c += 4 * stride) {
+    const float z0 = zr[c], z1 = zr[c + stride], z2 = zr[c + 2 * stride], z3 = zr[c + 3 * stride];
+    add_column(s, z0, c);
+    add_column(s, z1, c + stride);
+    add_column(s, z2, c + 2 * stride);
+    add_column(s, z3, c + 3 * stride);
   }
-  float sum = 0.0f;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-    const float e = expf(zr[c] - max);
-    pr[c] = e;
-    sum += e;
-  }
-  sum = block_sum(sum, shared);  // its barriers also order the atomicMin above
-  const float inv = 1.0f / sum;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) pr[c] *= inv;
+  for (; c < classes; c += stride) add_column(s, zr[c], c);
+  s = block_merge(s, shared);
+  const float inv = 1.0f / s.sum;
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < classes; k += stride) pr[k] = expf(zr[k] - s.max) * inv;
   if (threadIdx.x == 0) {
     const auto label = static_cast<int64_t>(labels[row]);
-    row_loss[row] = log(static_cast<double>(sum)) - (static_cast<double>(zr[label]) - max);
-    row_correct[row] = first_max == label ? 1 : 0;
+    row_loss[row] = log(static_cast<double>(s.sum)) - (static_cast<double>(zr[label]) - s.max);
+    row_correct[row] = s.first == label ? 1 : 0;
   }
 }
 
@@ -337,7 +398,7 @@ cudaError_t launch_cross_entropy_forward(const float* logits, const float* label
                                          int* row_correct, CrossEntropySums* result,
                                          cudaStream_t stream) {
   if (rows <= 0 || classes <= 0) return cudaMemsetAsync(result, 0, sizeof *result, stream);
-  cross_entropy_rows_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(
+  cross_entropy_rows_kernel<<<row_blocks(rows), kLossThreads, 0, stream>>>(
       logits, labels, probs, classes, row_loss, row_correct);
   const cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;

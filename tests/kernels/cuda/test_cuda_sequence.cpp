@@ -1,4 +1,6 @@
 // Embedding, softmax, loss and dropout on CUDA against the CPU backend.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "cuda_compare.hpp"
@@ -82,6 +84,35 @@ TEST_F(CudaSequence, CrossEntropyLossGradientAndCorrectCount) {
   EXPECT_EQ(SoftmaxCrossEntropy::correct_count(gpu_ctx),
             SoftmaxCrossEntropy::correct_count(cpu_ctx));
   EXPECT_GE(SoftmaxCrossEntropy::correct_count(gpu_ctx), 4);
+}
+
+// A GPT-wide class axis, where each thread sees many columns: ties for the maximum (the
+// first column counts), a maximum that keeps growing along the row (the running sum is
+// rescaled at every column), large logits and -inf logits.
+TEST_F(CudaSequence, CrossEntropyWideRowsTiesAndGrowingMaxima) {
+  const int64_t classes = 50257;
+  Tensor logits = random_tensor({5, classes}, 8, 3.0f);
+  float* z = logits.data();
+  const float labels_data[] = {7.0f, 40000.0f, static_cast<float>(classes - 1), 3.0f, 11.0f};
+  z[7] = z[40000] = 50.0f;                      // row 0: tie, label the first
+  z[classes + 7] = z[classes + 40000] = 50.0f;  // row 1: tie, label the second
+  for (int64_t c = 0; c < classes; ++c) {
+    z[2 * classes + c] = 0.001f * static_cast<float>(c);  // row 2: maximum grows to the end
+    z[3 * classes + c] = 80.0f * std::sin(static_cast<float>(c));  // row 3: large logits
+  }
+  for (int64_t c = 0; c < classes; c += 2) z[4 * classes + c] = -INFINITY;  // row 4
+  const Tensor labels = Tensor::from_vector({5}, labels_data);
+  EXPECT_TRUE(matches_cpu(maker<SoftmaxCrossEntropy>(), {logits, labels}));
+
+  SoftmaxCrossEntropy loss;
+  Context cpu_ctx, gpu_ctx;
+  const Tensor inputs[] = {logits, labels};
+  const Tensor gpu_inputs[] = {logits.to(Device::cuda), labels.to(Device::cuda)};
+  const Tensor value = loss.forward(inputs, cpu_ctx);
+  const Tensor gpu_value = loss.forward(gpu_inputs, gpu_ctx);
+  EXPECT_TRUE(close_to(gpu_value, value, 1e-6, "loss"));
+  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(cpu_ctx), 2);  // rows 0 and 2
+  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(gpu_ctx), 2);
 }
 
 TEST_F(CudaSequence, CrossEntropyRejectsBadLabels) {
