@@ -20,6 +20,12 @@ def time_steps(step, device, repetitions, iterations, warmup=2):
     """Seconds per call of step(), one mean per repetition."""
     for _ in range(warmup):
         step()
+    if device.type == "cuda":
+        # One step in the NVTX range a kernel profiler can select (ncu --nvtx
+        # --nvtx-include profiled_step/), as bench_train_gpu marks one of its steps.
+        torch.cuda.nvtx.range_push("profiled_step")
+        step()
+        torch.cuda.nvtx.range_pop()
     synchronize(device)
     means = []
     for _ in range(repetitions):
