@@ -3,10 +3,10 @@
 Nsight Compute CSV files made with
 
   ncu --csv --print-units base --metrics gpu__time_duration.sum \\
-      --nvtx --nvtx-include profiled_step/ PROGRAM ...
+      --nvtx --nvtx-include profiled_step PROGRAM ...
 
-(bench_train_gpu and the PyTorch peers each run one step in the NVTX range
-profiled_step). Prints, per side, the kernel count, the summed kernel time and the
+(bench_train_gpu and the PyTorch peers each run one step in the NVTX start/end
+range profiled_step). Prints, per side, the kernel count, the summed kernel time and the
 kernels that take most of it, grouped by name, so that a slower step points at the
 kernels to look at. Kernel times are measured one kernel at a time, without overlap.
 
@@ -18,7 +18,8 @@ import io
 import re
 import sys
 
-UNITS = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}
+UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+         "second": 1.0, "s": 1.0}
 
 
 def kernel_times(path):

@@ -22,10 +22,12 @@ def time_steps(step, device, repetitions, iterations, warmup=2):
         step()
     if device.type == "cuda":
         # One step in the NVTX range a kernel profiler can select (ncu --nvtx
-        # --nvtx-include profiled_step/), as bench_train_gpu marks one of its steps.
-        torch.cuda.nvtx.range_push("profiled_step")
+        # --nvtx-include profiled_step), as bench_train_gpu marks one of its steps; a
+        # start/end range, which spans threads, as the backward runs on autograd's own.
+        range_id = torch.cuda.nvtx.range_start("profiled_step")
         step()
-        torch.cuda.nvtx.range_pop()
+        synchronize(device)
+        torch.cuda.nvtx.range_end(range_id)
     synchronize(device)
     means = []
     for _ in range(repetitions):
