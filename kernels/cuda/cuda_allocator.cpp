@@ -19,19 +19,24 @@ int64_t CachingAllocator::size_class(int64_t bytes) {
   return static_cast<int64_t>((n + step - 1) / step * step);
 }
 
-void* CachingAllocator::device_malloc(int64_t bytes) {
+void* CachingAllocator::raw_malloc(int64_t bytes) {
+  const auto size = static_cast<size_t>(bytes);
+  const auto try_malloc = [&](void** ptr) {
+    return memory_ == Memory::device ? cudaMalloc(ptr, size) : cudaMallocHost(ptr, size);
+  };
   void* ptr = nullptr;
-  cudaError_t status = cudaMalloc(&ptr, static_cast<size_t>(bytes));
+  cudaError_t status = try_malloc(&ptr);
   if (status == cudaErrorMemoryAllocation) {
     // Out of memory: give the cached blocks back and try once more.
     cudaGetLastError();  // clear the error so later checks do not see it
     free_cached_locked();
-    status = cudaMalloc(&ptr, static_cast<size_t>(bytes));
+    status = try_malloc(&ptr);
   }
   if (status != cudaSuccess) {
     cudaGetLastError();
-    throw_runtime("CUDA: out of device memory allocating " + std::to_string(bytes) + " bytes (" +
-                  std::to_string(stats_.allocated_bytes) +
+    throw_runtime(std::string("CUDA: out of ") +
+                  (memory_ == Memory::device ? "device" : "pinned host") + " memory allocating " +
+                  std::to_string(bytes) + " bytes (" + std::to_string(stats_.allocated_bytes) +
                   " bytes held by tensors): " + cudaGetErrorString(status));
   }
   ++stats_.device_allocations;
@@ -48,7 +53,7 @@ void* CachingAllocator::allocate(int64_t bytes) {
     ptr = blocks.back();
     blocks.pop_back();
   } else {
-    ptr = device_malloc(size);
+    ptr = raw_malloc(size);
   }
   stats_.allocated_bytes += size;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
@@ -72,10 +77,18 @@ void CachingAllocator::free_cached_locked() {
   INTERPLACE_CUDA_CHECK(cudaDeviceSynchronize());
   for (auto& [size, blocks] : free_blocks_) {
     for (void* block : blocks) {
-      INTERPLACE_CUDA_CHECK(cudaFree(block));
+      raw_free(block);
       stats_.reserved_bytes -= size;
     }
     blocks.clear();
+  }
+}
+
+void CachingAllocator::raw_free(void* ptr) {
+  if (memory_ == Memory::device) {
+    INTERPLACE_CUDA_CHECK(cudaFree(ptr));
+  } else {
+    INTERPLACE_CUDA_CHECK(cudaFreeHost(ptr));
   }
 }
 
@@ -90,7 +103,12 @@ void CachingAllocator::reset_peak() {
 }
 
 CachingAllocator& caching_allocator() {
-  static auto* allocator = new CachingAllocator;
+  static auto* allocator = new CachingAllocator(CachingAllocator::Memory::device);
+  return *allocator;
+}
+
+CachingAllocator& pinned_host_allocator() {
+  static auto* allocator = new CachingAllocator(CachingAllocator::Memory::pinned_host);
   return *allocator;
 }
 

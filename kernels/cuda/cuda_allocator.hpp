@@ -3,7 +3,8 @@
 // synchronise the device on every tensor. Reuse is safe because all work runs in order on
 // the backend's one stream: a block freed while kernels still read it is only written by
 // work queued after them. (Work on other streams must not use tensors of this allocator
-// without synchronising first.)
+// without synchronising first.) The same cache serves pinned host memory, the staging
+// buffers of MPI messages (host_staging_allocator in tensor.hpp).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,9 @@ namespace interplace::kernels::cuda {
 
 class CachingAllocator final : public Allocator {
  public:
+  enum class Memory { device, pinned_host };
+  explicit CachingAllocator(Memory memory) : memory_(memory) {}
+
   void* allocate(int64_t bytes) override;
   void deallocate(void* ptr, int64_t bytes) override;
 
@@ -31,16 +35,19 @@ class CachingAllocator final : public Allocator {
   static int64_t size_class(int64_t bytes);
 
  private:
-  void* device_malloc(int64_t bytes);
+  void* raw_malloc(int64_t bytes);
+  void raw_free(void* ptr);
   void free_cached_locked();  // with mutex_ held
 
+  const Memory memory_;
   std::mutex mutex_;
   std::unordered_map<int64_t, std::vector<void*>> free_blocks_;  // by size class
   CudaMemoryStats stats_;
 };
 
-// The process's allocator (created on first use, never destroyed: tensors may outlive
+// The process's allocators (created on first use, never destroyed: tensors may outlive
 // static destruction order).
 CachingAllocator& caching_allocator();
+CachingAllocator& pinned_host_allocator();
 
 }  // namespace interplace::kernels::cuda

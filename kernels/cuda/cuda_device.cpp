@@ -105,6 +105,7 @@ bool init_cuda_backend() {
       state.backend = new cuda::CudaBackend(device);
       register_backend(Device::cuda, state.backend);
       set_copy_function(Device::cuda, copy_on_stream);
+      set_host_staging_allocator(&cuda::pinned_host_allocator());
       state.ok = true;
       state.reason.clear();
     } catch (const std::exception& e) {

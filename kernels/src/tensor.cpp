@@ -28,6 +28,7 @@ class CpuAllocator final : public Allocator {
 
 CpuAllocator cpu_allocator;
 Allocator* allocators[2] = {&cpu_allocator, nullptr};
+Allocator* staging_allocator = nullptr;  // pinned host memory, when a device installed one
 CopyFunction copy_functions[2] = {nullptr, nullptr};
 
 // Copies between any two devices: memcpy on the host, else the device's copy function.
@@ -74,6 +75,14 @@ void set_copy_function(Device device, CopyFunction copy) {
   copy_functions[static_cast<int>(device)] = copy;
 }
 
+void set_host_staging_allocator(Allocator* allocator) {
+  staging_allocator = allocator;
+}
+
+Allocator& host_staging_allocator() {
+  return staging_allocator != nullptr ? *staging_allocator : cpu_allocator;
+}
+
 Allocator& allocator_for(Device device) {
   Allocator* allocator = allocators[static_cast<int>(device)];
   if (allocator == nullptr) {
@@ -83,23 +92,32 @@ Allocator& allocator_for(Device device) {
   return *allocator;
 }
 
+// Storage goes back to the allocator it came from (a CPU tensor's may be the staging one).
 struct Tensor::Storage {
-  Storage(Device d, int64_t n) : device(d), bytes(n), ptr(allocator_for(d).allocate(n)) {}
-  ~Storage() { allocator_for(device).deallocate(ptr, bytes); }
+  Storage(Allocator& a, int64_t n) : allocator(a), bytes(n), ptr(a.allocate(n)) {}
+  ~Storage() { allocator.deallocate(ptr, bytes); }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  Device device;
+  Allocator& allocator;
   int64_t bytes;
   void* ptr;
 };
 
-Tensor::Tensor(Shape shape, Device device) : shape_(std::move(shape)), device_(device) {
+Tensor::Tensor(Shape shape, Device device)
+    : Tensor(std::move(shape), device, allocator_for(device)) {}
+
+Tensor::Tensor(Shape shape, Device device, Allocator& allocator)
+    : shape_(std::move(shape)), device_(device) {
   for (int64_t extent : shape_) {
     if (extent < 0) throw_invalid("tensor shape " + to_string(shape_) + " has a negative extent");
   }
   numel_ = kernels::numel(shape_);
-  storage_ = std::make_shared<Storage>(device, bytes());
+  storage_ = std::make_shared<Storage>(allocator, bytes());
   data_ = static_cast<float*>(storage_->ptr);
+}
+
+Tensor Tensor::host_staging(Shape shape) {
+  return Tensor(std::move(shape), Device::cpu, host_staging_allocator());
 }
 
 Tensor Tensor::zeros(Shape shape, Device device) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/batch_norm.hpp"
 #include "interplace/kernels/layers/linear.hpp"
@@ -42,6 +45,43 @@ TEST(Tensor, MovingToAnAbsentDeviceIsARuntimeError) {
     EXPECT_EQ(e.kind(), ErrorKind::runtime);
     EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
   }
+}
+
+// Counts what it hands out, so a test can see which allocator a tensor's storage uses.
+class CountingAllocator final : public Allocator {
+ public:
+  void* allocate(int64_t bytes) override {
+    ++live;
+    return ::operator new(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  }
+  void deallocate(void* ptr, int64_t /*bytes*/) override {
+    --live;
+    ::operator delete(ptr);
+  }
+  int live = 0;
+};
+
+TEST(Tensor, HostStagingIsOrdinaryHostMemoryWithoutADeviceAllocator) {
+  Tensor staged = Tensor::host_staging({2, 3});
+  EXPECT_EQ(staged.device(), Device::cpu);
+  staged.fill(2.5f);
+  EXPECT_EQ(staged.at(5), 2.5f);
+}
+
+TEST(Tensor, HostStagingStorageComesFromAndReturnsToTheStagingAllocator) {
+  CountingAllocator pinned;
+  set_host_staging_allocator(&pinned);
+  {
+    Tensor staged = Tensor::host_staging({4});
+    EXPECT_EQ(pinned.live, 1);
+    const Tensor plain({4});  // ordinary CPU tensors do not use it
+    EXPECT_EQ(pinned.live, 1);
+    // Storage goes back to its own allocator even after the staging one is replaced.
+    set_host_staging_allocator(nullptr);
+    staged.copy_from(Tensor::full({4}, 1.0f));
+    EXPECT_EQ(staged.to_vector(), std::vector<float>(4, 1.0f));
+  }
+  EXPECT_EQ(pinned.live, 0);
 }
 
 TEST(Layer, ToTheSameDeviceKeepsParametersAndBuffers) {

@@ -1,4 +1,5 @@
 // Start-up, device reporting, memory and host<->device transfers.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include "cuda_compare.hpp"
@@ -72,6 +73,23 @@ TEST_F(CudaDevice, AllocatorReusesFreedBlocks) {
   EXPECT_EQ(cuda_memory_stats().device_allocations, mallocs);
   EXPECT_GE(cuda_memory_stats().peak_allocated_bytes, cuda_memory_stats().allocated_bytes);
   EXPECT_GE(cuda_memory_stats().reserved_bytes, cuda_memory_stats().allocated_bytes);
+}
+
+// MPI messages of device tensors go through pinned host buffers (DMA, no extra copy).
+TEST_F(CudaDevice, HostStagingMemoryIsPinnedAndCached) {
+  const void* first = nullptr;
+  {
+    Tensor staged = Tensor::host_staging({1 << 16});
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, staged.data()), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+    first = staged.data();
+    const Tensor on_device = random_tensor({1 << 16}, 4).to(Device::cuda);
+    staged.copy_from(on_device);
+    EXPECT_EQ(staged.to_vector(), on_device.to_vector());
+  }
+  const Tensor again = Tensor::host_staging({1 << 16});
+  EXPECT_EQ(again.data(), first);  // reused, not allocated anew
 }
 
 TEST_F(CudaDevice, LayerToMovesParametersAndBuffers) {

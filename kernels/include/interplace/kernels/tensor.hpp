@@ -36,11 +36,19 @@ using CopyFunction = void (*)(void* dst, Device dst_device, const void* src, Dev
                               int64_t bytes);
 void set_copy_function(Device device, CopyFunction copy);
 
+// Host memory that devices copy to and from directly (pinned): a device backend installs
+// an allocator for it (the CUDA backend does, at start-up); without one it is ordinary
+// host memory. The buffers of MPI messages of device tensors come from here.
+void set_host_staging_allocator(Allocator* allocator);
+Allocator& host_staging_allocator();
+
 class Tensor {
  public:
   Tensor() = default;
   // Uninitialised storage for `shape` on `device`. Throws on negative extents.
   explicit Tensor(Shape shape, Device device = Device::cpu);
+  // A CPU tensor in host staging memory (see host_staging_allocator).
+  static Tensor host_staging(Shape shape);
 
   static Tensor zeros(Shape shape, Device device = Device::cpu);
   static Tensor full(Shape shape, float value, Device device = Device::cpu);
@@ -74,6 +82,7 @@ class Tensor {
   float at(int64_t flat_index) const;
 
  private:
+  Tensor(Shape shape, Device device, Allocator& allocator);
   struct Storage;
   std::shared_ptr<Storage> storage_;
   float* data_ = nullptr;
