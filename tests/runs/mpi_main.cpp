@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "interplace/runs/mpi_session.hpp"
+
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // As the commands start MPI: it also records the node-local ranks that pick GPUs.
+  const interplace::runs::MpiSession session(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -18,6 +19,5 @@ int main(int argc, char** argv) {
   // Every rank's verdict decides the job's.
   int worst = 0;
   MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return worst;
+  return worst;  // the session finalises MPI
 }

@@ -140,9 +140,28 @@ def test_profile_errors():
         fails(2, "profile", *SMALL, contains=("--out",))
         fails(2, "profile", *SMALL, "--out", path, "--format", "xml", contains=("xml",))
         fails(2, "profile", *SMALL, "--out", path, "--device-preset", "tpu", contains=("tpu",))
+        fails(2, "profile", *SMALL, "--out", path, "--device", "tpu", contains=("tpu", "cuda"))
         check(not os.path.exists(path), "a failed run wrote the file")
         fails(1, "profile", *SMALL, *QUICK, "--out", os.path.join(tmp, "no", "dir", "p.tsv"),
               contains=("cannot write", "p.tsv"))
+
+
+def test_profile_on_cuda():
+    """--device cuda: a GPU profile where there is a GPU, else one clear error line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "gpu.tsv")
+        r = cli.run("profile", *SMALL, *QUICK, "--device", "cuda", "--out", path)
+        if r.code == 0:
+            header, nodes, _ = read_profile(path)
+            check(not header["device"].startswith("cpu"), f"device {header['device']}")
+            check_nodes(nodes, SMALL)
+            return
+        lines = r.err.splitlines()
+        check(len(lines) == 1 and lines[0].startswith("interplace: error: "), r.err)
+        no_gpu = r.code == 1 and "device cuda: no usable GPU" in lines[0]
+        no_cuda = r.code == 2 and "no CUDA backend" in lines[0]
+        check(no_gpu or no_cuda, f"exit {r.code}: {lines[0]}")
+        check(not os.path.exists(path), "a failed run wrote the file")
 
 
 def set_binary(path):

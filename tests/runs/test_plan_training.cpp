@@ -55,6 +55,18 @@ TEST(PlanTraining, RejectsBadNamesListingTheChoices) {
   expect_invalid(c, "cuda");
 }
 
+// A CUDA configuration plans like any other in a CUDA build (whether a GPU is present is
+// the ranks' concern, in train); a build without CUDA refuses it as bad input.
+TEST(PlanTraining, CudaNeedsACudaBuild) {
+  TrainConfig c = base();
+  c.device = "cuda";
+#ifdef INTERPLACE_HAVE_CUDA
+  EXPECT_EQ(plan_training(c).config.device, "cuda");
+#else
+  expect_invalid(c, "no CUDA backend");
+#endif
+}
+
 TEST(PlanTraining, RejectsImpossibleCounts) {
   TrainConfig c = base();
   c.micro_batches = 3;

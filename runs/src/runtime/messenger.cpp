@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "interplace/kernels/backend.hpp"
 #include "interplace/runs/mpi_session.hpp"
 
 namespace interplace::runs {
@@ -13,7 +14,7 @@ double wall_s() {
   return MPI_Wtime();
 }
 
-Messenger::Messenger(MPI_Comm comm) {
+Messenger::Messenger(MPI_Comm comm, kernels::Device device) : device_(device) {
   check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
@@ -58,7 +59,12 @@ Messenger::~Messenger() {
 
 void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
   PendingSend s;
-  s.buffer = tensor.device() == kernels::Device::cpu ? tensor : tensor.to(kernels::Device::cpu);
+  if (tensor.device() == kernels::Device::cpu) {
+    s.buffer = tensor;
+  } else {
+    s.buffer = kernels::Tensor::host_staging(tensor.shape());
+    s.buffer.copy_from(tensor);
+  }
   check_mpi(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.numel()), MPI_FLOAT, destination,
                       tag, comm_, &s.request),
             "MPI_Isend");
@@ -68,12 +74,13 @@ void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
 }
 
 kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int tag) {
-  kernels::Tensor tensor(shape);
+  const bool on_host = device_ == kernels::Device::cpu;
+  kernels::Tensor tensor = on_host ? kernels::Tensor(shape) : kernels::Tensor::host_staging(shape);
   check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
                       comm_, &receive_),
             "MPI_Irecv");
   wait(receive_);
-  return tensor;
+  return on_host ? tensor : tensor.to(device_);
 }
 
 void Messenger::check_abort() {
@@ -91,6 +98,7 @@ void Messenger::check_abort() {
 }
 
 void Messenger::wait(MPI_Request& request) {
+  if (device_ != kernels::Device::cpu) kernels::backend_for(device_).synchronize();
   const double start = wall_s();
   int done = 0;
   for (long spins = 0;; ++spins) {

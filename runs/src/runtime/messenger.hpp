@@ -2,6 +2,8 @@
 // communicator (so nothing leaks into the next configuration), with prompt failure
 // propagation: a failing rank sends an abort message (reserved tag) to every other rank,
 // and every wait polls its request and probes for that tag, so no rank blocks forever.
+// Device tensors travel through pinned host staging buffers (Tensor::host_staging):
+// copied out before the send, received into one and copied to the device after.
 #pragma once
 
 #include <mpi.h>
@@ -27,7 +29,8 @@ class Messenger {
   static constexpr int kAbortTag = 1;
   static constexpr int kFirstDataTag = 16;
 
-  explicit Messenger(MPI_Comm comm);
+  // Received tensors are put on `device`.
+  explicit Messenger(MPI_Comm comm, kernels::Device device = kernels::Device::cpu);
   ~Messenger();
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
@@ -37,11 +40,14 @@ class Messenger {
   MPI_Comm comm() const { return comm_; }
   int tag_upper_bound() const { return tag_ub_; }
 
-  // Non-blocking: the (host) tensor is kept alive until the send completes.
+  // Non-blocking for host tensors (kept alive until the send completes); a device tensor
+  // is first copied to a staging buffer, which waits for the work that produces it.
   void send(const kernels::Tensor& tensor, int destination, int tag);
   // Blocks (polling for aborts) until the message arrives; its size must match.
   kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
-  // Polls `request` to completion; throws RemoteAbort when another rank failed.
+  // Polls `request` to completion; throws RemoteAbort when another rank failed. On a
+  // device, first waits for the device's queued work, so that time blocked here is
+  // communication only.
   void wait(MPI_Request& request);
   void barrier();
   void complete_sends();  // waits for every outstanding send
@@ -63,6 +69,7 @@ class Messenger {
     kernels::Tensor buffer;
   };
   MPI_Comm comm_ = MPI_COMM_NULL;
+  kernels::Device device_ = kernels::Device::cpu;
   int rank_ = 0;
   int size_ = 1;
   int tag_ub_ = 32767;

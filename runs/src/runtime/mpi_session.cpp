@@ -1,8 +1,18 @@
 #include "interplace/runs/mpi_session.hpp"
 
+#include <optional>
+
 #include "interplace/kernels/error.hpp"
 
 namespace interplace::runs {
+namespace {
+
+std::optional<NodeLocal>& recorded_world_node_local() {
+  static std::optional<NodeLocal> recorded;
+  return recorded;
+}
+
+}  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
@@ -15,6 +25,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  recorded_world_node_local() = node_local(MPI_COMM_WORLD);
 }
 
 MpiSession::~MpiSession() {
@@ -40,6 +51,13 @@ NodeLocal node_local(MPI_Comm comm) {
   MPI_Comm_size(shared, &local.size);
   MPI_Comm_free(&shared);
   return local;
+}
+
+NodeLocal world_node_local() {
+  if (!recorded_world_node_local()) {
+    throw_runtime("world_node_local: no MpiSession recorded the node-local ranks");
+  }
+  return *recorded_world_node_local();
 }
 
 std::string mpi_library_version() {

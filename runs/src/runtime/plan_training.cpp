@@ -14,6 +14,7 @@
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/devices.hpp"
 #include "interplace/runs/name_choices.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
@@ -100,10 +101,10 @@ TrainPlan plan_training(const TrainConfig& config) {
   require_name("interlock mode", config.interlock_mode, {"single", "sum"});
   require_name("dataset", config.dataset, dataset_names());
   require_name("optimizer", config.optimizer, {"sgd", "adamw"});
-  require_name("device", config.device, {"cpu", "cuda"});
-  if (config.device == "cuda") {
-    throw_invalid("device cuda is not supported by the runtime yet (valid now: cpu)");
-  }
+  device_by_name(config.device);
+#ifndef INTERPLACE_HAVE_CUDA
+  start_device(device_by_name(config.device));  // refuses cuda in a build without it
+#endif
   // The pipeline only chooses the global schedule; local and interlocking ignore it.
   const bool global = reach == config.devices - 1;
 

@@ -9,6 +9,7 @@
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/runs/aux_heads.hpp"
+#include "interplace/runs/devices.hpp"
 #include "runtime/plan_support.hpp"
 #include "runtime/tied_weights.hpp"
 
@@ -19,17 +20,6 @@ using kernels::Parameter;
 using kernels::Tensor;
 using placement::Node;
 using placement::NodeId;
-
-void RankClock::add(const char* kind, double start, double end) {
-  if (!record_events) return;
-  const double s = start - step_start_s, e = end - step_start_s;
-  // Merge back-to-back intervals of one kind (node by node they would be thousands).
-  if (!events.empty() && events.back().kind == kind && s - events.back().end_s < 1e-6) {
-    events.back().end_s = e;
-    return;
-  }
-  events.push_back({.rank = 0, .kind = kind, .start_s = s, .end_s = e});
-}
 
 namespace {
 
@@ -61,6 +51,7 @@ struct RankModel::Impl {
   const placement::Graph& graph;
   Messenger& msg;
   RankClock& clock;
+  kernels::Device device;
   int rank;
   int stage_count;
   int micro_batches = 1;
@@ -100,6 +91,7 @@ struct RankModel::Impl {
         graph(p.graph),
         msg(m),
         clock(c),
+        device(device_by_name(p.config.device)),
         rank(m.rank()),
         stage_count(p.config.devices),
         micro_batches(p.config.micro_batches),
@@ -136,12 +128,14 @@ struct RankModel::Impl {
       layers[static_cast<size_t>(node.id)] = placement::make_layer(node.op, attributes);
       kernels::Rng rng(node_seed(plan.config.seed, node.id));
       layers[static_cast<size_t>(node.id)]->init_parameters(rng);
+      layers[static_cast<size_t>(node.id)]->to(device);
     }
     for (auto& layer : layers) {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
     }
-    ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, layers);
+    ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
+                                         layers);
     if (with_head) build_head();
     make_optimizer();
   }
@@ -157,6 +151,7 @@ struct RankModel::Impl {
       head.push_back(placement::make_layer(node));
       kernels::Rng rng(node_seed(plan.config.seed, node.id, aux_head_salt(rank)));
       head.back()->init_parameters(rng);
+      head.back()->to(device);
       for (Parameter* param : head.back()->parameters()) trainable.push_back(param);
     }
   }
@@ -196,7 +191,7 @@ struct RankModel::Impl {
     ++tally.micro_batches;
     if (!layers_training) return Tensor();
     // M micro-batches of B/M samples weigh as one mini-batch of B: mean of the means.
-    const Tensor g = Tensor::full({1}, 1.0f / static_cast<float>(micro_batches));
+    const Tensor g = Tensor::full({1}, 1.0f / static_cast<float>(micro_batches), device);
     return cross_entropy.backward(g, ctx).front();
   }
 
@@ -209,7 +204,15 @@ struct RankModel::Impl {
     return out;
   }
 
+  // A unit of work for the clock; it ends once the device has done the unit's work.
+  void begin(const char* kind) { clock.begin(kind, wall_s()); }
+  void finish() {
+    if (device != kernels::Device::cpu) kernels::backend_for(device).synchronize();
+    clock.end(wall_s());
+  }
+
   void forward(int m) {
+    begin("forward");
     auto& outs = outputs[static_cast<size_t>(m)];
     for (NodeId id : mine) {
       const Node& node = graph.node(id);
@@ -218,54 +221,44 @@ struct RankModel::Impl {
       } else {
         std::vector<Tensor> args;
         for (NodeId p : node.inputs) args.push_back(input_of(p, m));
-        const double start = wall_s();
         outs[static_cast<size_t>(id)] = layers[static_cast<size_t>(id)]->forward(
             args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
-        const double end = wall_s();
-        clock.forward_s += end - start;
-        clock.add("forward", start, end);
       }
       for (int peer : remote_consumers[static_cast<size_t>(id)]) {
         msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
       }
       if (id == sink) {
-        const double start = wall_s();
         Context ctx;
         loss_grad[static_cast<size_t>(m)] =
             loss_and_gradient(outs[static_cast<size_t>(id)], m, ctx, owner_loss);
-        const double end = wall_s();
-        clock.forward_s += end - start;
-        clock.add("forward", start, end);
       }
     }
+    finish();
   }
 
   void aux_forward(int m) {
-    const double start = wall_s();
+    begin("aux");
     Tensor x = outputs[static_cast<size_t>(m)][static_cast<size_t>(boundary)];  // detached
     for (size_t i = 0; i < head.size(); ++i) {
       x = head[i]->forward(x, head_contexts[static_cast<size_t>(m)][i]);
     }
     aux_grad[static_cast<size_t>(m)] =
         loss_and_gradient(x, m, head_loss_contexts[static_cast<size_t>(m)], head_loss);
-    const double end = wall_s();
-    clock.aux_s += end - start;
-    clock.add("aux", start, end);
+    finish();
   }
 
   void aux_backward(int m) {
-    const double start = wall_s();
+    begin("aux");
     Tensor g = aux_grad[static_cast<size_t>(m)];
     for (size_t i = head.size(); i-- > 0;) {
       g = head[i]->backward(g, head_contexts[static_cast<size_t>(m)][i]).front();
     }
     aux_grad[static_cast<size_t>(m)] = g;  // now the gradient at the boundary tensor
-    const double end = wall_s();
-    clock.aux_s += end - start;
-    clock.add("aux", start, end);
+    finish();
   }
 
   void backward(const BackwardPass& pass) {
+    begin("backward");
     const int m = pass.micro_batch;
     const bool global = pass.loss_stage < 0;
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
@@ -296,19 +289,16 @@ struct RankModel::Impl {
           accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, pass.loss_stage)));
         }
       }
-      if (!g.defined()) g = Tensor::zeros(node.output_shape);
-      const double start = wall_s();
+      if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
       const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
-      const double end = wall_s();
-      clock.backward_s += end - start;
-      clock.add("backward", start, end);
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         const NodeId p = node.inputs[k];
         if (graph.node(p).op == "input") continue;  // no gradient for data
         const bool remote = owner(p) != rank;
         if (remote && !pass.propagates) continue;
-        Tensor gk = in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape);
+        Tensor gk =
+            in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
       // Each remote producer gets one message, after its last consumer here.
@@ -332,6 +322,7 @@ struct RankModel::Impl {
         ++i;
       }
     }
+    finish();
   }
 
   std::vector<Parameter*> stash_list() {
@@ -345,16 +336,12 @@ struct RankModel::Impl {
   }
 
   void optimizer_step() {
-    const double start = wall_s();
-    const double waited_before = msg.comm_wait_s;
+    begin("optimizer");  // waits for tied-weight messages are cut out as communication
     ties->exchange_gradients(msg);
     optimizer->step();
     optimizer->zero_grad();
     ties->exchange_values(msg);
-    const double end = wall_s();
-    // Waits for tied-weight messages are communication, counted in comm_wait_s only.
-    clock.optimizer_s += (end - start) - (msg.comm_wait_s - waited_before);
-    clock.add("optimizer", start, end);
+    finish();
   }
 };
 
@@ -376,8 +363,8 @@ void RankModel::set_batch(const Batch& batch, int micro_batches) {
   impl_->inputs.clear();
   impl_->labels.clear();
   for (int m = 0; m < micro_batches; ++m) {
-    impl_->inputs.push_back(slice_rows(batch.inputs, m * rows, rows));
-    impl_->labels.push_back(slice_rows(batch.labels, m * rows, rows));
+    impl_->inputs.push_back(slice_rows(batch.inputs, m * rows, rows).to(impl_->device));
+    impl_->labels.push_back(slice_rows(batch.labels, m * rows, rows).to(impl_->device));
   }
 }
 

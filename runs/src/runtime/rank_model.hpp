@@ -16,6 +16,7 @@
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/messenger.hpp"
+#include "runtime/rank_clock.hpp"
 
 namespace interplace::runs {
 
@@ -25,15 +26,6 @@ struct BackwardPass {
   int loss_stage = -1;     // the flow's source stage; -1 for the global strategy
   bool updates = true;     // accumulate parameter gradients
   bool propagates = true;  // send input gradients to the ranks of the producers
-};
-
-// Wall-clock accounting per category, and the events of the step being recorded.
-struct RankClock {
-  double forward_s = 0.0, backward_s = 0.0, aux_s = 0.0, optimizer_s = 0.0;
-  bool record_events = false;
-  double step_start_s = 0.0;
-  std::vector<TimelineEvent> events;
-  void add(const char* kind, double start, double end);
 };
 
 // Loss sums of one step (or of the evaluation) on this rank.
@@ -48,6 +40,8 @@ struct LossTally {
 
 class RankModel {
  public:
+  // Builds the rank's layers on the CPU (so weights do not depend on the device) and moves
+  // them to the configuration's device; batches and received tensors go there too.
   RankModel(const TrainPlan& plan, bool has_aux_head, Messenger& messenger, RankClock& clock);
   ~RankModel();
 

@@ -18,7 +18,7 @@ kernels::Parameter& named_parameter(kernels::Layer& layer, const std::string& na
 }  // namespace
 
 TiedWeights::TiedWeights(const placement::Graph& graph, const placement::Placement& placement,
-                         int rank, uint64_t seed,
+                         int rank, uint64_t seed, kernels::Device device,
                          std::vector<std::unique_ptr<kernels::Layer>>& layers) {
   const auto owner = [&](placement::NodeId id) {
     return placement.device_of_node[static_cast<size_t>(id)];
@@ -46,6 +46,7 @@ TiedWeights::TiedWeights(const placement::Graph& graph, const placement::Placeme
       auto twin = placement::make_layer(graph.node(source));
       kernels::Rng rng(node_seed(seed, source));
       twin->init_parameters(rng);
+      twin->to(device);
       tie.replica = std::make_unique<kernels::Parameter>(named_parameter(*twin, name));
       tie.replica->grad = kernels::Tensor();
       tie.peer = owner(source);

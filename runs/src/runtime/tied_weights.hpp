@@ -18,8 +18,10 @@ namespace interplace::runs {
 class TiedWeights {
  public:
   // `layers` by node id, null where not on this rank; tags from 2 up to kFirstDataTag.
+  // `layers` are the rank's, already on `device`, where replicas are made too.
   TiedWeights(const placement::Graph& graph, const placement::Placement& placement, int rank,
-              uint64_t seed, std::vector<std::unique_ptr<kernels::Layer>>& layers);
+              uint64_t seed, kernels::Device device,
+              std::vector<std::unique_ptr<kernels::Layer>>& layers);
   std::vector<kernels::Parameter*> replicas();
   void exchange_gradients(Messenger& msg);  // before the optimiser step
   void exchange_values(Messenger& msg);     // after it

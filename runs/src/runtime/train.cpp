@@ -12,7 +12,11 @@
 #include <thread>
 
 #include "interplace/kernels/backend.hpp"
+#ifdef INTERPLACE_HAVE_CUDA
+#include "interplace/kernels/cuda.hpp"
+#endif
 #include "interplace/runs/datasets.hpp"
+#include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/messenger.hpp"
@@ -26,13 +30,26 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Peak memory is the process's resident set high-water mark (VmHWM), reset before each
-// step through /proc/self/clear_refs, so it covers tensors, buffers and MPI alike.
-void reset_peak_memory() {
+// Peak memory on the CPU is the process's resident set high-water mark (VmHWM), reset
+// before each step through /proc/self/clear_refs, so it covers tensors, buffers and MPI
+// alike; on a GPU it is the device memory tensors held at most (the caching allocator's
+// peak), which is what limits a configuration there.
+void reset_peak_memory(kernels::Device device) {
+#ifdef INTERPLACE_HAVE_CUDA
+  if (device == kernels::Device::cuda) {
+    kernels::reset_cuda_peak_memory();
+    return;
+  }
+#endif
+  (void)device;
   std::ofstream clear("/proc/self/clear_refs");
   if (clear) clear << "5";
 }
-int64_t peak_memory_bytes() {
+int64_t peak_memory_bytes(kernels::Device device) {
+#ifdef INTERPLACE_HAVE_CUDA
+  if (device == kernels::Device::cuda) return kernels::cuda_memory_stats().peak_allocated_bytes;
+#endif
+  (void)device;
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {
@@ -96,8 +113,9 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
   const int rank = msg.rank();
   const int threads = threads_for(c, comm);
   kernels::set_cpu_threads(threads);
+  const kernels::Device device = device_by_name(c.device);
   RankClock clock;
-  msg.on_wait = [&clock](double start, double end) { clock.add("comm_wait", start, end); };
+  msg.on_wait = [&clock](double start, double end) { clock.waited(start, end); };
   const RankProgram program = rank_program(plan, rank);
   RankModel model(plan, program.has_aux_head, msg, clock);
   // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
@@ -121,7 +139,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
     clock.step_start_s = previous_end;
     const double wait_before = msg.comm_wait_s;
     const int64_t bytes_before = msg.bytes_sent;
-    reset_peak_memory();
+    reset_peak_memory(device);
     maybe_fail(rank, step);
     model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
     run_program(program, model);
@@ -137,7 +155,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
     r.idle_s = r.step_s - (r.forward_s + r.backward_s + r.aux_s + r.optimizer_s);
     r.overhead_s = r.idle_s - r.comm_wait_s;
     r.bytes_sent = msg.bytes_sent - bytes_before;
-    r.peak_memory_bytes = peak_memory_bytes();
+    r.peak_memory_bytes = peak_memory_bytes(device);
     local.ranks.push_back(r);
     local.loss.push_back(model.loss.mean_loss());
     local.accuracy.push_back(model.loss.accuracy());
@@ -172,7 +190,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
 
   local.eval_loss = chunks > 0 ? eval.mean_loss() : kNaN;
   local.eval_accuracy = chunks > 0 ? eval.accuracy() : kNaN;
-  local.device_name = "cpu: " + std::to_string(threads) + " threads";
+  local.device_name = device_description(device, threads);
   TrainResult result = gather_records(local, plan, msg);
   result.measured_wall_s = measured_wall_s;
   result.samples_per_s =
@@ -190,8 +208,10 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm) {
     throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
                   " ranks (devices), the communicator has " + std::to_string(size));
   }
-  Messenger msg(comm);
+  const kernels::Device device = device_by_name(plan.config.device);
+  Messenger msg(comm, device);
   try {
+    start_device(device);
     return run(plan, msg, comm);
   } catch (const RemoteAbort&) {
     throw;

@@ -35,6 +35,10 @@ struct NodeLocal {
   int size = 1;
 };
 NodeLocal node_local(MPI_Comm comm);
+// This rank's place on its node in MPI_COMM_WORLD, which picks its GPU: recorded by
+// MpiSession at start-up (when every rank takes part), so that a configuration running
+// on a sub-communicator needs no collective over the world.
+NodeLocal world_node_local();
 
 // Library versions for result files: MPI_Get_library_version's first line.
 std::string mpi_library_version();

@@ -37,25 +37,25 @@ struct TrainConfig {
   placement::ModelOptions model_options = {};  // batch_size is ignored: see batch_size
   std::string order = "topo";
   std::string placer = "contiguous";
-  int devices = 1;                     // ranks; must equal the communicator's size
-  std::string strategy = "global";     // global | local | pairwise | nwise:N
-  std::string pipeline = "gpipe";      // global only: gpipe | 1f1b
+  int devices = 1;                        // ranks; must equal the communicator's size
+  std::string strategy = "global";        // global | local | pairwise | nwise:N
+  std::string pipeline = "gpipe";         // global only: gpipe | 1f1b
   std::string interlock_mode = "single";  // single | sum (DESIGN.md, "Backprop strategies")
-  int micro_batches = 1;               // per mini-batch; must divide batch_size
-  int64_t batch_size = 32;             // samples per mini-batch (one optimiser step)
-  int warmup_steps = 1;                // run and recorded first, flagged, excluded from medians
-  int steps = 10;                      // measured steps after the warm-up
-  std::string dataset = "synthetic";   // fashion-mnist | text | synthetic
-  std::string data_dir;                // empty: the dataset's Debian location
-  int64_t eval_samples = 0;            // test-split samples evaluated at the end (0: none)
-  std::string optimizer = "sgd";       // sgd (momentum 0.9) | adamw
+  int micro_batches = 1;                  // per mini-batch; must divide batch_size
+  int64_t batch_size = 32;                // samples per mini-batch (one optimiser step)
+  int warmup_steps = 1;                   // run and recorded first, flagged, excluded from medians
+  int steps = 10;                         // measured steps after the warm-up
+  std::string dataset = "synthetic";      // fashion-mnist | text | synthetic
+  std::string data_dir;                   // empty: the dataset's Debian location
+  int64_t eval_samples = 0;               // test-split samples evaluated at the end (0: none)
+  std::string optimizer = "sgd";          // sgd (momentum 0.9) | adamw
   double learning_rate = 0.05;
   double weight_decay = 0.0;
-  uint64_t seed = 1;                   // weights, data order, dropout, random orders/placers
-  std::string device = "cpu";          // cpu | cuda (one GPU per rank, by node-local rank)
+  uint64_t seed = 1;                     // weights, data order, dropout, random orders/placers
+  std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
-  std::string profile_path;            // a measured profile replaces the preset when set
-  int threads_per_rank = 0;            // CPU threads per rank; 0: cores on node / ranks on node
+  std::string profile_path;              // a measured profile replaces the preset when set
+  int threads_per_rank = 0;              // CPU threads per rank; 0: cores on node / ranks on node
 
   // "resnet20 topo contiguous K=2 global/gpipe M=4 B=32": for progress lines and tables.
   std::string display_name() const;
@@ -64,41 +64,43 @@ struct TrainConfig {
 // Everything decided before any rank trains. Deterministic: every rank computes the same.
 struct TrainPlan {
   TrainConfig config;
-  std::string family;                 // the zoo's family of the model
-  placement::Graph graph;             // ends at the logits (the loss is the runtime's)
+  std::string family;      // the zoo's family of the model
+  placement::Graph graph;  // ends at the logits (the loss is the runtime's)
   std::vector<placement::NodeId> order;
   placement::Placement placement;
-  int reach = 0;                      // gradient reach of the strategy on `devices` stages
+  int reach = 0;  // gradient reach of the strategy on `devices` stages
   // Why local/interlocking strategies cannot run on this placement; empty when they can.
   std::string global_only_reason;
-  StepReport prediction;              // the simulator's step time for this configuration
+  StepReport prediction;  // the simulator's step time for this configuration
   placement::GraphStats graph_stats;
-  int64_t parameter_count = 0;        // trainable, without auxiliary heads
+  int64_t parameter_count = 0;  // trainable, without auxiliary heads
 };
 
 // Per step and per rank. Times are wall-clock seconds on that rank for that step (from
 // the end of its previous optimiser step to the end of this one).
 struct RankStepRecord {
   double step_s = 0.0;
-  double forward_s = 0.0;      // forward kernels of the rank's nodes (and the loss)
-  double backward_s = 0.0;     // backward kernels of the rank's nodes
-  double aux_s = 0.0;          // auxiliary head forward + backward
-  double optimizer_s = 0.0;    // optimiser step (tied-weight messages: see comm_wait_s)
-  double comm_wait_s = 0.0;    // blocked in MPI waiting for a message (receives, barriers)
-  double idle_s = 0.0;         // step_s - compute (forward+backward+aux+optimizer): bubbles
-  double overhead_s = 0.0;     // idle_s - comm_wait_s: time in neither kernels nor MPI
-  int64_t bytes_sent = 0;      // payload bytes sent to other ranks
-  // The process's resident-set high-water mark during the step (VmHWM, reset each step):
-  // tensors, the data set and MPI buffers alike.
+  // Units of work, each without its waits for messages (docs/runtime.md, "Records"):
+  double forward_s = 0.0;    // forward of the rank's nodes (and the loss)
+  double backward_s = 0.0;   // backward passes through the rank's nodes
+  double aux_s = 0.0;        // auxiliary head forward + backward
+  double optimizer_s = 0.0;  // optimiser step and tied-weight exchanges
+  double comm_wait_s = 0.0;  // blocked in MPI waiting for a message (receives, barriers)
+  double idle_s = 0.0;       // step_s - compute (forward+backward+aux+optimizer): bubbles
+  double overhead_s = 0.0;   // idle_s - comm_wait_s: time in no unit and no wait
+  int64_t bytes_sent = 0;    // payload bytes sent to other ranks
+  // On the CPU the process's resident-set high-water mark during the step (VmHWM, reset
+  // each step: tensors, the data set and MPI buffers alike); on a GPU the device memory
+  // tensors held at most.
   int64_t peak_memory_bytes = 0;
 };
 
 struct StepRecord {
-  int step = 0;                // 0-based, warm-up steps first
+  int step = 0;  // 0-based, warm-up steps first
   bool warmup = false;
-  double step_time_s = 0.0;    // max over ranks of RankStepRecord::step_s
-  double loss = 0.0;           // the network's own loss, mean over the mini-batch
-  double accuracy = 0.0;       // top-1 on the mini-batch (per token for language models)
+  double step_time_s = 0.0;          // max over ranks of RankStepRecord::step_s
+  double loss = 0.0;                 // the network's own loss, mean over the mini-batch
+  double accuracy = 0.0;             // top-1 on the mini-batch (per token for language models)
   std::vector<double> aux_loss;      // per stage; NaN where the stage has no head
   std::vector<double> aux_accuracy;  // per stage; NaN where the stage has no head
   std::vector<RankStepRecord> ranks;
@@ -107,7 +109,7 @@ struct StepRecord {
 // One interval of one rank during the last measured step, for timeline plots.
 struct TimelineEvent {
   int rank = 0;
-  std::string kind;  // forward | backward | aux | optimizer | comm_wait
+  std::string kind;      // forward | backward | aux | optimizer | comm_wait
   double start_s = 0.0;  // from that rank's start of the step
   double end_s = 0.0;
 };
@@ -115,10 +117,10 @@ struct TimelineEvent {
 struct TrainResult {
   std::vector<StepRecord> steps;  // warmup_steps + steps entries
   std::vector<TimelineEvent> timeline;
-  double measured_wall_s = 0.0;   // barrier to barrier over the measured steps
-  double samples_per_s = 0.0;     // steps * batch_size / measured_wall_s
-  double eval_loss = 0.0;         // NaN when eval_samples == 0
-  double eval_accuracy = 0.0;     // NaN when eval_samples == 0
+  double measured_wall_s = 0.0;  // barrier to barrier over the measured steps
+  double samples_per_s = 0.0;    // steps * batch_size / measured_wall_s
+  double eval_loss = 0.0;        // NaN when eval_samples == 0
+  double eval_accuracy = 0.0;    // NaN when eval_samples == 0
   int64_t eval_samples = 0;
   std::vector<std::string> hosts;         // per rank
   std::vector<std::string> device_names;  // per rank ("cpu: 2 threads", "NVIDIA H200")

@@ -15,6 +15,7 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/profiling.hpp"
 #include "json_writer.hpp"
@@ -34,6 +35,7 @@ struct ProfileOptions {
   int repeats = 5;
   int warmup = 2;
   int threads = 0;  // 0: the node's cores shared among its ranks
+  std::string device = "cpu";
   int top = 10;
   uint64_t seed = 1;
   std::string preset;  // link values when there is no second rank
@@ -181,6 +183,7 @@ void check_options(const ProfileOptions& o) {
   if (o.warmup < 0) throw_invalid("--warmup must be >= 0, got " + std::to_string(o.warmup));
   if (o.threads < 0) throw_invalid("--threads must be >= 0, got " + std::to_string(o.threads));
   if (o.top < 1) throw_invalid("--top must be >= 1, got " + std::to_string(o.top));
+  device_by_name(o.device);
   // Fail before minutes of timing, not after.
   const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
   std::error_code error;
@@ -210,7 +213,11 @@ std::string run_profile(const ProfileOptions& o) {
   try {
     run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
     kernels::set_cpu_threads(run.threads);
-    run.profile.device_name = cpu_device_name(run.threads);
+    const kernels::Device device = device_by_name(o.device);
+    start_device(device);
+    run.profile.device_name = device == kernels::Device::cpu
+                                  ? cpu_device_name(run.threads)
+                                  : device_description(device, run.threads);
     run.profile.batch_size = graph.batch_size();
     if (run.link.measured) {
       run.profile.link = run.link.link;
@@ -219,8 +226,8 @@ std::string run_profile(const ProfileOptions& o) {
       run.profile.link = preset.link;
       run.link_source = "device preset " + preset.name;
     }
-    run.profile.nodes =
-        time_nodes(graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed});
+    run.profile.nodes = time_nodes(
+        graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed, .device = device});
     write_file(o, run);
     output = o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
   } catch (...) {
@@ -251,6 +258,9 @@ Command add_profile_command(CLI::App& root) {
       ->group(group);
   app->add_option("--threads", options->threads,
                   "CPU threads (0: the node's cores divided among its ranks)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--device", options->device, "cpu, cuda (rank 0's GPU, by its place on the node)")
       ->capture_default_str()
       ->group(group);
   app->add_option("--top", options->top, "slowest nodes to list")

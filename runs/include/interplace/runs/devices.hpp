@@ -1,0 +1,24 @@
+// The device a rank computes on, for `interplace train`, sweeps and `interplace profile`:
+// the CPU, or one GPU per rank chosen by the rank's place on its node (DESIGN.md).
+#pragma once
+
+#include <string>
+
+#include "interplace/kernels/tensor.hpp"
+
+namespace interplace::runs {
+
+// "cpu" or "cuda"; anything else is invalid input naming both.
+kernels::Device device_by_name(const std::string& name);
+
+// Makes `device` ready on this rank. For cuda: GPU (node-local rank in MPI_COMM_WORLD,
+// as MpiSession recorded it) mod (GPUs this rank sees), so every configuration of a
+// sweep uses the same one; a runtime error when there is none or its backend does not
+// start, an invalid-input error in a build without CUDA. Nothing to do for the CPU.
+void start_device(kernels::Device device);
+
+// How records and profiles name the device: "cpu: N threads", or the GPU's description
+// (name, memory, CUDA, cuDNN and cuBLAS versions).
+std::string device_description(kernels::Device device, int cpu_threads);
+
+}  // namespace interplace::runs

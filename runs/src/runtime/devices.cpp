@@ -1,0 +1,45 @@
+#include "interplace/runs/devices.hpp"
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/runs/mpi_session.hpp"
+#include "interplace/runs/name_choices.hpp"
+#ifdef INTERPLACE_HAVE_CUDA
+#include "interplace/kernels/cuda.hpp"
+#endif
+
+namespace interplace::runs {
+
+kernels::Device device_by_name(const std::string& name) {
+  require_name("device", name, {"cpu", "cuda"});
+  return name == "cuda" ? kernels::Device::cuda : kernels::Device::cpu;
+}
+
+void start_device(kernels::Device device) {
+  if (device == kernels::Device::cpu) return;
+#ifdef INTERPLACE_HAVE_CUDA
+  if (kernels::cuda_device_count() == 0) {
+    kernels::init_cuda_backend();  // for its reason
+    throw_runtime("device cuda: no usable GPU on this node (" + kernels::cuda_unavailable_reason() +
+                  ")");
+  }
+  kernels::select_cuda_device(world_node_local().rank);
+  if (!kernels::init_cuda_backend()) {
+    throw_runtime("device cuda: the CUDA backend did not start (" +
+                  kernels::cuda_unavailable_reason() + ")");
+  }
+#else
+  throw_invalid(
+      "device cuda: this build of interplace has no CUDA backend (configure with "
+      "-DINTERPLACE_CUDA=ON)");
+#endif
+}
+
+std::string device_description(kernels::Device device, int cpu_threads) {
+#ifdef INTERPLACE_HAVE_CUDA
+  if (device == kernels::Device::cuda) return kernels::to_string(kernels::cuda_device_info());
+#endif
+  (void)device;
+  return "cpu: " + std::to_string(cpu_threads) + " threads";
+}
+
+}  // namespace interplace::runs

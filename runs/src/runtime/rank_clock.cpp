@@ -1,0 +1,53 @@
+#include "runtime/rank_clock.hpp"
+
+#include <string_view>
+
+#include "interplace/kernels/error.hpp"
+
+namespace interplace::runs {
+
+void RankClock::begin(const char* kind, double now) {
+  if (open_kind_ != nullptr) {
+    throw_runtime(std::string("RankClock: unit '") + kind + "' begun inside unit '" + open_kind_ +
+                  "'");
+  }
+  open_kind_ = kind;
+  open_start_ = now;
+}
+
+void RankClock::end(double now) {
+  if (open_kind_ == nullptr) throw_runtime("RankClock: end without an open unit");
+  credit(open_kind_, open_start_, now);
+  open_kind_ = nullptr;
+}
+
+void RankClock::waited(double start, double end) {
+  if (open_kind_ != nullptr) {
+    credit(open_kind_, open_start_, start);
+    open_start_ = end;
+  }
+  add_event("comm_wait", start, end);
+}
+
+void RankClock::credit(const char* kind, double start, double end) {
+  const std::string_view k = kind;
+  double& total = k == "forward"    ? forward_s
+                  : k == "backward" ? backward_s
+                  : k == "aux"      ? aux_s
+                                    : optimizer_s;
+  total += end - start;
+  add_event(kind, start, end);
+}
+
+void RankClock::add_event(const char* kind, double start, double end) {
+  if (!record_events) return;
+  const double s = start - step_start_s, e = end - step_start_s;
+  // Merge back-to-back intervals of one kind (unit by unit they would be many).
+  if (!events.empty() && events.back().kind == kind && s - events.back().end_s < 1e-6) {
+    events.back().end_s = e;
+    return;
+  }
+  events.push_back({.rank = 0, .kind = kind, .start_s = s, .end_s = e});
+}
+
+}  // namespace interplace::runs
