@@ -386,6 +386,17 @@ void RankModel::optimizer_step() {
   impl_->optimizer_step();
 }
 
+void RankModel::release(int micro_batch) {
+  const auto m = static_cast<size_t>(micro_batch);
+  Impl& i = *impl_;
+  for (Tensor& t : i.outputs[m]) t = Tensor();
+  for (Context& c : i.contexts[m]) c = Context();
+  for (Context& c : i.head_contexts[m]) c = Context();
+  i.head_loss_contexts[m] = Context();
+  i.loss_grad[m] = Tensor();
+  i.aux_grad[m] = Tensor();
+}
+
 void RankModel::end_step() {
   impl_->reset(impl_->micro_batches);
   impl_->owner_loss = {};

@@ -54,7 +54,8 @@ class RankModel {
   void aux_backward(int micro_batch);
   void backward(const BackwardPass& pass);
   void optimizer_step();
-  void end_step();  // drops the step's saved activations
+  void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
+  void end_step();                // drops the step's saved activations
   void set_training(bool training);
 
   LossTally loss, aux_loss;

@@ -7,7 +7,26 @@ namespace interplace::runs {
 
 using Kind = ProgramStep::Kind;
 
-RankProgram rank_program(const TrainPlan& plan, int rank) {
+namespace {
+
+// Marks on each micro-batch's last step that its saved state may go.
+RankProgram with_releases(RankProgram program) {
+  std::vector<int> last;  // step index by micro-batch
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const ProgramStep& s = program.steps[i];
+    if (s.kind == Kind::optimizer) continue;
+    const auto m = static_cast<size_t>(s.pass.micro_batch);
+    if (last.size() <= m) last.resize(m + 1, -1);
+    last[m] = static_cast<int>(i);
+  }
+  for (size_t m = 0; m < last.size(); ++m) {
+    if (last[m] >= 0)
+      program.steps[static_cast<size_t>(last[m])].release.push_back(static_cast<int>(m));
+  }
+  return program;
+}
+
+RankProgram build_program(const TrainPlan& plan, int rank) {
   const TrainConfig& c = plan.config;
   const int k = c.devices;
   const bool global = plan.reach == k - 1;
@@ -59,6 +78,12 @@ RankProgram rank_program(const TrainPlan& plan, int rank) {
     }
   }
   return program;
+}
+
+}  // namespace
+
+RankProgram rank_program(const TrainPlan& plan, int rank) {
+  return with_releases(build_program(plan, rank));
 }
 
 }  // namespace interplace::runs

@@ -11,6 +11,10 @@ namespace interplace::runs {
 struct ProgramStep {
   enum class Kind { forward, aux_forward, aux_backward, backward, optimizer } kind;
   BackwardPass pass;  // micro_batch for every kind but optimizer
+  // Micro-batches this step is the last to use on this rank: their saved activations
+  // are dropped after it, so 1F1B and local schedules hold only the micro-batches in
+  // flight (GPipe holds all M until the backward passes).
+  std::vector<int> release = {};
 };
 
 struct RankProgram {

@@ -105,6 +105,7 @@ void run_program(const RankProgram& program, RankModel& model) {
         model.optimizer_step();
         break;
     }
+    for (int m : s.release) model.release(m);
   }
 }
 

@@ -1,0 +1,73 @@
+// Per-rank programs (runs/src/runtime/rank_program.hpp): every micro-batch's saved state
+// is released exactly once, after its last use, so a rank holds as many micro-batches as
+// its schedule keeps in flight: all M under GPipe, at most K - rank under 1F1B.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "mpi_test_support.hpp"
+#include "runtime/rank_program.hpp"
+
+namespace interplace::runs {
+namespace {
+
+using Kind = ProgramStep::Kind;
+
+// The most micro-batches holding saved state at once while `program` runs, checking that
+// each is released once and never used after its release.
+int peak_in_flight(const RankProgram& program, int micro_batches, const std::string& what) {
+  std::set<int> live, released;
+  size_t peak = 0;
+  for (const ProgramStep& s : program.steps) {
+    if (s.kind != Kind::optimizer) {
+      EXPECT_FALSE(released.count(s.pass.micro_batch))
+          << what << ": micro-batch " << s.pass.micro_batch << " used after release";
+      live.insert(s.pass.micro_batch);
+      peak = std::max(peak, live.size());
+    }
+    for (int m : s.release) {
+      EXPECT_TRUE(live.count(m)) << what << ": released " << m << " twice or before use";
+      live.erase(m);
+      released.insert(m);
+    }
+  }
+  EXPECT_TRUE(live.empty()) << what << ": micro-batches never released";
+  EXPECT_EQ(released.size(), static_cast<size_t>(micro_batches)) << what;
+  return static_cast<int>(peak);
+}
+
+TrainPlan plan_of(const std::string& strategy, const std::string& pipeline, int devices, int m) {
+  TrainConfig c = testing::small_resnet();
+  c.batch_size = 16;
+  c.micro_batches = m;
+  c.strategy = strategy;
+  c.pipeline = pipeline;
+  return testing::chain_plan(c, devices);
+}
+
+TEST(RankProgram, GpipeHoldsEveryMicroBatchOneFOneBOnlyThoseInFlight) {
+  const int k = 4, m = 8;
+  for (int rank = 0; rank < k; ++rank) {
+    const std::string at = " rank " + std::to_string(rank);
+    EXPECT_EQ(peak_in_flight(rank_program(plan_of("global", "gpipe", k, m), rank), m, "gpipe" + at),
+              m);
+    EXPECT_EQ(peak_in_flight(rank_program(plan_of("global", "1f1b", k, m), rank), m, "1f1b" + at),
+              k - rank);
+  }
+}
+
+TEST(RankProgram, LocalAndInterlockingStrategiesReleaseEveryMicroBatch) {
+  const int k = 4, m = 8;
+  for (const char* strategy : {"local", "pairwise", "nwise:3"}) {
+    for (int rank = 0; rank < k; ++rank) {
+      const std::string what = std::string(strategy) + " rank " + std::to_string(rank);
+      const int peak = peak_in_flight(rank_program(plan_of(strategy, "1f1b", k, m), rank), m, what);
+      EXPECT_LT(peak, m) << what << ": holds every micro-batch at once";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace interplace::runs
