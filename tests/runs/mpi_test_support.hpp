@@ -1,8 +1,10 @@
 // Helpers of the MPI runtime tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -137,6 +139,18 @@ inline std::vector<double> losses(const TrainResult& result) {
   std::vector<double> out;
   for (const StepRecord& s : result.steps) out.push_back(s.loss);
   return out;
+}
+
+// On rank 0: the runs' losses agree step by step within relative + absolute tolerance.
+inline void expect_losses_near(const TrainResult& a, const TrainResult& b, double relative,
+                               double absolute, const std::string& what) {
+  if (world_rank() != 0) return;
+  const std::vector<double> x = losses(a), y = losses(b);
+  ASSERT_EQ(x.size(), y.size()) << what;
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(x[i])) << what << " step " << i;
+    EXPECT_NEAR(x[i], y[i], relative * std::abs(y[i]) + absolute) << what << " step " << i;
+  }
 }
 
 }  // namespace interplace::runs::testing

@@ -16,7 +16,6 @@ namespace interplace::runs {
 namespace {
 
 using testing::chain_plan;
-using testing::losses;
 using testing::small_gpt;
 using testing::small_resnet;
 using testing::train_on;
@@ -34,13 +33,7 @@ bool have_gpu() {
 // CUDA and CPU kernels agree to fp32 rounding (tests/kernels/cuda); over ten steps of
 // training the difference stays far below this.
 void expect_close_losses(const TrainResult& gpu, const TrainResult& cpu, const std::string& what) {
-  if (world_rank() != 0) return;
-  const std::vector<double> x = losses(gpu), y = losses(cpu);
-  ASSERT_EQ(x.size(), y.size()) << what;
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(x[i])) << what << " step " << i;
-    EXPECT_NEAR(x[i], y[i], 2e-4 * std::abs(y[i]) + 1e-6) << what << " step " << i;
-  }
+  testing::expect_losses_near(gpu, cpu, 2e-4, 1e-6, what);
 }
 
 TEST(Runtime, CudaMatchesCpu) {

@@ -11,7 +11,6 @@
 namespace interplace::runs {
 namespace {
 
-using testing::losses;
 using testing::small_gpt;
 using testing::small_resnet;
 using testing::train_on;
@@ -19,13 +18,7 @@ using testing::world_rank;
 using testing::world_size;
 
 void expect_same_losses(const TrainResult& a, const TrainResult& b, const std::string& what) {
-  if (world_rank() != 0) return;
-  const std::vector<double> x = losses(a), y = losses(b);
-  ASSERT_EQ(x.size(), y.size()) << what;
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(x[i])) << what << " step " << i;
-    EXPECT_NEAR(x[i], y[i], 1e-5 * std::abs(y[i]) + 1e-7) << what << " step " << i;
-  }
+  testing::expect_losses_near(a, b, 1e-5, 1e-7, what);
 }
 
 // The global strategy computes plain backprop whatever the placement and pipeline: a

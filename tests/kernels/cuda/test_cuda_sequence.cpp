@@ -60,6 +60,22 @@ TEST_F(CudaSequence, SoftmaxPlainAndCausal) {
   }
 }
 
+// The loss layer on both devices: gradients (matches_cpu), the value and the count of
+// rows whose first arg-max is the label agree. Returns that count.
+int64_t loss_agrees_with_cpu(const Tensor& logits, const Tensor& labels) {
+  EXPECT_TRUE(matches_cpu(maker<SoftmaxCrossEntropy>(), {logits, labels}));
+  SoftmaxCrossEntropy loss;
+  Context cpu_ctx, gpu_ctx;
+  const Tensor inputs[] = {logits, labels};
+  const Tensor gpu_inputs[] = {logits.to(Device::cuda), labels.to(Device::cuda)};
+  const Tensor value = loss.forward(inputs, cpu_ctx);
+  const Tensor gpu_value = loss.forward(gpu_inputs, gpu_ctx);
+  EXPECT_TRUE(close_to(gpu_value, value, 1e-6, "loss"));
+  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(gpu_ctx),
+            SoftmaxCrossEntropy::correct_count(cpu_ctx));
+  return SoftmaxCrossEntropy::correct_count(gpu_ctx);
+}
+
 TEST_F(CudaSequence, CrossEntropyLossGradientAndCorrectCount) {
   // Logits [B, T, classes] with labels [B, T]; a wide class axis as language models have.
   const Tensor logits = random_tensor({3, 4, 1000}, 5, 2.0f);
@@ -72,18 +88,7 @@ TEST_F(CudaSequence, CrossEntropyLossGradientAndCorrectCount) {
     }
     labels.data()[r] = static_cast<float>(best);
   }
-  EXPECT_TRUE(matches_cpu(maker<SoftmaxCrossEntropy>(), {logits, labels}));
-
-  SoftmaxCrossEntropy loss;
-  Context cpu_ctx, gpu_ctx;
-  const Tensor inputs[] = {logits, labels};
-  const Tensor gpu_inputs[] = {logits.to(Device::cuda), labels.to(Device::cuda)};
-  const Tensor value = loss.forward(inputs, cpu_ctx);
-  const Tensor gpu_value = loss.forward(gpu_inputs, gpu_ctx);
-  EXPECT_TRUE(close_to(gpu_value, value, 1e-6, "loss"));
-  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(gpu_ctx),
-            SoftmaxCrossEntropy::correct_count(cpu_ctx));
-  EXPECT_GE(SoftmaxCrossEntropy::correct_count(gpu_ctx), 4);
+  EXPECT_GE(loss_agrees_with_cpu(logits, labels), 4);
 }
 
 // A GPT-wide class axis, where each thread sees many columns: ties for the maximum (the
@@ -102,17 +107,7 @@ TEST_F(CudaSequence, CrossEntropyWideRowsTiesAndGrowingMaxima) {
   }
   for (int64_t c = 0; c < classes; c += 2) z[4 * classes + c] = -INFINITY;  // row 4
   const Tensor labels = Tensor::from_vector({5}, labels_data);
-  EXPECT_TRUE(matches_cpu(maker<SoftmaxCrossEntropy>(), {logits, labels}));
-
-  SoftmaxCrossEntropy loss;
-  Context cpu_ctx, gpu_ctx;
-  const Tensor inputs[] = {logits, labels};
-  const Tensor gpu_inputs[] = {logits.to(Device::cuda), labels.to(Device::cuda)};
-  const Tensor value = loss.forward(inputs, cpu_ctx);
-  const Tensor gpu_value = loss.forward(gpu_inputs, gpu_ctx);
-  EXPECT_TRUE(close_to(gpu_value, value, 1e-6, "loss"));
-  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(cpu_ctx), 2);  // rows 0 and 2
-  EXPECT_EQ(SoftmaxCrossEntropy::correct_count(gpu_ctx), 2);
+  EXPECT_EQ(loss_agrees_with_cpu(logits, labels), 2);  // rows 0 and 2
 }
 
 TEST_F(CudaSequence, CrossEntropyRejectsBadLabels) {
