@@ -11,6 +11,7 @@
 namespace interplace::runs {
 namespace {
 
+using testing::losses;
 using testing::small_gpt;
 using testing::small_resnet;
 using testing::train_on;
