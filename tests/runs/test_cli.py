@@ -430,10 +430,10 @@ TRAIN_SMALL = ["--model", "resnet20", "--width-multiplier", "0.5", "--image-size
                "--batch-size", "8", "--threads-per-rank", "1"]
 
 
-def mpirun(ranks, *args):
+def mpirun(ranks, *args, env=None):
     launcher = os.environ.get("INTERPLACE_MPIEXEC", "mpirun")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMP_NUM_THREADS="1")
+               OMP_NUM_THREADS="1", **(env or {}))
     proc = subprocess.run([launcher, "--oversubscribe", "-np", str(ranks), BINARY, *args],
                           capture_output=True, text=True, timeout=120, env=env)
     return Result(args, proc)
@@ -494,6 +494,21 @@ def test_train_token_models_on_synthetic_data():
         check(r.code == 0, f"{model}: exit {r.code}: {r.err}")
         steps = [json.loads(line) for line in r.out.splitlines()][:-1]
         check(len(steps) == 3 and all(s["loss"] > 0 for s in steps), f"{model}: {r.out}")
+
+
+def test_train_prints_steps_before_a_failure():
+    """Steps are printed as the ranks finish them: when rank 1 fails in step 3, the lines of
+    steps 0 to 2 are already out (nothing is lost), then rank 0's one error line."""
+    if not has_train():
+        return
+    env = {"INTERPLACE_FAIL_AT": "1:3"}
+    r = mpirun(2, "train", *TRAIN_SMALL, "--steps", "5", "--warmup-steps", "0", "--format",
+               "json", env=env)
+    check(r.code == 1, f"exit {r.code}: {r.err}")
+    steps = [json.loads(line)["step"] for line in r.out.splitlines()]
+    check(steps == [0, 1, 2], f"steps 0..2 expected before the failure, got {r.out}")
+    errors = [l for l in r.err.splitlines() if l.startswith("interplace: error: ")]
+    check(len(errors) == 1 and "injected failure on rank 1 in step 3" in errors[0], r.err)
 
 
 def test_train_errors():

@@ -189,6 +189,35 @@ TEST(Runtime, RecordsAreComplete) {
   EXPECT_FALSE(r.timeline.empty());
 }
 
+// Steps handed on while training are the records gathered after it, in order, on rank 0.
+TEST(Runtime, StreamedStepsEqualTheGatheredRecords) {
+  TrainConfig c = small_gpt();
+  c.warmup_steps = 1;
+  c.steps = 4;
+  c.micro_batches = 2;
+  c.devices = world_size();
+  std::vector<StepRecord> streamed;
+  const TrainResult r = train(plan_training(c), MPI_COMM_WORLD,
+                              [&streamed](const StepRecord& s) { streamed.push_back(s); });
+  if (world_rank() != 0) {
+    EXPECT_TRUE(streamed.empty());
+    return;
+  }
+  ASSERT_EQ(streamed.size(), r.steps.size());
+  for (size_t i = 0; i < streamed.size(); ++i) {
+    const StepRecord &a = streamed[i], &b = r.steps[i];
+    EXPECT_EQ(a.step, static_cast<int>(i));
+    EXPECT_EQ(a.warmup, b.warmup);
+    EXPECT_EQ(a.loss, b.loss);
+    EXPECT_EQ(a.step_time_s, b.step_time_s);
+    ASSERT_EQ(a.ranks.size(), b.ranks.size());
+    for (size_t k = 0; k < a.ranks.size(); ++k) {
+      EXPECT_EQ(a.ranks[k].forward_s, b.ranks[k].forward_s);
+      EXPECT_EQ(a.ranks[k].bytes_sent, b.ranks[k].bytes_sent);
+    }
+  }
+}
+
 TEST(Runtime, DevicesMustMatchTheCommunicator) {
   TrainConfig c = small_resnet();
   c.devices = world_size() + 1;

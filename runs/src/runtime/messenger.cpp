@@ -97,12 +97,12 @@ void Messenger::check_abort() {
   throw RemoteAbort(kind, text.substr(1));
 }
 
-void Messenger::wait(MPI_Request& request) {
+void Messenger::wait(MPI_Request& request, MPI_Status* status) {
   if (device_ != kernels::Device::cpu) kernels::backend_for(device_).synchronize();
   const double start = wall_s();
   int done = 0;
   for (long spins = 0;; ++spins) {
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
     if (done) break;
     check_abort();
     // Ranks may share cores (oversubscribed tests): let the peer we wait for run.

@@ -27,6 +27,8 @@ class RemoteAbort : public Error {
 class Messenger {
  public:
   static constexpr int kAbortTag = 1;
+  static constexpr int kStepRecordTag = 2;  // live step records (step_stream.hpp)
+  static constexpr int kFirstTiedTag = 3;   // tied weights: 3 .. kFirstDataTag - 1
   static constexpr int kFirstDataTag = 16;
 
   // Received tensors are put on `device`.
@@ -48,7 +50,7 @@ class Messenger {
   // Polls `request` to completion; throws RemoteAbort when another rank failed. On a
   // device, first waits for the device's queued work, so that time blocked here is
   // communication only.
-  void wait(MPI_Request& request);
+  void wait(MPI_Request& request, MPI_Status* status = nullptr);
   void barrier();
   void complete_sends();  // waits for every outstanding send
   void reap_sends();      // frees the sends that have completed, without waiting

@@ -9,18 +9,14 @@
 namespace interplace::runs {
 namespace {
 
-constexpr int kStepFields = 14;
 constexpr int kNameChars = 128;
 const std::array<const char*, 5> kKinds = {"forward", "backward", "aux", "optimizer", "comm_wait"};
 
 std::vector<double> pack_steps(const LocalRecords& l) {
   std::vector<double> out;
   for (size_t s = 0; s < l.ranks.size(); ++s) {
-    const RankStepRecord& r = l.ranks[s];
-    out.insert(out.end(), {r.step_s, r.forward_s, r.backward_s, r.aux_s, r.optimizer_s,
-                           r.comm_wait_s, r.idle_s, r.overhead_s, static_cast<double>(r.bytes_sent),
-                           static_cast<double>(r.peak_memory_bytes), l.loss[s], l.accuracy[s],
-                           l.aux_loss[s], l.aux_accuracy[s]});
+    const std::vector<double> step = pack_step(l, s);
+    out.insert(out.end(), step.begin(), step.end());
   }
   out.push_back(l.eval_loss);
   out.push_back(l.eval_accuracy);
@@ -38,6 +34,53 @@ double first_number(double current, double value) {
 }
 
 }  // namespace
+
+std::vector<double> pack_step(const LocalRecords& l, size_t s) {
+  const RankStepRecord& r = l.ranks[s];
+  return {r.step_s,
+          r.forward_s,
+          r.backward_s,
+          r.aux_s,
+          r.optimizer_s,
+          r.comm_wait_s,
+          r.idle_s,
+          r.overhead_s,
+          static_cast<double>(r.bytes_sent),
+          static_cast<double>(r.peak_memory_bytes),
+          l.loss[s],
+          l.accuracy[s],
+          l.aux_loss[s],
+          l.aux_accuracy[s]};
+}
+
+StepRecord new_step_record(int step, const TrainPlan& plan) {
+  StepRecord record;
+  record.step = step;
+  record.warmup = step < plan.config.warmup_steps;
+  record.loss = record.accuracy = NAN;
+  record.aux_loss.assign(static_cast<size_t>(plan.config.devices), NAN);
+  record.aux_accuracy.assign(static_cast<size_t>(plan.config.devices), NAN);
+  return record;
+}
+
+void add_rank_to_step(StepRecord& step, int stage, const double* f) {
+  const RankStepRecord rec{f[0],
+                           f[1],
+                           f[2],
+                           f[3],
+                           f[4],
+                           f[5],
+                           f[6],
+                           f[7],
+                           static_cast<int64_t>(f[8]),
+                           static_cast<int64_t>(f[9])};
+  step.step_time_s = std::max(step.step_time_s, rec.step_s);
+  step.ranks.push_back(rec);
+  step.loss = first_number(step.loss, f[10]);
+  step.accuracy = first_number(step.accuracy, f[11]);
+  step.aux_loss[static_cast<size_t>(stage)] = f[12];
+  step.aux_accuracy[static_cast<size_t>(stage)] = f[13];
+}
 
 TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Messenger& msg) {
   const int size = msg.size(), rank = msg.rank();
@@ -83,32 +126,11 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
   const size_t stride = mine.size();
   result.eval_loss = result.eval_accuracy = NAN;
   for (int s = 0; s < steps; ++s) {
-    StepRecord step;
-    step.step = s;
-    step.warmup = s < plan.config.warmup_steps;
-    step.loss = step.accuracy = NAN;
-    step.aux_loss.assign(static_cast<size_t>(plan.config.devices), NAN);
-    step.aux_accuracy.assign(static_cast<size_t>(plan.config.devices), NAN);
+    StepRecord step = new_step_record(s, plan);
     for (int r = 0; r < ranks; ++r) {
       const double* f =
           source.data() + static_cast<size_t>(r) * stride + static_cast<size_t>(s) * kStepFields;
-      RankStepRecord rec{f[0],
-                         f[1],
-                         f[2],
-                         f[3],
-                         f[4],
-                         f[5],
-                         f[6],
-                         f[7],
-                         static_cast<int64_t>(f[8]),
-                         static_cast<int64_t>(f[9])};
-      step.step_time_s = std::max(step.step_time_s, rec.step_s);
-      step.ranks.push_back(rec);
-      step.loss = first_number(step.loss, f[10]);
-      step.accuracy = first_number(step.accuracy, f[11]);
-      const int stage = rank == 0 ? r : rank;
-      step.aux_loss[static_cast<size_t>(stage)] = f[12];
-      step.aux_accuracy[static_cast<size_t>(stage)] = f[13];
+      add_rank_to_step(step, rank == 0 ? r : rank, f);
     }
     result.steps.push_back(std::move(step));
   }

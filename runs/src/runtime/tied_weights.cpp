@@ -29,7 +29,7 @@ TiedWeights::TiedWeights(const placement::Graph& graph, const placement::Placeme
     const placement::NodeId source =
         graph.id_of(std::get<std::string>(node.attributes.at("tied_to")));
     const auto& name = std::get<std::string>(node.attributes.at("tied_parameter"));
-    const int tag = 2 + index++;
+    const int tag = Messenger::kFirstTiedTag + index++;
     if (tag >= Messenger::kFirstDataTag) throw_invalid("too many tied weights");
     const bool head_here = owner(node.id) == rank, owner_here = owner(source) == rank;
     if (!head_here && !owner_here) continue;

@@ -17,7 +17,7 @@ namespace interplace::runs {
 
 class TiedWeights {
  public:
-  // `layers` by node id, null where not on this rank; tags from 2 up to kFirstDataTag.
+  // `layers` by node id, null where not on this rank; tags from kFirstTiedTag up to kFirstDataTag.
   // `layers` are the rank's, already on `device`, where replicas are made too.
   TiedWeights(const placement::Graph& graph, const placement::Placement& placement, int rank,
               uint64_t seed, kernels::Device device,

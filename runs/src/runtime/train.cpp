@@ -24,6 +24,7 @@
 #include "runtime/rank_model.hpp"
 #include "runtime/rank_program.hpp"
 #include "runtime/record_gather.hpp"
+#include "runtime/step_stream.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -109,7 +110,7 @@ void run_program(const RankProgram& program, RankModel& model) {
   }
 }
 
-TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
+TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const StepCallback& on_step) {
   const TrainConfig& c = plan.config;
   const int rank = msg.rank();
   const int threads = threads_for(c, comm);
@@ -128,47 +129,56 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
   const int total = c.warmup_steps + c.steps;
   double measured_start = 0.0;
   double previous_end = 0.0;
-  for (int step = 0; step < total; ++step) {
-    if (step == c.warmup_steps) {
-      msg.barrier();
-      measured_start = wall_s();
-      previous_end = measured_start;
+  StepStream stream(plan, msg, on_step);
+  try {
+    for (int step = 0; step < total; ++step) {
+      if (step == c.warmup_steps) {
+        msg.barrier();
+        measured_start = wall_s();
+        previous_end = measured_start;
+      }
+      if (step == 0) previous_end = wall_s();
+      clock = RankClock{};
+      clock.record_events = step == total - 1;
+      clock.step_start_s = previous_end;
+      const double wait_before = msg.comm_wait_s;
+      const int64_t bytes_before = msg.bytes_sent;
+      reset_peak_memory(device);
+      maybe_fail(rank, step);
+      model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
+      run_program(program, model);
+      msg.reap_sends();
+      const double end = wall_s();
+      RankStepRecord r;
+      r.step_s = end - previous_end;
+      r.forward_s = clock.forward_s;
+      r.backward_s = clock.backward_s;
+      r.aux_s = clock.aux_s;
+      r.optimizer_s = clock.optimizer_s;
+      r.comm_wait_s = msg.comm_wait_s - wait_before;
+      r.idle_s = r.step_s - (r.forward_s + r.backward_s + r.aux_s + r.optimizer_s);
+      r.overhead_s = r.idle_s - r.comm_wait_s;
+      r.bytes_sent = msg.bytes_sent - bytes_before;
+      r.peak_memory_bytes = peak_memory_bytes(device);
+      local.ranks.push_back(r);
+      local.loss.push_back(model.loss.mean_loss());
+      local.accuracy.push_back(model.loss.accuracy());
+      local.aux_loss.push_back(model.aux_loss.mean_loss());
+      local.aux_accuracy.push_back(model.aux_loss.accuracy());
+      if (step == total - 1) local.timeline = clock.events;
+      // Rank 0's handing on (printing) falls into its next step, as overhead.
+      stream.post(step, pack_step(local, local.ranks.size() - 1));
+      model.end_step();
+      previous_end = end;
     }
-    if (step == 0) previous_end = wall_s();
-    clock = RankClock{};
-    clock.record_events = step == total - 1;
-    clock.step_start_s = previous_end;
-    const double wait_before = msg.comm_wait_s;
-    const int64_t bytes_before = msg.bytes_sent;
-    reset_peak_memory(device);
-    maybe_fail(rank, step);
-    model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
-    run_program(program, model);
-    msg.reap_sends();
-    const double end = wall_s();
-    RankStepRecord r;
-    r.step_s = end - previous_end;
-    r.forward_s = clock.forward_s;
-    r.backward_s = clock.backward_s;
-    r.aux_s = clock.aux_s;
-    r.optimizer_s = clock.optimizer_s;
-    r.comm_wait_s = msg.comm_wait_s - wait_before;
-    r.idle_s = r.step_s - (r.forward_s + r.backward_s + r.aux_s + r.optimizer_s);
-    r.overhead_s = r.idle_s - r.comm_wait_s;
-    r.bytes_sent = msg.bytes_sent - bytes_before;
-    r.peak_memory_bytes = peak_memory_bytes(device);
-    local.ranks.push_back(r);
-    local.loss.push_back(model.loss.mean_loss());
-    local.accuracy.push_back(model.loss.accuracy());
-    local.aux_loss.push_back(model.aux_loss.mean_loss());
-    local.aux_accuracy.push_back(model.aux_loss.accuracy());
-    if (step == total - 1) local.timeline = clock.events;
-    model.end_step();
-    previous_end = end;
+    msg.complete_sends();
+    msg.barrier();
+  } catch (...) {
+    stream.drain();  // rank 0 hands on the steps every rank finished
+    throw;
   }
-  msg.complete_sends();
-  msg.barrier();
   const double measured_wall_s = wall_s() - measured_start;
+  stream.finish(total);
 
   // Evaluation: the last stage's head only (the network's own), eval mode, micro-batch
   // sized chunks (the graph's shapes are per micro-batch).
@@ -202,7 +212,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm) {
 
 }  // namespace
 
-TrainResult train(const TrainPlan& plan, MPI_Comm comm) {
+TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_step) {
   int size = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   if (size != plan.config.devices) {
@@ -213,7 +223,7 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm) {
   Messenger msg(comm, device);
   try {
     start_device(device);
-    return run(plan, msg, comm);
+    return run(plan, msg, comm, on_step);
   } catch (const RemoteAbort&) {
     throw;
   } catch (const Error& e) {

@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -129,7 +130,14 @@ struct TrainResult {
 // Throws invalid_input (the configuration cannot run, with the reason).
 TrainPlan plan_training(const TrainConfig& config);
 
-// Collective over comm. Throws interplace::Error on every rank when any rank fails.
-TrainResult train(const TrainPlan& plan, MPI_Comm comm);
+// Called on rank 0 with each step's record (all ranks' parts) while training goes on,
+// in step order, once every rank has ended that step.
+using StepCallback = std::function<void(const StepRecord&)>;
+
+// Collective over comm. Throws interplace::Error on every rank when any rank fails; with
+// `on_step`, rank 0 has handed on every step that all ranks finished before the failure.
+// `on_step` must be given on every rank or on none (the ranks then send their records as
+// they go); it is only called on rank 0.
+TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_step = {});
 
 }  // namespace interplace::runs

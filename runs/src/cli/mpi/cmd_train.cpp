@@ -53,23 +53,24 @@ double median_step_s(const TrainResult& result) {
   return times[times.size() / 2];
 }
 
-std::string train_json(const TrainPlan& plan, const TrainResult& result) {
+std::string step_json(const StepRecord& s) {
+  std::vector<std::string> ranks;
+  for (size_t r = 0; r < s.ranks.size(); ++r)
+    ranks.push_back(rank_json(static_cast<int>(r), s.ranks[r]));
+  return JsonObject()
+             .integer("step", s.step)
+             .boolean("warmup", s.warmup)
+             .number("loss", s.loss)
+             .number("accuracy", s.accuracy)
+             .number("step_time_s", s.step_time_s)
+             .raw("aux_loss", json_array(s.aux_loss, json_number))
+             .raw("ranks", json_array(ranks, [](const std::string& j) { return j; }))
+             .str() +
+         "\n";
+}
+
+std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
   std::string out;
-  for (const StepRecord& s : result.steps) {
-    std::vector<std::string> ranks;
-    for (size_t r = 0; r < s.ranks.size(); ++r)
-      ranks.push_back(rank_json(static_cast<int>(r), s.ranks[r]));
-    out += JsonObject()
-               .integer("step", s.step)
-               .boolean("warmup", s.warmup)
-               .number("loss", s.loss)
-               .number("accuracy", s.accuracy)
-               .number("step_time_s", s.step_time_s)
-               .raw("aux_loss", json_array(s.aux_loss, json_number))
-               .raw("ranks", json_array(ranks, [](const std::string& j) { return j; }))
-               .str() +
-           "\n";
-  }
   out += JsonObject()
              .boolean("summary", true)
              .string("configuration", plan.config.display_name())
@@ -89,21 +90,29 @@ std::string train_json(const TrainPlan& plan, const TrainResult& result) {
   return out;
 }
 
-std::string train_text(const TrainPlan& plan, const TrainResult& result) {
+std::string header_text(const TrainPlan& plan) {
   std::ostringstream out;
   out << plan.config.display_name() << " (" << plan.parameter_count << " parameters)\n";
   if (!plan.global_only_reason.empty()) out << "global only: " << plan.global_only_reason << "\n";
-  for (const StepRecord& s : result.steps) {
-    double idle = 0.0;
-    for (const RankStepRecord& r : s.ranks) idle += r.idle_s;
-    out << "step " << s.step << (s.warmup ? " (warm-up)" : "") << ": loss "
-        << format_fixed(s.loss, 4) << ", accuracy " << format_percent(s.accuracy) << ", "
-        << format_seconds(s.step_time_s) << ", idle "
-        << format_percent(s.ranks.empty() || s.step_time_s <= 0.0
-                              ? 0.0
-                              : idle / (static_cast<double>(s.ranks.size()) * s.step_time_s))
-        << "\n";
-  }
+  return out.str();
+}
+
+std::string step_text(const StepRecord& s) {
+  std::ostringstream out;
+  double idle = 0.0;
+  for (const RankStepRecord& r : s.ranks) idle += r.idle_s;
+  out << "step " << s.step << (s.warmup ? " (warm-up)" : "") << ": loss " << format_fixed(s.loss, 4)
+      << ", accuracy " << format_percent(s.accuracy) << ", " << format_seconds(s.step_time_s)
+      << ", idle "
+      << format_percent(s.ranks.empty() || s.step_time_s <= 0.0
+                            ? 0.0
+                            : idle / (static_cast<double>(s.ranks.size()) * s.step_time_s))
+      << "\n";
+  return out.str();
+}
+
+std::string summary_text(const TrainPlan& plan, const TrainResult& result) {
+  std::ostringstream out;
   out << "median step " << format_seconds(median_step_s(result)) << " (simulated "
       << format_seconds(plan.prediction.step_time_s) << "), "
       << format_fixed(result.samples_per_s, 1) << " samples/s over "
@@ -132,9 +141,17 @@ std::string run_train(TrainOptions& o) {
                     std::to_string(config.devices) + ")");
     }
     const TrainPlan plan = plan_training(config);
-    const TrainResult result = train(plan, MPI_COMM_WORLD);
+    const bool json = o.format == "json";
+    // Steps are printed as every rank finishes them (a run that fails or is killed has
+    // printed what it did; one that fails before its first step prints nothing); the
+    // summary follows training.
+    const auto print_step = [json, &plan](const StepRecord& s) {
+      if (s.step == 0 && !json) std::cout << header_text(plan);
+      std::cout << (json ? step_json(s) : step_text(s)) << std::flush;
+    };
+    const TrainResult result = train(plan, MPI_COMM_WORLD, print_step);
     if (mpi.world_rank() != 0) return "";
-    return o.format == "json" ? train_json(plan, result) : train_text(plan, result);
+    return json ? summary_json(plan, result) : summary_text(plan, result);
   } catch (...) {
     // Every rank fails with the same error (train() propagates it): only rank 0 says so.
     if (mpi.world_rank() != 0) std::cerr.rdbuf(nullptr);
