@@ -14,7 +14,19 @@ kernels::Device device_by_name(const std::string& name) {
   return name == "cuda" ? kernels::Device::cuda : kernels::Device::cpu;
 }
 
+void require_device_support(kernels::Device device) {
+#ifndef INTERPLACE_HAVE_CUDA
+  if (device == kernels::Device::cuda) {
+    throw_invalid(
+        "device cuda: this build of interplace has no CUDA backend (configure with "
+        "-DINTERPLACE_CUDA=ON)");
+  }
+#endif
+  (void)device;
+}
+
 void start_device(kernels::Device device) {
+  require_device_support(device);
   if (device == kernels::Device::cpu) return;
 #ifdef INTERPLACE_HAVE_CUDA
   if (kernels::cuda_device_count() == 0) {
@@ -27,10 +39,6 @@ void start_device(kernels::Device device) {
     throw_runtime("device cuda: the CUDA backend did not start (" +
                   kernels::cuda_unavailable_reason() + ")");
   }
-#else
-  throw_invalid(
-      "device cuda: this build of interplace has no CUDA backend (configure with "
-      "-DINTERPLACE_CUDA=ON)");
 #endif
 }
 

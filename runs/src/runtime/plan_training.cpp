@@ -101,10 +101,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   require_name("interlock mode", config.interlock_mode, {"single", "sum"});
   require_name("dataset", config.dataset, dataset_names());
   require_name("optimizer", config.optimizer, {"sgd", "adamw"});
-  device_by_name(config.device);
-#ifndef INTERPLACE_HAVE_CUDA
-  start_device(device_by_name(config.device));  // refuses cuda in a build without it
-#endif
+  require_device_support(device_by_name(config.device));
   // The pipeline only chooses the global schedule; local and interlocking ignore it.
   const bool global = reach == config.devices - 1;
 

@@ -11,6 +11,10 @@ namespace interplace::runs {
 // "cpu" or "cuda"; anything else is invalid input naming both.
 kernels::Device device_by_name(const std::string& name);
 
+// Throws invalid input when this build cannot compute on `device` (cuda without the CUDA
+// backend); what planning checks, before any rank looks for hardware.
+void require_device_support(kernels::Device device);
+
 // Makes `device` ready on this rank. For cuda: GPU (node-local rank in MPI_COMM_WORLD,
 // as MpiSession recorded it) mod (GPUs this rank sees), so every configuration of a
 // sweep uses the same one; a runtime error when there is none or its backend does not

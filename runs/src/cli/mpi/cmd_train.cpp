@@ -70,8 +70,7 @@ std::string step_json(const StepRecord& s) {
 }
 
 std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
-  std::string out;
-  out += JsonObject()
+  return JsonObject()
              .boolean("summary", true)
              .string("configuration", plan.config.display_name())
              .string("family", plan.family)
@@ -87,7 +86,6 @@ std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
              .number("eval_accuracy", result.eval_accuracy)
              .str() +
          "\n";
-  return out;
 }
 
 std::string header_text(const TrainPlan& plan) {
