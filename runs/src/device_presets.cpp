@@ -30,7 +30,7 @@ const std::vector<DevicePreset>& device_presets() {
   static const std::vector<DevicePreset> presets = [] {
     std::vector<DevicePreset> all;
     all.push_back(preset("cpu-core", 128e9, 15e9, 8'000'000'000, 1e-6, 10e9,
-                         "128 GFLOP/s: oneDNN 3x3 convolution on one AVX-512 core (DESIGN.md); "
+                         "128 GFLOP/s: oneDNN 3x3 conv, one AVX-512 core (docs/kernels.md); "
                          "15 GB/s: one-core triad on the development machine (AMD EPYC); 8 GB: "
                          "a per-core share of a node; link: assumed shared-memory MPI, 1 us and "
                          "10 GB/s"));

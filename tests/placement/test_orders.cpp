@@ -13,7 +13,7 @@ Order order_of(const Graph& graph, const std::string& name, const OrderOptions& 
   return compute_order(graph, order_by_name(name), options);
 }
 
-// Expected sequences below are worked out by hand from DESIGN.md's definitions (and agree
+// Expected sequences below are worked out by hand from docs/orders.md's definitions (and agree
 // with networkx's dfs_preorder_nodes / dfs_postorder_nodes / bfs_edges).
 TEST(Orders, Diamond) {
   const Graph graph = testing::diamond();

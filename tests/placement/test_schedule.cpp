@@ -121,7 +121,7 @@ TEST(Schedule, LocalStagesNeverReceiveGradients) {
                                                                         "step 1"}));
 }
 
-// DESIGN.md: body k is trained by the loss of stage min(k+d, K-1), and that loss's
+// docs/strategies.md: body k is trained by the loss of stage min(k+d, K-1), and that loss's
 // gradient passes through stages k+d-1 .. k+1 without updating them.
 TEST(Schedule, EveryBodyIsTrainedByTheLossItsReachNames) {
   for (int k = 1; k <= 6; ++k) {

@@ -4,7 +4,7 @@
 // through the Messenger at node level: an activation is sent to every other rank that
 // consumes it as soon as it is computed and received when first needed; gradients flow
 // back the same way. Executing the units of every rank in one global topological order
-// of (node, micro-batch) tasks is deadlock-free (DESIGN.md, "Runtime").
+// of (node, micro-batch) tasks is deadlock-free (docs/runtime.md, "Programs").
 #pragma once
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // Traversal orders: the sequence in which a placer takes its decisions. Every order is a
-// permutation of the node ids. Ties are broken exactly as DESIGN.md says: roots are the
+// permutation of the node ids. Ties are broken as docs/orders.md says: roots are the
 // unvisited nodes in ascending id, successors are visited in insertion order, which makes
 // the DFS and BFS orders equal to networkx's dfs_preorder_nodes, dfs_postorder_nodes and
 // breadth-first search over all components on the same graph.

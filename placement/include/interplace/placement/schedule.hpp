@@ -1,5 +1,5 @@
 // Schedules as data: for each stage (device) of a K-stage chain, the list of actions it
-// executes in order, for the global, local and interlocking strategies of DESIGN.md.
+// executes in order, for the global, local and interlocking strategies (docs/strategies.md).
 // The simulator and the runtime both execute these lists.
 //
 // With reach d (local 0, pairwise 1, nwise:N N-1, global K-1; d >= K-1 is global):
@@ -14,7 +14,7 @@
 // heads exist on stages t in [d, K-2] (a head on t < d would train no body, and at
 // inference only the last head is used), so global has none.
 //
-// Interlock mode `sum` (DESIGN.md): body k is trained by the sum of the losses of stages
+// Interlock mode `sum`: body k is trained by the sum of the losses of stages
 // k .. min(k+d, K-1). Then every flow t in [0, K-2] runs from the auxiliary loss of stage t
 // back to stage max(0, t-d), and every flow (also the network's own) updates every body it
 // passes; heads exist on stages 0 .. K-2. For global (d = K-1) this adds every stage's

@@ -1,6 +1,6 @@
-// Auxiliary heads of the local and interlocking strategies (DESIGN.md, "Backprop
-// strategies"), built as small graphs from the same kernel layers as the model zoo, so
-// their FLOPs, parameters and activation sizes are those of the heads the runtime trains.
+// Auxiliary heads of the local and interlocking strategies (docs/strategies.md), built as
+// small graphs from the same kernel layers as the model zoo, so their FLOPs, parameters
+// and activation sizes are those of the heads the runtime trains.
 //
 // A head reads the tensor that crosses a stage boundary; its layers depend on the rank:
 //   [N, C, H, W]  conv3x3 C->c1, BN, ReLU, conv3x3 c1->c2, BN, ReLU, global average pool,

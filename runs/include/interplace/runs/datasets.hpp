@@ -1,4 +1,4 @@
-// Data sets the runtime trains on (DESIGN.md, "Data"). Every rank opens the same data set
+// Data sets the runtime trains on (docs/cli.md, "Data sets"). Every rank opens the same data set
 // with the same seed and so draws the same mini-batches: the first stage reads the inputs,
 // every stage with a loss (the last, and those with auxiliary heads) reads the labels.
 //

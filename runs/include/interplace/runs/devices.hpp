@@ -1,5 +1,5 @@
 // The device a rank computes on, for `interplace train`, sweeps and `interplace profile`:
-// the CPU, or one GPU per rank chosen by the rank's place on its node (DESIGN.md).
+// the CPU, or one GPU per rank chosen by the rank's place on its node (docs/runtime.md).
 #pragma once
 
 #include <string>

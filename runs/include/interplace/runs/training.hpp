@@ -41,7 +41,7 @@ struct TrainConfig {
   int devices = 1;                        // ranks; must equal the communicator's size
   std::string strategy = "global";        // global | local | pairwise | nwise:N
   std::string pipeline = "gpipe";         // global only: gpipe | 1f1b
-  std::string interlock_mode = "single";  // single | sum (DESIGN.md, "Backprop strategies")
+  std::string interlock_mode = "single";  // single | sum (docs/strategies.md)
   int micro_batches = 1;                  // per mini-batch; must divide batch_size
   int64_t batch_size = 32;                // samples per mini-batch (one optimiser step)
   int warmup_steps = 1;                   // run and recorded first, flagged, excluded from medians

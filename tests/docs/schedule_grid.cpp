@@ -1,0 +1,110 @@
+// Prints a schedule of schedule.hpp as a rank x time grid, for docs/strategies.md: the
+// real build_schedule, timed by the real simulator with unit costs, so the documented
+// grids are what the simulator and the runtime execute (test_doc_examples.py checks them).
+//
+// Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] [gpipe|1f1b] [single|sum]
+//
+// Costs: forward 1, backward 1 (every pass), optimiser step 1; auxiliary heads and
+// transfers 0, so each cell is one time unit and waiting shows as idle. Cells: F<m> forward
+// of micro-batch m, B<m> a backward pass that updates the body, b<m> one that only passes
+// the gradient on, S the optimiser step, `.` idle. Micro-batches are numbered across
+// mini-batches (mini-batch b's m-th is b*M + m).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "interplace/placement/schedule.hpp"
+#include "interplace/placement/simulator.hpp"
+
+namespace {
+
+using namespace interplace::placement;
+
+std::string label(const Action& action, int micro_batches) {
+  const std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
+  switch (action.kind) {
+    case ActionKind::forward:
+      return "F" + m;
+    case ActionKind::backward:
+      return (action.updates_parameters ? "B" : "b") + m;
+    case ActionKind::optimizer_step:
+      return "S";
+    default:
+      return "";
+  }
+}
+
+int run(int argc, char** argv) {
+  if (argc < 4 || argc > 7) {
+    std::fprintf(stderr,
+                 "usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] "
+                 "[gpipe|1f1b] [single|sum]\n");
+    return 2;
+  }
+  ScheduleRequest request;
+  request.strategy = argv[1];
+  request.stage_count = std::stoi(argv[2]);
+  request.micro_batches = std::stoi(argv[3]);
+  request.mini_batches = argc > 4 ? std::stoi(argv[4]) : 1;
+  request.pipeline = argc > 5 ? pipeline_by_name(argv[5]) : PipelineKind::one_f_one_b;
+  request.interlock = argc > 6 ? interlock_mode_by_name(argv[6]) : InterlockMode::single;
+  const Schedule schedule = build_schedule(request);
+
+  PipelineCosts costs;
+  for (int k = 0; k < schedule.stage_count; ++k) {
+    StageCosts stage;
+    stage.forward_s = 1.0;
+    stage.backward_s = 1.0;
+    stage.optimizer_s = 1.0;
+    costs.stages.push_back(stage);
+  }
+  costs.link = LinkSpec{0.0, INFINITY};
+  const SimulationResult result = simulate(schedule, costs);
+
+  const int slots = static_cast<int>(std::lround(result.makespan_s));
+  std::vector<std::vector<std::string>> grid(schedule.stage_count,
+                                             std::vector<std::string>(slots, "."));
+  size_t width = 2;
+  for (const TraceEvent& event : result.trace) {
+    const Action& action = schedule.stage_actions[event.stage][event.action_index];
+    const std::string text = label(action, schedule.micro_batches);
+    if (text.empty() || event.end_s <= event.start_s) continue;  // messages, free aux heads
+    grid[event.stage][static_cast<int>(std::lround(event.start_s))] = text;
+    width = std::max(width, text.size());
+  }
+  std::printf("%s, reach %d, K=%d, M=%d, %d mini-batch%s, %s; time %d, idle %.0f%%\n",
+              schedule.strategy.c_str(), schedule.reach, schedule.stage_count,
+              schedule.micro_batches, schedule.mini_batches, schedule.mini_batches == 1 ? "" : "es",
+              schedule.reach == schedule.stage_count - 1
+                  ? to_string(schedule.pipeline).c_str()
+                  : ("interlock mode " + to_string(schedule.interlock)).c_str(),
+              slots, 100.0 * result.idle_fraction);
+  std::string heads;
+  for (int k = 0; k < schedule.stage_count; ++k) {
+    if (schedule.has_aux_head[k]) heads += (heads.empty() ? "" : ", ") + std::to_string(k);
+  }
+  std::printf("auxiliary heads on ranks: %s\n", heads.empty() ? "none" : heads.c_str());
+  for (int k = 0; k < schedule.stage_count; ++k) {
+    std::string row = "rank " + std::to_string(k) + ":";
+    for (const std::string& cell : grid[k]) {
+      row += " " + cell + std::string(width - cell.size(), ' ');
+    }
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    std::printf("%s\n", row.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "schedule_grid: error: %s\n", error.what());
+    return 2;
+  }
+}
