@@ -37,12 +37,13 @@ class Report:
 def build_report(results: Results, seed: int = 0, tolerance: float = 0.01) -> Report:
     """Computes every table (no files written)."""
     notes = list(results.notes)
+    samples = traversal.order_samples(results)
     orders = traversal.order_table(results, seed=seed)
-    best = traversal.best_table(orders)
+    best = traversal.best_table(orders, samples, seed=seed)
     for _, r in best[best["note"] != ""].iterrows():
         notes.append(f"{r['model']} {r['placer']} K={r['devices']}: {r['note']}")
     strat = strategies.strategy_table(results)
-    ranked = traversal.rank_orders(traversal.order_samples(results), ["family"], seed=seed)
+    ranked = traversal.rank_orders(samples, ["family"], seed=seed)
     families = sorted(set(results.ok["family"])) if not results.ok.empty else []
     rec = recommendations.recommendation_table(ranked, strat, families, tolerance)
     sim = simulator.simulator_table(results)
@@ -109,7 +110,7 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Path]:
         for key, g in strat.groupby(strategies.GROUP_KEY, dropna=False, sort=True):
             k = dict(zip(strategies.GROUP_KEY, key))
             title = f"{k['model']} K={k['devices']} {k['order']} {k['placer']}"
-            fig = plots.loss_curves(results, list(g["config_id"]), title,
+            fig = plots.loss_curves(results, list(g["run_id"]), title,
                                     float(g["equal_time_s"].iloc[0]))
             if fig is not None:
                 name = _slug("loss", k["model"], f"K{k['devices']}", k["order"], k["placer"],
@@ -120,9 +121,9 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Path]:
         fastest = (with_tl.sort_values("step_time_s")
                    .groupby(["model", "strategy_label"], sort=True).head(1))
         for _, r in fastest.head(MAX_TIMELINES).iterrows():
-            fig = plots.timeline(results, r["config_id"])
+            fig = plots.timeline(results, r["run_id"])
             if fig is not None:
-                name = _slug("timeline", r["model"], r["strategy_label"], r["config_id"])
+                name = _slug("timeline", r["model"], r["strategy_label"], r["run_id"])
                 written.append(plots.save(fig, out / f"{name}.png"))
     return written
 

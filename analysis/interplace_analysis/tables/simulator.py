@@ -35,7 +35,7 @@ def _summary_row(scope: str, t: pd.DataFrame) -> dict:
     return {"scope": scope, "configs": len(t),
             "mape_pct": stats.mape(t["pred_step_time_s"], t["step_time_s"]),
             "spearman": stats.spearman(t["pred_step_time_s"], t["step_time_s"]),
-            "median_error": float(t["sim_error"].median()) if len(t) else float("nan")}
+            "median_error": stats.median(t["sim_error"]) if len(t) else float("nan")}
 
 
 def simulator_summary(table: pd.DataFrame) -> pd.DataFrame:
