@@ -127,11 +127,12 @@ def _identify_runs(records: list[ConfigRecord], notes: list[str]) -> None:
             n = seen.get(rec.id, 0)
             seen[rec.id] = n + 1
             rec.run_id = f"{rec.id}#{n}"
-    for cid, n in sorted(count.items()):
-        if n > 1:
-            notes.append(f"configuration {cid} occurs {n} times (in "
-                         f"{', '.join(sorted({r.file for r in records if r.id == cid}))}):"
-                         " each occurrence counts as one run of it")
+    repeated = sorted(cid for cid, n in count.items() if n > 1)
+    if repeated:
+        files = sorted({r.file for r in records if r.id in set(repeated)})
+        notes.append(f"{len(repeated)} configuration id(s) occur more than once (e.g."
+                     f" {repeated[0]}, {count[repeated[0]]} times; in {', '.join(files)}):"
+                     " each occurrence counts as one run of its configuration")
 
 
 def _missing_indices(files: list, records: list[ConfigRecord], notes: list[str]) -> pd.DataFrame:
@@ -176,7 +177,13 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
     if not paths:
         raise ResultFormatError("no result files given")
     notes: list[str] = []
-    contents = [read_result_file(p) for p in paths]
+    unique: list[str | Path] = []
+    for p in paths:
+        if any(Path(p).resolve() == Path(q).resolve() for q in unique):
+            notes.append(f"{p} was given twice: read once")
+            continue
+        unique.append(p)
+    contents = [read_result_file(p) for p in unique]
     records: list[ConfigRecord] = [rec for fc in contents for rec in fc.configs]
     _identify_runs(records, notes)
 

@@ -187,7 +187,7 @@ def test_the_same_id_in_two_files_is_two_runs(tmp_path, configs):
     assert set(runs["config_key"]) == {twice} and set(runs["file"]) == {str(a), str(b)}
     assert r.runs_per_configuration()[twice] == 2
     assert r.configs["run_id"].is_unique
-    assert any("occurs 2 times" in n for n in r.notes)
+    assert any("2 times" in n and "one run" in n for n in r.notes)
     assert len(r.measured_step_times(f"{twice}#1")) == 8
 
 
@@ -289,3 +289,10 @@ def test_nan_step_times_are_not_results(tmp_path):
     assert r.ok["order"].tolist() == ["bfs"]
     assert failure_table(r)["status"].tolist() == ["ok"]
     assert order_table(r)["order"].tolist() == ["bfs"]
+
+
+def test_the_same_path_twice_is_read_once(tmp_path, configs):
+    a = write_result_file(tmp_path / "a.h5", configs[:3])
+    r = load_results([a, tmp_path / "." / "a.h5"])
+    assert len(r.configs) == 3 and r.configs["run_id"].is_unique
+    assert any("given twice" in n for n in r.notes)

@@ -18,7 +18,7 @@ from .. import stats
 from ..loader import Results
 from .traversal import GROUP_KEY
 
-COLUMNS = ["config_id", "name", "pred_estimator", "pred_step_time_s", "step_time_s",
+COLUMNS = ["config_id", "repeat", "name", "pred_estimator", "pred_step_time_s", "step_time_s",
            "sim_error", "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
 SUMMARY = ["scope", "configs", "mape_pct", "spearman", "median_error"]
 
