@@ -83,14 +83,17 @@ def test_accuracy_tolerance_decides_the_strategy(recs):
     assert "local x2.00, cost +0.100" in strict["strategy_evidence"]
 
 
+RUNS5 = dict(min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001)
+
+
 def test_confidence_wording_for_a_tie():
     ranked = pd.DataFrame([
-        dict(family="f", placer="p", order="dfs-pre", settings=1, of_settings=1, min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001, 
-            
+        dict(family="f", placer="p", order="dfs-pre", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.3, speedup_ci_low=1.2, speedup_ci_high=1.4, vs_runner_up=1.01,
              vs_ci_low=0.98, vs_ci_high=1.04, rank=1),
-        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1, min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001, 
-            
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.29, speedup_ci_low=1.2, speedup_ci_high=1.4,
              vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
@@ -109,12 +112,12 @@ def test_failures_listed_with_reason(results):
 
 def test_confidence_wording_when_topo_is_best():
     ranked = pd.DataFrame([
-        dict(family="f", placer="p", order="topo", settings=1, of_settings=1, min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001, 
-            
+        dict(family="f", placer="p", order="topo", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.0, speedup_ci_low=1.0, speedup_ci_high=1.0, vs_runner_up=1.2,
              vs_ci_low=1.1, vs_ci_high=1.3, rank=1),
-        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1, min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001, 
-            
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=0.8, speedup_ci_low=0.75, speedup_ci_high=0.85,
              vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]

@@ -46,7 +46,7 @@ GROUP_KEY = ["family", "model", "model_options", "order", "placer", "devices",
              "micro_batches", "batch_size", "device", "dataset"]
 DISPLAY_KEY = ["family", "model", "devices", "order", "placer"]
 COLUMNS = GROUP_KEY + [
-    "strategy_label", "config_id", "run_id", "runs", "samples_per_s", "speedup",
+    "strategy_label", "config_key", "run_id", "runs", "samples_per_s", "speedup",
     "speedup_ci_low", "speedup_ci_high", "speedup_p", "speedup_p_holm", "speedup_verdict",
     "utilisation", "idle_fraction", "equal_step", "loss_at_equal_step",
     "accuracy_at_equal_step", "eval_accuracy", "equal_time_s", "step_at_equal_time",
@@ -119,7 +119,7 @@ def strategy_table(results: Results, seed: int = 0) -> pd.DataFrame:
                 est = stats.ratio(mine, base_runs, stats.seed_for(*key, label, base=seed))
             ests.append((label == base_label, est))
             part.append({
-                **dict(zip(GROUP_KEY, key)), "strategy_label": label, "config_id": ckey,
+                **dict(zip(GROUP_KEY, key)), "strategy_label": label, "config_key": ckey,
                 "run_id": runs["run_id"].iloc[0], "runs": len(runs),
                 "samples_per_s": mine.point, "speedup": est.point, "speedup_ci_low": est.low,
                 "speedup_ci_high": est.high, "speedup_p": est.p,
