@@ -9,7 +9,7 @@ Per configuration present in both with ``ok`` runs:
 * throughput (``samples_per_s``): ratio NEW / BASE of the medians over runs, above 1 is
   faster;
 
-each with a 95% bootstrap interval over runs and a two-sided bootstrap p-value
+each with a 95% bootstrap interval over runs and a two-sided permutation p-value
 (:mod:`.stats`), Holm-adjusted over the rows of the table (separately per metric), and a
 verdict: ``faster``/``slower`` (at least ``MIN_RUNS`` runs per side, interval excludes
 1, Holm p < 0.05), ``same``, or ``not enough runs (n=... vs ...)``.
@@ -168,8 +168,9 @@ def _families(configs: pd.DataFrame, per_key: dict, seed: int) -> pd.DataFrame:
             sides_s += [ns, bs]
             sides_t += [nt, bt]
         sk = stats.seed_for(*key, base=seed)
-        es = stats.joint_estimate(sides_s, _geomean_ratio, sk)
-        et = stats.joint_estimate(sides_t, _geomean_ratio, sk + 1)
+        pairs = [(i, i + 1) for i in range(0, len(sides_s), 2)]
+        es = stats.joint_estimate(sides_s, _geomean_ratio, sk, pairs=pairs)
+        et = stats.joint_estimate(sides_t, _geomean_ratio, sk + 1, pairs=pairs)
         estimates["step"].append(es)
         estimates["throughput"].append(et)
         rows.append({**dict(zip(FAMILY_KEY, key)), "configurations": len(g),

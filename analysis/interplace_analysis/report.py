@@ -106,8 +106,9 @@ def confidence_notes(per_config: pd.Series) -> list[str]:
             f" interval is a 95% bootstrap interval over runs (scipy.stats.bootstrap,"
             f" percentile); a difference is called (faster/slower, beats, beyond noise) only"
             f" with >= {stats.MIN_RUNS} runs per configuration, an interval excluding 1 and a"
-            f" Holm-adjusted bootstrap p-value < {stats.ALPHA} (Holm over each table's"
-            f" comparisons). n = runs.")
+            f" Holm-adjusted permutation p-value over runs < {stats.ALPHA} (Holm over each"
+            f" table's comparisons; with 3 runs a side p >= 0.1, so in practice verdicts need"
+            f" 4 or more runs, 5 or more to survive Holm). n = runs.")
     if per_config.empty:
         return [rule]
     few = int((per_config < stats.MIN_RUNS).sum())

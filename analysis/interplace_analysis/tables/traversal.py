@@ -189,7 +189,8 @@ def _geomean_ratio(pairs: list[tuple[int, int]], sub: pd.DataFrame,
     def statistic(m: list) -> np.ndarray:
         logs = [np.log(m[pos[n]] / m[pos[d]]) for n, d in pairs]
         return np.exp(sum(logs) / len(logs))
-    return stats.joint_estimate(sides, statistic, seed)
+    return stats.joint_estimate(sides, statistic, seed,
+                                pairs=[(pos[n], pos[d]) for n, d in pairs])
 
 
 def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -240,7 +241,7 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     Returns one row per (by key, placer, order) with ``settings`` (how many it ran in),
     ``score`` (geometric mean of its median over the setting's fastest median; 1 is the
     fastest everywhere), ``speedup_vs_topo`` (geometric mean over the settings that have
-    ``topo`` with the same placer) with its interval over runs, bootstrap p-value
+    ``topo`` with the same placer) with its interval over runs, permutation p-value
     (``speedup_p``) and the fewest runs behind it (``speedup_runs``), and ``rank``
     (1 = best among the pairs present in the most settings). Settings that ran a single
     order are left out when any setting compares two or more. The best row of each key
