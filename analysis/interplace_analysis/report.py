@@ -90,7 +90,7 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01) -> Re
                "mean_branching_factor", "critical_path_cost_share", "best_order",
                "best_placer", "speedup_vs_topo", "min_runs"], "(no graph statistics)"),
         Table("simulator", "4a. Simulator vs measured step time", sim,
-              ["name", "repeat", "pred_estimator", "pred_step_time_s", "step_time_s", "sim_error",
+              ["name", "runs", "pred_estimator", "pred_step_time_s", "step_time_s", "sim_error",
                "pred_idle_fraction", "idle_fraction"], "(no predictions)"),
         Table("simulator_summary", "4b. Simulator accuracy (MAPE, Spearman)",
               simulator.simulator_summary(sim), None, "(no predictions)"),

@@ -134,3 +134,16 @@ def test_confidence_wording_when_topo_is_best():
     ranked.loc[:, "min_runs"] = 2
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
     assert r["confidence"].startswith("low: n=2: not enough repeats")
+
+
+def test_simulator_one_row_per_configuration_over_its_runs(tmp_path):
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    runs = repeated(Cfg(pred_step_s=1.1), 3, seed=4)
+    r = load_results([write_result_file(tmp_path / "s.h5", runs)])
+    t = simulator.simulator_table(r)
+    assert len(t) == 1 and t.loc[0, "runs"] == 3
+    measured = np.median([np.median(c.measured()) for c in runs])
+    assert t.loc[0, "step_time_s"] == pytest.approx(measured)
+    assert t.loc[0, "sim_error"] == pytest.approx(1.1 / measured - 1)
