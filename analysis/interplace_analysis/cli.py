@@ -1,4 +1,5 @@
-"""Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``.
+"""Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR`` and
+``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]``.
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
 other-version file) is one line on stderr and exit status 2, not a traceback.
@@ -29,11 +30,47 @@ def _parser() -> argparse.ArgumentParser:
                    help="largest accuracy cost vs global a recommended strategy may have"
                         " (default 0.01 = one percentage point)")
     r.add_argument("--quiet", action="store_true", help="do not print the report")
+    c = sub.add_parser("compare", help="NEW / BASE step time and throughput per configuration",
+                       description="Matches configurations of two result files by id and"
+                                   " prints, per configuration and per (model, strategy),"
+                                   " the ratios NEW/BASE of step time and throughput with"
+                                   " 95%% intervals over runs and a verdict (faster, slower,"
+                                   " same, not enough runs), plus configurations in only"
+                                   " one file.")
+    c.add_argument("base", metavar="BASE", help="HDF5 result file (the reference)")
+    c.add_argument("new", metavar="NEW", help="HDF5 result file (compared with BASE)")
+    c.add_argument("--out", type=Path, metavar="DIR",
+                   help="also write DIR/compare.{md,json} and DIR/tables/*")
+    c.add_argument("--format", choices=("text", "json", "md"), default="text",
+                   help="what to print (default text)")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     return p
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from . import compare
+    try:
+        base, new = load_results([args.base]), load_results([args.new])
+    except ResultFormatError as e:
+        print(f"interplace_analysis: {e}", file=sys.stderr)
+        return 2
+    c = compare.compare_results(base, new, seed=args.seed, base_name=str(args.base),
+                                new_name=str(args.new))
+    if args.out is not None:
+        try:
+            compare.write(c, args.out)
+        except OSError as e:
+            print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
+            return 1
+    print({"text": compare.to_text, "json": compare.to_json,
+           "md": compare.to_markdown_text}[args.format](c))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "compare":
+        return _compare(args)
     try:
         results = load_results(args.files)
     except ResultFormatError as e:

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from . import stats
 from .h5file import GRAPH_ATTRIBUTES, RANK_DATASETS, ConfigRecord
 
 # Parameter attributes in the order of the format document's table.
@@ -59,10 +60,7 @@ def _nan() -> float:
     return float("nan")
 
 
-def _median(a: np.ndarray) -> float:
-    a = np.asarray(a, dtype=float)
-    a = a[~np.isnan(a)]
-    return float(np.median(a)) if a.size else _nan()
+_median = stats.median  # the package's one median
 
 
 def _mean_over_ranks(v: np.ndarray) -> np.ndarray:
@@ -98,7 +96,9 @@ def config_row(rec: ConfigRecord) -> dict:
       pessimistic).
     """
     a = rec.attrs
-    row: dict = {"config_id": rec.id, "file": rec.file, "index": a.get("index", -1),
+    row: dict = {"config_id": rec.id, "run_id": rec.run_id,
+                 "config_key": a.get("config_key", rec.id), "repeat": rec.repeat,
+                 "file": rec.file, "index": a.get("index", -1),
                  "name": a.get("name", "")}
     for p in PARAMETERS:
         row[p] = a.get(p, _nan() if p in ("learning_rate", "weight_decay") else None)
@@ -187,7 +187,7 @@ def curve_frame(rec: ConfigRecord) -> pd.DataFrame:
     n = len(st)
     elapsed = elapsed_times(rec, mask)
     return pd.DataFrame({
-        "config_id": rec.id,
+        "config_id": rec.id, "run_id": rec.run_id,
         "step": rec.steps.get("step", np.arange(n)).astype(int),
         "warmup": ~mask,
         "step_time_s": st,
@@ -204,7 +204,7 @@ def step_rank_frame(rec: ConfigRecord, curve: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     s, k = next(iter(rec.ranks.values())).shape
     data = {
-        "config_id": rec.id,
+        "config_id": rec.id, "run_id": rec.run_id,
         "step": np.repeat(curve["step"].to_numpy(), k),
         "rank": np.tile(np.arange(k), s),
     }
@@ -229,12 +229,13 @@ def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
     with warnings.catch_warnings():  # an all-NaN rank gives NaN, as it should
         warnings.simplefilter("ignore", RuntimeWarning)
         for name, v in rec.ranks.items():
-            cols[name] = np.nanmedian(v[mask].astype(float), axis=0)
+            cols[name] = stats.median(v[mask].astype(float), axis=0)
         if all(c in rec.ranks for c in COMPUTE_KINDS) and "step_s" in rec.ranks:
             comp = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS)
-            cols["utilisation"] = np.nanmedian(comp / rec.ranks["step_s"][mask], axis=0)
+            cols["utilisation"] = stats.median(comp / rec.ranks["step_s"][mask], axis=0)
     for name in ("busy_s", "idle_s"):
         arr = np.asarray(rec.prediction.get(name, []), dtype=float)
         cols[f"pred_{name}"] = arr if arr.shape == (k,) else np.full(k, np.nan)
-    return [{"config_id": rec.id, **{n: v[r].item() for n, v in cols.items()}}
+    return [{"config_id": rec.id, "run_id": rec.run_id,
+             **{n: v[r].item() for n, v in cols.items()}}
             for r in range(k)]

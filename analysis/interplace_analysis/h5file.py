@@ -19,6 +19,9 @@ import pandas as pd
 
 FORMAT_NAME = "interplace-results"
 FORMAT_VERSION = 1
+# Versions this reader understands: 2 only adds the run bookkeeping (``repeat``) that
+# version 1 files may already hold; both are read the same way.
+SUPPORTED_VERSIONS = (1, 2)
 
 # Per step, one value ([S]); per step and rank ([S, K]). Names as in the format document.
 STEP_DATASETS = ("step", "warmup", "step_time_s", "loss", "accuracy")
@@ -51,10 +54,18 @@ class ConfigRecord:
     graph: dict[str, Any] = field(default_factory=dict)
     order: np.ndarray | None = None
     placement: np.ndarray | None = None
+    run_id: str = ""  # unique among the loaded runs; set by the loader (default: the id)
 
     @property
     def id(self) -> str:
         return str(self.attrs.get("id", ""))
+
+    @property
+    def repeat(self) -> int:
+        """0-based index of this run of its configuration (attribute ``repeat``; 0 when
+        absent: one run)."""
+        r = self.attrs.get("repeat", 0)
+        return int(r) if isinstance(r, int | float) and not isinstance(r, bool) else 0
 
 
 @dataclass
@@ -125,6 +136,7 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
     where = f"{path}: /configs/{gid}"
     rec = ConfigRecord(file=path, attrs=_attrs(group))
     rec.attrs.setdefault("id", gid)
+    rec.run_id = rec.id
     for required in ("status", "name", "model"):
         if required not in rec.attrs:
             raise ResultFormatError(f"{where}: attribute '{required}' is missing")
@@ -171,10 +183,11 @@ def read_result_file(path: str | Path) -> FileContents:
                 f"{path}: not an interplace result file (format_name is {name!r},"
                 f" expected {FORMAT_NAME!r})")
         version = prov.get("format_version")
-        if version != FORMAT_VERSION:
+        if version not in SUPPORTED_VERSIONS:
             raise ResultFormatError(
                 f"{path}: result format version {version!r} is not supported"
-                f" (this analysis reads version {FORMAT_VERSION})")
+                f" (this analysis reads versions"
+                f" {', '.join(map(str, SUPPORTED_VERSIONS))})")
         configs = []
         if "configs" in f:
             try:

@@ -1,8 +1,18 @@
 """Loads one or more result files into a :class:`Results` of tidy pandas frames.
 
 Several files (shards of one sweep, or different sweeps) load into one set of frames.
-A configuration id present in two files is kept once (the first) and noted: ``interplace
-merge`` refuses such inputs, but a report over overlapping files should still work.
+
+Runs. Every ``/configs`` group is one *run* of a configuration, and nothing is dropped:
+
+* ``config_key`` names the configuration across its runs: the id the group would have
+  with ``repeat = 0`` (the FNV-1a 64 of the canonical parameter string with
+  ``repeat=0``, docs/results-format.md) when the group has a ``repeat`` attribute, else
+  its id. Runs with the same ``config_key`` are runs of one configuration.
+* ``repeat`` is the group's ``repeat`` attribute (0-based; absent: 0).
+* ``run_id`` is unique among the loaded runs: the configuration id, or, when the same id
+  occurs more than once (the same sweep's file given twice, two sweeps of one spec, or
+  a future file with several groups of one id), ``<id>#<n>`` with n = 0, 1, ... in load
+  order. Every frame carries ``run_id``; per-run look-ups take it.
 
 Configurations that never made it into any file are found from the ``index``
 attribute (the position in the spec's expansion): a gap in the indices of one spec is
@@ -53,18 +63,76 @@ class Results:
         # time would make a report quadratic in the number of configurations.
         if not self.curves.empty:
             m = self.curves[~self.curves["warmup"]].sort_values(["config_id", "step"])
-            self._measured = {cid: g for cid, g in m.groupby("config_id", sort=False)}
+            self._measured = {rid: g for rid, g in m.groupby("run_id", sort=False)}
 
-    def measured_curve(self, config_id: str) -> pd.DataFrame:
-        """The ``curves`` rows of the measured steps of one configuration, by step."""
+    def measured_curve(self, run_id: str) -> pd.DataFrame:
+        """The ``curves`` rows of the measured steps of one run, by step."""
         empty = self.curves.iloc[:0] if not self.curves.empty else pd.DataFrame(
-            columns=["config_id", "step", "warmup", "step_time_s", "loss", "accuracy",
+            columns=["config_id", "run_id", "step", "warmup", "step_time_s", "loss", "accuracy",
                      "elapsed_s"])
-        return self._measured.get(config_id, empty)
+        return self._measured.get(run_id, empty)
 
-    def measured_step_times(self, config_id: str) -> np.ndarray:
-        """Step times of the measured steps of one configuration, in step order."""
-        return self.measured_curve(config_id)["step_time_s"].dropna().to_numpy(dtype=float)
+    def measured_step_times(self, run_id: str) -> np.ndarray:
+        """Step times of the measured steps of one run, in step order."""
+        return self.measured_curve(run_id)["step_time_s"].dropna().to_numpy(dtype=float)
+
+    def runs_per_configuration(self) -> pd.Series:
+        """Per ``config_key``: how many ``ok`` runs with measured steps it has."""
+        ok = self.ok
+        return ok.groupby("config_key").size() if not ok.empty else pd.Series(dtype=int)
+
+
+# The canonical parameter string's keys, in order (docs/results-format.md).
+CANONICAL_KEYS = (
+    "model", "order", "placer", "devices", "strategy", "pipeline", "interlock_mode",
+    "micro_batches", "batch_size", "warmup_steps", "steps", "dataset",
+    "eval_samples_requested", "optimizer", "learning_rate", "weight_decay", "seed", "device",
+    "cost_device", "model_options", "data_dir", "repeat",
+)
+
+
+def _fnv1a64(text: str) -> str:
+    h = 0xCBF29CE484222325
+    for b in text.encode("utf-8"):
+        h = ((h ^ b) * 0x100000001B3) % 2**64
+    return f"{h:016x}"
+
+
+def _canonical_value(key: str, value: object) -> str:
+    if value is None:
+        return ""
+    if key in ("learning_rate", "weight_decay") and isinstance(value, int | float):
+        return f"{float(value):.17g}"
+    return str(value)
+
+
+def config_key(attrs: dict) -> str:
+    """The configuration a run belongs to (module docstring): its id with repeat 0."""
+    if "repeat" not in attrs:
+        return str(attrs.get("id", ""))
+    values = {**attrs, "repeat": 0}
+    return _fnv1a64("".join(f"{k}={_canonical_value(k, values.get(k))}\n"
+                            for k in CANONICAL_KEYS))
+
+
+def _identify_runs(records: list[ConfigRecord], notes: list[str]) -> None:
+    """Sets ``config_key`` (attribute) and a unique ``run_id`` on every record."""
+    count: dict[str, int] = {}
+    for rec in records:
+        count[rec.id] = count.get(rec.id, 0) + 1
+        rec.attrs["config_key"] = config_key(rec.attrs)
+    seen: dict[str, int] = {}
+    for rec in records:
+        if count[rec.id] > 1:
+            n = seen.get(rec.id, 0)
+            seen[rec.id] = n + 1
+            rec.run_id = f"{rec.id}#{n}"
+    repeated = sorted(cid for cid, n in count.items() if n > 1)
+    if repeated:
+        files = sorted({r.file for r in records if r.id in set(repeated)})
+        notes.append(f"{len(repeated)} configuration id(s) occur more than once (e.g."
+                     f" {repeated[0]}, {count[repeated[0]]} times; in {', '.join(files)}):"
+                     " each occurrence counts as one run of its configuration")
 
 
 def _missing_indices(files: list, records: list[ConfigRecord], notes: list[str]) -> pd.DataFrame:
@@ -109,17 +177,15 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
     if not paths:
         raise ResultFormatError("no result files given")
     notes: list[str] = []
-    contents = [read_result_file(p) for p in paths]
-    seen: dict[str, str] = {}
-    records: list[ConfigRecord] = []
-    for fc in contents:
-        for rec in fc.configs:
-            if rec.id in seen:
-                notes.append(f"configuration {rec.id} ({rec.attrs.get('name', '')}) is in both"
-                             f" {seen[rec.id]} and {fc.path}; the first is used")
-                continue
-            seen[rec.id] = fc.path
-            records.append(rec)
+    unique: list[str | Path] = []
+    for p in paths:
+        if any(Path(p).resolve() == Path(q).resolve() for q in unique):
+            notes.append(f"{p} was given twice: read once")
+            continue
+        unique.append(p)
+    contents = [read_result_file(p) for p in unique]
+    records: list[ConfigRecord] = [rec for fc in contents for rec in fc.configs]
+    _identify_runs(records, notes)
 
     config_rows, curves, steps, ranks, timelines = [], [], [], [], {}
     for rec in records:
@@ -132,7 +198,7 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
                 steps.append(sr)
         ranks.extend(frames.rank_summary_rows(rec))
         if rec.timeline is not None and len(rec.timeline):
-            timelines[rec.id] = rec.timeline
+            timelines[rec.run_id] = rec.timeline
     configs = pd.DataFrame(config_rows)
     if not configs.empty:
         configs = configs.sort_values(["file", "index"], kind="stable").reset_index(drop=True)

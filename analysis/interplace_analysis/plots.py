@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from . import stats  # noqa: E402
 from .loader import Results  # noqa: E402
 from .tables.traversal import GROUP_KEY  # noqa: E402
 
@@ -41,9 +42,9 @@ def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
     groups = compared or groups  # a panel with one order says nothing about orders
     fig, axes = plt.subplots(len(groups), 1, figsize=(8, 2.8 * len(groups)), squeeze=False)
     for ax, (key, grp) in zip(axes[:, 0], groups):
-        data = {o: np.concatenate([results.measured_step_times(c) for c in g["config_id"]])
+        data = {o: np.concatenate([results.measured_step_times(c) for c in g["run_id"]])
                 for o, g in grp.groupby("order")}
-        orders = sorted(data, key=lambda o: (np.median(data[o]), o))
+        orders = sorted(data, key=lambda o: (stats.median(data[o]), o))
         ax.boxplot([data[o] for o in orders])  # labels set apart: matplotlib < 3.9 and >= 3.9
         ax.set_xticks(range(1, len(orders) + 1), orders)
         k = dict(zip(GROUP_KEY, key))
@@ -79,7 +80,7 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
     a dashed line marks the equal-wall-time point of Table 2 when given."""
     if results.curves.empty or not config_ids:
         return None
-    cfg = results.configs.set_index("config_id")
+    cfg = results.configs.set_index("run_id")
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     for cid in config_ids:
         d = results.measured_curve(cid)
@@ -119,11 +120,11 @@ def timeline(results: Results, config_id: str) -> plt.Figure | None:
     ev = results.timelines.get(config_id)
     if ev is None or ev.empty:
         return None
-    cfg = results.configs.set_index("config_id").loc[config_id]
+    cfg = results.configs.set_index("run_id").loc[config_id]
     ends = {}
     st = results.steps
     if not st.empty:
-        last = st[(st["config_id"] == config_id) & ~st["warmup"]]
+        last = st[(st["run_id"] == config_id) & ~st["warmup"]]
         if len(last) and "step_s" in last:
             last = last[last["step"] == last["step"].max()]
             ends = dict(zip(last["rank"], last["step_s"]))

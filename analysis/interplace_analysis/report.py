@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import plots
+from . import plots, stats
 from .loader import Results
 from .render import Table, to_markdown, write_table
 from .tables import failures, graph_features, recommendations, simulator, strategies, traversal
@@ -37,49 +37,60 @@ class Report:
 def build_report(results: Results, seed: int = 0, tolerance: float = 0.01) -> Report:
     """Computes every table (no files written)."""
     notes = list(results.notes)
+    samples = traversal.order_samples(results)
     orders = traversal.order_table(results, seed=seed)
-    best = traversal.best_table(orders)
+    best = traversal.best_table(orders, samples, seed=seed)
     for _, r in best[best["note"] != ""].iterrows():
         notes.append(f"{r['model']} {r['placer']} K={r['devices']}: {r['note']}")
-    strat = strategies.strategy_table(results)
-    ranked = traversal.rank_orders(traversal.order_samples(results), ["family"], seed=seed)
+    strat = strategies.strategy_table(results, seed=seed)
+    ranked = traversal.rank_orders(samples, ["family"], seed=seed)
     families = sorted(set(results.ok["family"])) if not results.ok.empty else []
     rec = recommendations.recommendation_table(ranked, strat, families, tolerance)
     sim = simulator.simulator_table(results)
     c = results.configs
+    per_config = results.runs_per_configuration()
+    statuses = ("ok", "failed", "skipped", "diverged")
     summary = pd.DataFrame([{
-        "files": len(results.files), "configurations": len(c),
-        "ok": int((c["status"] == "ok").sum()) if not c.empty else 0,
-        "failed": int((c["status"] == "failed").sum()) if not c.empty else 0,
-        "skipped": int((c["status"] == "skipped").sum()) if not c.empty else 0,
+        "files": len(results.files),
+        "configurations": int(c["config_key"].nunique()) if not c.empty else 0,
+        "runs": len(c),
+        "runs_per_configuration": (f"{int(per_config.min())}-{int(per_config.max())}"
+                                   if len(per_config) else "0"),
+        **{s: int((c["status"] == s).sum()) if not c.empty else 0 for s in statuses},
+        "other_status": int((~c["status"].isin(statuses)).sum()) if not c.empty else 0,
         "missing": len(results.missing)}])
+    notes = confidence_notes(per_config) + notes
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [
         Table("summary", "Configurations", summary),
         Table("recommendations", "5. Recommendations per family", rec,
-              ["family", "order", "placer", "order_evidence", "confidence", "strategy",
+              ["family", "order", "placer", "order_evidence", "confidence", "runs", "strategy",
                "strategy_evidence"], "(no successful configurations)"),
         Table("traversal_best", "1a. Best traversal order per group", best,
-              dk + ["orders", "best_order", "best_median_s", "speedup_vs_topo",
-                    "speedup_ci_low", "speedup_ci_high", "runner_up", "verdict", "note"],
+              dk + ["orders", "runs", "best_order", "best_median_s", "speedup_vs_topo",
+                    "speedup_ci_low", "speedup_ci_high", "runner_up", "vs_runner_up",
+                    "vs_ci_low", "vs_ci_high", "verdict", "note"],
               "(no successful configurations)"),
         Table("traversal_orders", "1b. Step time per traversal order (speedup = topo / order)",
-              orders, dk + ["order", "steps", "median_step_s", "speedup_vs_topo",
-                            "speedup_ci_low", "speedup_ci_high", "rank"],
+              orders, dk + ["order", "runs", "steps", "median_step_s", "speedup_vs_topo",
+                            "speedup_ci_low", "speedup_ci_high", "speedup_p_holm", "verdict",
+                            "interval_over", "rank"],
               "(no successful configurations)"),
         Table("strategies", "2. Backprop strategies (equal steps and equal wall time)", strat,
-              sk + ["strategy_label", "samples_per_s", "speedup", "utilisation",
+              sk + ["strategy_label", "runs", "samples_per_s", "speedup", "speedup_ci_low",
+                    "speedup_ci_high", "speedup_verdict", "utilisation",
                     "idle_fraction", "equal_step", "loss_at_equal_step",
                     "accuracy_at_equal_step", "eval_accuracy", "equal_time_s",
                     "step_at_equal_time", "loss_at_equal_time", "accuracy_at_equal_time",
-                    "accuracy_cost"], "(no group compares two or more strategies)"),
+                    "accuracy_cost", "accuracy_verdict"],
+              "(no group compares two or more strategies)"),
         Table("graph_features", "3. Graph features and best order per model",
               graph_features.graph_feature_table(results, seed=seed),
               ["family", "model", "node_count", "edge_count", "depth", "max_width",
                "mean_branching_factor", "critical_path_cost_share", "best_order",
-               "best_placer", "speedup_vs_topo"], "(no graph statistics)"),
+               "best_placer", "speedup_vs_topo", "min_runs"], "(no graph statistics)"),
         Table("simulator", "4a. Simulator vs measured step time", sim,
-              ["name", "pred_estimator", "pred_step_time_s", "step_time_s", "sim_error",
+              ["name", "runs", "pred_estimator", "pred_step_time_s", "step_time_s", "sim_error",
                "pred_idle_fraction", "idle_fraction"], "(no predictions)"),
         Table("simulator_summary", "4b. Simulator accuracy (MAPE, Spearman)",
               simulator.simulator_summary(sim), None, "(no predictions)"),
@@ -87,6 +98,29 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01) -> Re
               failures.failure_table(results), None, "(none: every configuration ran)"),
     ]
     return Report(tables=tables, notes=notes)
+
+
+def confidence_notes(per_config: pd.Series) -> list[str]:
+    """What the intervals and verdicts rest on, first in the report."""
+    rule = (f"Statistics: each run is summarised by the median of its measured steps; an"
+            f" interval is a 95% bootstrap interval over runs (scipy.stats.bootstrap,"
+            f" percentile); a difference is called (faster/slower, beats, beyond noise) only"
+            f" with >= {stats.MIN_RUNS} runs per configuration, an interval excluding 1 and a"
+            f" Holm-adjusted permutation p-value over runs < {stats.ALPHA} (Holm over each"
+            f" table's comparisons; with 3 runs a side p >= 0.1, so in practice verdicts need"
+            f" 4 or more runs, 5 or more to survive Holm). n = runs.")
+    if per_config.empty:
+        return [rule]
+    few = int((per_config < stats.MIN_RUNS).sum())
+    if few == 0:
+        return [rule]
+    lo = int(per_config.min())
+    return [rule, f"LOW CONFIDENCE: {few} of {len(per_config)} configurations have fewer than"
+                  f" {stats.MIN_RUNS} runs (fewest: n={lo}): their verdicts say 'not enough"
+                  f" repeats' and every confidence is at most low. Intervals of a configuration"
+                  f" with one run resample blocks of its own steps (within-run jitter, not"
+                  f" run-to-run variation). Run the sweep with repeats = {stats.MIN_RUNS} or"
+                  f" more (or pass several result files of the same spec)."]
 
 
 def _slug(*parts: object) -> str:
@@ -109,7 +143,7 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Path]:
         for key, g in strat.groupby(strategies.GROUP_KEY, dropna=False, sort=True):
             k = dict(zip(strategies.GROUP_KEY, key))
             title = f"{k['model']} K={k['devices']} {k['order']} {k['placer']}"
-            fig = plots.loss_curves(results, list(g["config_id"]), title,
+            fig = plots.loss_curves(results, list(g["run_id"]), title,
                                     float(g["equal_time_s"].iloc[0]))
             if fig is not None:
                 name = _slug("loss", k["model"], f"K{k['devices']}", k["order"], k["placer"],
@@ -120,9 +154,9 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Path]:
         fastest = (with_tl.sort_values("step_time_s")
                    .groupby(["model", "strategy_label"], sort=True).head(1))
         for _, r in fastest.head(MAX_TIMELINES).iterrows():
-            fig = plots.timeline(results, r["config_id"])
+            fig = plots.timeline(results, r["run_id"])
             if fig is not None:
-                name = _slug("timeline", r["model"], r["strategy_label"], r["config_id"])
+                name = _slug("timeline", r["model"], r["strategy_label"], r["run_id"])
                 written.append(plots.save(fig, out / f"{name}.png"))
     return written
 

@@ -1,26 +1,68 @@
-"""Small statistics the tables need, in numpy and pandas only (no scipy).
+"""Statistics of the tables: one median, intervals over *runs*, Holm, verdicts.
 
-Bootstrap: every configuration's measured steps are resampled with replacement,
-independently, and a statistic of the resampled *medians* (a speedup, a ratio of
-geometric means) is computed per replicate; the 95% interval is the 2.5th and 97.5th
-percentile of those replicates. Step times within a run are not independent (warm
-caches, a slow node), so the interval is about run-to-run noise of the steps only:
-treat it as a lower bound on the real uncertainty.
+Units. A *run* is one execution of a configuration (one ``/configs`` group; a spec with
+``repeats = N`` gives N runs of each configuration, see :mod:`.loader`). A run is
+summarised by the median of its measured steps (warm-up excluded): consecutive steps of
+one run share caches, a node and its neighbours, so they are not independent samples of
+what another run would measure, and their spread is not run-to-run variation.
 
-Seeds come from the caller's key (``seed_for``), so a table's numbers do not depend
-on which other groups happened to be computed before it.
+Intervals. Between runs, a quantity (the median over runs of a per-run value, a ratio
+of two such medians, a geometric mean of ratios) gets a 95% percentile bootstrap interval
+from :func:`scipy.stats.bootstrap` that resamples *runs* (each side independently,
+``N_RESAMPLES`` resamples, seeded). When a side has a single run there is nothing to
+resample: that side falls back to a moving-block bootstrap of its measured steps
+(:func:`block_bootstrap_medians`, blocks of ``ceil(S**(1/3))`` consecutive steps, which
+keeps short-range correlation inside a block); such an interval is within-run jitter
+only, ``method`` says ``within-run`` and the verdict rule below refuses it.
+
+p-values. A permutation test over runs (:func:`permutation_p`): under "no difference"
+the runs of the two sides are exchangeable, so the p-value is the share of relabellings
+of the runs whose |difference of mean log values| is at least the observed one (exact
+enumeration with :func:`scipy.stats.permutation_test` when feasible). Not a bootstrap
+p-value: with 3 runs a side, a bootstrap test calls every complete separation of the
+runs (10% of all outcomes when nothing changed) "significant"; the permutation p cannot
+go below 0.1 there, so a verdict needs more runs in practice (4 vs 4: p >= 0.029;
+5 vs 5: p >= 0.008; Holm divides the threshold further).
+Within one table the p-values of all comparisons are adjusted together with Holm's
+step-down method (:func:`holm`), which controls the family-wise error rate at ``ALPHA``.
+
+Verdict of a ratio (:func:`verdict`): a difference is claimed only when both sides have
+at least ``MIN_RUNS`` runs, the 95% interval excludes 1, and the Holm-adjusted p-value is
+below ``ALPHA``; with enough runs and no such evidence the verdict is ``same``; with fewer
+runs it is ``not enough runs`` (whatever the interval says).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 N_RESAMPLES = 2000
+N_PERMUTATIONS = 9999
 LEVEL = 0.95
+ALPHA = 0.05
+MIN_RUNS = 3  # runs per side before a difference may be called
+
+
+def median(values: Sequence[float] | np.ndarray, axis: int | None = None):
+    """The package's one median: NaN values dropped; the middle value of an odd count,
+    the mean of the two middle values of an even count (``numpy.median``); NaN when
+    nothing is left. The C++ side has the same definition (kernels/median.hpp).
+    With ``axis``, an array of medians along that axis (same rules per slice)."""
+    if axis is not None:
+        with warnings.catch_warnings():  # an all-NaN slice gives NaN, as it should
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmedian(np.asarray(values, dtype=float), axis=axis)
+    a = np.asarray(values, dtype=float).ravel()
+    a = a[~np.isnan(a)]
+    return float(np.median(a)) if a.size else float("nan")
 
 
 def seed_for(*key: object, base: int = 0) -> int:
@@ -28,19 +70,84 @@ def seed_for(*key: object, base: int = 0) -> int:
     return (base + zlib.crc32("|".join(map(str, key)).encode())) % (2**32)
 
 
-def bootstrap_medians(samples: Sequence[np.ndarray], seed: int,
-                      n_resamples: int = N_RESAMPLES) -> list[np.ndarray]:
-    """For each sample, the medians of ``n_resamples`` resamples (shape [n_resamples])."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for x in samples:
-        x = np.asarray(x, dtype=float)
-        if x.size == 0:
-            out.append(np.full(n_resamples, np.nan))
-            continue
-        idx = rng.integers(0, x.size, size=(n_resamples, x.size))
-        out.append(np.median(x[idx], axis=1))
-    return out
+@dataclass
+class Runs:
+    """One side of a comparison: one value per run, and each run's measured step times
+    (needed only for the single-run fallback).
+
+    ``inverse``: the value is proportional to 1 / step time (a throughput), so the
+    within-run fallback scales it by the inverse of the step-time replicates.
+    """
+
+    values: np.ndarray
+    steps: list[np.ndarray] = field(default_factory=list)
+    inverse: bool = False
+
+    def __post_init__(self) -> None:
+        v = np.asarray(self.values, dtype=float).ravel()
+        keep = ~np.isnan(v)
+        self.values = v[keep]
+        if self.steps and len(self.steps) == len(keep):
+            self.steps = [np.asarray(s, dtype=float) for s, k in zip(self.steps, keep) if k]
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def point(self) -> float:
+        return median(self.values)
+
+
+@dataclass
+class Estimate:
+    """A statistic, its interval, its permutation p-value against ``null`` and how many
+    runs each side had. ``method``: ``runs`` (scipy bootstrap over runs), ``within-run``
+    (some side had one run: block bootstrap of its steps) or ``none``."""
+
+    point: float
+    low: float
+    high: float
+    p: float
+    runs: tuple[int, ...]
+    method: str
+
+    @property
+    def min_runs(self) -> int:
+        return min(self.runs) if self.runs else 0
+
+
+NAN_ESTIMATE = Estimate(float("nan"), float("nan"), float("nan"), float("nan"), (), "none")
+
+
+def block_bootstrap_medians(steps: np.ndarray, rng: np.random.Generator,
+                            n_resamples: int = N_RESAMPLES) -> np.ndarray:
+    """Medians of ``n_resamples`` moving-block resamples of one run's measured steps.
+
+    Blocks of ``l = ceil(S**(1/3))`` consecutive steps start at uniformly drawn
+    positions; ``ceil(S / l)`` of them are concatenated and cut to S steps."""
+    x = np.asarray(steps, dtype=float)
+    x = x[~np.isnan(x)]
+    s = x.size
+    if s == 0:
+        return np.full(n_resamples, np.nan)
+    length = min(s, max(1, math.ceil(s ** (1.0 / 3.0))))
+    blocks = math.ceil(s / length)
+    starts = rng.integers(0, s - length + 1, size=(n_resamples, blocks))
+    idx = (starts[:, :, None] + np.arange(length)).reshape(n_resamples, -1)[:, :s]
+    return median(x[idx], axis=1)
+
+
+def _replicate_medians(side: Runs, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
+    """Replicates of ``median(side.values)``: runs resampled, or the block fallback."""
+    if side.n >= 2:
+        idx = rng.integers(0, side.n, size=(n_resamples, side.n))
+        return median(side.values[idx], axis=1)
+    if side.n == 1 and side.steps:
+        steps = side.steps[0]
+        scale = block_bootstrap_medians(steps, rng, n_resamples) / median(steps)
+        return side.values[0] / scale if side.inverse else side.values[0] * scale
+    return np.full(n_resamples, side.point)
 
 
 def interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
@@ -54,27 +161,179 @@ def interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[float, float
     return float(lo), float(hi)
 
 
-def median_ci(x: np.ndarray, seed: int) -> tuple[float, float, float]:
-    """Median of ``x`` and its bootstrap interval."""
-    x = np.asarray(x, dtype=float)
-    if x.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    (reps,) = bootstrap_medians([x], seed)
-    return (float(np.median(x)), *interval(reps))
+def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed: int,
+                  n_resamples: int = N_PERMUTATIONS) -> float:
+    """Two-sided permutation p-value of "no difference" over runs.
+
+    Test statistic: ``|mean over pairs of (mean log value of the numerator's runs - mean
+    log value of the denominator's runs)|``, the log of a geometric-mean ratio. (The
+    tables show ratios of *medians*; the test uses mean logs because the medians of a
+    few runs tie under relabelling, which would make the test needlessly coarse.) Under
+    the null the runs of the two sides of each (numerator, denominator) pair are
+    exchangeable: labels are permuted within each pair (stratified, so settings or
+    configurations are not mixed). One pair: :func:`scipy.stats.permutation_test`,
+    exact when the number of distinct splits is at most ``n_resamples``; several:
+    ``n_resamples`` random stratified permutations, ``p = (1 + #{T* >= T}) /
+    (n_resamples + 1)``. NaN unless both sides of every pair have 2 or more runs. The
+    smallest possible p is 2 / C(n1 + n2, n1): 0.1 for 3 runs against 3, 0.029 for 4
+    against 4, 0.008 for 5 against 5."""
+    sides = list(sides)
+    if not pairs or any(sides[i].n < 2 or sides[j].n < 2 for i, j in pairs):
+        return float("nan")
+    logs = [np.log(s.values) for s in sides]
+    if any(not np.all(np.isfinite(v)) for v in logs):
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    if len(pairs) == 1:
+        i, j = pairs[0]
+
+        def stat(a, b, axis=-1):
+            return np.abs(np.mean(a, axis=axis) - np.mean(b, axis=axis))
+        res = sps.permutation_test((logs[i], logs[j]), stat, permutation_type="independent",
+                                   vectorized=True, n_resamples=n_resamples,
+                                   alternative="greater", rng=rng)
+        return float(res.pvalue)
+    observed = abs(np.mean([logs[i].mean() - logs[j].mean() for i, j in pairs]))
+    total = np.zeros(n_resamples)
+    for i, j in pairs:
+        pooled = np.concatenate([logs[i], logs[j]])
+        shuffled = rng.permuted(np.tile(pooled, (n_resamples, 1)), axis=1)
+        ni = sides[i].n
+        total += shuffled[:, :ni].mean(axis=1) - shuffled[:, ni:].mean(axis=1)
+    t = np.abs(total / len(pairs))
+    return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
 
 
-def ratio_ci(numerator: np.ndarray, denominator: np.ndarray,
-             seed: int) -> tuple[float, float, float]:
-    """median(numerator) / median(denominator) and its bootstrap interval.
+def joint_estimate(sides: Sequence[Runs], statistic: Callable[[list], np.ndarray], seed: int,
+                   null: float = 1.0, n_resamples: int = N_RESAMPLES,
+                   pairs: Sequence[tuple[int, int]] | None = None) -> Estimate:
+    """``statistic([median of each side])`` with its interval and p-value.
 
-    With step times, ``ratio_ci(t_topo, t_order)`` is the speedup of an order over topo.
-    """
-    num, den = np.asarray(numerator, float), np.asarray(denominator, float)
-    if num.size == 0 or den.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    rn, rd = bootstrap_medians([num, den], seed)
-    return (float(np.median(num) / np.median(den)), *interval(rn / rd))
+    ``pairs``: the (numerator, denominator) sides the ratio statistic compares (default
+    ``[(0, 1)]`` for two sides), for the permutation p-value (:func:`permutation_p`;
+    NaN when ``null`` is NaN).
 
+    ``statistic`` takes a list of arrays (one per side, the medians over that side's
+    runs, broadcastable against each other) and returns an array of the same shape.
+    With two or more runs on every side the replicates come from
+    :func:`scipy.stats.bootstrap` (independent resampling of each side's runs,
+    percentile interval); otherwise every side is replicated by
+    :func:`_replicate_medians` (a single run: the within-run block bootstrap)."""
+    sides = list(sides)
+    runs = tuple(s.n for s in sides)
+    if not sides or min(runs) == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), float("nan"), runs, "none")
+    point = float(np.asarray(statistic([np.asarray(s.point) for s in sides])))
+    rng = np.random.default_rng(seed)
+    if min(runs) >= 2:
+        def stat(*samples, axis=-1):
+            return statistic([median(x, axis=axis) for x in samples])
+        with warnings.catch_warnings():  # constant data: a degenerate but valid interval
+            warnings.simplefilter("ignore")
+            res = sps.bootstrap(tuple(s.values for s in sides), stat, n_resamples=n_resamples,
+                                confidence_level=LEVEL, method="percentile", paired=False,
+                                vectorized=True, rng=rng)
+        reps = np.asarray(res.bootstrap_distribution, dtype=float)
+        method = "runs"
+    else:
+        reps = np.asarray(statistic([_replicate_medians(s, rng, n_resamples) for s in sides]),
+                          dtype=float)
+        method = "within-run"
+    lo, hi = interval(reps)
+    if np.all(reps[np.isfinite(reps)] == point):  # no spread at all: a point
+        lo = hi = point
+    if pairs is None:
+        pairs = [(0, 1)] if len(sides) == 2 else []
+    p = float("nan") if math.isnan(null) else permutation_p(sides, pairs, seed + 7)
+    return Estimate(point, lo, hi, p, runs, method)
+
+
+def ratio(numerator: Runs, denominator: Runs, seed: int) -> Estimate:
+    """median(numerator runs) / median(denominator runs), interval, p-value vs 1."""
+    return joint_estimate([numerator, denominator], lambda m: m[0] / m[1], seed)
+
+
+def median_estimate(side: Runs, seed: int) -> Estimate:
+    """The median over runs and its interval (p-value not meaningful: NaN)."""
+    est = joint_estimate([side], lambda m: m[0], seed, null=float("nan"))
+    return est
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment: the k-th smallest of m p-values becomes
+    ``max_{j <= k} min(1, (m - j + 1) p_(j))``. NaN p-values are not counted in m and
+    stay NaN."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (m - j) * p[i]))
+        out[i] = running
+    return out
+
+
+def not_enough_runs(runs: Sequence[int]) -> str:
+    return "n=" + " vs ".join(str(n) for n in runs) + ": not enough repeats"
+
+
+def verdict(est: Estimate, p_holm: float, lower_is_better: bool = True) -> str:
+    """``faster``/``slower``/``same``/``not enough runs (...)`` of a ratio NEW/BASE.
+
+    ``lower_is_better``: True for step times (a ratio below 1 is faster), False for
+    throughput."""
+    if math.isnan(est.point):
+        return "n/a"
+    if est.min_runs < MIN_RUNS:
+        return f"not enough runs ({not_enough_runs(est.runs)})"
+    excludes = est.low > 1.0 or est.high < 1.0
+    if not excludes or math.isnan(p_holm) or p_holm >= ALPHA:
+        return "same"
+    better = (est.point < 1.0) == lower_is_better
+    return "faster" if better else "slower"
+
+
+def significant(est: Estimate, p_holm: float) -> bool:
+    """The verdict rule without a direction: enough runs, 1 outside, Holm p < ALPHA."""
+    return (est.min_runs >= MIN_RUNS and not math.isnan(p_holm) and p_holm < ALPHA
+            and (est.low > 1.0 or est.high < 1.0))
+
+
+# Accuracy comparisons ---------------------------------------------------------------------
+
+# Classes per data set (runs/src/data/dataset_names.cpp); ``synthetic`` depends on the
+# model, so only the "identical" rule applies to it.
+DATASET_CLASSES = {"fashion-mnist": 10, "text": 256}
+CHANCE_MARGIN = 0.05  # accuracy within this of 1/classes counts as chance level
+IDENTICAL_TOLERANCE = 1e-9
+
+
+def accuracy_refusal(dataset: str, accuracies: dict[str, float]) -> str:
+    """Why an accuracy difference between these strategies must not be read as a cost,
+    or ``""`` when it may. ``accuracies``: per strategy label, its accuracy (median
+    over runs). Refused when any is at chance level (at most 1/classes +
+    ``CHANCE_MARGIN``) or when all are identical (a network stuck at the majority class
+    gives the same accuracy whatever the strategy)."""
+    vals = {k: v for k, v in accuracies.items() if v is not None and not math.isnan(v)}
+    if len(vals) < 2:
+        return "accuracy missing"
+    classes = DATASET_CLASSES.get(str(dataset))
+    if classes:
+        limit = 1.0 / classes + CHANCE_MARGIN
+        at_chance = sorted(k for k, v in vals.items() if v <= limit)
+        if at_chance:
+            return (f"at chance level ({', '.join(at_chance)} <= 1/{classes} +"
+                    f" {CHANCE_MARGIN:g})")
+    if max(vals.values()) - min(vals.values()) <= IDENTICAL_TOLERANCE:
+        return f"identical across strategies ({next(iter(vals.values())):.4g}: majority class?)"
+    return ""
+
+
+# Older helpers kept for the simulator and other tables -----------------------------------
 
 def geomean(values: Sequence[float] | np.ndarray, axis: int = 0) -> np.ndarray | float:
     """Geometric mean (the right mean for ratios such as speedups)."""

@@ -10,7 +10,7 @@ half of it ``comm_wait_s``. So utilisation is ``sum(busy)`` and the idle fractio
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import h5py
@@ -67,6 +67,8 @@ class Cfg:
     timeline: list[tuple[int, str, float, float]] | None = None
     with_data: bool = True  # False: a failed/skipped group without steps/ranks datasets
     index: int = 0
+    repeat: int | None = None  # written as the `repeat` attribute (and in the id) when set
+    group_name: str | None = None  # /configs/<group_name> instead of /configs/<id>
 
     def params(self) -> dict:
         return {"model": self.model, "family": self.family, "order": self.order,
@@ -85,7 +87,8 @@ class Cfg:
 
     def config_id(self) -> str:
         p = self.params()
-        return fnv1a64("".join(f"{k}={p[k]}\n" for k in PARAM_ORDER))
+        text = "".join(f"{k}={p[k]}\n" for k in PARAM_ORDER)
+        return fnv1a64(text + (f"repeat={self.repeat}\n" if self.repeat is not None else ""))
 
     def display_name(self) -> str:
         strategy = f"{self.strategy}/{self.pipeline}" if self.pipeline else self.strategy
@@ -103,8 +106,10 @@ def _attr(group: h5py.Group, name: str, value) -> None:
 
 
 def _write_config(configs: h5py.Group, c: Cfg) -> None:
-    g = configs.create_group(c.config_id())
+    g = configs.create_group(c.group_name or c.config_id())
     k = c.devices
+    if c.repeat is not None:
+        _attr(g, "repeat", c.repeat)
     for key, value in {"id": c.config_id(), "index": c.index, "name": c.display_name(),
                        **c.params(), "status": c.status, "reason": c.reason,
                        "started_utc": "2026-11-29T19:00:00Z", "wall_s": 12.5}.items():
@@ -239,6 +244,26 @@ def fixture_configs() -> list[Cfg]:
         c.index = index
         index += 1
     return cs
+
+
+def repeated(cfg: Cfg, runs: int, seed: int, factor: float = 1.0, run_sd: float = 0.03,
+             step_sd: float = 0.01, repeat_attr: bool = True) -> list[Cfg]:
+    """``runs`` runs of one configuration with realistic noise: each run's step times are
+    ``factor`` x the configuration's measured times x a run factor (lognormal, ``run_sd``:
+    a node, its caches and neighbours vary between runs) x per-step jitter (``step_sd``).
+    With ``repeat_attr`` each run gets ``repeat`` = 0, 1, ... (and its own id, as the C++
+    sweep writes them); without, they share the id (give them distinct group names)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(runs):
+        run = float(np.exp(rng.normal(0.0, run_sd)))
+        steps = [factor * run * t * float(np.exp(rng.normal(0.0, step_sd)))
+                 for t in cfg.measured()]
+        c = replace(cfg, step_times=steps, repeat=i if repeat_attr else None)
+        if not repeat_attr:
+            c.group_name = f"{cfg.config_id()}-run{i}"
+        out.append(c)
+    return out
 
 
 def write_fixture(path: Path) -> Path:

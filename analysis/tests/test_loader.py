@@ -134,8 +134,8 @@ def test_missing_index_is_reported(results):
 
 
 def test_wrong_version_is_refused(tmp_path):
-    p = write_result_file(tmp_path / "v2.h5", [Cfg()], format_version=2)
-    with pytest.raises(ResultFormatError, match="version 2 is not supported"):
+    p = write_result_file(tmp_path / "v3.h5", [Cfg()], format_version=3)
+    with pytest.raises(ResultFormatError, match="version 3 is not supported"):
         load_results([p])
 
 
@@ -176,12 +176,68 @@ def test_empty_file(tmp_path):
         assert "no configurations" in " ".join(r.notes)
 
 
-def test_duplicate_ids_across_files_are_kept_once(tmp_path, configs):
+def test_the_same_id_in_two_files_is_two_runs(tmp_path, configs):
     a = write_result_file(tmp_path / "a.h5", configs[:3])
     b = write_result_file(tmp_path / "b.h5", configs[2:5])
     r = load_results([a, b])
-    assert len(r.configs) == 5
-    assert any("is in both" in n for n in r.notes)
+    assert len(r.configs) == 6  # nothing dropped
+    twice = configs[2].config_id()
+    runs = r.configs[r.configs["config_id"] == twice]
+    assert sorted(runs["run_id"]) == [f"{twice}#0", f"{twice}#1"]
+    assert set(runs["config_key"]) == {twice} and set(runs["file"]) == {str(a), str(b)}
+    assert r.runs_per_configuration()[twice] == 2
+    assert r.configs["run_id"].is_unique
+    assert any("2 times" in n and "one run" in n for n in r.notes)
+    assert len(r.measured_step_times(f"{twice}#1")) == 8
+
+
+def test_repeat_attribute_makes_runs_of_one_configuration(tmp_path):
+    from resultfile import repeated
+    runs = repeated(Cfg(), 3, seed=1)
+    r = load_results([write_result_file(tmp_path / "r.h5", runs)])
+    assert sorted(r.configs["repeat"]) == [0, 1, 2]
+    assert r.configs["config_id"].nunique() == 3  # the id includes the repeat, as in C++
+    assert r.configs["config_key"].nunique() == 1  # ... but they are one configuration
+    assert r.configs["run_id"].tolist() == r.configs["config_id"].tolist()
+    assert r.runs_per_configuration().tolist() == [3]
+
+
+def test_groups_sharing_an_id_in_one_file_are_runs(tmp_path):
+    from resultfile import repeated
+    runs = repeated(Cfg(), 3, seed=1, repeat_attr=False)
+    r = load_results([write_result_file(tmp_path / "r.h5", runs)])
+    assert r.configs["config_id"].nunique() == 1 and r.configs["run_id"].nunique() == 3
+    assert (r.configs["repeat"] == 0).all()  # no attribute: repeat 0
+    assert r.runs_per_configuration().tolist() == [3]
+
+
+def test_config_key_is_the_id_of_repeat_0_by_the_canonical_string():
+    """The C++ test ConfigId.IsFnv1a64OfTheCanonicalParameters's default TrainConfig."""
+    from interplace_analysis.loader import config_key
+    attrs = dict(model="resnet20", order="topo", placer="contiguous", devices=1,
+                 strategy="global", pipeline="gpipe", interlock_mode="single",
+                 micro_batches=1, batch_size=32, warmup_steps=1, steps=10,
+                 dataset="synthetic", eval_samples_requested=0, optimizer="sgd",
+                 learning_rate=0.05, weight_decay=0.0, seed=1, device="cpu",
+                 cost_device="cpu-core", model_options="", data_dir="", repeat=2, id="x")
+    text = ("model=resnet20\norder=topo\nplacer=contiguous\ndevices=1\nstrategy=global\n"
+            "pipeline=gpipe\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
+            "warmup_steps=1\nsteps=10\ndataset=synthetic\neval_samples_requested=0\n"
+            "optimizer=sgd\nlearning_rate=0.050000000000000003\nweight_decay=0\nseed=1\n"
+            "device=cpu\ncost_device=cpu-core\nmodel_options=\ndata_dir=\nrepeat=0\n")
+    assert config_key(attrs) == resultfile.fnv1a64(text)
+    assert config_key({**attrs, "repeat": 0}) == config_key(attrs)
+    assert config_key({**attrs, "seed": 2}) != config_key(attrs)
+    assert config_key({"id": "abc"}) == "abc"  # no repeat attribute: the id
+
+
+def test_diverged_is_not_a_measurement(tmp_path):
+    c = Cfg(status="diverged", reason="loss is NaN at step 3")
+    r = load_results([write_result_file(tmp_path / "d.h5", [c, Cfg(order="bfs", index=1)])])
+    assert list(r.ok["order"]) == ["bfs"]
+    from interplace_analysis.tables import failures
+    f = failures.failure_table(r)
+    assert list(f["status"]) == ["diverged"]
 
 
 def test_incomplete_shards_do_not_claim_missing(tmp_path, configs):
@@ -233,3 +289,10 @@ def test_nan_step_times_are_not_results(tmp_path):
     assert r.ok["order"].tolist() == ["bfs"]
     assert failure_table(r)["status"].tolist() == ["ok"]
     assert order_table(r)["order"].tolist() == ["bfs"]
+
+
+def test_the_same_path_twice_is_read_once(tmp_path, configs):
+    a = write_result_file(tmp_path / "a.h5", configs[:3])
+    r = load_results([a, tmp_path / "." / "a.h5"])
+    assert len(r.configs) == 3 and r.configs["run_id"].is_unique
+    assert any("given twice" in n for n in r.notes)

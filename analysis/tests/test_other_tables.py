@@ -64,7 +64,7 @@ def test_recommendation_per_family(recs):
     r = recs()
     res = r.loc["resnet"]
     assert (res["order"], res["placer"]) == ("dfs-pre", "contiguous")
-    assert res["confidence"].startswith("high")
+    assert res["confidence"].startswith("low: n=1: not enough repeats")  # one run each
     assert res["order_evidence"].startswith("x1.25 [")
     assert "runner-up contiguous/bfs x1.12 [" in res["order_evidence"]
     assert res["strategy"] == "pairwise"  # x1.67 at 0.005 cost; local costs 0.10
@@ -83,12 +83,17 @@ def test_accuracy_tolerance_decides_the_strategy(recs):
     assert "local x2.00, cost +0.100" in strict["strategy_evidence"]
 
 
+RUNS5 = dict(min_runs=5, speedup_runs=5, vs_runs=5, speedup_p=0.001, vs_p=0.001)
+
+
 def test_confidence_wording_for_a_tie():
     ranked = pd.DataFrame([
         dict(family="f", placer="p", order="dfs-pre", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.3, speedup_ci_low=1.2, speedup_ci_high=1.4, vs_runner_up=1.01,
              vs_ci_low=0.98, vs_ci_high=1.04, rank=1),
         dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.29, speedup_ci_low=1.2, speedup_ci_high=1.4,
              vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
@@ -108,9 +113,11 @@ def test_failures_listed_with_reason(results):
 def test_confidence_wording_when_topo_is_best():
     ranked = pd.DataFrame([
         dict(family="f", placer="p", order="topo", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=1.0, speedup_ci_low=1.0, speedup_ci_high=1.0, vs_runner_up=1.2,
              vs_ci_low=1.1, vs_ci_high=1.3, rank=1),
         dict(family="f", placer="p", order="bfs", settings=1, of_settings=1,
+             **RUNS5,
              speedup_vs_topo=0.8, speedup_ci_low=0.75, speedup_ci_high=0.85,
              vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
@@ -119,3 +126,24 @@ def test_confidence_wording_when_topo_is_best():
     ranked.loc[0, "vs_ci_low"] = 0.99
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
     assert r["confidence"] == "low: topo is within noise of the runner-up"
+    ranked.loc[0, "vs_ci_low"] = 1.1
+    ranked.loc[0, "vs_p"] = 0.2  # interval above 1 but Holm-adjusted p too large
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "low: topo is within noise of the runner-up"
+    ranked.loc[0, "vs_p"] = 0.001
+    ranked.loc[:, "min_runs"] = 2
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"].startswith("low: n=2: not enough repeats")
+
+
+def test_simulator_one_row_per_configuration_over_its_runs(tmp_path):
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    runs = repeated(Cfg(pred_step_s=1.1), 3, seed=4)
+    r = load_results([write_result_file(tmp_path / "s.h5", runs)])
+    t = simulator.simulator_table(r)
+    assert len(t) == 1 and t.loc[0, "runs"] == 3
+    measured = np.median([np.median(c.measured()) for c in runs])
+    assert t.loc[0, "step_time_s"] == pytest.approx(measured)
+    assert t.loc[0, "sim_error"] == pytest.approx(1.1 / measured - 1)

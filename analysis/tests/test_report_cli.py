@@ -101,3 +101,57 @@ def test_markdown_and_latex_escape_and_format():
     tex = to_latex(t)
     assert r"x\_y\% & n/a \\" in tex and r"\begin{tabular}{ll}" in tex
     assert "(none)" in to_markdown(Table("e", "E", pd.DataFrame()))
+
+
+def test_one_run_per_configuration_says_low_confidence(fixture_file, tmp_path, capsys):
+    assert main(["report", str(fixture_file), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "LOW CONFIDENCE: 9 of 9 configurations have fewer than 3 runs (fewest: n=1)" in text
+    rec = build_report(load_results([fixture_file])).table("recommendations")
+    assert all(c.startswith(("low", "insufficient")) for c in rec["confidence"])
+    assert "high" not in " ".join(rec["confidence"])
+
+
+def _demo_like(tmp_path, runs):
+    """The demo's gpt case: local looks faster, every run sits at the same (majority
+    class) accuracy; resnet: dfs-pre 20% faster than topo and bfs 10%."""
+    from resultfile import repeated
+    cs = []
+    specs = [dict(model="gpt-mini", family="gpt", order="topo", scale=1.0),
+             dict(model="gpt-mini", family="gpt", order="topo", strategy="local", pipeline="",
+                  scale=0.9),
+             dict(order="topo", scale=1.0), dict(order="dfs-pre", scale=0.8),
+             dict(order="bfs", scale=0.9)]
+    for i, kw in enumerate(specs):
+        base = Cfg(index=i, eval_accuracy=0.0964 if kw.get("family") == "gpt" else 0.8,
+                   **kw)
+        cs += repeated(base, runs, seed=i) if runs > 1 else [base]
+    return load_results([write_result_file(tmp_path / f"demo{runs}.h5", cs)])
+
+
+def test_identical_accuracies_refuse_the_accuracy_cost(tmp_path):
+    rep = build_report(_demo_like(tmp_path, 1))
+    strat = rep.table("strategies")
+    gpt = strat[strat["family"] == "gpt"]
+    assert set(gpt["accuracy_verdict"]) == {
+        "refused: identical across strategies (0.0964: majority class?)"}
+    rec = rep.table("recommendations").set_index("family").loc["gpt"]
+    assert rec["strategy"] == "global/gpipe"  # not local "at accuracy cost +0.000"
+    assert "accuracy cost refused (identical across strategies" in rec["strategy_evidence"]
+
+
+def test_repeats_give_verdicts_and_confidence(tmp_path):
+    rep = build_report(_demo_like(tmp_path, 5))
+    best = rep.table("traversal_best")
+    row = best[(best["model"] == "resnet20")].iloc[0]
+    assert row["best_order"] == "dfs-pre" and row["verdict"] == "beats runner-up"
+    rec = rep.table("recommendations").set_index("family").loc["resnet"]
+    assert rec["order"] == "dfs-pre" and rec["runs"] == 5
+    assert rec["confidence"] == "high: faster than the runner-up and topo beyond noise"
+    summary = rep.table("summary").iloc[0]
+    assert (summary["configurations"], summary["runs"]) == (5, 25)
+    assert not any("LOW CONFIDENCE" in n for n in rep.notes)
+    strat = rep.table("strategies")
+    local = strat[(strat["family"] == "gpt") & (strat["strategy_label"] == "local")].iloc[0]
+    assert local["runs"] == 5 and local["speedup_verdict"] == "faster"
+    assert local["speedup_ci_low"] <= 1 / 0.9 <= local["speedup_ci_high"]

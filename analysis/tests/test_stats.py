@@ -43,21 +43,127 @@ def test_geomean_and_overlap():
     assert stats.intervals_overlap((1, 2), (float("nan"), 3))
 
 
-def test_ratio_ci_is_seeded_and_brackets_the_point():
-    rng = np.random.default_rng(5)
-    a = 1.0 + 0.05 * rng.standard_normal(40)
-    b = 0.5 + 0.02 * rng.standard_normal(40)
-    point, lo, hi = stats.ratio_ci(a, b, seed=7)
-    assert point == pytest.approx(np.median(a) / np.median(b))
-    assert lo < point < hi
-    assert 1.8 < lo and hi < 2.2
-    assert stats.ratio_ci(a, b, seed=7) == (point, lo, hi)
-    assert stats.ratio_ci(a, b, seed=8) != (point, lo, hi)
+def test_the_one_median_means_the_two_middle_values_of_an_even_count():
+    assert stats.median([3.0, 1.0, 2.0]) == 2.0
+    assert stats.median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    assert stats.median([1.0, 2.0, 2.0, 100.0]) == 2.0
+    assert stats.median([1.0, float("nan"), 3.0]) == 2.0  # NaN dropped
+    assert math.isnan(stats.median([])) and math.isnan(stats.median([float("nan")]))
+    assert stats.median(np.array([[1.0, 5.0], [2.0, 7.0]]), axis=0).tolist() == [1.5, 6.0]
 
 
-def test_median_ci_of_constant_sample_is_a_point():
-    assert stats.median_ci(np.full(5, 3.0), seed=1) == (3.0, 3.0, 3.0)
-    assert all(math.isnan(v) for v in stats.median_ci(np.zeros(0), seed=1))
+def test_every_median_of_the_package_is_the_one_median():
+    """No module computes a median another way (np.median/.median() outside stats)."""
+    from pathlib import Path
+    pkg = Path(stats.__file__).parent
+    for f in pkg.rglob("*.py"):
+        if f.name == "stats.py":
+            continue
+        text = f.read_text()
+        assert "np.median" not in text and "nanmedian" not in text, f
+        assert ".median()" not in text, f
+
+
+def _runs(center, n, seed, sd=0.03):
+    rng = np.random.default_rng(seed)
+    return stats.Runs(center * np.exp(rng.normal(0, sd, n)),
+                      [center * np.exp(rng.normal(0, 0.01, 8)) for _ in range(n)])
+
+
+def test_ratio_over_runs_uses_scipy_and_brackets_the_point():
+    a, b = _runs(2.0, 6, 1), _runs(1.0, 6, 2)
+    est = stats.ratio(a, b, seed=7)
+    assert est.point == pytest.approx(np.median(a.values) / np.median(b.values))
+    assert est.method == "runs" and est.runs == (6, 6)
+    assert est.low < est.point < est.high
+    assert 1.8 < est.low and est.high < 2.2
+    assert est.p == pytest.approx(2 / 924)  # complete separation of 6 runs against 6
+    assert stats.ratio(a, b, seed=7) == est
+    assert stats.ratio(a, b, seed=8) != est
+
+
+def test_single_run_falls_back_to_the_within_run_block_bootstrap():
+    one = stats.Runs([1.0], [np.array([1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.04])])
+    est = stats.ratio(one, one, seed=3)
+    assert est.method == "within-run" and est.runs == (1, 1)
+    assert est.point == 1.0 and est.low < 1.0 < est.high
+    assert stats.verdict(est, 0.0) == "not enough runs (n=1 vs 1: not enough repeats)"
+
+
+def test_block_bootstrap_keeps_blocks_of_consecutive_steps():
+    steps = np.arange(27, dtype=float)  # blocks of ceil(27^(1/3)) = 3
+    rng = np.random.default_rng(0)
+    reps = stats.block_bootstrap_medians(steps, rng, n_resamples=50)
+    assert reps.shape == (50,)
+    assert np.all((reps >= 1) & (reps <= 25))
+
+
+def test_median_estimate_of_constant_runs_is_a_point():
+    est = stats.median_estimate(stats.Runs(np.full(5, 3.0)), seed=1)
+    assert (est.point, est.low, est.high) == (3.0, 3.0, 3.0)
+    assert math.isnan(stats.median_estimate(stats.Runs(np.zeros(0)), seed=1).point)
+
+
+def test_holm_matches_hand_computation():
+    p = [0.01, 0.04, 0.03, float("nan"), 0.005]
+    # sorted: 0.005 (x4) 0.01 (x3) 0.03 (x2) 0.04 (x1), running maximum
+    assert stats.holm(p)[[4, 0, 2, 1]].tolist() == pytest.approx([0.02, 0.03, 0.06, 0.06])
+    assert math.isnan(stats.holm(p)[3])
+    assert stats.holm([0.9, 0.8]).tolist() == [1.0, 1.0]
+
+
+def test_verdict_rule_needs_three_runs_an_interval_without_1_and_holm():
+    fast = stats.Estimate(0.8, 0.75, 0.85, 0.001, (3, 3), "runs")
+    assert stats.verdict(fast, 0.003) == "faster"
+    assert stats.verdict(fast, 0.003, lower_is_better=False) == "slower"
+    assert stats.verdict(fast, 0.06) == "same"  # Holm took it away
+    assert stats.verdict(stats.Estimate(0.8, 0.75, 0.85, 0.001, (3, 2), "runs"), 0.003) == \
+        "not enough runs (n=3 vs 2: not enough repeats)"
+    assert stats.verdict(stats.Estimate(0.99, 0.95, 1.03, 0.5, (5, 5), "runs"), 0.5) == "same"
+
+
+def test_permutation_p_is_exact_over_runs():
+    def ratio_p(a, b):
+        return stats.ratio(stats.Runs(a), stats.Runs(b), seed=1).p
+    # complete separation: 2 of the C(6,3) = 20 splits are as extreme -> 0.1, never < 0.05
+    assert ratio_p([1.0, 1.01, 1.02], [1.2, 1.21, 1.22]) == pytest.approx(2 / 20)
+    assert math.isnan(ratio_p([1.0], [1.2, 1.3]))  # one run: nothing to permute
+    assert ratio_p([1.0, 1.01, 1.02, 1.03, 1.04], [1.2, 1.21, 1.22, 1.23, 1.24]) == \
+        pytest.approx(2 / 252)
+    assert ratio_p([1.0, 1.2, 1.1], [1.1, 1.0, 1.2]) == pytest.approx(1.0)
+
+
+def test_a_to_a_comparisons_rarely_call_a_difference():
+    """Runs of one distribution on both sides: the verdict rule's false-positive rate
+    stays at or below 5% (a bootstrap p-value on 3 runs gave about 10%;
+    here 4 runs a side)."""
+    rng = np.random.default_rng(0)
+    calls = 0
+    for trial in range(200):
+        a, b = np.exp(rng.normal(0, 0.05, (2, 4)))
+        est = stats.ratio(stats.Runs(a), stats.Runs(b), seed=trial)
+        calls += stats.verdict(est, est.p) in ("faster", "slower")
+    assert calls <= 10
+
+
+def test_stratified_permutation_for_a_geometric_mean_of_ratios():
+    sides = [stats.Runs([1.2, 1.21, 1.22, 1.23, 1.24]), stats.Runs([1.0, 1.01, 1.02, 1.03, 1.04]),
+             stats.Runs([2.4, 2.41, 2.42, 2.43, 2.44]), stats.Runs([2.0, 2.01, 2.02, 2.03, 2.04])]
+    est = stats.joint_estimate(
+        sides, lambda m: np.sqrt(m[0] / m[1] * m[2] / m[3]), seed=3, pairs=[(0, 1), (2, 3)])
+    assert est.point == pytest.approx(np.sqrt(1.22 / 1.02 * 2.42 / 2.02))
+    # complete separation in both pairs: only 4 of the (252^2) stratified relabellings
+    # are as extreme, so the sampled p is its floor 1 / (N + 1)
+    assert est.p == pytest.approx(1 / (stats.N_PERMUTATIONS + 1)) and est.low > 1.15
+
+
+def test_accuracy_comparisons_refused_at_chance_or_when_identical():
+    assert stats.accuracy_refusal("fashion-mnist", {"global": 0.80, "local": 0.75}) == ""
+    assert stats.accuracy_refusal("fashion-mnist", {"global": 0.22, "local": 0.14}) \
+        .startswith("at chance level (local")
+    assert stats.accuracy_refusal("text", {"global/gpipe": 0.0964, "local": 0.0964}) \
+        .startswith("identical across strategies")
+    assert stats.accuracy_refusal("synthetic", {"a": 0.5}) == "accuracy missing"
 
 
 def test_seed_for_is_stable():

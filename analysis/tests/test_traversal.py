@@ -26,7 +26,7 @@ def test_medians_speedups_and_ranks(results):
         assert t.loc[order, "speedup_vs_topo"] == pytest.approx(sp)
         assert t.loc[order, "speedup_ci_low"] <= sp <= t.loc[order, "speedup_ci_high"]
         assert t.loc[order, "steps"] == 8
-    # the interval comes from step-to-step noise of a few percent
+    # one run each: the interval is the within-run block bootstrap of the steps
     assert 1.15 < t.loc["dfs-pre", "speedup_ci_low"] and t.loc["dfs-pre", "speedup_ci_high"] < 1.35
     assert t.loc["topo", "speedup_ci_low"] == t.loc["topo", "speedup_ci_high"] == 1.0
 
@@ -38,20 +38,57 @@ def test_bootstrap_is_reproducible_and_seeded(results):
     assert not a["speedup_ci_low"].equals(b["speedup_ci_low"])
 
 
-def test_best_order_beats_runner_up_beyond_noise(results):
-    best = traversal.best_table(traversal.order_table(results))
-    row = _group(best).iloc[0]
+@pytest.fixture(scope="module")
+def repeated_results(tmp_path_factory):
+    """Five noisy runs each: contiguous topo 1.0, dfs-pre 0.8, bfs 0.9; greedy-eft topo
+    1.0 and dfs-pre 0.995 (within run-to-run noise)."""
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    cs = []
+    for i, (placer, order, scale) in enumerate([
+            ("contiguous", "topo", 1.0), ("contiguous", "dfs-pre", 0.8),
+            ("contiguous", "bfs", 0.9), ("greedy-eft", "topo", 1.0),
+            ("greedy-eft", "dfs-pre", 0.995)]):
+        cs += repeated(Cfg(placer=placer, order=order, scale=scale, index=i), 5, seed=i)
+    return load_results([write_result_file(tmp_path_factory.mktemp("rep") / "r.h5", cs)])
+
+
+def _best(results):
+    return traversal.best_table(traversal.order_table(results),
+                                traversal.order_samples(results))
+
+
+def test_best_order_beats_runner_up_beyond_noise(repeated_results):
+    row = _group(_best(repeated_results)).iloc[0]
     assert row["best_order"] == "dfs-pre" and row["runner_up"] == "bfs"
     assert row["verdict"] == "beats runner-up"
+    assert row["runs"] == 5 and row["orders"] == 3
+    assert row["vs_ci_low"] > 1.0 and row["vs_p_holm"] < 0.05
+    assert 1.15 < row["speedup_vs_topo"] < 1.35
+    orders = _group(traversal.order_table(repeated_results)).set_index("order")
+    assert orders.loc["dfs-pre", "verdict"] == "faster"
+    assert orders.loc["dfs-pre", "interval_over"] == "runs"
+    assert orders.loc["topo", "verdict"] == "baseline"
+
+
+def test_orders_within_run_to_run_noise_are_a_tie(repeated_results):
+    row = _group(_best(repeated_results), "greedy-eft").iloc[0]
+    assert row["verdict"] == f"tie with {row['runner_up']}"
+    orders = _group(traversal.order_table(repeated_results), "greedy-eft")
+    assert set(orders["verdict"]) == {"baseline", "same"}
+
+
+def test_one_run_per_order_is_not_enough(results):
+    """The fixture's single runs: a 25% gain with tiny step jitter still gets no
+    verdict, since steps of one run say nothing about the next run."""
+    row = _group(_best(results)).iloc[0]
+    assert row["best_order"] == "dfs-pre" and row["runner_up"] == "bfs"
+    assert row["verdict"] == "n=1 vs 1: not enough repeats: best by point estimate only"
     assert row["speedup_vs_topo"] == pytest.approx(1.25)
-    assert row["orders"] == 4
-
-
-def test_overlapping_orders_are_a_tie(results):
-    row = _group(traversal.best_table(traversal.order_table(results)), "greedy-eft").iloc[0]
-    assert row["best_order"] == "dfs-pre"  # median 0.9975 vs topo's 1.005
-    assert row["speedup_vs_topo"] == pytest.approx(1.005 / 0.9975)
-    assert row["verdict"] == "tie with topo"
+    orders = _group(traversal.order_table(results)).set_index("order")
+    assert orders.loc["dfs-pre", "verdict"].startswith("not enough runs (n=1 vs 1")
+    assert orders.loc["dfs-pre", "interval_over"] == "steps of 1 run"
 
 
 def test_single_order_without_topo_says_so(results):
@@ -70,7 +107,7 @@ def test_rank_orders_per_family_uses_settings_that_compare(results):
     assert res.loc[0, "score"] == pytest.approx(1.0)
     assert res.loc[1, "score"] == pytest.approx(0.9045 / 0.804)
     assert res.loc[0, "vs_runner_up"] == pytest.approx(0.9045 / 0.804)
-    assert res.loc[0, "vs_ci_low"] > 1.0
+    assert res.loc[0, "vs_ci_low"] > 1.0 and res.loc[0, "vs_runs"] == 1
     assert res.loc[0, "speedup_vs_topo"] == pytest.approx(1.25)
     ge = res[(res["placer"] == "greedy-eft") & (res["order"] == "dfs-pre")].iloc[0]
     assert ge["score"] == pytest.approx(0.9975 / 0.804)

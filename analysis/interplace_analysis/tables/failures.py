@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..loader import Results
 
-COLUMNS = ["config_id", "index", "name", "status", "reason"]
+COLUMNS = ["config_id", "repeat", "index", "name", "status", "reason"]
 
 
 def failure_table(results: Results) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def failure_table(results: Results) -> pd.DataFrame:
         no_steps["reason"] = "status ok but no measured step times in the file"
         parts += [bad[COLUMNS], no_steps[COLUMNS]]
     if not results.missing.empty:
-        parts.append(results.missing[COLUMNS])
+        parts.append(results.missing.reindex(columns=COLUMNS))
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame(columns=COLUMNS)

@@ -17,7 +17,8 @@ from .traversal import order_samples, rank_orders
 
 KEY = ["family", "model", "model_options"]
 COLUMNS = KEY + list(GRAPH_ATTRIBUTES) + ["best_order", "best_placer", "speedup_vs_topo",
-                                          "speedup_ci_low", "speedup_ci_high", "settings"]
+                                          "speedup_ci_low", "speedup_ci_high", "settings",
+                                          "min_runs"]
 
 
 def graph_feature_table(results: Results, seed: int = 0) -> pd.DataFrame:
@@ -32,7 +33,7 @@ def graph_feature_table(results: Results, seed: int = 0) -> pd.DataFrame:
     best = (ranked[ranked["rank"] == 1] if not ranked.empty else pd.DataFrame(columns=KEY))
     best = best.rename(columns={"order": "best_order", "placer": "best_placer"})
     keep = KEY + ["best_order", "best_placer", "speedup_vs_topo", "speedup_ci_low",
-                  "speedup_ci_high", "settings"]
+                  "speedup_ci_high", "settings", "min_runs"]
     out = stats_rows.merge(best.reindex(columns=keep), on=KEY, how="left")
     for col in ("node_count", "edge_count", "depth", "max_width"):
         out[col] = out[col].astype("Int64")

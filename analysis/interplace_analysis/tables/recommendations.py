@@ -3,8 +3,11 @@
 * **Order and placer**: the (placer, order) pair :func:`.traversal.rank_orders` ranks
   first over all the family's settings. Evidence: its speedup over ``topo`` with the
   same placer (geometric mean over settings) and the bootstrap interval.
-* **Confidence**, from two intervals: the runner-up's step time over the best's
-  (``vs runner-up``) and the speedup over topo.
+* **Confidence**, from two comparisons: the runner-up's step time over the best's
+  (``vs runner-up``) and the speedup over topo. Each is "beyond noise" by the verdict
+  rule of :mod:`..stats` (interval over runs above 1, Holm-adjusted p < 0.05 over the
+  table, at least 3 runs per configuration); with fewer runs the confidence is
+  ``low: n=...: not enough repeats`` whatever the intervals say.
   - ``high``: the runner-up is slower beyond noise (interval above 1) and so is topo;
   - ``medium``: only one of the two holds;
   - ``low``: the best is within noise of both, any of them will do;
@@ -13,7 +16,9 @@
 * **Strategy**: the highest geometric-mean throughput gain over the global strategy
   among the strategies whose mean accuracy cost (:mod:`.strategies`) is at most
   ``tolerance`` (default 0.01, one percentage point of accuracy); ``global`` when
-  nothing was compared or nothing else is accurate enough.
+  nothing was compared or nothing else is accurate enough. A strategy whose accuracy
+  comparison was refused (chance level, identical accuracies) has no known cost and is
+  not recommended; the evidence says why.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ import pandas as pd
 from .. import stats
 from .traversal import BASELINE
 
-COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "strategy",
+COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "runs", "strategy",
            "strategy_evidence", "speedup_vs_topo", "speedup_ci_low", "speedup_ci_high",
-           "vs_runner_up", "vs_ci_low", "vs_ci_high", "runner_up", "strategy_speedup",
-           "strategy_accuracy_cost"]
+           "speedup_p_holm", "vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p_holm",
+           "runner_up", "strategy_speedup", "strategy_accuracy_cost"]
 
 
 def _fmt_ci(point: float, lo: float, hi: float) -> str:
@@ -38,15 +43,29 @@ def _fmt_ci(point: float, lo: float, hi: float) -> str:
     return f"x{point:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
-def _order_choice(ranked: pd.DataFrame) -> dict:
+def _get(row: pd.Series, name: str, default: float = float("nan")) -> float:
+    v = row.get(name, default)
+    return default if v is None else float(v)
+
+
+def _beyond_noise(lo: float, p_holm: float, runs: float) -> bool:
+    """The verdict rule (:func:`..stats.verdict`) for a ratio that should exceed 1."""
+    return (not math.isnan(lo) and lo > 1.0 and not math.isnan(p_holm)
+            and p_holm < stats.ALPHA and runs >= stats.MIN_RUNS)
+
+
+def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float) -> dict:
     if ranked.empty:
         return {"order": "-", "placer": "-", "order_evidence": "no successful runs",
-                "confidence": "insufficient data"}
+                "confidence": "insufficient data", "runs": 0}
     best = ranked.iloc[0]
+    runs = int(_get(best, "min_runs", 0))
     out = {"order": best["order"], "placer": best["placer"],
            "speedup_vs_topo": best["speedup_vs_topo"], "speedup_ci_low": best["speedup_ci_low"],
-           "speedup_ci_high": best["speedup_ci_high"], "vs_runner_up": best["vs_runner_up"],
-           "vs_ci_low": best["vs_ci_low"], "vs_ci_high": best["vs_ci_high"], "runner_up": ""}
+           "speedup_ci_high": best["speedup_ci_high"], "speedup_p_holm": p_topo,
+           "vs_runner_up": best["vs_runner_up"], "vs_ci_low": best["vs_ci_low"],
+           "vs_ci_high": best["vs_ci_high"], "vs_p_holm": p_vs, "runner_up": "",
+           "runs": runs}
     if best["order"] == BASELINE:
         sp_text, gain = f"is {BASELINE}", True
     elif math.isnan(best["speedup_vs_topo"]):
@@ -54,19 +73,24 @@ def _order_choice(ranked: pd.DataFrame) -> dict:
     else:
         sp = _fmt_ci(best["speedup_vs_topo"], best["speedup_ci_low"], best["speedup_ci_high"])
         sp_text = f"{sp} vs {BASELINE}"
-        gain = best["speedup_ci_low"] > 1.0
+        gain = _beyond_noise(best["speedup_ci_low"], p_topo, _get(best, "speedup_runs", 0))
     if len(ranked) == 1:
-        out.update(order_evidence=sp_text + "; only pair measured",
+        out.update(order_evidence=sp_text + f"; only pair measured; n={runs}",
                    confidence="insufficient data (one order/placer)")
         return out
     ru = ranked.iloc[1]
     out["runner_up"] = f"{ru['placer']}/{ru['order']}"
     ru_text = (f"runner-up {out['runner_up']} "
                f"{_fmt_ci(best['vs_runner_up'], best['vs_ci_low'], best['vs_ci_high'])} slower")
-    beats = bool(best["vs_ci_low"] > 1.0) if not math.isnan(best["vs_ci_low"]) else False
+    beats = _beyond_noise(best["vs_ci_low"], p_vs, _get(best, "vs_runs", 0))
     settings = f"{int(best['settings'])}/{int(best['of_settings'])} settings"
-    out["order_evidence"] = f"{sp_text}; {ru_text}; {settings}"
-    if best["order"] == BASELINE:
+    fewest = min(runs, int(_get(ru, "min_runs", 0)))
+    out["runs"] = fewest
+    out["order_evidence"] = f"{sp_text}; {ru_text}; {settings}; n={fewest} run(s) at least"
+    if fewest < stats.MIN_RUNS:
+        out["confidence"] = (f"low: n={fewest}: not enough repeats (a verdict needs"
+                             f" {stats.MIN_RUNS} runs per configuration)")
+    elif best["order"] == BASELINE:
         out["confidence"] = (f"high: {BASELINE} is faster than the runner-up beyond noise"
                              if beats else f"low: {BASELINE} is within noise of the runner-up")
     elif gain is None:
@@ -84,23 +108,34 @@ def _order_choice(ranked: pd.DataFrame) -> dict:
 
 
 def _strategy_summary(strat: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy label: geometric-mean speedup over global, mean accuracy cost, runs."""
+    """Per strategy label: geometric-mean speedup over global, mean accuracy cost (NaN
+    when any of its comparisons was refused, with the reasons), configurations, fewest
+    runs, and whether every speedup was ``faster`` by the verdict rule."""
     rows = []
     for label, g in strat.groupby("strategy_label", sort=True):
         sp = g["speedup"].dropna()
+        refused = sorted({r for r in g.get("accuracy_refused", pd.Series(dtype=str)) if r})
+        verdicts = set(g.get("speedup_verdict", pd.Series(dtype=str)))
         rows.append({"label": label, "speedup": float(stats.geomean(sp)) if len(sp) else np.nan,
-                     "cost": float(g["accuracy_cost"].mean()), "runs": len(g),
+                     "cost": np.nan if refused else float(g["accuracy_cost"].mean()),
+                     "refused": "; ".join(refused), "configs": len(g),
+                     "runs": int(g["runs"].min()) if "runs" in g else 1,
+                     "faster": verdicts == {"faster"},
                      "metric": g["accuracy_metric"].iloc[0],
                      "is_global": label.startswith("global")})
     return pd.DataFrame(rows)
+
+
+def _describe(r) -> str:
+    cost = f"accuracy cost refused ({r.refused})" if r.refused else f"cost {r.cost:+.3f}"
+    return f"{r.label} x{r.speedup:.2f}, {cost}, n={r.runs}"
 
 
 def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
     if strat.empty:
         return {"strategy": "global", "strategy_evidence": "no strategy comparison measured"}
     agg = _strategy_summary(strat)
-    listed = "; ".join(f"{r.label} x{r.speedup:.2f}, cost {r.cost:+.3f}"
-                       for r in agg[~agg["is_global"]].itertuples())
+    listed = "; ".join(_describe(r) for r in agg[~agg["is_global"]].itertuples())
     base = agg[agg["is_global"]]
     if base.empty:
         return {"strategy": "global", "strategy_evidence": "no global run to compare with;"
@@ -110,13 +145,19 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
         return {"strategy": base["label"].iloc[0], "strategy_speedup": 1.0,
                 "strategy_accuracy_cost": 0.0,
                 "strategy_evidence": f"no faster strategy within {tolerance:.3g} accuracy of"
-                                     f" global: {listed}"}
+                                     f" global with a usable accuracy comparison: {listed}"}
     best = eligible.sort_values(["speedup", "cost"], ascending=[False, True]).iloc[0]
-    others = "; ".join(f"{r.label} x{r.speedup:.2f}, cost {r.cost:+.3f}"
-                       for r in agg[~agg["is_global"] & (agg["label"] != best["label"])]
-                       .itertuples())
-    evidence = (f"x{best['speedup']:.2f} samples/s vs global, accuracy cost {best['cost']:+.3f}"
-                f" ({best['metric']}, {best['runs']} run(s))")
+    others = "; ".join(_describe(r) for r in
+                       agg[~agg["is_global"] & (agg["label"] != best["label"])].itertuples())
+    if best["runs"] < stats.MIN_RUNS:
+        sure = f"low confidence: n={best['runs']}: not enough repeats"
+    elif best["faster"]:
+        sure = "faster beyond noise in every setting"
+    else:
+        sure = "low confidence: not faster beyond noise in every setting"
+    evidence = (f"x{best['speedup']:.2f} samples/s vs global ({sure}), accuracy cost"
+                f" {best['cost']:+.3f} ({best['metric']}, {best['configs']} configuration(s),"
+                f" n={best['runs']})")
     return {"strategy": best["label"], "strategy_speedup": best["speedup"],
             "strategy_accuracy_cost": best["cost"],
             "strategy_evidence": evidence + (f"; others: {others}" if others else "")}
@@ -124,10 +165,23 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
 
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],
                          tolerance: float = 0.01) -> pd.DataFrame:
-    """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2."""
-    rows = []
+    """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2.
+
+    Holm: the p-values of the two comparisons behind each family's confidence (best vs
+    runner-up, best vs topo) are adjusted together over the whole table."""
+    per_fam = {fam: (ranked[ranked["family"] == fam] if not ranked.empty else ranked)
+               for fam in families}
+    pv = []
     for fam in families:
-        r = ranked[ranked["family"] == fam] if not ranked.empty else ranked
+        r = per_fam[fam]
+        best = r.iloc[0] if len(r) else None
+        pv += [_get(best, "vs_p") if best is not None else np.nan,
+               _get(best, "speedup_p") if best is not None else np.nan]
+    adjusted = stats.holm(pv)
+    rows = []
+    for i, fam in enumerate(families):
         s = strategies[strategies["family"] == fam] if not strategies.empty else strategies
-        rows.append({"family": fam, **_order_choice(r), **_strategy_choice(s, tolerance)})
+        rows.append({"family": fam, **_order_choice(per_fam[fam], adjusted[2 * i],
+                                                    adjusted[2 * i + 1]),
+                     **_strategy_choice(s, tolerance)})
     return pd.DataFrame(rows).reindex(columns=COLUMNS)

@@ -17,10 +17,19 @@ utilisation, bubble fraction and the training loss/accuracy compared two ways:
   (With equal step counts the window ends where the fastest strategy ends; if the
   sweep ran faster strategies for more steps, the window grows accordingly.)
 
+A row is a *configuration*: its runs (repeats) are pooled, every value is the median
+over runs of the per-run value (``runs`` says how many). ``speedup`` is the ratio of
+median samples/s over the baseline's, with a 95% bootstrap interval over runs, a
+Holm-adjusted p-value (over the table's comparisons) and ``speedup_verdict`` (faster,
+slower, same, not enough runs: :func:`..stats.verdict`).
+
 ``accuracy_cost`` is the baseline's accuracy minus the strategy's (positive: the
 strategy loses accuracy), on the evaluation accuracy when both have one, else on the
 training accuracy at equal steps; the baseline is the group's global strategy
-(``global/gpipe`` preferred). ``speedup`` is samples/s over the baseline's.
+(``global/gpipe`` preferred). It is *refused* (``accuracy_refused`` gives the reason,
+``accuracy_verdict`` says ``refused: ...``) when an accuracy of the group is at chance
+level or all are identical (:func:`..stats.accuracy_refusal`): such a difference says
+nothing about what a strategy costs.
 """
 
 from __future__ import annotations
@@ -30,16 +39,19 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import stats
 from ..loader import Results
 
 GROUP_KEY = ["family", "model", "model_options", "order", "placer", "devices",
              "micro_batches", "batch_size", "device", "dataset"]
 DISPLAY_KEY = ["family", "model", "devices", "order", "placer"]
 COLUMNS = GROUP_KEY + [
-    "strategy_label", "config_id", "samples_per_s", "speedup", "utilisation",
-    "idle_fraction", "equal_step", "loss_at_equal_step", "accuracy_at_equal_step",
-    "eval_accuracy", "equal_time_s", "step_at_equal_time", "loss_at_equal_time",
-    "accuracy_at_equal_time", "accuracy_metric", "accuracy_cost", "baseline"]
+    "strategy_label", "config_key", "run_id", "runs", "samples_per_s", "speedup",
+    "speedup_ci_low", "speedup_ci_high", "speedup_p", "speedup_p_holm", "speedup_verdict",
+    "utilisation", "idle_fraction", "equal_step", "loss_at_equal_step",
+    "accuracy_at_equal_step", "eval_accuracy", "equal_time_s", "step_at_equal_time",
+    "loss_at_equal_time", "accuracy_at_equal_time", "accuracy_metric", "accuracy_cost",
+    "accuracy_verdict", "accuracy_refused", "baseline"]
 
 
 def _at_step(curve: pd.DataFrame, step: int, col: str) -> float:
@@ -54,58 +66,96 @@ def _at_time(curve: pd.DataFrame, t: float, col: str) -> float:
     return float(np.interp(t, d["elapsed_s"], d[col]))
 
 
-def _baseline(group: pd.DataFrame) -> pd.DataFrame:
+def _baseline_label(group: pd.DataFrame) -> str:
     glob = group[group["strategy_label"].str.startswith("global")]
     if glob.empty:
-        return glob
-    first = "global/gpipe" if (glob["strategy_label"] == "global/gpipe").any() \
+        return ""
+    return "global/gpipe" if (glob["strategy_label"] == "global/gpipe").any() \
         else sorted(glob["strategy_label"])[0]
-    return glob[glob["strategy_label"] == first]
 
 
-def strategy_table(results: Results) -> pd.DataFrame:
-    """One row per configuration of every group that compares two or more strategies."""
+def _throughput_runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
+    return stats.Runs(runs["samples_per_s"].to_numpy(float),
+                      [results.measured_step_times(r) for r in runs["run_id"]], inverse=True)
+
+
+def strategy_table(results: Results, seed: int = 0) -> pd.DataFrame:
+    """One row per configuration (its runs pooled) of every group that compares two or
+    more strategies."""
     ok = results.ok
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    rows = []
+    parts, ests = [], []
     for key, grp in ok.groupby(GROUP_KEY, dropna=False, sort=True):
         if grp["strategy_label"].nunique() < 2:
             continue
-        curves = {cid: results.measured_curve(cid) for cid in grp["config_id"]}
+        curves = {rid: results.measured_curve(rid) for rid in grp["run_id"]}
         equal_step = int(min(c["step"].max() for c in curves.values()))
         equal_time = float(min(c["elapsed_s"].max() for c in curves.values()))
-        base = _baseline(grp)
+        base_label = _baseline_label(grp)
+        base = grp[grp["strategy_label"] == base_label]
         use_eval = base["eval_accuracy"].notna().any() and grp["eval_accuracy"].notna().all()
+        base_runs = _throughput_runs(results, base) if len(base) else None
         part = []
-        for _, r in grp.sort_values(["strategy_label", "config_id"]).iterrows():
-            c = curves[r["config_id"]]
-            before = c[c["elapsed_s"] <= equal_time * (1 + 1e-12)]
+        for (label, ckey), runs in grp.groupby(["strategy_label", "config_key"], sort=True):
+            per_run = []
+            for _, r in runs.iterrows():
+                c = curves[r["run_id"]]
+                before = c[c["elapsed_s"] <= equal_time * (1 + 1e-12)]
+                per_run.append({
+                    "loss_at_equal_step": _at_step(c, equal_step, "loss"),
+                    "accuracy_at_equal_step": _at_step(c, equal_step, "accuracy"),
+                    "step_at_equal_time": int(before["step"].max()) if len(before)
+                    else int(c["step"].min()),
+                    "loss_at_equal_time": _at_time(c, equal_time, "loss"),
+                    "accuracy_at_equal_time": _at_time(c, equal_time, "accuracy")})
+            per_run = pd.DataFrame(per_run)
+            mine = _throughput_runs(results, runs)
+            if base_runs is None:
+                est = stats.NAN_ESTIMATE
+            elif label == base_label:
+                est = stats.Estimate(1.0, 1.0, 1.0, float("nan"), (mine.n,), "none")
+            else:
+                est = stats.ratio(mine, base_runs, stats.seed_for(*key, label, base=seed))
+            ests.append((label == base_label, est))
             part.append({
-                **dict(zip(GROUP_KEY, key)), "strategy_label": r["strategy_label"],
-                "config_id": r["config_id"], "samples_per_s": r["samples_per_s"],
-                "utilisation": r["utilisation"], "idle_fraction": r["idle_fraction"],
+                **dict(zip(GROUP_KEY, key)), "strategy_label": label, "config_key": ckey,
+                "run_id": runs["run_id"].iloc[0], "runs": len(runs),
+                "samples_per_s": mine.point, "speedup": est.point, "speedup_ci_low": est.low,
+                "speedup_ci_high": est.high, "speedup_p": est.p,
+                "utilisation": stats.median(runs["utilisation"]),
+                "idle_fraction": stats.median(runs["idle_fraction"]),
                 "equal_step": equal_step,
-                "loss_at_equal_step": _at_step(c, equal_step, "loss"),
-                "accuracy_at_equal_step": _at_step(c, equal_step, "accuracy"),
-                "eval_accuracy": r["eval_accuracy"], "equal_time_s": equal_time,
-                "step_at_equal_time": int(before["step"].max()) if len(before)
-                else int(c["step"].min()),
-                "loss_at_equal_time": _at_time(c, equal_time, "loss"),
-                "accuracy_at_equal_time": _at_time(c, equal_time, "accuracy"),
+                **{col: stats.median(per_run[col]) for col in per_run.columns
+                   if col != "step_at_equal_time"},
+                "step_at_equal_time": int(stats.median(per_run["step_at_equal_time"])),
+                "eval_accuracy": stats.median(runs["eval_accuracy"]), "equal_time_s": equal_time,
                 "accuracy_metric": "eval" if use_eval else "train@equal_step",
             })
         part = pd.DataFrame(part)
         metric = "eval_accuracy" if use_eval else "accuracy_at_equal_step"
-        if base.empty:
-            part["baseline"], part["speedup"], part["accuracy_cost"] = "", np.nan, np.nan
+        if not base_label:
+            part["baseline"], part["accuracy_cost"] = "", np.nan
+            part["accuracy_refused"] = "no global baseline"
         else:
-            bids = set(base["config_id"])
-            b = part[part["config_id"].isin(bids)]
-            part["baseline"] = base["strategy_label"].iloc[0]
-            part["speedup"] = part["samples_per_s"] / b["samples_per_s"].mean()
-            part["accuracy_cost"] = b[metric].mean() - part[metric]
-        rows.append(part)
-    if not rows:
+            b = part[part["strategy_label"] == base_label]
+            part["baseline"] = base_label
+            part["accuracy_cost"] = stats.median(b[metric]) - part[metric]
+            acc = part.groupby("strategy_label")[metric].agg(stats.median).to_dict()
+            part["accuracy_refused"] = stats.accuracy_refusal(str(key[GROUP_KEY.index(
+                "dataset")]), acc)
+        part["accuracy_verdict"] = [
+            f"refused: {why}" if why else f"cost {cost:+.3f} ({metric}, n={n})"
+            for why, cost, n in zip(part["accuracy_refused"], part["accuracy_cost"],
+                                    part["runs"])]
+        parts.append(part)
+    if not parts:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(rows, ignore_index=True)[COLUMNS]
+    table = pd.concat(parts, ignore_index=True)
+    # Holm over the table's speedup comparisons (the baseline rows compare nothing).
+    p = [e.p if not is_base else float("nan") for is_base, e in ests]
+    table["speedup_p_holm"] = stats.holm(p)
+    table["speedup_verdict"] = [
+        "baseline" if is_base else stats.verdict(e, q, lower_is_better=False)
+        for (is_base, e), q in zip(ests, table["speedup_p_holm"])]
+    return table[COLUMNS]

@@ -2,14 +2,16 @@
 
 A *group* is everything held fixed while the order varies: model (and its options),
 placer, device count K, strategy, micro-batches, batch size and devices. Within a
-group each order's measured step times are pooled over its configurations (several
-seeds of ``random``, say), and the order is summarised by the median step time.
+group each order has *runs* (every ``ok`` run of its configurations: repeats, and
+several seeds of ``random``, say); a run is summarised by the median of its measured
+steps and the order by the median over its runs (:mod:`..stats`).
 
 * ``speedup`` = median(topo) / median(order), > 1 is faster than ``topo`` (the default
-  order of most placers), with a bootstrap 95% interval (:mod:`..stats`).
-* The *best* order has the lowest median. It **beats** the runner-up when the two
-  orders' bootstrap intervals of the median do not overlap; otherwise the table says
-  ``tie`` and lists every order whose interval overlaps the best's.
+  order of most placers), with a 95% bootstrap interval over runs (a single run: the
+  within-run block bootstrap, ``interval_over`` says which), a Holm-adjusted p-value and
+  a verdict (faster/slower/same/not enough runs) by the rule of :func:`..stats.verdict`.
+* The *best* order has the lowest median. It **beats** the runner-up by the same rule
+  (see :func:`best_table`); otherwise the table says ``tie`` or ``not enough repeats``.
 
 :func:`rank_orders` aggregates groups (for a family or a model) for the
 recommendations and the graph-feature table: a (placer, order) pair is scored by the
@@ -33,93 +35,162 @@ BASELINE = "topo"
 
 
 def order_samples(results: Results) -> pd.DataFrame:
-    """One row per (group, order): pooled measured step times of its configurations."""
+    """One row per (group, order): its runs (every ``ok`` run of its configurations),
+    ``values`` = each run's median step time, ``steps`` = each run's measured step times,
+    ``samples`` = those steps pooled (for plots), ``configs`` and ``runs`` counts."""
     ok = results.ok
+    cols = GROUP_KEY + ["order", "values", "steps", "samples", "configs", "runs"]
     if ok.empty:
-        return pd.DataFrame(columns=GROUP_KEY + ["order", "samples", "configs"])
+        return pd.DataFrame(columns=cols)
     rows = []
     for key, sub in ok.groupby(GROUP_KEY + ["order"], dropna=False, sort=True):
-        arrays = [results.measured_step_times(cid) for cid in sub["config_id"]]
-        samples = np.concatenate(arrays) if arrays else np.zeros(0)
-        rows.append({**dict(zip(GROUP_KEY + ["order"], key)), "samples": samples,
-                     "configs": len(sub)})
-    return pd.DataFrame(rows)
+        steps = [results.measured_step_times(rid) for rid in sub["run_id"]]
+        rows.append({**dict(zip(GROUP_KEY + ["order"], key)),
+                     "values": sub["step_time_s"].to_numpy(dtype=float), "steps": steps,
+                     "samples": np.concatenate(steps) if steps else np.zeros(0),
+                     "configs": sub["config_key"].nunique(), "runs": len(sub)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def runs_of(row: pd.Series) -> stats.Runs:
+    """The :class:`..stats.Runs` of an :func:`order_samples` row."""
+    return stats.Runs(row["values"], list(row["steps"]))
 
 
 def order_table(results: Results, seed: int = 0) -> pd.DataFrame:
-    """Long table: per group and order, median step time, its interval, the speedup
-    over ``topo`` with its interval, and the order's rank in the group (1 = fastest)."""
+    """Long table: per group and order, median over runs of the run medians, its
+    interval, the speedup over ``topo`` (median(topo) / median(order)) with its interval,
+    Holm-adjusted p-value (over every non-topo row of the table) and verdict, and the
+    order's rank in the group (1 = fastest)."""
     samples = order_samples(results)
-    cols = GROUP_KEY + ["order", "configs", "steps", "median_step_s", "median_ci_low",
+    cols = GROUP_KEY + ["order", "configs", "runs", "steps", "median_step_s", "median_ci_low",
                         "median_ci_high", "speedup_vs_topo", "speedup_ci_low",
-                        "speedup_ci_high", "rank"]
+                        "speedup_ci_high", "speedup_p", "speedup_p_holm", "verdict",
+                        "interval_over", "rank"]
     if samples.empty:
         return pd.DataFrame(columns=cols)
-    rows = []
+    rows, ests = [], []
     for key, grp in samples.groupby(GROUP_KEY, dropna=False, sort=True):
         topo = grp[grp["order"] == BASELINE]
-        topo_samples = topo["samples"].iloc[0] if len(topo) else None
+        topo_runs = runs_of(topo.iloc[0]) if len(topo) else None
         for _, r in grp.iterrows():
             seed_key = stats.seed_for(*key, r["order"], base=seed)
-            med, lo, hi = stats.median_ci(r["samples"], seed_key)
+            mine = runs_of(r)
+            med = stats.median_estimate(mine, seed_key)
             if r["order"] == BASELINE:
-                sp = slo = shi = 1.0
-            elif topo_samples is not None:
-                sp, slo, shi = stats.ratio_ci(topo_samples, r["samples"], seed_key + 1)
+                sp = stats.Estimate(1.0, 1.0, 1.0, float("nan"), (mine.n,), "none")
+            elif topo_runs is not None:
+                sp = stats.ratio(topo_runs, mine, seed_key + 1)
             else:
-                sp = slo = shi = float("nan")
+                sp = stats.NAN_ESTIMATE
+            ests.append(sp)
             rows.append({**dict(zip(GROUP_KEY, key)), "order": r["order"],
-                         "configs": r["configs"], "steps": len(r["samples"]),
-                         "median_step_s": med, "median_ci_low": lo, "median_ci_high": hi,
-                         "speedup_vs_topo": sp, "speedup_ci_low": slo,
-                         "speedup_ci_high": shi})
+                         "configs": r["configs"], "runs": mine.n, "steps": len(r["samples"]),
+                         "median_step_s": med.point, "median_ci_low": med.low,
+                         "median_ci_high": med.high, "speedup_vs_topo": sp.point,
+                         "speedup_ci_low": sp.low, "speedup_ci_high": sp.high,
+                         "speedup_p": sp.p,
+                         "interval_over": "runs" if mine.n >= 2 else "steps of 1 run"})
     table = pd.DataFrame(rows)
+    table["speedup_p_holm"] = stats.holm(table["speedup_p"])
+    table["verdict"] = [
+        "baseline" if o == BASELINE else stats.verdict(e, p, lower_is_better=False)
+        for o, e, p in zip(table["order"], ests, table["speedup_p_holm"])]
     table["rank"] = (table.groupby(GROUP_KEY, dropna=False)["median_step_s"]
                      .rank(method="min").astype(int))
     return table.sort_values(GROUP_KEY + ["rank", "order"]).reset_index(drop=True)[cols]
 
 
-def best_table(orders: pd.DataFrame) -> pd.DataFrame:
-    """Per group: the best order, its speedup over topo, the runner-up and the verdict."""
-    cols = GROUP_KEY + ["orders", "best_order", "best_median_s", "speedup_vs_topo",
+def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
+               seed: int = 0) -> pd.DataFrame:
+    """Per group: the best order (lowest median over runs), its speedup over topo, the
+    runner-up and the verdict.
+
+    The best order *beats* another when the ratio other / best has a Holm-adjusted
+    p-value below 0.05 (Holm over every such comparison in the table), its interval
+    lies above 1 and both have at least ``MIN_RUNS`` runs. ``beats runner-up``: it beats
+    every other order; otherwise ``tie with ...`` lists those it does not beat, and with
+    too few runs the verdict says ``n=...: not enough repeats``. Without ``samples``
+    (the :func:`order_samples` frame) the comparison uses the medians' intervals only.
+    """
+    cols = GROUP_KEY + ["orders", "runs", "best_order", "best_median_s", "speedup_vs_topo",
                         "speedup_ci_low", "speedup_ci_high", "runner_up", "runner_up_median_s",
-                        "verdict", "note"]
-    rows = []
+                        "vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p_holm", "verdict",
+                        "note"]
+    if orders.empty:
+        return pd.DataFrame(columns=cols)
+    by_key = {}
+    if samples is not None and not samples.empty:
+        by_key = {(tuple(r[k] for k in GROUP_KEY), r["order"]): runs_of(r)
+                  for _, r in samples.iterrows()}
+    rows, comparisons = [], []  # comparisons: (row index, other order, estimate)
     for key, grp in orders.groupby(GROUP_KEY, dropna=False, sort=True):
         grp = grp.sort_values(["median_step_s", "order"])
         best = grp.iloc[0]
-        row = {**dict(zip(GROUP_KEY, key)), "orders": len(grp), "best_order": best["order"],
-               "best_median_s": best["median_step_s"],
+        row = {**dict(zip(GROUP_KEY, key)), "orders": len(grp), "runs": int(best["runs"]),
+               "best_order": best["order"], "best_median_s": best["median_step_s"],
                "speedup_vs_topo": best["speedup_vs_topo"],
                "speedup_ci_low": best["speedup_ci_low"],
                "speedup_ci_high": best["speedup_ci_high"],
-               "runner_up": "", "runner_up_median_s": float("nan"), "note": ""}
+               "runner_up": "", "runner_up_median_s": float("nan"),
+               "vs_runner_up": float("nan"), "vs_ci_low": float("nan"),
+               "vs_ci_high": float("nan"), "vs_p_holm": float("nan"), "note": "",
+               "verdict": "only one order"}
         if BASELINE not in set(grp["order"]):
             row["note"] = f"no {BASELINE} in this group: no speedup"
-        if len(grp) == 1:
-            row["verdict"] = "only one order"
-        else:
+        if len(grp) > 1:
             ru = grp.iloc[1]
             row["runner_up"], row["runner_up_median_s"] = ru["order"], ru["median_step_s"]
-            best_iv = (best["median_ci_low"], best["median_ci_high"])
-            tied = [o["order"] for _, o in grp.iloc[1:].iterrows()
-                    if stats.intervals_overlap(best_iv, (o["median_ci_low"],
-                                                         o["median_ci_high"]))]
-            row["verdict"] = ("beats runner-up" if not tied
-                              else "tie with " + ", ".join(tied))
+            kb = (tuple(key), best["order"])
+            for i, (_, o) in enumerate(grp.iloc[1:].iterrows()):
+                ko = (tuple(key), o["order"])
+                if kb in by_key and ko in by_key:
+                    est = stats.ratio(by_key[ko], by_key[kb],
+                                      stats.seed_for(*key, best["order"], o["order"],
+                                                     base=seed))
+                else:
+                    est = stats.Estimate(o["median_step_s"] / best["median_step_s"],
+                                         o["median_ci_low"] / best["median_ci_high"],
+                                         o["median_ci_high"] / best["median_ci_low"],
+                                         float("nan"), (int(best["runs"]), int(o["runs"])),
+                                         "medians")
+                comparisons.append((len(rows), o["order"], est))
         rows.append(row)
+    adjusted = stats.holm([e.p for _, _, e in comparisons])
+    per_row: dict[int, list] = {}
+    for (i, other, est), p in zip(comparisons, adjusted):
+        per_row.setdefault(i, []).append((other, est, p))
+    for i, comps in per_row.items():
+        row = rows[i]
+        other, est, p = comps[0]  # the runner-up
+        row.update(vs_runner_up=est.point, vs_ci_low=est.low, vs_ci_high=est.high, vs_p_holm=p)
+        few = [e for _, e, _ in comps if e.min_runs < stats.MIN_RUNS]
+        tied = [o for o, e, q in comps if not stats.significant(e, q)]
+        if few:
+            row["verdict"] = (f"{stats.not_enough_runs(few[0].runs)}: best by point"
+                              " estimate only")
+        elif not tied:
+            row["verdict"] = "beats runner-up"
+        else:
+            row["verdict"] = "tie with " + ", ".join(tied)
     return pd.DataFrame(rows, columns=cols)
 
 
 def _geomean_ratio(pairs: list[tuple[int, int]], sub: pd.DataFrame,
-                   reps: dict) -> tuple[float, float, float]:
+                   seed: int) -> stats.Estimate:
     """Geometric mean over (numerator row, denominator row) pairs of the ratio of their
-    medians, with the bootstrap interval of the same statistic."""
+    medians over runs, with the joint bootstrap interval of the same statistic."""
     if not pairs:
-        return float("nan"), float("nan"), float("nan")
-    point = float(stats.geomean([sub.loc[n, "median"] / sub.loc[d, "median"] for n, d in pairs]))
-    replicated = np.vstack([reps[n] / reps[d] for n, d in pairs])
-    return (point, *stats.interval(stats.geomean(replicated, axis=0)))
+        return stats.NAN_ESTIMATE
+    rows = sorted({i for p in pairs for i in p})
+    pos = {r: k for k, r in enumerate(rows)}
+    sides = [runs_of(sub.loc[r]) for r in rows]
+
+    def statistic(m: list) -> np.ndarray:
+        logs = [np.log(m[pos[n]] / m[pos[d]]) for n, d in pairs]
+        return np.exp(sum(logs) / len(logs))
+    return stats.joint_estimate(sides, statistic, seed,
+                                pairs=[(pos[n], pos[d]) for n, d in pairs])
 
 
 def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -130,30 +201,37 @@ def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
     if compared.any():
         sub = sub[compared]
     fastest = sub.groupby("setting")["median"].min()
-    # One joint bootstrap for the key: replicate j of every sample belongs together.
-    reps = dict(zip(sub.index, stats.bootstrap_medians(list(sub["samples"]), seed)))
     row_of = {(r.setting, r.placer, r.order): i for i, r in sub.iterrows()}
     pairs = []
     for (placer, order), p in sub.groupby(["placer", "order"], sort=True):
         vs_topo = [(row_of[(s, placer, BASELINE)], i) for i, s in p["setting"].items()
                    if (s, placer, BASELINE) in row_of]
-        point, lo, hi = _geomean_ratio(vs_topo, sub, reps)
+        if order == BASELINE:
+            est = stats.Estimate(1.0, 1.0, 1.0, float("nan"), (int(p["runs"].min()),), "none")
+        else:
+            est = _geomean_ratio(vs_topo, sub, stats.seed_for(placer, order, base=seed))
         pairs.append({"placer": placer, "order": order, "settings": len(p),
                       "of_settings": sub["setting"].nunique(),
                       "score": float(stats.geomean(p["median"] / p["setting"].map(fastest))),
-                      "speedup_vs_topo": point, "speedup_ci_low": lo, "speedup_ci_high": hi,
+                      "speedup_vs_topo": est.point, "speedup_ci_low": est.low,
+                      "speedup_ci_high": est.high, "speedup_p": est.p,
+                      "speedup_runs": est.min_runs, "min_runs": int(p["runs"].min()),
                       "rows": dict(zip(p["setting"], p.index))})
     ranked = pd.DataFrame(pairs).sort_values(["settings", "score", "placer", "order"],
                                              ascending=[False, True, True, True],
                                              ignore_index=True)
     ranked["rank"] = np.arange(1, len(ranked) + 1)
     ranked["vs_runner_up"] = ranked["vs_ci_low"] = ranked["vs_ci_high"] = float("nan")
+    ranked["vs_p"] = float("nan")
+    ranked["vs_runs"] = 0
     if len(ranked) > 1:
         best, ru = ranked.loc[0, "rows"], ranked.loc[1, "rows"]
         common = sorted(set(best) & set(ru))
         if common:
-            ranked.loc[0, ["vs_runner_up", "vs_ci_low", "vs_ci_high"]] = _geomean_ratio(
-                [(ru[s], best[s]) for s in common], sub, reps)
+            est = _geomean_ratio([(ru[s], best[s]) for s in common], sub, seed + 1)
+            ranked.loc[0, ["vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p"]] = (
+                est.point, est.low, est.high, est.p)
+            ranked.loc[0, "vs_runs"] = est.min_runs
     return ranked.drop(columns="rows")
 
 
@@ -163,11 +241,12 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     Returns one row per (by key, placer, order) with ``settings`` (how many it ran in),
     ``score`` (geometric mean of its median over the setting's fastest median; 1 is the
     fastest everywhere), ``speedup_vs_topo`` (geometric mean over the settings that have
-    ``topo`` with the same placer) and its bootstrap interval, and ``rank`` (1 = best
-    among the pairs present in the most settings). Settings that ran a single order are
-    left out when any setting compares two or more. The best row of each key also gets
-    ``vs_runner_up`` = geometric mean of runner-up / best medians, with its interval
-    (above 1: the runner-up is slower).
+    ``topo`` with the same placer) with its interval over runs, permutation p-value
+    (``speedup_p``) and the fewest runs behind it (``speedup_runs``), and ``rank``
+    (1 = best among the pairs present in the most settings). Settings that ran a single
+    order are left out when any setting compares two or more. The best row of each key
+    also gets ``vs_runner_up`` = geometric mean of runner-up / best medians, with its
+    interval, ``vs_p`` and ``vs_runs`` (above 1: the runner-up is slower).
     """
     if samples.empty:
         return pd.DataFrame()
@@ -175,7 +254,7 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     for key, sub in samples.groupby(by, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         sub = sub.assign(setting=sub[SETTING_KEY].astype(str).agg("|".join, axis=1),
-                         median=sub["samples"].map(lambda a: float(np.median(a))))
+                         median=sub["values"].map(stats.median))
         ranked = _rank_one_key(sub, stats.seed_for(*key, base=seed))
         parts.append(ranked.assign(**dict(zip(by, key)))[by + list(ranked.columns)])
     return pd.concat(parts, ignore_index=True)

@@ -6,6 +6,7 @@
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/median.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "results_open.hpp"
@@ -15,12 +16,7 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double median(std::vector<double> values) {
-  if (values.empty()) return kNaN;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using kernels::median;
 
 StoredConfig read_config(hid_t configs, const std::string& id) {
   const h5::Handle g = h5::open_group(configs, id);

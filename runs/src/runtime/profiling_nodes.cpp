@@ -7,6 +7,7 @@
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/tied_linear.hpp"
+#include "interplace/kernels/median.hpp"
 #include "interplace/kernels/random.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/runs/profiling.hpp"
@@ -18,11 +19,7 @@ using kernels::Tensor;
 using placement::Node;
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using kernels::median;
 
 Tensor random_tensor(const kernels::Shape& shape, kernels::Rng& rng, int64_t vocabulary,
                      kernels::Device device) {

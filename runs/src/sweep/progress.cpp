@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
+
+#include "interplace/kernels/median.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -12,10 +15,7 @@ double median_measured_step(const TrainResult& result) {
   for (const StepRecord& step : result.steps) {
     if (!step.warmup) times.push_back(step.step_time_s);
   }
-  if (times.empty()) return NAN;
-  std::sort(times.begin(), times.end());
-  const size_t mid = times.size() / 2;
-  return times.size() % 2 == 1 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+  return kernels::median(std::move(times));
 }
 
 }  // namespace

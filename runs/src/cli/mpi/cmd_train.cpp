@@ -5,9 +5,11 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "commands.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/median.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "json_writer.hpp"
@@ -49,8 +51,7 @@ double median_step_s(const TrainResult& result) {
     if (!s.warmup) times.push_back(s.step_time_s);
   }
   if (times.empty()) return 0.0;
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return kernels::median(std::move(times));
 }
 
 std::string step_json(const StepRecord& s) {
