@@ -107,6 +107,19 @@ TEST(SweepSpec, ProfileCostDevices) {
   EXPECT_EQ(cost_device_string(spec.configs[0].train), "profile:/tmp/p.tsv");
 }
 
+// The optimiser names of every subcommand: "sgd" is plain SGD, the default is momentum SGD.
+TEST(SweepSpec, OptimizerNamesAreTheCostModels) {
+  const SweepSpec spec =
+      parse_sweep_spec("optimizers = [\"sgd\", \"sgd-momentum\", \"adamw\"]\n", "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 3u);
+  EXPECT_EQ(spec.configs[0].train.optimizer, placement::OptimizerKind::sgd);
+  EXPECT_EQ(spec.configs[1].train.optimizer, placement::OptimizerKind::sgd_momentum);
+  EXPECT_EQ(spec.configs[2].train.optimizer, placement::OptimizerKind::adamw);
+  EXPECT_EQ(parse_sweep_spec("", "spec.toml").configs[0].train.optimizer,
+            placement::OptimizerKind::sgd_momentum);
+  EXPECT_NE(error_of("optimizer = \"lion\"\n").find("sgd-momentum"), std::string::npos);
+}
+
 TEST(SweepSpec, ErrorsNameTheFileTheLineAndTheReason) {
   EXPECT_EQ(error_of("models = [\"resnet20\"]\nmodle = 1\n").substr(0, 40),
             "spec.toml:2: unknown key 'modle' (valid:");
