@@ -65,6 +65,8 @@ void add_device_options(CLI::App& app, DeviceSelection& s) {
 CLI::Option* add_optimizer_option(CLI::App& app, placement::OptimizerKind& optimizer,
                                   const std::string& description) {
   optimizer = kDefaultOptimizer;
+  // A validator rather than a throw from the callback: CLI11 then reports an unknown name
+  // as a parse error naming the flag, which main() prints once under mpirun.
   const CLI::Validator known(
       [](std::string& text) {
         try {

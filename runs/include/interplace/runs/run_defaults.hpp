@@ -1,5 +1,5 @@
 // What a flag left out means, one value for every subcommand, TrainConfig and sweep specs
-// (docs/cli.md, "Common options"), and the one rule that splits a mini-batch into
+// (docs/cli.md, after the synopsis), and the one rule that splits a mini-batch into
 // micro-batches. Leaving --seed out of `order` and out of `train` must mean the same seed.
 #pragma once
 
