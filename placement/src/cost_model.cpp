@@ -54,6 +54,15 @@ OptimizerKind optimizer_by_name(std::string_view name) {
   throw_invalid("unknown optimizer '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : kOptimizerNames) out.emplace_back(entry.second);
+    return out;
+  }();
+  return names;
+}
+
 std::string to_string(OptimizerKind kind) {
   for (const auto& [k, name] : kOptimizerNames) {
     if (k == kind) return name;
@@ -124,9 +133,11 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
     return costs;
   }
   if (profile_->batch_size != graph.batch_size()) {
-    throw_invalid("the profile was measured at batch size " + std::to_string(profile_->batch_size) +
-                  " but graph '" + graph.name() + "' is built for batch size " +
-                  std::to_string(graph.batch_size()));
+    // Graphs and profiles are per micro-batch (batch size / micro-batches).
+    throw_invalid("the profile was measured at micro-batch size " +
+                  std::to_string(profile_->batch_size) + " but graph '" + graph.name() +
+                  "' is built for micro-batch size " + std::to_string(graph.batch_size()) +
+                  ". HINT: profile with the same --batch-size and --micro-batches as the run");
   }
   std::vector<char> covered(n, 0);
   for (const NodeTiming& timing : profile_->nodes) {

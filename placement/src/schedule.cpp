@@ -1,7 +1,9 @@
 #include "interplace/placement/schedule.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <utility>
 
 #include "interplace/kernels/error.hpp"
 
@@ -133,24 +135,75 @@ int strategy_reach(std::string_view strategy, int stage_count) {
                 "' (valid: global, local, pairwise, nwise:N with N >= 1)");
 }
 
+const std::vector<std::string>& strategy_forms() {
+  static const std::vector<std::string> forms = {"global", "local", "pairwise", "nwise:N"};
+  return forms;
+}
+
+namespace {
+
+// Name tables: the parsers, to_string and help texts all read these.
+constexpr std::array<std::pair<PipelineKind, const char*>, 2> kPipelineNames = {{
+    {PipelineKind::gpipe, "gpipe"},
+    {PipelineKind::one_f_one_b, "1f1b"},
+}};
+constexpr std::array<std::pair<InterlockMode, const char*>, 2> kInterlockNames = {{
+    {InterlockMode::single, "single"},
+    {InterlockMode::sum, "sum"},
+}};
+
+template <typename Kind, size_t N>
+std::vector<std::string> names_of(const std::array<std::pair<Kind, const char*>, N>& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.second);
+  return names;
+}
+
+template <typename Kind, size_t N>
+Kind kind_by_name(const std::array<std::pair<Kind, const char*>, N>& table, std::string_view name,
+                  const std::string& what) {
+  std::string valid;
+  for (const auto& [kind, known] : table) {
+    if (name == known) return kind;
+    valid += (valid.empty() ? "" : ", ") + std::string(known);
+  }
+  throw_invalid("unknown " + what + " '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+template <typename Kind, size_t N>
+std::string name_of(const std::array<std::pair<Kind, const char*>, N>& table, Kind kind) {
+  for (const auto& [k, name] : table) {
+    if (k == kind) return name;
+  }
+  throw_invalid("unknown enum value " + std::to_string(static_cast<int>(kind)));
+}
+
+}  // namespace
+
 PipelineKind pipeline_by_name(std::string_view name) {
-  if (name == "gpipe") return PipelineKind::gpipe;
-  if (name == "1f1b") return PipelineKind::one_f_one_b;
-  throw_invalid("unknown pipeline schedule '" + std::string(name) + "' (valid: gpipe, 1f1b)");
+  return kind_by_name(kPipelineNames, name, "pipeline schedule");
+}
+
+const std::vector<std::string>& pipeline_names() {
+  static const std::vector<std::string> names = names_of(kPipelineNames);
+  return names;
 }
 
 std::string to_string(PipelineKind kind) {
-  return kind == PipelineKind::gpipe ? "gpipe" : "1f1b";
+  return name_of(kPipelineNames, kind);
 }
 
 InterlockMode interlock_mode_by_name(std::string_view name) {
-  if (name == "single") return InterlockMode::single;
-  if (name == "sum") return InterlockMode::sum;
-  throw_invalid("unknown interlock mode '" + std::string(name) + "' (valid: single, sum)");
+  return kind_by_name(kInterlockNames, name, "interlock mode");
+}
+
+const std::vector<std::string>& interlock_mode_names() {
+  static const std::vector<std::string> names = names_of(kInterlockNames);
+  return names;
 }
 
 std::string to_string(InterlockMode mode) {
-  return mode == InterlockMode::sum ? "sum" : "single";
+  return name_of(kInterlockNames, mode);
 }
 
 Schedule build_schedule(const ScheduleRequest& request) {

@@ -56,12 +56,10 @@ TrainPlan fake_plan(const TrainConfig& c) {
     if (info.name == c.model) plan.family = info.family;
   }
   placement::ModelOptions options = c.model_options;
-  options.batch_size = c.batch_size / c.micro_batches;
+  options.batch_size = micro_batch_size(c.batch_size, c.micro_batches);
   plan.graph = placement::build_model(c.model, options);
   const DevicePreset& preset = device_preset_by_name(c.cost_device);
-  const placement::CostModel cost_model(
-      preset.device, preset.link,
-      placement::optimizer_by_name(c.optimizer == "sgd" ? "sgd-momentum" : c.optimizer));
+  const placement::CostModel cost_model(preset.device, preset.link, c.optimizer);
   const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
   placement::OrderOptions order_options;
   order_options.seed = c.seed;

@@ -48,7 +48,7 @@ inline TrainConfig small_gpt() {
   c.batch_size = 8;
   c.warmup_steps = 0;
   c.steps = 20;
-  c.optimizer = "adamw";
+  c.optimizer = placement::OptimizerKind::adamw;
   c.learning_rate = 1e-3;
   c.threads_per_rank = 1;
   return c;

@@ -112,8 +112,9 @@ def test_graph_json():
     check(0.0 < stats["critical_path_cost_share"] <= 1.0, stats)
     check(sum(op["node_count"] for op in doc["ops"]) == len(nodes), "per-op counts")
     # Model options reach the builder: batch size 4 scales FLOPs, not parameters.
+    one = ok("graph", *MODEL, "--format", "json", "--batch-size", "1").json()
     four = ok("graph", *MODEL, "--format", "json", "--batch-size", "4").json()
-    check(four["forward_flops"] == 4 * doc["forward_flops"], "batch size not applied")
+    check(four["forward_flops"] == 4 * one["forward_flops"], "batch size not applied")
     check(four["parameter_count"] == RESNET20_PARAMS, "batch size changed parameters")
     check(four["model_options"]["batch_size"] == 4, four["model_options"])
     wide = ok("graph", *MODEL, "--format", "json", "--width-multiplier", "0.5").json()
@@ -241,9 +242,11 @@ def test_place_json():
     check(custom["device"]["memory_capacity_bytes"] == 500_000_000, custom["device"])
     check(abs(custom["link"]["latency_s"] - 3e-6) < 1e-18, custom["link"])
     check(custom["link"]["bandwidth_bytes_per_s"] == 4e9, custom["link"])
-    # Memory counts every micro-batch's activations.
+    # Memory counts every micro-batch's activations: eight micro-batches of the default 32
+    # samples keep more than one.
     m8 = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
-                    "--micro-batches", "8")
+                    "--batch-size", "256", "--micro-batches", "8")
+    check(m8["micro_batch_size"] == cpu["micro_batch_size"] == 32, (m8, cpu))
     check(sum(d["memory_bytes"] for d in m8["devices"]) >
           sum(d["memory_bytes"] for d in cpu["devices"]), "micro-batches not in memory")
 
@@ -258,8 +261,9 @@ def test_place_profile():
             f.write(f"node_count\t{graph['node_count']}\n")
             for node in graph["nodes"]:
                 f.write(f"node\t{node['name']}\t0.001\t0.002\n")
+        # The profile was timed at micro-batch size 1.
         doc = place_json("--order", "topo", "--placer", "contiguous", "--devices", "2",
-                         "--profile", path)
+                         "--batch-size", "1", "--profile", path)
         check(doc["device"]["name"] == "test-box" and doc["device"]["profile"] == path, doc)
         check(doc["link"]["bandwidth_bytes_per_s"] is None, "inf is written as null")
         for d in doc["devices"]:
@@ -268,8 +272,8 @@ def test_place_profile():
               "contiguous", "--devices", "2", "--profile", path, contains=("batch size",))
         with open(path, "a") as f:
             f.write("node\textra\t1\t1\n")
-        fails(2, "place", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
-              "--profile", path, contains=(path,))
+        fails(2, "place", *MODEL, "--batch-size", "1", "--order", "topo", "--placer",
+              "contiguous", "--devices", "2", "--profile", path, contains=(path,))
 
 
 # ---- simulate ----------------------------------------------------------------------------
@@ -520,6 +524,207 @@ def test_train_errors():
     train_fails(2, 2, *TRAIN_SMALL, "--strategy", "local", "--placer", "round-robin",
                 contains=("cannot run on this placement",))
     train_fails(2, 2, "--model", "resnet21", contains=("resnet20",))
+
+
+# ---- one meaning per flag (issue #13) ------------------------------------------------------
+
+PLACE = ("--order", "topo", "--placer", "contiguous", "--devices", "2")
+
+
+def test_batch_size_is_the_mini_batch():
+    """--batch-size is samples per optimiser step everywhere; the graph is one micro-batch of
+    batch_size / micro_batches samples, in graph, order, place and simulate alike."""
+    split = ("--batch-size", "128", "--micro-batches", "4")
+    sim = simulate_json(*PLACE, *split)
+    options = sim["model_options"]
+    check((options["batch_size"], options["micro_batches"], options["micro_batch_size"]) ==
+          (128, 4, 32), options)
+    check((sim["batch_size"], sim["micro_batches"], sim["micro_batch_size"]) == (128, 4, 32), sim)
+    check(sim["simulation"]["micro_batches"] == 4, sim["simulation"])
+    # The same per-micro-batch FLOPs and node costs as a graph of 32 samples.
+    whole = ok("graph", *MODEL, "--format", "json", "--batch-size", "32").json()
+    parts = ok("graph", *MODEL, "--format", "json", *split).json()
+    check(parts["forward_flops"] == whole["forward_flops"], (parts["forward_flops"],
+                                                             whole["forward_flops"]))
+    check(parts["model_options"]["micro_batch_size"] == 32, parts["model_options"])
+    check(ok("graph", *MODEL, "--format", "json", "--batch-size", "128").json()["forward_flops"]
+          == 4 * whole["forward_flops"], "--batch-size 128 alone should be one 128-sample graph")
+    single = place_json(*PLACE, "--batch-size", "32")
+    check([d["compute_s"] for d in sim["devices"]] == [d["compute_s"] for d in single["devices"]],
+          "place/simulate node costs are not those of one 32-sample micro-batch")
+    order = ok("order", *MODEL, "--order", "topo", "--format", "json", *split).json()
+    check(order["model_options"]["micro_batch_size"] == 32, order["model_options"])
+    # The default is the same mini-batch everywhere (train's 32), so --micro-batches alone
+    # splits it rather than failing.
+    default = place_json(*PLACE, "--micro-batches", "8")
+    check((default["batch_size"], default["micro_batch_size"]) == (32, 4), default)
+    # A batch that does not split evenly is refused alike, with a hint at the multiples.
+    for command in (("graph",), ("order", "--order", "topo"), ("place", *PLACE),
+                    ("simulate", *PLACE)):
+        line = fails(2, *command, *MODEL, "--batch-size", "100", "--micro-batches", "3",
+                     contains=("does not divide", "HINT:", "99", "102"))
+        check(line.index("HINT:") > line.index("divide"), line)
+
+
+def help_block(text, flag):
+    """The help lines of `flag`: its own line and the description lines below it."""
+    lines = text.splitlines()
+    own_line = re.compile(rf"^\s+{re.escape(flag)}(?=[\s,=]|$)")  # not --device-preset
+    start = [i for i, line in enumerate(lines) if own_line.match(line)]
+    check(len(start) == 1, f"{flag} not listed once in:\n{text}")
+    block = [lines[start[0]]]
+    for line in lines[start[0] + 1:]:
+        if not line.strip() or re.match(r"^\s*-", line) or not line.startswith(" "):
+            break
+        block.append(line)
+    return " ".join(block)
+
+
+def enumerations():
+    """Each enumerated option's valid values, as the parsers themselves list them in errors
+    (not as the help says: the help must agree with them)."""
+    place = ("place", *MODEL, *PLACE)
+    values = {
+        "--order": valid_names(fails(2, "order", *MODEL, "--order", "nope")),
+        "--placer": valid_names(fails(2, "place", *MODEL, "--order", "topo", "--placer", "x",
+                                      "--devices", "2")),
+        "--optimizer": valid_names(fails(2, *place, "--optimizer", "lion")),
+        "--pipeline": valid_names(fails(2, "simulate", *MODEL, *PLACE, "--pipeline", "zz")),
+        "--device-preset": valid_names(fails(2, *place, "--device-preset", "tpu")),
+        "--model": valid_names(fails(2, "graph", "--model", "nope")),
+        "--strategy": ["global", "local", "pairwise", "nwise:N"],
+    }
+    values["--refine-start"] = values["--placer"]
+    values["--cost-device"] = values["--device-preset"]
+    values["--device"] = ["cpu", "cuda"]
+    values["--interlock-mode"] = ["single", "sum"]
+    values["--dataset"] = ["fashion-mnist", "text", "synthetic"]
+    return values
+
+
+HELP_ENUMS = {
+    "graph": ["--model", "--format"],
+    "order": ["--model", "--order", "--format"],
+    "place": ["--model", "--order", "--placer", "--refine-start", "--device-preset",
+              "--optimizer", "--format"],
+    "simulate": ["--model", "--order", "--placer", "--refine-start", "--strategy",
+                 "--pipeline", "--device-preset", "--optimizer", "--format"],
+    "profile": ["--model", "--device", "--device-preset", "--format"],
+    "train": ["--model", "--order", "--placer", "--strategy", "--pipeline", "--interlock-mode",
+              "--dataset", "--optimizer", "--device", "--cost-device", "--format"],
+    "sweep": ["--format"],
+    "inspect": ["--format"],
+    "merge": ["--format"],
+}
+
+
+def subcommands():
+    top = ok("--help").out
+    return [c for c in HELP_ENUMS if re.search(rf"^\s+{c}\s", top, re.M)]
+
+
+def test_help_lists_values_and_an_example():
+    values = enumerations()
+    for command in subcommands():
+        out = ok(command, "--help").out
+        formats = ["text", "json", "dot"] if command == "graph" else ["text", "json"]
+        for flag in HELP_ENUMS[command]:
+            block = help_block(out, flag)
+            for name in (formats if flag == "--format" else values[flag]):
+                check(name in block, f"{command} --help: {flag} does not list {name!r}: {block}")
+        # The last lines: "Example:" and one command of this subcommand.
+        tail = out.rstrip().splitlines()[-2:]
+        check(tail[0] == "Example:", f"{command} --help does not end with an example: {tail}")
+        check(re.match(rf"^  (mpirun -np \d+ )?interplace {command} ", tail[1]), tail)
+        if command in ("graph", "order", "place", "simulate"):
+            example = tail[1].split()[2:]  # runs as written (no MPI needed)
+            check(ok(command, *example).out != "", f"example of {command} printed nothing")
+
+
+def test_every_subcommand_formats_json():
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    commands = {
+        "graph": ["graph", *MODEL],
+        "order": ["order", *MODEL, "--order", "topo"],
+        "place": ["place", *MODEL, *PLACE],
+        "simulate": ["simulate", *MODEL, *PLACE],
+        "sweep": ["sweep", os.path.join(source, "runs", "configs", "smoke.toml"), "--dry-run"],
+    }
+    for command in subcommands():
+        check("json" in help_block(ok(command, "--help").out, "--format"), command)
+        if command in commands:
+            json.loads(ok(*commands[command], "--format", "json").out)
+            fails(2, *commands[command], "--format", "yaml", contains=("yaml",))
+    # train prints JSON lines, profile one document; inspect and merge are run on real
+    # result files by test_sweep.py.
+    if has_train():
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = ok("profile", *TRAIN_SMALL[:-2], "--repeats", "1", "--warmup", "0",
+                     "--out", os.path.join(tmp, "p.tsv"), "--format", "json").json()
+            check(doc["node_count"] > 0, doc)
+
+
+def train_summary(*args):
+    r = mpirun(1, "train", *TRAIN_SMALL, "--steps", "1", "--warmup-steps", "0",
+               "--format", "json", *args)
+    check(r.code == 0, f"exit {r.code}: {r.err}")
+    summary = json.loads(r.out.splitlines()[-1])
+    check(summary["summary"] is True, summary)
+    return summary
+
+
+def test_optimizer_names_mean_the_same():
+    """A name gives the same optimiser state in place/simulate (the memory estimate) and in
+    train (its plan's prediction), and each name its own state."""
+    model = TRAIN_SMALL[:-2]  # without --threads-per-rank, which only train takes
+    names = valid_names(fails(2, "place", *model, *PLACE, "--optimizer", "lion"))
+    check(names == ["sgd", "sgd-momentum", "adamw"], names)
+    one = ("--order", "topo", "--placer", "contiguous", "--devices", "1")
+    peak = {}
+    for name in names:
+        sim = ok("simulate", *model, *one, "--optimizer", name, "--format", "json").json()
+        check(sim["optimizer"] == name, sim["optimizer"])
+        peak[name] = sim["simulation"]["devices"][0]["peak_memory_bytes"]
+    # Plain SGD keeps no state, momentum one copy of the parameters, AdamW two.
+    check(peak["sgd"] < peak["sgd-momentum"] < peak["adamw"], peak)
+    default = ok("simulate", *model, *one, "--format", "json").json()
+    check(default["optimizer"] == "sgd-momentum", default["optimizer"])
+    if not has_train():
+        return
+    for name in names:
+        summary = train_summary("--optimizer", name)
+        check(summary["optimizer"] == name, summary)
+        check(summary["predicted_peak_memory_bytes"] == peak[name],
+              f"{name}: train predicts {summary['predicted_peak_memory_bytes']}, "
+              f"simulate {peak[name]}")
+    check(train_summary()["optimizer"] == default["optimizer"], "default optimizers differ")
+    train_fails(2, 1, *TRAIN_SMALL, "--optimizer", "lion", contains=("sgd-momentum",))
+
+
+def test_default_seed_is_shared():
+    seeds = {
+        "order": ok("order", *MODEL, "--order", "random", "--format", "json").json()["seed"],
+        "place": place_json(*PLACE)["seed"],
+        "simulate": simulate_json(*PLACE)["seed"],
+    }
+    if has_train():
+        summary = train_summary()
+        seeds["train"] = summary["seed"]
+        check((summary["batch_size"], summary["micro_batches"], summary["micro_batch_size"]) ==
+              (8, 1, 8), summary)
+        with tempfile.TemporaryDirectory() as tmp:
+            seeds["profile"] = ok("profile", *TRAIN_SMALL[:-2], "--repeats", "1", "--warmup",
+                                  "0", "--out", os.path.join(tmp, "p.tsv"),
+                                  "--format", "json").json()["seed"]
+    check(len(set(seeds.values())) == 1, f"default seeds differ: {seeds}")
+    # The default is the seed given explicitly, not merely equal numbers by chance.
+    explicit = ok("order", *MODEL, "--order", "random", "--format", "json", "--seed",
+                  str(seeds["order"])).json()
+    implicit = ok("order", *MODEL, "--order", "random", "--format", "json").json()
+    check(explicit["nodes"] == implicit["nodes"], "default seed is not the one reported")
+    for command in ("order", "place", "simulate"):
+        check(re.search(rf"--seed \S*={seeds['order']}\s", ok(command, "--help").out),
+              f"{command} --help does not show the default seed")
 
 
 def set_binary(path):

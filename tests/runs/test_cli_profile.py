@@ -84,6 +84,25 @@ def test_profile_1_rank():
         check(text.count("\n") < 20, "--top 3 should list three nodes:\n" + text)
 
 
+def test_profile_records_the_micro_batch():
+    """--batch-size is the mini-batch here too: the nodes are timed at the micro-batch, the
+    file records that as its batch_size, and a run reads it only at the same split."""
+    model = ["--model", "resnet20", "--width-multiplier", "0.25"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "split.tsv")
+        doc = ok("profile", *model, "--batch-size", "8", "--micro-batches", "2", *QUICK,
+                 "--out", path, "--format", "json").json()
+        check((doc["batch_size"], doc["micro_batches"], doc["micro_batch_size"]) == (8, 2, 4), doc)
+        header, _, comments = read_profile(path)
+        check(header["batch_size"] == "4", header)
+        check(any("--batch-size 8 --micro-batches 2" in c for c in comments), comments)
+        place = ["--order", "topo", "--placer", "contiguous", "--devices", "2", "--profile", path]
+        for split in (["--batch-size", "8", "--micro-batches", "2"], ["--batch-size", "4"]):
+            ok("simulate", *model, *split, *place, "--format", "json")
+        fails(2, "simulate", *model, "--batch-size", "8", *place,
+              contains=("micro-batch size 4", "micro-batch size 8", "HINT:"))
+
+
 def test_profile_transformer():
     """Token inputs feed the embedding valid ids; the tied LM head binds to its owner."""
     model = ["--model", "gpt-mini", "--batch-size", "2", "--sequence-length", "16"]

@@ -409,6 +409,12 @@ def test_shard_merge_np2():
         merged = os.path.join(tmp, "merged.h5")
         ok(None, "merge", *shards, "-o", merged)
         check_layout(merged, spec, 2)
+        # --format json, as every subcommand has: one summary object.
+        again = os.path.join(tmp, "again.h5")
+        doc = json.loads(ok(None, "merge", *shards, "-o", again, "--format", "json").stdout)
+        with h5py.File(merged, "r") as f:
+            count = len(f["configs"])
+        check(doc == {"out": again, "inputs": shards, "configurations": count}, doc)
         with h5py.File(merged, "r") as f:
             check(f.attrs["shard"] == "merged", "merged shard attribute")
             check(list(f.attrs["merged_sources"]) == shards, "merged_sources")

@@ -107,6 +107,19 @@ TEST(SweepSpec, ProfileCostDevices) {
   EXPECT_EQ(cost_device_string(spec.configs[0].train), "profile:/tmp/p.tsv");
 }
 
+// The optimiser names of every subcommand: "sgd" is plain SGD, the default is momentum SGD.
+TEST(SweepSpec, OptimizerNamesAreTheCostModels) {
+  const SweepSpec spec =
+      parse_sweep_spec("optimizers = [\"sgd\", \"sgd-momentum\", \"adamw\"]\n", "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 3u);
+  EXPECT_EQ(spec.configs[0].train.optimizer, placement::OptimizerKind::sgd);
+  EXPECT_EQ(spec.configs[1].train.optimizer, placement::OptimizerKind::sgd_momentum);
+  EXPECT_EQ(spec.configs[2].train.optimizer, placement::OptimizerKind::adamw);
+  EXPECT_EQ(parse_sweep_spec("", "spec.toml").configs[0].train.optimizer,
+            placement::OptimizerKind::sgd_momentum);
+  EXPECT_NE(error_of("optimizer = \"lion\"\n").find("sgd-momentum"), std::string::npos);
+}
+
 TEST(SweepSpec, ErrorsNameTheFileTheLineAndTheReason) {
   EXPECT_EQ(error_of("models = [\"resnet20\"]\nmodle = 1\n").substr(0, 40),
             "spec.toml:2: unknown key 'modle' (valid:");
@@ -164,13 +177,12 @@ TEST(ConfigId, IsFnv1a64OfTheCanonicalParameters) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
   const TrainConfig config;
-  EXPECT_EQ(
-      canonical_parameters(config, 0),
-      "model=resnet20\norder=topo\nplacer=contiguous\ndevices=1\nstrategy=global\n"
-      "pipeline=gpipe\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
-      "warmup_steps=1\nsteps=10\ndataset=synthetic\neval_samples_requested=0\n"
-      "optimizer=sgd\nlearning_rate=0.050000000000000003\nweight_decay=0\nseed=1\ndevice=cpu\n"
-      "cost_device=cpu-core\nmodel_options=\ndata_dir=\nrepeat=0\n");
+  EXPECT_EQ(canonical_parameters(config, 0),
+            "model=resnet20\norder=topo\nplacer=contiguous\ndevices=1\nstrategy=global\n"
+            "pipeline=gpipe\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
+            "warmup_steps=1\nsteps=10\ndataset=synthetic\neval_samples_requested=0\n"
+            "optimizer=sgd-momentum\nlearning_rate=0.050000000000000003\nweight_decay=0\n"
+            "seed=1\ndevice=cpu\ncost_device=cpu-core\nmodel_options=\ndata_dir=\nrepeat=0\n");
   char expected[17];
   std::snprintf(expected, sizeof expected, "%016llx",
                 static_cast<unsigned long long>(fnv1a64(canonical_parameters(config, 0))));

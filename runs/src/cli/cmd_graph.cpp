@@ -56,7 +56,9 @@ std::string graph_text(const GraphOptions& o, const placement::Graph& graph) {
   auto row = [&](const std::string& key, const std::string& value) {
     summary.add_row({key, value});
   };
-  row("batch size", std::to_string(graph.batch_size()) + " (one micro-batch)");
+  row("batch size", std::to_string(o.model.options.batch_size) + " per mini-batch, " +
+                        plural(o.model.micro_batches, "micro-batch", "micro-batches") + " of " +
+                        std::to_string(graph.batch_size()) + " (the graph is one micro-batch)");
   row("nodes", std::to_string(stats.node_count));
   row("edges", std::to_string(stats.edge_count));
   row("sources / sinks",
@@ -92,7 +94,7 @@ std::string graph_json(const GraphOptions& o, const placement::Graph& graph) {
   JsonObject out;
   out.string("model", info.name)
       .string("family", info.family)
-      .raw("model_options", model_options_json(o.model.options))
+      .raw("model_options", model_options_json(o.model))
       .integer("reference_parameters", info.reference_parameters)
       .integer("parameter_count", graph.total_parameter_count())
       .integer("forward_flops", graph.total_forward_flops())
@@ -138,6 +140,7 @@ Command add_graph_command(CLI::App& root) {
   app->add_flag("--stats", options->stats,
                 "text: add a per-op breakdown; json: add the statistics and the breakdown");
   app->add_flag("--list", options->list, "print the model catalog instead (text or json)");
+  set_example(*app, "interplace graph --model resnet20 --batch-size 128 --micro-batches 4 --stats");
   return {app, [options] { return run_graph(*options); }};
 }
 

@@ -15,7 +15,7 @@ namespace {
 struct OrderCommandOptions {
   ModelSelection model;
   std::string order;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   std::string format;
 };
 
@@ -40,7 +40,7 @@ std::string run_order(const OrderCommandOptions& o) {
   });
   return JsonObject()
              .string("model", o.model.model)
-             .raw("model_options", model_options_json(o.model.options))
+             .raw("model_options", model_options_json(o.model))
              .string("order", o.order)
              .unsigned_integer("seed", o.seed)
              .integer("node_count", graph.node_count())
@@ -62,6 +62,7 @@ Command add_order_command(CLI::App& root) {
                       " (critical-path weighs nodes by FLOPs here)");
   add_seed_option(*app, options->seed, "seed of random and random-topo");
   add_format_option(*app, options->format, kFormats);
+  set_example(*app, "interplace order --model resnet20 --order critical-path");
   return {app, [options] { return run_order(*options); }};
 }
 

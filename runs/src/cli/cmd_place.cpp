@@ -24,7 +24,7 @@ std::string run_place(const PlaceOptions& o) {
   check_placement_selection(o.placement);
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
-  const PlacementRun run = run_placement(graph, cost_model, o.placement);
+  const PlacementRun run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
   const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
   if (o.format == "json") return placement_json(context).str() + "\n";
   return placement_text(context, true);
@@ -40,6 +40,7 @@ Command add_place_command(CLI::App& root) {
   add_placement_options(*app, options->placement);
   add_device_options(*app, options->device);
   add_format_option(*app, options->format, kFormats);
+  set_example(*app, "interplace place --model resnet20 --order topo --placer balanced --devices 4");
   return {app, [options] { return run_place(*options); }};
 }
 

@@ -30,7 +30,7 @@ const std::vector<std::string> kFormats = {"text", "json"};
 std::string step_header(const SimulateOptions& o, const StepReport& step) {
   std::string out = "strategy " + o.strategy + " (reach " + std::to_string(step.reach) + ")";
   if (step.pipeline) out += ", " + placement::to_string(*step.pipeline) + " pipeline";
-  out += ", " + plural(o.placement.micro_batches, "micro-batch", "micro-batches") + ", " +
+  out += ", " + plural(o.model.micro_batches, "micro-batch", "micro-batches") + ", " +
          plural(o.mini_batches, "mini-batch", "mini-batches") + ": ";
   if (step.estimator == StepEstimator::event_simulator) return out + "event simulator\n";
   return out + "list-schedule estimate (" + step.fallback_reason + ")\n";
@@ -82,7 +82,7 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
   } else {
     simulation.null("pipeline");
   }
-  simulation.integer("micro_batches", o.placement.micro_batches)
+  simulation.integer("micro_batches", o.model.micro_batches)
       .integer("mini_batches", o.mini_batches)
       .string("estimator", to_string(step.estimator));
   if (step.fallback_reason.empty()) {
@@ -104,7 +104,7 @@ std::string run_simulate(const SimulateOptions& o) {
   StepRequest request;
   request.strategy = o.strategy;
   if (!o.pipeline.empty()) request.pipeline = placement::pipeline_by_name(o.pipeline);
-  request.micro_batches = o.placement.micro_batches;
+  request.micro_batches = o.model.micro_batches;
   if (o.mini_batches < 1) {
     throw_invalid("--mini-batches must be >= 1, got " + std::to_string(o.mini_batches));
   }
@@ -113,7 +113,7 @@ std::string run_simulate(const SimulateOptions& o) {
 
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
-  const PlacementRun run = run_placement(graph, cost_model, o.placement);
+  const PlacementRun run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
   const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
   const StepReport step = simulate_step(graph, run.placement, run.costs, cost_model, request);
   return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
@@ -128,11 +128,12 @@ Command add_simulate_command(CLI::App& root) {
   add_model_options(*app, options->model);
   add_placement_options(*app, options->placement);
   app->add_option("--strategy", options->strategy,
-                  "backprop strategy: global, local, pairwise, nwise:N (N >= 1)")
+                  "backprop strategy: " + join(placement::strategy_forms()) + " (N >= 1)")
       ->capture_default_str()
       ->group("Strategy");
   app->add_option("--pipeline", options->pipeline,
-                  "schedule of the global strategy: gpipe (default), 1f1b")
+                  "schedule of the global strategy: " + join(placement::pipeline_names()) +
+                      " (default gpipe)")
       ->capture_default_str()
       ->group("Strategy");
   app->add_option("--mini-batches", options->mini_batches,
@@ -141,6 +142,9 @@ Command add_simulate_command(CLI::App& root) {
       ->group("Strategy");
   add_device_options(*app, options->device);
   add_format_option(*app, options->format, kFormats);
+  set_example(*app,
+              "interplace simulate --model resnet20 --order topo --placer contiguous --devices 4 "
+              "--batch-size 128 --micro-batches 4 --pipeline 1f1b");
   return {app, [options] { return run_simulate(*options); }};
 }
 

@@ -28,5 +28,7 @@ Command add_train_command(CLI::App& root);
 void add_format_option(CLI::App& app, std::string& format, const std::vector<std::string>& valid);
 // Throws invalid_input naming the valid formats.
 void require_format(const std::string& format, const std::vector<std::string>& valid);
+// Ends `app`'s --help with one command to copy (tests run the ones that need no MPI).
+void set_example(CLI::App& app, const std::string& command);
 
 }  // namespace interplace::runs::cli

@@ -58,10 +58,33 @@ void add_device_options(CLI::App& app, DeviceSelection& s) {
                  "measured per-node times and link (docs/profile-format.md) instead of the "
                  "roofline; --link-* flags still override its link")
       ->group(group);
-  app.add_option("--optimizer", s.optimizer,
-                 "optimiser whose state the memory estimate counts: sgd, sgd-momentum, adamw")
-      ->capture_default_str()
+  add_optimizer_option(app, s.optimizer, "optimiser whose state the memory estimate counts")
       ->group(group);
+}
+
+CLI::Option* add_optimizer_option(CLI::App& app, placement::OptimizerKind& optimizer,
+                                  const std::string& description) {
+  optimizer = kDefaultOptimizer;
+  // A validator rather than a throw from the callback: CLI11 then reports an unknown name
+  // as a parse error naming the flag, which main() prints once under mpirun.
+  const CLI::Validator known(
+      [](std::string& text) {
+        try {
+          placement::optimizer_by_name(text);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      },
+      "");
+  return app
+      .add_option_function<std::string>(
+          "--optimizer",
+          [&optimizer](const std::string& text) { optimizer = placement::optimizer_by_name(text); },
+          description + ": " + join(placement::optimizer_names()) +
+              " (sgd: plain, sgd-momentum: momentum 0.9)")
+      ->check(known)
+      ->default_str(placement::to_string(kDefaultOptimizer));
 }
 
 placement::CostModel make_cost_model(const DeviceSelection& s) {
@@ -89,7 +112,7 @@ placement::CostModel make_cost_model(const DeviceSelection& s) {
   if (given(s.link_bandwidth_option)) {
     link.bandwidth_bytes_per_s = positive("--link-bandwidth-gbs", s.link_bandwidth_gbs, true) * 1e9;
   }
-  const placement::OptimizerKind optimizer = placement::optimizer_by_name(s.optimizer);
+  const placement::OptimizerKind optimizer = s.optimizer;
   if (s.profile.empty()) return placement::CostModel(device, link, optimizer);
   placement::Profile profile = placement::read_profile_file(s.profile);
   if (given(s.latency_option)) profile.link.latency_s = link.latency_s;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "interplace/placement/cost_model.hpp"
+#include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs::cli {
 
@@ -19,7 +20,7 @@ struct DeviceSelection {
   double link_latency_us = 0.0;
   double link_bandwidth_gbs = 0.0;
   std::string profile;
-  std::string optimizer = "sgd-momentum";
+  placement::OptimizerKind optimizer = kDefaultOptimizer;
   // Which of the numbers were given (the others come from the preset or the profile).
   CLI::Option* flops_option = nullptr;
   CLI::Option* bandwidth_option = nullptr;
@@ -29,6 +30,11 @@ struct DeviceSelection {
 };
 
 void add_device_options(CLI::App& app, DeviceSelection& selection);
+// --optimizer, parsed to its enum while the command line is read (an unknown name is a
+// command-line error listing the valid ones); `place`, `simulate` and `train` share it so
+// that a name means one optimiser everywhere.
+CLI::Option* add_optimizer_option(CLI::App& app, placement::OptimizerKind& optimizer,
+                                  const std::string& description);
 
 // Throws invalid_input for an unknown preset or optimiser, numbers that are not finite and
 // positive (a link latency may be 0, a link bandwidth infinite), or a bad profile file.

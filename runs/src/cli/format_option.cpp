@@ -16,4 +16,8 @@ void require_format(const std::string& format, const std::vector<std::string>& v
   }
 }
 
+void set_example(CLI::App& app, const std::string& command) {
+  app.footer("\nExample:\n  " + command);
+}
+
 }  // namespace interplace::runs::cli

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/runs/run_defaults.hpp"
 #include "json_writer.hpp"
 #include "text_format.hpp"
 
@@ -27,9 +28,16 @@ void require_multiplier(const char* flag, double value) {
 
 void add_model_options(CLI::App& app, ModelSelection& selection) {
   placement::ModelOptions& o = selection.options;
+  o.batch_size = kDefaultBatchSize;  // the zoo's own default is 1; train's has always been 32
   app.add_option("--model", selection.model, "model from the catalog: " + catalog_names())
       ->group("Model");
-  app.add_option("--batch-size", o.batch_size, "samples per micro-batch")
+  app.add_option("--batch-size", o.batch_size,
+                 "samples per mini-batch (one optimiser step), split into --micro-batches")
+      ->capture_default_str()
+      ->group("Model");
+  app.add_option("--micro-batches", selection.micro_batches,
+                 "micro-batches per mini-batch; the graph is one micro-batch of "
+                 "batch-size / micro-batches samples")
       ->capture_default_str()
       ->group("Model");
   app.add_option("--in-channels", o.in_channels, "image channels (0: the model's default)")
@@ -54,6 +62,10 @@ const placement::ModelInfo& model_info(std::string_view name) {
   throw_invalid("unknown model '" + std::string(name) + "' (valid: " + catalog_names() + ")");
 }
 
+int64_t selected_micro_batch_size(const ModelSelection& selection) {
+  return micro_batch_size(selection.options.batch_size, selection.micro_batches, kBatchFlags);
+}
+
 placement::Graph build_selected_model(const ModelSelection& selection) {
   if (selection.model.empty()) {
     throw_invalid("--model is required (valid: " + catalog_names() + ")");
@@ -61,12 +73,17 @@ placement::Graph build_selected_model(const ModelSelection& selection) {
   model_info(selection.model);
   require_multiplier("--width-multiplier", selection.options.width_multiplier);
   require_multiplier("--depth-multiplier", selection.options.depth_multiplier);
-  return placement::build_model(selection.model, selection.options);
+  placement::ModelOptions options = selection.options;
+  options.batch_size = selected_micro_batch_size(selection);
+  return placement::build_model(selection.model, options);
 }
 
-std::string model_options_json(const placement::ModelOptions& options) {
+std::string model_options_json(const ModelSelection& selection) {
+  const placement::ModelOptions& options = selection.options;
   return JsonObject()
       .integer("batch_size", options.batch_size)
+      .integer("micro_batches", selection.micro_batches)
+      .integer("micro_batch_size", selected_micro_batch_size(selection))
       .integer("in_channels", options.in_channels)
       .integer("image_size", options.image_size)
       .integer("classes", options.classes)

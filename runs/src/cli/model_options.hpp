@@ -1,5 +1,9 @@
 // The --model option, the options that mirror placement::ModelOptions (CLI names are its
-// snake_case fields with dashes), and the model catalog listing.
+// snake_case fields with dashes), --micro-batches, and the model catalog listing.
+//
+// --batch-size is the mini-batch (samples per optimiser step) in every subcommand; the
+// graph is built for one micro-batch of batch_size / micro_batches samples
+// (micro_batch_size in run_defaults.hpp), as `train` runs it.
 #pragma once
 
 #include <string>
@@ -14,19 +18,24 @@ namespace interplace::runs::cli {
 
 struct ModelSelection {
   std::string model;
-  placement::ModelOptions options;
+  placement::ModelOptions options;  // options.batch_size: samples per mini-batch
+  int micro_batches = 1;            // per mini-batch
 };
 
 void add_model_options(CLI::App& app, ModelSelection& selection);
 
-// Throws invalid_input when --model is missing or unknown (listing the catalog), or when
-// the options do not fit the model.
+// Samples per micro-batch; throws invalid_input (with a HINT) when --micro-batches does not
+// divide --batch-size.
+int64_t selected_micro_batch_size(const ModelSelection& selection);
+// The graph of one micro-batch. Throws invalid_input when --model is missing or unknown
+// (listing the catalog), or when the options do not fit the model.
 placement::Graph build_selected_model(const ModelSelection& selection);
 // Throws invalid_input for an unknown name, listing the catalog.
 const placement::ModelInfo& model_info(std::string_view name);
 
-// {"batch_size", "in_channels", ...}: the values given (0 = the model's default).
-std::string model_options_json(const placement::ModelOptions& options);
+// {"batch_size", "micro_batches", "micro_batch_size", "in_channels", ...}: the values given
+// (0 = the model's default).
+std::string model_options_json(const ModelSelection& selection);
 
 std::string catalog_text();
 std::string catalog_json();  // [{"name", "family", "reference_parameters", "description"}]

@@ -14,15 +14,12 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
       ->group(group);
   app.add_option("--placer", s.placer, "placer: " + join(placement::placer_names()))->group(group);
   app.add_option("--devices", s.devices, "number of devices K (stages)")->group(group);
-  app.add_option("--micro-batches", s.micro_batches,
-                 "micro-batches per mini-batch (activations kept per device)")
-      ->capture_default_str()
-      ->group(group);
   add_seed_option(app, s.seed, "seed of the random orders and placer")->group(group);
   app.add_option("--refine-rounds", s.refine_rounds, "rounds of the refine placer")
       ->capture_default_str()
       ->group(group);
-  app.add_option("--refine-start", s.refine_start, "placer whose result refine starts from")
+  app.add_option("--refine-start", s.refine_start,
+                 "placer whose result refine starts from: " + join(placement::placer_names()))
       ->capture_default_str()
       ->group(group);
 }
@@ -38,7 +35,10 @@ CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& d
                    : "must be an integer from 0 to 18446744073709551615, got " + text;
       },
       "");
-  return app.add_option("--seed", seed, description)->check(uint64_text)->capture_default_str();
+  seed = kDefaultSeed;
+  return app.add_option("--seed", seed, description + " (the same default in every subcommand)")
+      ->check(uint64_text)
+      ->capture_default_str();
 }
 
 void check_placement_selection(const PlacementSelection& s) {
@@ -53,9 +53,6 @@ void check_placement_selection(const PlacementSelection& s) {
   if (s.devices < 1) {
     throw_invalid("--devices is required and must be >= 1, got " + std::to_string(s.devices));
   }
-  if (s.micro_batches < 1) {
-    throw_invalid("--micro-batches must be >= 1, got " + std::to_string(s.micro_batches));
-  }
   if (s.refine_rounds < 0) {
     throw_invalid("--refine-rounds must be >= 0, got " + std::to_string(s.refine_rounds));
   }
@@ -66,7 +63,7 @@ void check_placement_selection(const PlacementSelection& s) {
 }
 
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
-                           const PlacementSelection& s) {
+                           const PlacementSelection& s, int micro_batches) {
   check_placement_selection(s);
   PlacementRun run;
   run.costs = cost_model.node_costs(graph);
@@ -79,7 +76,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   run.order = placement::compute_order(graph, placement::order_by_name(s.order), order_options);
 
   placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
-  request.micro_batches = s.micro_batches;
+  request.micro_batches = micro_batches;
   request.seed = s.seed;
   request.refine_start = s.refine_start;
   request.refine_rounds = s.refine_rounds;

@@ -11,6 +11,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs::cli {
 
@@ -18,14 +19,14 @@ struct PlacementSelection {
   std::string order;
   std::string placer;
   int devices = 0;
-  int micro_batches = 1;
-  uint64_t seed = 0;
+  uint64_t seed = kDefaultSeed;
   int refine_rounds = 2;
   std::string refine_start = "balanced";
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);
-// --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped.
+// --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped. Sets
+// `seed` to kDefaultSeed first, so that every subcommand defaults to the same seed.
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description);
 
 // Throws invalid_input for a missing or unknown order or placer (listing the valid ones)
@@ -40,8 +41,9 @@ struct PlacementRun {
 };
 
 // The critical-path order weighs nodes by their forward+backward seconds on the device.
-// Throws invalid_input when no placement exists (K > nodes, not enough memory, ...).
+// `micro_batches`: activations kept per device. Throws invalid_input when no placement
+// exists (K > nodes, not enough memory, ...).
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
-                           const PlacementSelection& selection);
+                           const PlacementSelection& selection, int micro_batches);
 
 }  // namespace interplace::runs::cli

@@ -30,12 +30,12 @@ PlacementFacts facts_of(const PlacementContext& c) {
   for (const placement::Node& node : c.graph.nodes()) {
     f.compute_s[p.device_of_node[node.id]] += c.run.costs.compute_s(node.id);
   }
-  f.memory_bytes = placement::device_memory_bytes(p, c.run.costs, c.selection.micro_batches);
+  f.memory_bytes = placement::device_memory_bytes(p, c.run.costs, c.model.micro_batches);
   f.load_s = placement::device_loads_s(c.graph, p, c.run.costs, c.cost_model);
   f.chain_violation = placement::stage_chain_violation(c.graph, p);
   f.local_ineligibility = placement::local_strategy_ineligibility(c.graph, p);
   f.estimated_step_s = placement::estimate_step_time_s(c.graph, c.run.costs, c.cost_model.link(), p,
-                                                       c.selection.micro_batches);
+                                                       c.model.micro_batches);
   return f;
 }
 
@@ -44,10 +44,11 @@ PlacementFacts facts_of(const PlacementContext& c) {
 std::string placement_text(const PlacementContext& c, bool device_table) {
   const PlacementFacts f = facts_of(c);
   std::string out = c.graph.name() + ": " + plural(c.graph.node_count(), "node", "nodes") +
-                    ", batch size " + std::to_string(c.graph.batch_size()) + "; order " +
-                    c.selection.order + ", placer " + c.selection.placer + ", " +
-                    plural(c.selection.devices, "device", "devices") + ", " +
-                    plural(c.selection.micro_batches, "micro-batch", "micro-batches") + "\n";
+                    ", batch size " + std::to_string(c.model.options.batch_size) + " in " +
+                    plural(c.model.micro_batches, "micro-batch", "micro-batches") + " of " +
+                    std::to_string(c.graph.batch_size()) + "; order " + c.selection.order +
+                    ", placer " + c.selection.placer + ", " +
+                    plural(c.selection.devices, "device", "devices") + "\n";
   out += device_text(c.device, c.cost_model) + "\n";
   if (device_table) {
     TextTable table({"device", "nodes", "compute", "memory", "load"});
@@ -95,12 +96,14 @@ JsonObject placement_json(const PlacementContext& c) {
   };
   JsonObject out;
   out.string("model", c.model.model)
-      .raw("model_options", model_options_json(c.model.options))
+      .raw("model_options", model_options_json(c.model))
       .integer("node_count", c.graph.node_count())
       .string("order", c.selection.order)
       .string("placer", c.selection.placer)
       .integer("device_count", c.run.placement.device_count)
-      .integer("micro_batches", c.selection.micro_batches)
+      .integer("batch_size", c.model.options.batch_size)
+      .integer("micro_batches", c.model.micro_batches)
+      .integer("micro_batch_size", c.graph.batch_size())
       .unsigned_integer("seed", c.selection.seed)
       .raw("device", device_json(c.device, c.cost_model))
       .raw("link", link_json(c.cost_model.link()))

@@ -45,7 +45,7 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "dataset", c.dataset);
   write_attr(g, "data_dir", c.data_dir);
   write_attr(g, "eval_samples_requested", c.eval_samples);
-  write_attr(g, "optimizer", c.optimizer);
+  write_attr(g, "optimizer", placement::to_string(c.optimizer));
   write_attr(g, "learning_rate", c.learning_rate);
   write_attr(g, "weight_decay", c.weight_decay);
   write_attr(g, "seed", static_cast<int64_t>(c.seed));

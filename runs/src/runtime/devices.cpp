@@ -9,8 +9,13 @@
 
 namespace interplace::runs {
 
+const std::vector<std::string>& device_names() {
+  static const std::vector<std::string> names = {"cpu", "cuda"};
+  return names;
+}
+
 kernels::Device device_by_name(const std::string& name) {
-  require_name("device", name, {"cpu", "cuda"});
+  require_name("device", name, device_names());
   return name == "cuda" ? kernels::Device::cuda : kernels::Device::cpu;
 }
 

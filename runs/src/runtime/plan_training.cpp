@@ -55,10 +55,7 @@ void validate_scalars(const TrainConfig& c) {
   if (c.batch_size < 1) {
     throw_invalid("batch_size must be >= 1, got " + std::to_string(c.batch_size));
   }
-  if (c.micro_batches < 1 || c.batch_size % c.micro_batches != 0) {
-    throw_invalid("micro_batches must be >= 1 and divide batch_size " +
-                  std::to_string(c.batch_size) + ", got " + std::to_string(c.micro_batches));
-  }
+  micro_batch_size(c.batch_size, c.micro_batches);  // the one rule every subcommand uses
   if (c.steps < 1) throw_invalid("steps must be >= 1, got " + std::to_string(c.steps));
   if (c.warmup_steps < 0) {
     throw_invalid("warmup_steps must be >= 0, got " + std::to_string(c.warmup_steps));
@@ -81,9 +78,7 @@ void validate_scalars(const TrainConfig& c) {
 
 placement::CostModel training_cost_model(const TrainConfig& c) {
   const DevicePreset& preset = device_preset_by_name(c.cost_device);
-  const placement::OptimizerKind optimizer = c.optimizer == "adamw"
-                                                 ? placement::OptimizerKind::adamw
-                                                 : placement::OptimizerKind::sgd_momentum;
+  const placement::OptimizerKind optimizer = c.optimizer;
   if (c.profile_path.empty()) return placement::CostModel(preset.device, preset.link, optimizer);
   placement::DeviceSpec device = preset.device;
   device.name.clear();  // the profile names the device it was measured on
@@ -100,7 +95,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   require_name("pipeline", config.pipeline, {"gpipe", "1f1b"});
   require_name("interlock mode", config.interlock_mode, {"single", "sum"});
   require_name("dataset", config.dataset, dataset_names());
-  require_name("optimizer", config.optimizer, {"sgd", "adamw"});
+  placement::to_string(config.optimizer);  // rejects values outside the enum
   require_device_support(device_by_name(config.device));
   // The pipeline only chooses the global schedule; local and interlocking ignore it.
   const bool global = reach == config.devices - 1;
@@ -110,7 +105,8 @@ TrainPlan plan_training(const TrainConfig& config) {
   plan.family = info.family;
   plan.reach = reach;
   placement::ModelOptions options = config.model_options;
-  options.batch_size = config.batch_size / config.micro_batches;  // the unit of the schedules
+  // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
+  options.batch_size = micro_batch_size(config.batch_size, config.micro_batches);
   plan.graph = placement::build_model(config.model, options);
   require_trainable_graph(plan.graph);
   check_dataset_fits(config.dataset, sample_shape(plan.graph));

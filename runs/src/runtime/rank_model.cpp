@@ -5,6 +5,7 @@
 #include <set>
 
 #include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/loss.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/placement/stage_chain.hpp"
@@ -159,14 +160,24 @@ struct RankModel::Impl {
   void make_optimizer() {
     const auto lr = static_cast<float>(plan.config.learning_rate);
     const auto wd = static_cast<float>(plan.config.weight_decay);
-    if (plan.config.optimizer == "adamw") {
-      optimizer = std::make_unique<kernels::AdamW>(
-          trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
-    } else {
-      optimizer = std::make_unique<kernels::Sgd>(
-          trainable,
-          kernels::SgdOptions{.learning_rate = lr, .momentum = 0.9f, .weight_decay = wd});
+    switch (plan.config.optimizer) {
+      case placement::OptimizerKind::adamw:
+        optimizer = std::make_unique<kernels::AdamW>(
+            trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
+        return;
+      case placement::OptimizerKind::sgd:
+      case placement::OptimizerKind::sgd_momentum: {
+        // The momentum the cost model's state factor counts (one velocity copy) or none.
+        const float momentum =
+            plan.config.optimizer == placement::OptimizerKind::sgd_momentum ? 0.9f : 0.0f;
+        optimizer = std::make_unique<kernels::Sgd>(
+            trainable,
+            kernels::SgdOptions{.learning_rate = lr, .momentum = momentum, .weight_decay = wd});
+        return;
+      }
     }
+    throw_invalid("unknown optimizer kind " +
+                  std::to_string(static_cast<int>(plan.config.optimizer)));
   }
 
   void reset(int m_count) {

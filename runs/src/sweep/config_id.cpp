@@ -64,7 +64,7 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   line("steps", std::to_string(c.steps));
   line("dataset", c.dataset);
   line("eval_samples_requested", std::to_string(c.eval_samples));
-  line("optimizer", c.optimizer);
+  line("optimizer", placement::to_string(c.optimizer));
   line("learning_rate", exact_text(c.learning_rate));
   line("weight_decay", exact_text(c.weight_decay));
   line("seed", std::to_string(c.seed));

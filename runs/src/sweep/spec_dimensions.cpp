@@ -117,12 +117,15 @@ std::vector<Dimension> make_dimensions() {
                   {std::to_string(d.eval_samples)},
                   at_least("eval_samples", 0),
                   [](TrainConfig& c, const DimValue& v) { c.eval_samples = v.integer; }});
-  dims.push_back(text_dim(
-      "optimizer", "optimizers", d.optimizer,
-      [](const DimValue& v) {
-        require_name("optimizer", v.text, {"sgd", "adamw"});
-      },
-      &TrainConfig::optimizer));
+  // The names of the cost model: "sgd" is plain SGD, as in every subcommand.
+  dims.push_back({"optimizer",
+                  "optimizers",
+                  ValueKind::string,
+                  {placement::to_string(d.optimizer)},
+                  [](const DimValue& v) { placement::optimizer_by_name(v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.optimizer = placement::optimizer_by_name(v.text);
+                  }});
   dims.push_back({"learning_rate",
                   "learning_rates",
                   ValueKind::number,

@@ -33,8 +33,10 @@ struct DeviceSpec {
 };
 
 enum class OptimizerKind { sgd, sgd_momentum, adamw };
-// "sgd", "sgd-momentum", "adamw"; throws invalid_input listing them for anything else.
+// "sgd" (plain: no momentum), "sgd-momentum" (momentum 0.9), "adamw": one meaning in the
+// cost model, `train` and sweep specs. Throws invalid_input listing them for anything else.
 OptimizerKind optimizer_by_name(std::string_view name);
+const std::vector<std::string>& optimizer_names();  // in the order above
 std::string to_string(OptimizerKind kind);
 int optimizer_state_factor(OptimizerKind kind);  // extra fp32 copies of the parameters
 

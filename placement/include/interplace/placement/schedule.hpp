@@ -69,11 +69,16 @@ struct Action {
 // "global", "local", "pairwise", "nwise:N" (N >= 1) -> reach (global: K-1; N-1 clamped to
 // K-1). Throws invalid_input for anything else, listing the valid forms.
 int strategy_reach(std::string_view strategy, int stage_count);
+// {"global", "local", "pairwise", "nwise:N"}: the forms strategy_reach accepts, for help
+// texts and messages.
+const std::vector<std::string>& strategy_forms();
 // "gpipe" or "1f1b".
 PipelineKind pipeline_by_name(std::string_view name);
+const std::vector<std::string>& pipeline_names();
 std::string to_string(PipelineKind kind);
 // "single" or "sum".
 InterlockMode interlock_mode_by_name(std::string_view name);
+const std::vector<std::string>& interlock_mode_names();
 std::string to_string(InterlockMode mode);
 
 struct ScheduleRequest {

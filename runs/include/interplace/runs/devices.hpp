@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "interplace/kernels/tensor.hpp"
 
@@ -10,6 +11,7 @@ namespace interplace::runs {
 
 // "cpu" or "cuda"; anything else is invalid input naming both.
 kernels::Device device_by_name(const std::string& name);
+const std::vector<std::string>& device_names();  // {"cpu", "cuda"}
 
 // Throws invalid input when this build cannot compute on `device` (cuda without the CUDA
 // backend); what planning checks, before any rank looks for hardware.

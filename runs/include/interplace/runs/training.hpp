@@ -29,6 +29,7 @@
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/run_defaults.hpp"
 #include "interplace/runs/step_simulation.hpp"
 
 namespace interplace::runs {
@@ -38,21 +39,22 @@ struct TrainConfig {
   placement::ModelOptions model_options = {};  // batch_size is ignored: see batch_size
   std::string order = "topo";
   std::string placer = "contiguous";
-  int devices = 1;                        // ranks; must equal the communicator's size
-  std::string strategy = "global";        // global | local | pairwise | nwise:N
-  std::string pipeline = "gpipe";         // global only: gpipe | 1f1b
-  std::string interlock_mode = "single";  // single | sum (docs/strategies.md)
-  int micro_batches = 1;                  // per mini-batch; must divide batch_size
-  int64_t batch_size = 32;                // samples per mini-batch (one optimiser step)
-  int warmup_steps = 1;                   // run and recorded first, flagged, excluded from medians
-  int steps = 10;                         // measured steps after the warm-up
-  std::string dataset = "synthetic";      // fashion-mnist | text | synthetic
-  std::string data_dir;                   // empty: the dataset's Debian location
-  int64_t eval_samples = 0;               // test-split samples evaluated at the end (0: none)
-  std::string optimizer = "sgd";          // sgd (momentum 0.9) | adamw
+  int devices = 1;                         // ranks; must equal the communicator's size
+  std::string strategy = "global";         // global | local | pairwise | nwise:N
+  std::string pipeline = "gpipe";          // global only: gpipe | 1f1b
+  std::string interlock_mode = "single";   // single | sum (docs/strategies.md)
+  int micro_batches = 1;                   // per mini-batch; must divide batch_size
+  int64_t batch_size = kDefaultBatchSize;  // samples per mini-batch (one optimiser step)
+  int warmup_steps = 1;                    // run and recorded first, flagged, excluded from medians
+  int steps = 10;                          // measured steps after the warm-up
+  std::string dataset = "synthetic";       // fashion-mnist | text | synthetic
+  std::string data_dir;                    // empty: the dataset's Debian location
+  int64_t eval_samples = 0;                // test-split samples evaluated at the end (0: none)
+  // sgd (plain) | sgd-momentum (momentum 0.9) | adamw: the cost model's names and state.
+  placement::OptimizerKind optimizer = kDefaultOptimizer;
   double learning_rate = 0.05;
   double weight_decay = 0.0;
-  uint64_t seed = 1;                     // weights, data order, dropout, random orders/placers
+  uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
   std::string profile_path;              // a measured profile replaces the preset when set

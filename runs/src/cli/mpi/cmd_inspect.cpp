@@ -74,6 +74,7 @@ Command add_inspect_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("inspect", "List the configurations of a result file");
   app->add_option("file", o->file, "result file (HDF5)")->required();
   add_format_option(*app, o->format, kFormats);
+  set_example(*app, "interplace inspect sweep.h5 --format json");
   return {app, [o] {
             require_format(o->format, kFormats);
             const ResultsSummary summary = read_results_file(o->file);

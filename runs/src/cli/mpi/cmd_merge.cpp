@@ -3,25 +3,42 @@
 
 #include "cmd_sweep.hpp"
 #include "interplace/runs/results_file.hpp"
+#include "json_writer.hpp"
 #include "text_format.hpp"
 
 namespace interplace::runs::cli {
+namespace {
+
+const std::vector<std::string> kFormats = {"text", "json"};
+
+}  // namespace
 
 Command add_merge_command(CLI::App& root) {
   struct MergeOptions {
     std::vector<std::string> inputs;
     std::string out;
+    std::string format;
   };
   auto o = std::make_shared<MergeOptions>();
   CLI::App* app = root.add_subcommand("merge", "Combine result files (shards) into one");
   app->add_option("inputs", o->inputs, "result files to combine")->required();
   app->add_option("--out,-o", o->out, "result file to create")->required();
+  add_format_option(*app, o->format, kFormats);
+  set_example(*app, "interplace merge shard-0.h5 shard-1.h5 --out sweep.h5");
   return {app, [o] {
+            require_format(o->format, kFormats);  // before the output file exists
             merge_results_files(o->inputs, o->out);
             const ResultsSummary merged = read_results_file(o->out);
-            return o->out + ": " +
-                   plural(static_cast<int64_t>(merged.configs.size()), "configuration",
-                          "configurations") +
+            const auto configurations = static_cast<int64_t>(merged.configs.size());
+            if (o->format == "json") {
+              return JsonObject()
+                         .string("out", o->out)
+                         .raw("inputs", json_array(o->inputs, json_string))
+                         .integer("configurations", configurations)
+                         .str() +
+                     "\n";
+            }
+            return o->out + ": " + plural(configurations, "configuration", "configurations") +
                    " from " + plural(static_cast<int64_t>(o->inputs.size()), "file", "files") +
                    "\n";
           }};

@@ -37,7 +37,7 @@ struct ProfileOptions {
   int threads = 0;  // 0: the node's cores shared among its ranks
   std::string device = "cpu";
   int top = 10;
-  uint64_t seed = 1;
+  uint64_t seed = kDefaultSeed;
   std::string preset;  // link values when there is no second rank
   std::string format;
 };
@@ -66,9 +66,13 @@ std::string link_comment(const ProfileRun& run) {
 
 void write_file(const ProfileOptions& o, const ProfileRun& run) {
   std::ostringstream text;
+  // The file's batch_size is the micro-batch the nodes were timed at: what a run that
+  // reads the profile must build its graph for (docs/profile-format.md).
   text << "# interplace profile --model " << o.model.model << " --batch-size "
-       << run.profile.batch_size << ": median of " << o.repeats << " runs after " << o.warmup
-       << " warm-up runs per node, " << run.threads << " CPU threads\n"
+       << o.model.options.batch_size << " --micro-batches " << o.model.micro_batches
+       << " (nodes timed at micro-batch size " << run.profile.batch_size << "): median of "
+       << o.repeats << " runs after " << o.warmup << " warm-up runs per node, " << run.threads
+       << " CPU threads\n"
        << link_comment(run);
   placement::write_profile(text, run.profile);  // throws for values the format cannot hold
   std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
@@ -99,10 +103,12 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
                          const ProfileRun& run) {
   const placement::Profile& p = run.profile;
   const double forward = total(p, false), backward = total(p, true);
-  std::string out = "profile of " + o.model.model + " at batch size " +
-                    std::to_string(p.batch_size) + " on " + p.device_name + ": median of " +
-                    plural(o.repeats, "run", "runs") + " per node after " +
-                    std::to_string(o.warmup) + " warm-up runs\n";
+  std::string out = "profile of " + o.model.model + " at micro-batch size " +
+                    std::to_string(p.batch_size) + " (batch size " +
+                    std::to_string(o.model.options.batch_size) + " / " +
+                    plural(o.model.micro_batches, "micro-batch", "micro-batches") + ") on " +
+                    p.device_name + ": median of " + plural(o.repeats, "run", "runs") +
+                    " per node after " + std::to_string(o.warmup) + " warm-up runs\n";
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
@@ -159,9 +165,12 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
       .raw("ping_pong", samples);
   return JsonObject()
              .string("model", o.model.model)
-             .raw("model_options", model_options_json(o.model.options))
+             .raw("model_options", model_options_json(o.model))
              .string("device", p.device_name)
-             .integer("batch_size", p.batch_size)
+             .integer("batch_size", o.model.options.batch_size)
+             .integer("micro_batches", o.model.micro_batches)
+             .integer("micro_batch_size", p.batch_size)  // the file's batch_size
+             .unsigned_integer("seed", o.seed)
              .integer("threads", run.threads)
              .integer("ranks", run.ranks)
              .integer("repeats", o.repeats)
@@ -260,7 +269,9 @@ Command add_profile_command(CLI::App& root) {
                   "CPU threads (0: the node's cores divided among its ranks)")
       ->capture_default_str()
       ->group(group);
-  app->add_option("--device", options->device, "cpu, cuda (rank 0's GPU, by its place on the node)")
+  app->add_option("--device", options->device,
+                  "device to time on: " + join(device_names()) +
+                      " (cuda: rank 0's GPU, by its place on the node)")
       ->capture_default_str()
       ->group(group);
   app->add_option("--top", options->top, "slowest nodes to list")
@@ -275,6 +286,9 @@ Command add_profile_command(CLI::App& root) {
                       device_presets().front().name + ")")
       ->group(group);
   add_format_option(*app, options->format, kFormats);
+  set_example(*app,
+              "interplace profile --model resnet20 --batch-size 32 --micro-batches 4 "
+              "--out resnet20-b32-m4.profile");
   return {app, [options] { return run_profile(*options); }};
 }
 

@@ -109,6 +109,7 @@ Command add_sweep_command(CLI::App& root, SweepRunner runner) {
                 "continue an existing result file, skipping the configurations it holds");
   app->add_flag("--dry-run", o->dry_run, "list the expanded configurations and exit");
   add_format_option(*app, o->format, kFormats);
+  set_example(*app, "mpirun -np 2 interplace sweep runs/configs/smoke.toml --out smoke.h5");
   return {app, [o, runner = std::move(runner)] { return run_sweep_command(*o, runner); }};
 }
 

@@ -8,8 +8,15 @@
 #include <utility>
 
 #include "commands.hpp"
+#include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/placement/schedule.hpp"
+#include "interplace/runs/datasets.hpp"
+#include "interplace/runs/device_presets.hpp"
+#include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "json_writer.hpp"
@@ -70,12 +77,25 @@ std::string step_json(const StepRecord& s) {
          "\n";
 }
 
+int64_t predicted_peak_memory_bytes(const TrainPlan& plan) {
+  int64_t peak = 0;
+  for (const DeviceStep& d : plan.prediction.devices) peak = std::max(peak, d.peak_memory_bytes);
+  return peak;
+}
+
 std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
+  const TrainConfig& c = plan.config;
   return JsonObject()
              .boolean("summary", true)
-             .string("configuration", plan.config.display_name())
+             .string("configuration", c.display_name())
              .string("family", plan.family)
              .integer("parameter_count", plan.parameter_count)
+             .integer("batch_size", c.batch_size)
+             .integer("micro_batches", c.micro_batches)
+             .integer("micro_batch_size", plan.graph.batch_size())
+             .string("optimizer", placement::to_string(c.optimizer))
+             .unsigned_integer("seed", c.seed)
+             .integer("predicted_peak_memory_bytes", predicted_peak_memory_bytes(plan))
              .string("global_only_reason", plan.global_only_reason)
              .number("predicted_step_time_s", plan.prediction.step_time_s)
              .number("predicted_idle_fraction", plan.prediction.idle_fraction)
@@ -130,9 +150,11 @@ std::string run_train(TrainOptions& o) {
   try {
     TrainConfig config = o.config;
     if (o.model.model.empty()) throw_invalid("--model is required");
+    selected_micro_batch_size(o.model);  // refused here in the flags' names, not the config's
     config.model = o.model.model;
     config.model_options = o.model.options;
     config.batch_size = o.model.options.batch_size;
+    config.micro_batches = o.model.micro_batches;
     config.devices = o.devices > 0 ? o.devices : mpi.world_size();
     if (config.devices != mpi.world_size()) {
       throw_invalid("--devices " + std::to_string(config.devices) + " needs as many MPI ranks, " +
@@ -162,34 +184,36 @@ std::string run_train(TrainOptions& o) {
 
 Command add_train_command(CLI::App& root) {
   auto o = std::make_shared<TrainOptions>();
-  o->model.options.batch_size = o->config.batch_size;
   TrainConfig& c = o->config;
   CLI::App* app = root.add_subcommand(
       "train", "Train one configuration for real on the MPI ranks (one rank per device)");
   add_model_options(*app, o->model);
-  app->get_option("--batch-size")->description("samples per mini-batch (one optimiser step)");
   const char* group = "Training";
-  app->add_option("--order", c.order, "traversal order")->capture_default_str()->group(group);
-  app->add_option("--placer", c.placer, "placer")->capture_default_str()->group(group);
+  app->add_option("--order", c.order, "traversal order: " + join(placement::order_names()))
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--placer", c.placer, "placer: " + join(placement::placer_names()))
+      ->capture_default_str()
+      ->group(group);
   app->add_option("--devices", o->devices, "devices = MPI ranks (default: the world size)")
       ->group(group);
-  app->add_option("--strategy", c.strategy, "global, local, pairwise, nwise:N")
+  app->add_option("--strategy", c.strategy,
+                  "backprop strategy: " + join(placement::strategy_forms()) + " (N >= 1)")
       ->capture_default_str()
       ->group(group);
-  app->add_option("--pipeline", c.pipeline, "global schedule: gpipe, 1f1b")
+  app->add_option("--pipeline", c.pipeline,
+                  "schedule of the global strategy: " + join(placement::pipeline_names()))
       ->capture_default_str()
       ->group(group);
-  app->add_option("--interlock-mode", c.interlock_mode, "single, sum")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--micro-batches", c.micro_batches, "micro-batches per mini-batch")
+  app->add_option("--interlock-mode", c.interlock_mode,
+                  "interlocking gradients: " + join(placement::interlock_mode_names()))
       ->capture_default_str()
       ->group(group);
   app->add_option("--steps", c.steps, "measured steps")->capture_default_str()->group(group);
   app->add_option("--warmup-steps", c.warmup_steps, "warm-up steps (recorded, flagged)")
       ->capture_default_str()
       ->group(group);
-  app->add_option("--dataset", c.dataset, "fashion-mnist, text, synthetic")
+  app->add_option("--dataset", c.dataset, "data set: " + join(dataset_names()))
       ->capture_default_str()
       ->group(group);
   app->add_option("--data-dir", c.data_dir, "data set directory (default: its Debian location)")
@@ -197,9 +221,7 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--eval-samples", c.eval_samples, "test samples evaluated at the end")
       ->capture_default_str()
       ->group(group);
-  app->add_option("--optimizer", c.optimizer, "sgd (momentum 0.9), adamw")
-      ->capture_default_str()
-      ->group(group);
+  add_optimizer_option(*app, c.optimizer, "optimiser")->group(group);
   app->add_option("--learning-rate", c.learning_rate, "learning rate")
       ->capture_default_str()
       ->group(group);
@@ -208,8 +230,11 @@ Command add_train_command(CLI::App& root) {
       ->group(group);
   add_seed_option(*app, c.seed, "seed of weights, data order, dropout, random orders/placers")
       ->group(group);
-  app->add_option("--device", c.device, "cpu, cuda")->capture_default_str()->group(group);
-  app->add_option("--cost-device", c.cost_device, "device preset of the placer's cost model")
+  app->add_option("--device", c.device, "device each rank computes on: " + join(device_names()))
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--cost-device", c.cost_device,
+                  "device preset of the placer's cost model: " + join(device_preset_names()))
       ->capture_default_str()
       ->group(group);
   app->add_option("--profile", c.profile_path, "measured profile for the cost model")->group(group);
@@ -218,6 +243,9 @@ Command add_train_command(CLI::App& root) {
       ->capture_default_str()
       ->group(group);
   add_format_option(*app, o->format, kFormats);
+  set_example(*app,
+              "mpirun -np 2 interplace train --model resnet20 --batch-size 32 --micro-batches 4 "
+              "--placer contiguous --steps 5");
   return {app, [o] { return run_train(*o); }};
 }
 

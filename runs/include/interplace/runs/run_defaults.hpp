@@ -1,0 +1,59 @@
+// What a flag left out means, one value for every subcommand, TrainConfig and sweep specs
+// (docs/cli.md, after the synopsis), and the one rule that splits a mini-batch into
+// micro-batches. Leaving --seed out of `order` and out of `train` must mean the same seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/cost_model.hpp"
+
+namespace interplace::runs {
+
+// Samples per mini-batch (one optimiser step), as `train` has always defaulted to.
+inline constexpr int64_t kDefaultBatchSize = 32;
+// Seed of weights, data order, random orders and placers, profiled inputs.
+inline constexpr uint64_t kDefaultSeed = 1;
+// Momentum SGD: what `train` ran before the optimiser names were unified.
+inline constexpr placement::OptimizerKind kDefaultOptimizer =
+    placement::OptimizerKind::sgd_momentum;
+
+// How the caller names the two numbers in messages: flags on the command line, keys in a
+// sweep spec or a TrainConfig.
+struct BatchNames {
+  std::string_view batch_size = "batch_size";
+  std::string_view micro_batches = "micro_batches";
+};
+inline constexpr BatchNames kBatchFlags{"--batch-size", "--micro-batches"};
+
+// The samples in one micro-batch: batch_size / micro_batches. Graphs, profiles and the
+// cost model work per micro-batch; the optimiser steps once per mini-batch. Throws
+// invalid_input (with a HINT) for counts < 1 or a batch size that does not divide evenly,
+// rather than silently dropping the remainder samples.
+inline int64_t micro_batch_size(int64_t batch_size, int micro_batches,
+                                const BatchNames& names = {}) {
+  if (batch_size < 1) {
+    throw_invalid(std::string(names.batch_size) + ": the batch size must be >= 1, got " +
+                  std::to_string(batch_size));
+  }
+  if (micro_batches < 1) {
+    throw_invalid(std::string(names.micro_batches) + " must be >= 1, got " +
+                  std::to_string(micro_batches));
+  }
+  if (batch_size % micro_batches != 0) {
+    const int64_t below = batch_size / micro_batches * micro_batches;
+    std::string hint = std::string(names.batch_size) + " " + std::to_string(below + micro_batches);
+    if (below > 0)
+      hint = std::string(names.batch_size) + " " + std::to_string(below) + " or " + hint;
+    throw_invalid("batch size " + std::to_string(batch_size) + " does not divide into " +
+                  std::to_string(micro_batches) + " micro-batches (" +
+                  std::string(names.batch_size) + " is samples per mini-batch, split evenly " +
+                  "into " + std::string(names.micro_batches) + "). HINT: use a multiple of " +
+                  std::to_string(micro_batches) + ", e.g. " + hint);
+  }
+  return batch_size / micro_batches;
+}
+
+}  // namespace interplace::runs
