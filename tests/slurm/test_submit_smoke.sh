@@ -114,7 +114,7 @@ config_ids() { h5ls "$1/configs" | awk '{print $1}' | sort; }
 # The ids shard $1 of the spec should hold: `interplace sweep --dry-run` (no MPI, runs nothing).
 expected_ids() {
   "$interplace" sweep "$spec" --dry-run --shard "$1" --format json \
-    | python3 -c 'import json, sys; print("\n".join(c["id"] for c in json.load(sys.stdin)))' | sort
+    | python3 -c 'import json, sys; print("\n".join(c["id"] for c in json.load(sys.stdin)["configs"]))' | sort
 }
 
 shard_ids=()
