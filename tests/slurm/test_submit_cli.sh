@@ -105,6 +105,8 @@ expect 0 '# plan: 5 would run, 0 would be skipped, 0 would fail on 4 rank\(s\) p
 # Too few: refused with the option to use, before anything is created or submitted.
 expect 2 'needs 4 ranks per shard .* would have 1 .*use --tasks-per-node 4' \
   "$submit" "$spec4" --out "$work/dry" --tasks-per-node 1 --interplace "$interplace" --dry-run
+expect 2 'no configuration of .*needs4\.toml would run' \
+  "$submit" "$spec4" --out "$work/dry" --tasks-per-node 3 --allow-too-few-ranks --interplace "$interplace" --dry-run
 expect 2 'needs 4 ranks per shard .* would have 2 .*use --tasks-per-node 2 with --nodes 2' \
   "$submit" "$spec4" --out "$work/dry" --nodes 2 --tasks-per-node 1 --interplace "$interplace"
 # Warning signal, requeues, exclusive nodes, CPU binding, filter and overrides reach sbatch.

@@ -70,7 +70,7 @@ cluster_start "$work/cluster"
 out=$work/out
 log "slurm/submit $spec --shards $SHARDS ($ranks ranks each) --out $out"
 submit_output=$("$root/slurm/submit" "$spec" --shards "$SHARDS" --out "$out" \
-                  --tasks-per-node "$ranks" --time 10 --merge-time 10 --interplace "$interplace")
+                  --tasks-per-node "$ranks" --allow-too-few-ranks --time 10 --merge-time 10 --interplace "$interplace")
 echo "$submit_output" | sed 's/^/    /'
 sweep_job=$(awk '$1 == "sweep" && $2 == "job:" {print $3}' <<<"$submit_output")
 merge_job=$(awk '$1 == "merge" && $2 == "job:" {print $3}' <<<"$submit_output")

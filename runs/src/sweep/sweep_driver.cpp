@@ -219,11 +219,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       collect_provenance(world, options.shard.str(), spec, options.filter);
   // Signals from here on; until the output is open they only set a flag.
   StopSignals signals(kExitInterrupted);
-  std::vector<char> done;
-  {
-    const Unabandonable writing(signals);
-    done = open_output(selected, spec, options, provenance, world, rank, progress);
-  }
+  // Not abandonable until rank 0 knows what to say when a signal ends it.
+  std::optional<Unabandonable> opening(std::in_place, signals);
+  const std::vector<char> done =
+      open_output(selected, spec, options, provenance, world, rank, progress);
 
   SweepSummary summary;
   summary.selected = static_cast<int>(selected.size());
@@ -246,6 +245,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
          << "; resume with: " << options.resume_command << "\n";
     return note.str();
   };
+
+  if (rank == 0) signals.set_note(": stopped; " + kept_note());
+  opening.reset();
 
   Communicators comms(world);
   for (const SweepConfig* config : todo) {
