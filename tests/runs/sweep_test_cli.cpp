@@ -27,7 +27,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     for (const cli::Command& command : commands) {
-      if (command.app->parsed()) std::cout << command.run() << std::flush;
+      if (command.app->parsed()) {
+        std::cout << command.run() << std::flush;
+        return command.exit_status ? command.exit_status() : 0;
+      }
     }
     return 0;
   } catch (const interplace::Error& e) {

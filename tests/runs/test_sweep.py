@@ -112,7 +112,7 @@ def canonical(attrs):
 ROOT_STR = ["format_name", "created_utc", "interplace_version", "git_commit", "mpi_version",
             "hdf5_version", "onednn_version", "cuda_runtime_version", "cuda_driver_version",
             "cudnn_version", "hosts", "devices", "slurm_job_id", "slurm_array_job_id",
-            "slurm_array_task_id", "shard", "spec_path", "spec_text"]
+            "slurm_array_task_id", "shard", "spec_path", "spec_text", "overrides", "filter"]
 GROUP_STR = ["id", "name", "model", "family", "order", "placer", "strategy", "pipeline",
              "interlock_mode", "dataset", "data_dir", "optimizer", "device", "cost_device",
              "model_options", "status", "reason", "started_utc"]
@@ -239,7 +239,18 @@ def statuses(groups):
 
 def dry_run_ids(spec, *extra):
     r = ok(None, "sweep", spec, "--dry-run", "--format", "json", *extra)
-    return [c["id"] for c in json.loads(r.stdout)]
+    return [c["id"] for c in json.loads(r.stdout)["configs"]]
+
+
+def is_fake():
+    return os.path.basename(BINARY).startswith("interplace_fake")
+
+
+# Overrides that make each configuration of SMALL_SPEC take a second or more, so that a
+# signal can arrive while one runs: the fake runner sleeps 0.3 s per step (env("0.3")),
+# the real runtime needs more steps.
+def slow_overrides():
+    return [] if is_fake() else ["steps=10"]
 
 
 def test_smoke_layout_np2():
@@ -462,6 +473,187 @@ def test_spec_errors_np2():
               contains=("typo.toml:1: unknown key 'stepz'",))
         fails(2, None, "sweep", SMOKE, "--dry-run", "--shard", "2/2", contains=("--shard",))
         fails(2, None, "inspect", os.path.join(tmp, "missing.h5"), contains=("no such file",))
+
+
+def test_dry_run_plans():
+    """--dry-run plans every configuration without MPI: would run / would skip: reason."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        start = time.time()
+        r = run(None, "sweep", spec, "--dry-run", "--format", "json")
+        wall = time.time() - start
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr}")
+        d = json.loads(r.stdout)
+        check(d["ranks"] == 2 and d["ranks_needed"] == 2, f"ranks default to the largest devices: {d}")
+        check(d["selected"] == 8 and len(d["configs"]) == 8, "8 configurations")
+        outcomes = {(c["devices"], c["name"].split()[2], c["name"].split()[4]): c["outcome"]
+                    for c in d["configs"]}
+        skipped = [c for c in d["configs"] if c["outcome"] == "skip"]
+        # As the run: local on the 2-device round-robin placement has no stage chain.
+        check(len(skipped) == 1 and "local" in skipped[0]["reason"] and
+              skipped[0]["devices"] == 2 and "round-robin" in skipped[0]["name"],
+              f"one skip expected: {outcomes}")
+        check(d["would_run"] == 7 and d["would_skip"] == 1 and d["would_fail"] == 0, f"{d}")
+        check(d["reasons"] == [{"outcome": "would skip: " + skipped[0]["reason"], "count": 1}],
+              f"reasons {d['reasons']}")
+        # One rank: the 2-device configurations are skipped for the job's size.
+        r = ok(None, "sweep", spec, "--dry-run", "--ranks", "1")
+        check("would skip: needs 2 ranks, the job has 1" in r.stdout, r.stdout)
+        check("4 would run, 4 would skip, 0 would fail" in r.stdout, r.stdout)
+        check("ranks needed: 2" in r.stdout, r.stdout)
+        # Nothing would run: exit 2, with the reasons.
+        r = run(None, "sweep", spec, "--dry-run", "--ranks", "1", "devices=2")
+        check(r.returncode == 2, f"nothing would run: exit {r.returncode}: {r.stdout} {r.stderr}")
+        check("0 would run" in r.stdout and "needs 2 ranks, the job has 1" in r.stdout and
+              "no configuration would run" in r.stderr, r.stdout + r.stderr)
+        r = run(None, "sweep", spec, "--dry-run", "--format", "json", "devices=2",
+                "strategy=local", "placer=round-robin")
+        d = json.loads(r.stdout)
+        check(r.returncode == 2 and d["would_run"] == 0 and d["would_skip"] == 1 and
+              "local" in d["configs"][0]["reason"], f"exit {r.returncode}: {d}")
+        # The same planning as the run: what the dry run says is what the file records.
+        if is_fake():
+            out = os.path.join(tmp, "small.h5")
+            ok(2, "sweep", spec, "--out", out)
+            groups = check_layout(out, spec, 2)
+            planned = {c["id"]: c["outcome"] for c in json.loads(
+                ok(None, "sweep", spec, "--dry-run", "--format", "json").stdout)["configs"]}
+            for gid, a in groups.items():
+                check({"ok": "run", "skipped": "skip", "failed": "fail"}[a["status"]] ==
+                      planned[gid], f"{gid}: ran {a['status']}, planned {planned[gid]}")
+        print(f"dry run of 8 configurations: {wall:.2f} s")
+
+
+def test_filter_and_overrides_np2():
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        # The filter searches the display name and the id.
+        names = json.loads(ok(None, "sweep", spec, "--dry-run", "--format", "json",
+                              "--filter", "round-robin K=2").stdout)["configs"]
+        check(len(names) == 2 and all("round-robin K=2" in c["name"] for c in names),
+              f"--filter on names: {names}")
+        some_id = dry_run_ids(spec)[3]
+        check(dry_run_ids(spec, "--filter", f"^{some_id}$") == [some_id], "--filter on ids")
+        fails(2, None, "sweep", spec, "--dry-run", "--filter", "(", contains=("--filter",))
+        # Overrides behave as the edited file: same configurations, same ids.
+        edited = write(tmp, "edited.toml", SMALL_SPEC.replace("steps = 2", "steps = 1")
+                       .replace('placers = ["contiguous", "round-robin"]', 'placers = ["stages"]'))
+        check(dry_run_ids(spec, "steps=1", "placers=stages") == dry_run_ids(edited),
+              "overrides = editing the file")
+        check(dry_run_ids(spec, "devices=1,2") == dry_run_ids(spec), "devices=1,2 is a list")
+        check(dry_run_ids(spec, "devices=[1, 2]") == dry_run_ids(spec), "TOML lists")
+        check(len(dry_run_ids(spec, "models=resnet20,gpt-mini")) == 16, "models list")
+        fails(2, None, "sweep", spec, "--dry-run", "stepz=3",
+              contains=("override 'stepz=3': unknown key 'stepz' (valid: ", "steps",
+                        "model_options.OPTION"))
+        fails(2, None, "sweep", spec, "--dry-run", "steps=0",
+              contains=("override 'steps=0': steps must be >= 1, got 0",))
+        fails(2, None, "sweep", spec, "--dry-run", "placer=nowhere",
+              contains=("override 'placer=nowhere': unknown placer 'nowhere'",))
+        fails(2, None, "sweep", spec, "--dry-run", "steps",
+              contains=("override 'steps': overrides are key=value",))
+
+        # A run with both: the file records them, holds what the dry run lists.
+        args = ["--filter", "contiguous", "steps=1", "seed=5"]
+        out = os.path.join(tmp, "f.h5")
+        ok(2, "sweep", spec, "--out", out, *args)
+        groups = check_layout(out, spec, 2)
+        check(sorted(groups) == sorted(dry_run_ids(spec, *args)), "the filtered configurations")
+        check(len(groups) == 4 and all(a["steps"] == 1 and a["seed"] == 5 and
+                                       a["placer"] == "contiguous" for a in groups.values()),
+              "overrides applied")
+        with h5py.File(out, "r") as f:
+            check(f.attrs["overrides"] == "steps=1\nseed=5", f"overrides {f.attrs['overrides']!r}")
+            check(f.attrs["filter"] == "contiguous", f"filter {f.attrs['filter']!r}")
+        # --resume with another set is refused; with the same, nothing is left to do.
+        for other in (["--filter", "contiguous", "steps=1"], ["steps=1", "seed=5"],
+                      ["--filter", "contiguous", "seed=5", "steps=1"]):
+            fails(2, 2, "sweep", spec, "--out", out, "--resume", *other,
+                  contains=("--resume needs the same",))
+        r = ok(2, "sweep", spec, "--out", out, "--resume", *args)
+        check("resuming: 4 of 4" in r.stderr, r.stderr)
+        check(sorted(check_layout(out, spec, 2)) == sorted(groups), "nothing added")
+
+
+def signal_sweep(tmp, sig, to_ranks):
+    """Starts SMALL_SPEC under mpirun -np 2, sends `sig` once the file holds one
+    configuration and a second one runs (to mpirun, or to the ranks as Slurm does), and
+    returns (process result, configurations in the file when signalled, spec, out)."""
+    spec = write(tmp, "small.toml", SMALL_SPEC)
+    out = os.path.join(tmp, "small.h5")
+    cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out, *slow_overrides()]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env("0.3"), start_new_session=True)
+    deadline = time.time() + 120
+    while count_configs(out) < 1:
+        check(proc.poll() is None, "the sweep ended before it could be signalled")
+        check(time.time() < deadline, "no configuration written in time")
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the second configuration
+    if to_ranks:
+        ranks = [pid for pid in session_processes(proc.pid) if pid != proc.pid]
+        check(len(ranks) >= 2, f"rank processes: {ranks}")
+        for pid in ranks:
+            os.kill(pid, sig)
+    else:
+        os.kill(proc.pid, sig)
+    at_signal = count_configs(out)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), at_signal, spec, out
+
+
+def check_resume_completes(spec, out, kept):
+    import h5py
+    with h5py.File(out, "r") as f:
+        started = {gid: g.attrs["started_utc"] for gid, g in f["configs"].items()}
+    check(len(started) == kept, f"{len(started)} configurations in the file, {kept} said kept")
+    r = ok(2, "sweep", spec, "--out", out, "--resume", *slow_overrides(), step_s="0.02")
+    check(f"resuming: {kept} of 8 configurations already in the file" in r.stderr, r.stderr)
+    groups = check_layout(out, spec, 2)
+    check(sorted(groups) == sorted(dry_run_ids(spec, *slow_overrides())),
+          "every configuration exactly once")
+    for gid, when in started.items():
+        check(groups[gid]["started_utc"] == when, f"{gid} was run again")
+
+
+def kept_count(stderr, sig_name):
+    import re
+    m = re.search(sig_name + r": stopped[^\n]*; kept (\d+) of 8 configurations in (\S+); "
+                  r"resume with: interplace sweep \S+ (steps=10 )?--out \S+ --resume", stderr)
+    check(m is not None, f"no '{sig_name}: stopped ... kept N of 8 ... resume with' line: {stderr}")
+    return int(m.group(1))
+
+
+def test_sigusr1_finishes_current_np2():
+    """SIGUSR1 (Slurm's warning; mpirun forwards it): the configuration in flight is
+    finished, then every rank stops at the same boundary; exit 3; resume completes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        r, at_signal, spec, out = signal_sweep(tmp, signal.SIGUSR1, to_ranks=False)
+        check(r.returncode == 3, f"exit {r.returncode}, not 3: {r.stderr}")
+        kept = kept_count(r.stderr, "SIGUSR1")
+        check(kept == at_signal + 1 and kept < 8,
+              f"the configuration in flight is finished: {at_signal} at the signal, kept {kept}")
+        check("stopped by SIGUSR1, resumable" in r.stdout, r.stdout)
+        check_layout(out, spec, 2)
+        check_resume_completes(spec, out, kept)
+
+
+def test_sigterm_abandons_current_np2():
+    """SIGTERM to every rank (as Slurm's scancel or time limit): the configuration in flight
+    is abandoned, none is written partly; exit 3; resume completes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.time()
+        r, at_signal, spec, out = signal_sweep(tmp, signal.SIGTERM, to_ranks=True)
+        stop_s = time.time() - start
+        check(r.returncode == 3, f"exit {r.returncode}, not 3: {r.stderr}")
+        kept = kept_count(r.stderr, "SIGTERM")
+        check(kept == at_signal, f"abandoned: {at_signal} at the signal, kept {kept}")
+        check("the configuration in flight abandoned" in r.stderr, r.stderr)
+        check(not os.path.exists(out + ".tmp") or count_configs(out) == kept, "no partial record")
+        check_layout(out, spec, 2)
+        check_resume_completes(spec, out, kept)
+        print(f"SIGTERM: stopped {stop_s:.1f} s after the start, {kept} kept")
 
 
 def set_binary(path):

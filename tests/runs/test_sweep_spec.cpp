@@ -172,6 +172,65 @@ TEST(SweepSpec, MissingFileIsInvalidInput) {
   }
 }
 
+std::vector<std::string> ids(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (const SweepConfig& c : spec.configs) out.push_back(c.id);
+  return out;
+}
+
+TEST(SweepSpecOverrides, BehaveAsTheEditedFile) {
+  const std::string text = "models = [\"resnet20\", \"gpt-mini\"]\ndevices = [1, 2]\nsteps = 4\n";
+  const SweepSpec edited = parse_sweep_spec(
+      "model = \"resnet20\"\ndevices = [2, 4]\nsteps = 3\nlearning_rate = 0.001\n"
+      "[model_options]\nwidth_multiplier = 0.5\n",
+      "edited.toml");
+  const SweepSpec overridden =
+      parse_sweep_spec(text, "spec.toml",
+                       {"steps=3", "devices=2,4", "models=resnet20", "learning_rate=1e-3",
+                        "model_options.width_multiplier=0.5"});
+  EXPECT_EQ(ids(overridden), ids(edited));
+  EXPECT_EQ(overridden.overrides.size(), 5u);
+  EXPECT_EQ(overridden.text, text);  // the file as read; the overrides are kept apart
+  // TOML values and later overrides winning.
+  EXPECT_EQ(ids(parse_sweep_spec(text, "spec.toml",
+                                 {"devices=[2, 4]", "steps=9", "steps=3", "model=\"resnet20\"",
+                                  "learning_rate=0.001", "model_options.width_multiplier=0.5"})),
+            ids(edited));
+}
+
+TEST(SweepSpecOverrides, DropPerModelTablesOfModelsNoLongerSwept) {
+  const SweepSpec spec = parse_sweep_spec(
+      "models = [\"resnet20\", \"gpt-mini\"]\n[model_options.gpt-mini]\nlayers = 2\n", "spec.toml",
+      {"models=resnet20"});
+  ASSERT_EQ(spec.configs.size(), 1u);
+  EXPECT_EQ(spec.configs[0].train.model, "resnet20");
+}
+
+TEST(SweepSpecOverrides, ErrorsNameTheOverrideAndTheValidKeys) {
+  auto error = [](const std::vector<std::string>& overrides) {
+    try {
+      parse_sweep_spec("steps = 2\n", "spec.toml", overrides);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error({"steps=0"}), "override 'steps=0': steps must be >= 1, got 0");
+  EXPECT_NE(error({"stepz=3"}).find("override 'stepz=3': unknown key 'stepz' (valid: model/models"),
+            std::string::npos);
+  EXPECT_NE(error({"stepz=3"}).find("model_options.MODEL.OPTION"), std::string::npos);
+  EXPECT_NE(error({"steps"}).find("overrides are key=value"), std::string::npos);
+  EXPECT_EQ(error({"placers=contiguous,nowhere"}),
+            "override 'placers=contiguous,nowhere': unknown placer 'nowhere' (valid: " +
+                error({"placer=nowhere"}).substr(error({"placer=nowhere"}).find("(valid: ") + 8));
+  EXPECT_EQ(error({"steps=x"}), "override 'steps=x': steps takes integers, got string");
+  EXPECT_EQ(error({"model_options.nope=1"})
+                .rfind("override 'model_options.nope=1': unknown model option 'nope'", 0),
+            0u);
+  EXPECT_NE(error({"devices=[1"}).find("not a TOML value"), std::string::npos);
+}
+
 TEST(ConfigId, IsFnv1a64OfTheCanonicalParameters) {
   // Reference values of FNV-1a 64 (the offset basis, and "a").
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # slurm.submit_cli: slurm/submit's checks, --dry-run and job chaining, without Slurm: a fake
 # sbatch on PATH records its arguments and answers like `sbatch --parsable`, and a fake
-# interplace answers `sweep SPEC --dry-run --format json` (the spec check) with 5
-# configurations, or with a spec error. Needs no root, takes about a second.
+# interplace answers `sweep SPEC --dry-run [--ranks N] --format json` (the planning check)
+# with 5 configurations needing `devices` ranks (the spec's "devices = K" line, default 1),
+# or with a spec error. Needs no root, takes about a second.
 #   tests/slurm/test_submit_cli.sh
 set -euo pipefail
 
@@ -16,12 +17,25 @@ echo 'models = ["resnet20"]' >"$spec"
 interplace=$work/interplace
 cat >"$interplace" <<'EOF'
 #!/usr/bin/env bash
-# Fake interplace: only `sweep SPEC --dry-run --format json`, as documented in docs/cli.md.
-[[ "$1" == sweep && " $* " == *" --dry-run --format json "* ]] || { echo "fake: $*" >&2; exit 3; }
+# Fake interplace: only `sweep SPEC --dry-run [--ranks N] --format json`, as documented in
+# docs/cli.md: 5 configurations with K = the spec's `devices = K` (default 1) devices.
+[[ "$1" == sweep && " $* " == *" --dry-run "* && " $* " == *" --format json "* ]] \
+  || { echo "fake: $*" >&2; exit 3; }
 if grep -q bogus "$2"; then echo "$2:1: unknown key 'bogus'" >&2; exit 2; fi
-echo '['
-for i in 0 1 2 3; do echo "{\"index\": $i, \"id\": \"000000000000000$i\", \"name\": \"c$i\"},"; done
-echo '{"index": 4, "id": "0000000000000004", "name": "c4"}]'
+k=$(sed -n 's/^devices = \([0-9]*\)$/\1/p' "$2"); k=${k:-1}
+ranks=$k
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do [[ "${args[i]}" == --ranks ]] && ranks=${args[i + 1]}; done
+run=5 skip=0 reasons='[]'
+if ((ranks < k)); then
+  run=0 skip=5 reasons="[{\"outcome\": \"would skip: needs $k ranks, the job has $ranks\", \"count\": 5}]"
+fi
+configs=""
+for i in 0 1 2 3 4; do
+  configs+="${configs:+,}{\"index\": $i, \"id\": \"000000000000000$i\", \"name\": \"c$i\", \"devices\": $k}"
+done
+echo "{\"selected\": 5, \"ranks\": $ranks, \"ranks_needed\": $k, \"would_run\": $run, \"would_skip\": $skip, \"would_fail\": 0, \"reasons\": $reasons, \"configs\": [$configs]}"
+((run > 0)) || exit 2
 EOF
 chmod +x "$interplace"
 
@@ -64,18 +78,45 @@ expect 0 '# spec: not checked' "$submit" "$work/bad.toml" --out "$work/o" --inte
 
 # No sbatch: a PATH with only the tools submit needs besides sbatch.
 mkdir -p "$work/bin-no-sbatch"
-for tool in bash dirname readlink cmp cp mkdir grep wc; do ln -s "$(command -v "$tool")" "$work/bin-no-sbatch/$tool"; done
+for tool in bash dirname readlink cmp cp mkdir grep wc python3 mktemp rm cat basename sed paste; do ln -s "$(command -v "$tool")" "$work/bin-no-sbatch/$tool"; done
 expect 2 'sbatch not found' env PATH="$work/bin-no-sbatch" "$(command -v bash)" "$submit" "$spec" \
   --out "$work/o" --interplace "$interplace"
 
 # --- dry run: the two commands, nothing created ---------------------------------------------
-expect 0 "sbatch --parsable --job-name=interplace-sweep --array=0-2%2 --nodes=2 --ntasks-per-node=4 --gpus-per-task=1 --time=01:00:00 --partition=gpu --account=proj .*sweep\\.sbatch --spec $work/dry/spec\\.toml --out $work/dry --shards 3 --interplace $interplace" \
+expect 0 "sbatch --parsable --job-name=interplace-spec --array=0-2%2 --nodes=2 --ntasks-per-node=4 --gpus-per-task=1 --time=01:00:00 --signal=B:USR1@300 --partition=gpu --account=proj .*sweep\\.sbatch --spec $work/dry/spec\\.toml --out $work/dry --shards 3 --interplace $interplace" \
   "$submit" "$spec" --out "$work/dry" --shards 3 --nodes 2 --tasks-per-node 4 --gpus-per-task 1 \
   --time 01:00:00 --partition gpu --account proj --max-running 2 --interplace "$interplace" --dry-run
 expect 0 '# spec: 5 configuration\(s\), 1-2 per shard' \
   "$submit" "$spec" --out "$work/dry" --shards 3 --interplace "$interplace" --dry-run
-expect 0 '--dependency=afterok:\\<sweep-array-job-id\\> --kill-on-invalid-dep=yes .*merge\.sbatch --out .*--shards 3' \
+expect 0 '--job-name=interplace-spec-merge --dependency=afterany:\\<sweep-array-job-id\\> --kill-on-invalid-dep=yes .*merge\.sbatch --out .*--shards 3' \
   "$submit" "$spec" --out "$work/dry" --shards 3 --interplace "$interplace" --dry-run
+[[ ! -e "$work/dry" ]] || fail "--dry-run created $work/dry"
+
+# --- ranks per shard from the spec's plan -------------------------------------------------
+spec4=$work/needs4.toml
+printf 'models = ["resnet20"]\ndevices = 4\n' >"$spec4"
+# Not given: the spec's 4 ranks (on one node, or spread over --nodes 2).
+expect 0 '--job-name=interplace-needs4 --array=0-0 --nodes=1 --ntasks-per-node=4 ' \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run
+expect 0 '--nodes=2 --ntasks-per-node=2 ' \
+  "$submit" "$spec4" --out "$work/dry" --nodes 2 --interplace "$interplace" --dry-run
+expect 0 '# plan: 5 would run, 0 would be skipped, 0 would fail on 4 rank\(s\) per shard' \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run
+# Too few: refused with the option to use, before anything is created or submitted.
+expect 2 'needs 4 ranks per shard .* would have 1 .*use --tasks-per-node 4' \
+  "$submit" "$spec4" --out "$work/dry" --tasks-per-node 1 --interplace "$interplace" --dry-run
+expect 2 'no configuration of .*needs4\.toml would run' \
+  "$submit" "$spec4" --out "$work/dry" --tasks-per-node 3 --allow-too-few-ranks --interplace "$interplace" --dry-run
+expect 2 'needs 4 ranks per shard .* would have 2 .*use --tasks-per-node 2 with --nodes 2' \
+  "$submit" "$spec4" --out "$work/dry" --nodes 2 --tasks-per-node 1 --interplace "$interplace"
+# Warning signal, requeues, exclusive nodes, CPU binding, filter and overrides reach sbatch.
+expect 0 "--exclusive --signal=B:USR1@90 .*sweep\\.sbatch .* --max-requeues 1 --cpu-bind cores -- --filter resnet steps=3" \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --exclusive \
+  --warn-before 90 --max-requeues 1 --cpu-bind cores --filter resnet --set steps=3
+expect 0 'merge\.sbatch .* --spec .*spec\.toml -- --filter resnet steps=3' \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --filter resnet --set steps=3
+expect 2 "--set takes KEY=VALUE, not 'steps'" \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --set steps
 [[ ! -e "$work/dry" ]] || fail "--dry-run created $work/dry"
 
 # --- submission through a fake sbatch ---------------------------------------------------------
@@ -90,9 +131,9 @@ if ((n == 1)); then echo "41;cluster"; else echo "\$((40 + n))"; fi
 EOF
 chmod +x "$work/bin/sbatch"
 out=$work/run
-expect 0 'sweep job: +41 \(array 0-1: 2 shard' env PATH="$work/bin:$PATH" \
+expect 0 'sweep job: +41 interplace-spec \(array 0-1: 2 shard' env PATH="$work/bin:$PATH" \
   "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace"
-grep -q -- '--dependency=afterok:41 ' "$work/sbatch.calls" || fail "the merge job does not depend on array 41: $(cat "$work/sbatch.calls")"
+grep -q -- '--dependency=afterany:41 ' "$work/sbatch.calls" || fail "the merge job does not depend on array 41: $(cat "$work/sbatch.calls")"
 grep -q -- "--output=$out/logs/sweep-%A_%a.out" "$work/sbatch.calls" || fail "sweep log path: $(cat "$work/sbatch.calls")"
 cmp -s "$spec" "$out/spec.toml" || fail "the spec was not copied to $out/spec.toml"
 [[ -d "$out/logs" ]] || fail "no $out/logs"
@@ -101,13 +142,16 @@ cmp -s "$spec" "$out/spec.toml" || fail "the spec was not copied to $out/spec.to
 touch "$out/shard-0.h5"
 expect 2 'already holds results .*shard-0\.h5.*--resume' env PATH="$work/bin:$PATH" \
   "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace"
-expect 0 'merge job: +44 \(merge and report, after every shard of 43 ' env PATH="$work/bin:$PATH" \
+expect 0 'merge job: +44 interplace-spec-merge \(merge and report, after every shard of 43 ' env PATH="$work/bin:$PATH" \
   "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace" --resume
 expect 2 'holds a sweep in 2 shards; resume it with --shards 2' env PATH="$work/bin:$PATH" \
   "$submit" "$spec" --out "$out" --shards 3 --interplace "$interplace" --resume
 echo '# another spec' >"$work/other.toml"
 expect 2 'differs from .*spec\.toml' env PATH="$work/bin:$PATH" \
   "$submit" "$work/other.toml" --out "$out" --shards 2 --interplace "$interplace" --resume
+
+expect 2 'was made with other --filter/--set' env PATH="$work/bin:$PATH" \
+  "$submit" "$spec" --out "$out" --shards 2 --interplace "$interplace" --resume --set steps=3
 
 # sbatch refusing the merge job: the array id is still reported.
 cat >"$work/bin/sbatch" <<'EOF'

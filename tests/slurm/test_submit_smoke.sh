@@ -70,7 +70,7 @@ cluster_start "$work/cluster"
 out=$work/out
 log "slurm/submit $spec --shards $SHARDS ($ranks ranks each) --out $out"
 submit_output=$("$root/slurm/submit" "$spec" --shards "$SHARDS" --out "$out" \
-                  --tasks-per-node "$ranks" --time 10 --merge-time 10 --interplace "$interplace")
+                  --tasks-per-node "$ranks" --allow-too-few-ranks --time 10 --merge-time 10 --interplace "$interplace")
 echo "$submit_output" | sed 's/^/    /'
 sweep_job=$(awk '$1 == "sweep" && $2 == "job:" {print $3}' <<<"$submit_output")
 merge_job=$(awk '$1 == "merge" && $2 == "job:" {print $3}' <<<"$submit_output")
@@ -114,7 +114,7 @@ config_ids() { h5ls "$1/configs" | awk '{print $1}' | sort; }
 # The ids shard $1 of the spec should hold: `interplace sweep --dry-run` (no MPI, runs nothing).
 expected_ids() {
   "$interplace" sweep "$spec" --dry-run --shard "$1" --format json \
-    | python3 -c 'import json, sys; print("\n".join(c["id"] for c in json.load(sys.stdin)))' | sort
+    | python3 -c 'import json, sys; print("\n".join(c["id"] for c in json.load(sys.stdin)["configs"]))' | sort
 }
 
 shard_ids=()

@@ -14,6 +14,9 @@ namespace interplace::runs::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<std::string()> run;
+  // The exit status once run() returned (unset: 0); for outcomes that are not errors but
+  // still must not read as success (sweep: a dry run with nothing to run, a signal).
+  std::function<int()> exit_status = {};
 };
 
 Command add_graph_command(CLI::App& root);

@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
     if (command.app->parsed()) {
       if (list_models) return fail(kExitInvalid, "--list-models takes no subcommand");
       std::cout << command.run() << std::flush;
-      return 0;
+      return command.exit_status ? command.exit_status() : 0;
     }
   }
   if (list_models) {

@@ -79,7 +79,8 @@ std::string utc_now() {
   return text;
 }
 
-Provenance collect_provenance(MPI_Comm world, const std::string& shard, const SweepSpec& spec) {
+Provenance collect_provenance(MPI_Comm world, const std::string& shard, const SweepSpec& spec,
+                              const std::string& filter) {
   Provenance p;
   p.created_utc = utc_now();
   p.interplace_version = INTERPLACE_VERSION;
@@ -116,7 +117,15 @@ Provenance collect_provenance(MPI_Comm world, const std::string& shard, const Sw
   p.shard = shard;
   p.spec_path = spec.path;
   p.spec_text = spec.text;
+  p.overrides = overrides_text(spec);
+  p.filter = filter;
   return p;
+}
+
+std::string overrides_text(const SweepSpec& spec) {
+  std::string text;
+  for (const std::string& o : spec.overrides) text += (text.empty() ? "" : "\n") + o;
+  return text;
 }
 
 }  // namespace interplace::runs

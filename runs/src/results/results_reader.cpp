@@ -82,6 +82,8 @@ ResultsSummary read_results_file(const std::string& path) {
     summary.shard = h5::read_attr_string(file.get(), "shard").value_or("");
     summary.spec_path = h5::read_attr_string(file.get(), "spec_path").value_or("");
     summary.spec_text = h5::read_attr_string(file.get(), "spec_text").value_or("");
+    summary.overrides = h5::read_attr_string(file.get(), "overrides").value_or("");
+    summary.filter = h5::read_attr_string(file.get(), "filter").value_or("");
     const h5::Handle configs = h5::open_group(file.get(), "configs");
     for (const std::string& id : h5::child_names(configs.get())) {
       summary.configs.push_back(read_config(configs.get(), id));

@@ -214,6 +214,8 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "shard", p.shard);
   write_attr(root, "spec_path", p.spec_path);
   write_attr(root, "spec_text", p.spec_text);
+  write_attr(root, "overrides", p.overrides);
+  write_attr(root, "filter", p.filter);
 }
 
 void close_file(h5::Handle& file, const std::string& path) {

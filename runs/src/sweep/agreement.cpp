@@ -28,6 +28,14 @@ void polite_barrier(MPI_Comm comm) {
   wait_politely(request, "MPI_Ibarrier");
 }
 
+int agree_max(MPI_Comm comm, int mine) {
+  int all = mine;
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm, &request), "MPI_Iallreduce");
+  wait_politely(request, "MPI_Iallreduce");
+  return all;
+}
+
 Outcome agree(MPI_Comm comm, const Outcome& mine) {
   int rank = 0;
   int size = 1;

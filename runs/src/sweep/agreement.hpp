@@ -19,6 +19,9 @@ struct Outcome {
 // when none does), the same on every rank.
 Outcome agree(MPI_Comm comm, const Outcome& mine);
 
+// Collective over `comm`: the largest `mine` of all ranks (MPI_MAX, waiting politely).
+int agree_max(MPI_Comm comm, int mine);
+
 // MPI_Barrier that sleeps between tests instead of polling.
 void polite_barrier(MPI_Comm comm);
 

@@ -28,8 +28,11 @@ void Progress::resumed() {
        << std::flush;
 }
 
-void Progress::starting(const std::string& name) {
-  if (!terminal_) return;
+void Progress::starting(const std::string& name, const std::string& utc) {
+  if (!terminal_) {
+    out_ << utc << " start [" << done_ + 1 << "/" << total_ << "] " << name << "\n" << std::flush;
+    return;
+  }
   out_ << "[" << done_ + 1 << "/" << total_ << "] " << name << "  running" << std::flush;
 }
 

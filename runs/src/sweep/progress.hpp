@@ -1,6 +1,7 @@
 // The sweep's progress lines on rank 0: "[3/12] name  ok  step 0.123 s  ETA 1m20s". On a
 // terminal the running configuration shows first and is overwritten by its result; into a
-// file or pipe only the finished lines go.
+// file or pipe (a batch job's log) each configuration gets a start line as well, with the
+// time: "2026-11-30T20:01:02Z start [3/12] name", so that a log says what is running.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@ class Progress {
  public:
   Progress(std::ostream& out, bool terminal, int total, int already_done);
   void resumed();  // "resuming: N of M configurations already in the file"
-  void starting(const std::string& name);
+  void starting(const std::string& name, const std::string& utc);
   void finished(const std::string& name, const ConfigRecord& record);
 
   // "1m20s", "2h05m", "12s".

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <toml.hpp>
 
@@ -22,6 +24,7 @@ using sweep::DimValue;
 using sweep::ValueKind;
 
 constexpr int64_t kMaxConfigurations = 1'000'000;
+constexpr std::string_view kOverridePrefix = "override '";
 
 const std::vector<std::string> kIntegerModelOptions = {
     "in_channels", "image_size", "classes",    "sequence_length", "layers",
@@ -39,6 +42,9 @@ class Parser {
   explicit Parser(std::string path) : path_(std::move(path)) {}
 
   [[noreturn]] void fail(const Value& at, const std::string& reason) const {
+    // A value from the command line (apply_overrides) is named by its override.
+    const std::string from = at.location().file_name();
+    if (from.starts_with(kOverridePrefix)) throw_invalid(from + ": " + reason);
     throw_invalid(path_ + ":" + std::to_string(at.location().line()) + ": " + reason);
   }
 
@@ -260,6 +266,121 @@ bool excluded(const Sections& s, const std::vector<std::string>& texts, int repe
   return false;
 }
 
+// One override's value, parsed as TOML named "override 'key=value'" (Parser::fail quotes it).
+Value override_value(const std::string& name, const std::string& text) {
+  auto parse = [&name](const std::string& value) -> std::optional<Value> {
+    try {
+      std::istringstream stream("v = " + value + "\n");
+      Value doc = toml::parse<toml::discard_comments, std::map, std::vector>(stream, name);
+      return doc.as_table().at("v");
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  };
+  auto quoted = [](const std::string& value) {
+    std::string out = "\"";
+    for (const char c : value) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  };
+  // A TOML value as written in a file: 3, 1e-3, "text", [2, 4].
+  if (auto value = parse(text)) return *value;
+  if (text.starts_with("[") || text.starts_with("\"")) {
+    throw_invalid(name + ": not a TOML value: " + text);
+  }
+  // Bare text: items separated by commas, each a TOML scalar (2, 0.5) or else a string.
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::string list;
+  for (const std::string& item : items) {
+    if (item.empty()) throw_invalid(name + ": an empty list item");
+    const std::optional<Value> scalar = parse(item);
+    list += (list.empty() ? "" : ", ") +
+            (scalar && !scalar->is_array() && !scalar->is_table() ? item : quoted(item));
+  }
+  std::optional<Value> value = parse(items.size() == 1 ? list : "[" + list + "]");
+  if (!value) throw_invalid(name + ": not a TOML value: " + text);
+  return *value;
+}
+
+// After models=...: the spec's model_options tables for models no longer swept go too
+// (models=resnet20 on a spec with [model_options.gpt-mini] would fail otherwise).
+void drop_unswept_model_options(Value& root, const Value& models) {
+  auto& table = root.as_table();
+  const auto options = table.find("model_options");
+  if (options == table.end() || !options->second.is_table()) return;
+  std::set<std::string> swept;
+  for (const Value& m : models.is_array() ? models.as_array() : std::vector<Value>{models}) {
+    if (m.is_string()) swept.insert(m.as_string().str);
+  }
+  auto& per_model = options->second.as_table();
+  for (auto at = per_model.begin(); at != per_model.end();) {
+    at = at->second.is_table() && swept.count(at->first) == 0 ? per_model.erase(at) : std::next(at);
+  }
+}
+
+std::string valid_override_keys() {
+  std::string valid;
+  for (const Dimension& dim : sweep::dimensions()) {
+    valid += (valid.empty() ? "" : ", ") + dim.key;
+    if (!dim.plural.empty()) valid += "/" + dim.plural;
+  }
+  return valid + ", repeats, description, model_options.OPTION, model_options.MODEL.OPTION";
+}
+
+// Sets each override in the parsed document, as if the file said `key = value`.
+void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
+  for (const std::string& text : overrides) {
+    const std::string name = std::string(kOverridePrefix) + text + "'";
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw_invalid(name + ": overrides are key=value (valid keys: " + valid_override_keys() + ")");
+    }
+    const std::string key = text.substr(0, eq);
+    Value value = override_value(name, text.substr(eq + 1));
+    auto& table = root.as_table();
+    if (key.starts_with("model_options.")) {
+      const std::string rest = key.substr(14);
+      const size_t dot = rest.find('.');
+      if (rest.empty() || dot == 0 || dot + 1 == rest.size() ||
+          (dot != std::string::npos && rest.find('.', dot + 1) != std::string::npos)) {
+        throw_invalid(name + ": use model_options.OPTION or model_options.MODEL.OPTION");
+      }
+      Value& options = table["model_options"];
+      if (!options.is_table()) options = Value(Value::table_type{});
+      if (dot == std::string::npos) {
+        options.as_table()[rest] = value;
+      } else {
+        Value& model = options.as_table()[rest.substr(0, dot)];
+        if (!model.is_table()) model = Value(Value::table_type{});
+        model.as_table()[rest.substr(dot + 1)] = value;
+      }
+      continue;
+    }
+    if (key == "repeats" || key == "description") {
+      table[key] = value;
+      continue;
+    }
+    const int index = dimension_index(key);
+    if (index < 0) {
+      throw_invalid(name + ": unknown key '" + key + "' (valid: " + valid_override_keys() + ")");
+    }
+    const Dimension& dim = sweep::dimensions()[static_cast<size_t>(index)];
+    table.erase(dim.key);
+    if (!dim.plural.empty()) table.erase(dim.plural);
+    table[key] = value;
+    if (index == 0) drop_unswept_model_options(root, value);
+  }
+}
+
 // Cross product, first dimension outermost, repeat innermost.
 std::vector<SweepConfig> expand(const Sections& s) {
   const std::vector<Dimension>& dims = sweep::dimensions();
@@ -314,7 +435,8 @@ std::string first_line(const std::string& text) {
 
 }  // namespace
 
-SweepSpec parse_sweep_spec(const std::string& text, const std::string& path) {
+SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
+                           const std::vector<std::string>& overrides) {
   const Parser parser(path);
   Value root;
   try {
@@ -326,19 +448,21 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& path) {
   } catch (const std::exception& e) {
     throw_invalid(path + ": not a valid TOML file: " + first_line(e.what()));
   }
-  SweepSpec spec{path, text, {}};
+  if (!root.is_table()) throw_invalid(path + ": not a TOML table");
+  apply_overrides(root, overrides);
+  SweepSpec spec{path, text, overrides, {}};
   const Sections sections = read_sections(parser, root);
   spec.configs = expand(sections);
   if (spec.configs.empty()) throw_invalid(path + ": the exclusions drop every configuration");
   return spec;
 }
 
-SweepSpec load_sweep_spec(const std::string& path) {
+SweepSpec load_sweep_spec(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_invalid(path + ": cannot read the sweep spec (missing or unreadable)");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_sweep_spec(text.str(), path);
+  return parse_sweep_spec(text.str(), path, overrides);
 }
 
 }  // namespace interplace::runs

@@ -1,13 +1,18 @@
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "agreement.hpp"
 #include "interplace/kernels/error.hpp"
@@ -15,6 +20,7 @@
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/sweep.hpp"
 #include "progress.hpp"
+#include "stop_signals.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -22,6 +28,9 @@ namespace {
 using sweep::agree;
 using sweep::Outcome;
 using sweep::OutcomeCode;
+using sweep::StopRequest;
+using sweep::StopSignals;
+using sweep::Unabandonable;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
@@ -92,30 +101,94 @@ class Communicators {
   std::map<int, MPI_Comm> comms_;
 };
 
-// Which of the shard's configurations the file holds already (rank 0 reads, all learn).
-std::vector<char> open_output(const SweepSpec& spec, const SweepOptions& options,
+std::string shown(const std::string& text) {
+  if (text.empty()) return "none";
+  std::string out = text;
+  for (char& c : out) {
+    if (c == '\n') c = ' ';
+  }
+  return "'" + out + "'";
+}
+
+// Which of the selected configurations the file holds already (rank 0 reads, all learn).
+std::vector<char> open_output(const std::vector<const SweepConfig*>& selected,
+                              const SweepSpec& spec, const SweepOptions& options,
                               const Provenance& provenance, MPI_Comm world, int rank,
                               std::ostream& progress) {
-  std::vector<char> done(spec.configs.size(), 0);
+  std::vector<char> done(selected.size(), 0);
   on_rank0_then_agree(world, rank, [&] {
     if (!options.resume || !std::filesystem::exists(options.out)) {
       create_results_file(options.out, provenance);
       return;
     }
     const ResultsSummary existing = read_results_file(options.out);
+    // The overrides and the filter decide which configurations exist and which run: a
+    // different set would mix sweeps under one file.
+    if (existing.overrides != provenance.overrides || existing.filter != provenance.filter) {
+      throw_invalid(options.out + " was made with overrides " + shown(existing.overrides) +
+                    " and filter " + shown(existing.filter) + "; --resume needs the same, got " +
+                    shown(provenance.overrides) + " and " + shown(provenance.filter));
+    }
     if (existing.spec_text != spec.text) {
       progress << "warning: " << options.out << " was started from another spec text ("
                << existing.spec_path << "); configurations are matched by id\n";
     }
     std::set<std::string> ids;
     for (const StoredConfig& c : existing.configs) ids.insert(c.id);
-    for (size_t i = 0; i < spec.configs.size(); ++i) done[i] = ids.count(spec.configs[i].id) > 0;
+    for (size_t i = 0; i < selected.size(); ++i) done[i] = ids.count(selected[i]->id) > 0;
   });
   check_mpi(MPI_Bcast(done.data(), static_cast<int>(done.size()), MPI_CHAR, 0, world), "MPI_Bcast");
   return done;
 }
 
 }  // namespace
+
+std::vector<const SweepConfig*> select_configs(const SweepSpec& spec, const std::string& filter,
+                                               const Shard& shard) {
+  std::optional<std::regex> pattern;
+  if (!filter.empty()) {
+    try {
+      pattern.emplace(filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw_invalid("--filter '" + filter + "' is not a regular expression: " + e.what());
+    }
+  }
+  std::vector<const SweepConfig*> out;
+  int64_t matched = 0;
+  for (const SweepConfig& c : spec.configs) {
+    if (pattern && !std::regex_search(c.id, *pattern) &&
+        !std::regex_search(c.train.display_name(), *pattern)) {
+      continue;
+    }
+    if (shard.takes(matched++)) out.push_back(&c);
+  }
+  return out;
+}
+
+std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& selected,
+                                      const SweepRunner& runner, int ranks) {
+  std::vector<PlannedConfig> out;
+  for (const SweepConfig* config : selected) {
+    PlannedConfig planned{config, "run", ""};
+    Outcome outcome;
+    try {
+      runner.plan(config->train);
+    } catch (...) {
+      outcome = outcome_of(std::current_exception(), true);
+    }
+    // As run_sweep: planning first, then the job's size.
+    const int k = config->train.devices;
+    if (outcome.code == OutcomeCode::ok && k > ranks) {
+      outcome = {OutcomeCode::skipped,
+                 "needs " + std::to_string(k) + " ranks, the job has " + std::to_string(ranks)};
+    }
+    if (outcome.code == OutcomeCode::skipped) planned.outcome = "skip";
+    if (outcome.code == OutcomeCode::failed) planned.outcome = "fail";
+    planned.reason = outcome.message;
+    out.push_back(std::move(planned));
+  }
+  return out;
+}
 
 Shard parse_shard(const std::string& text) {
   Shard shard;
@@ -140,30 +213,58 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
   int size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  const Provenance provenance = collect_provenance(world, options.shard.str(), spec);
-  const std::vector<char> done = open_output(spec, options, provenance, world, rank, progress);
+  const std::vector<const SweepConfig*> selected =
+      select_configs(spec, options.filter, options.shard);
+  const Provenance provenance =
+      collect_provenance(world, options.shard.str(), spec, options.filter);
+  // Signals from here on; until the output is open they only set a flag.
+  StopSignals signals(kExitInterrupted);
+  // Not abandonable until rank 0 knows what to say when a signal ends it.
+  std::optional<Unabandonable> opening(std::in_place, signals);
+  const std::vector<char> done =
+      open_output(selected, spec, options, provenance, world, rank, progress);
 
   SweepSummary summary;
+  summary.selected = static_cast<int>(selected.size());
   std::vector<const SweepConfig*> todo;
-  for (size_t i = 0; i < spec.configs.size(); ++i) {
-    if (!options.shard.takes(spec.configs[i].index)) continue;
-    ++summary.selected;
+  for (size_t i = 0; i < selected.size(); ++i) {
     if (done[i]) {
       ++summary.already_done;
     } else {
-      todo.push_back(&spec.configs[i]);
+      todo.push_back(selected[i]);
     }
   }
   Progress lines(progress, rank == 0 && isatty(STDERR_FILENO), summary.selected,
                  summary.already_done);
   if (rank == 0 && summary.already_done > 0) lines.resumed();
+  // What rank 0 says when a signal stops the sweep: what the file keeps, how to go on.
+  auto kept_note = [&] {
+    std::ostringstream note;
+    note << "kept " << summary.already_done + summary.ok + summary.failed + summary.skipped
+         << " of " << summary.selected << " configurations in " << options.out
+         << "; resume with: " << options.resume_command << "\n";
+    return note.str();
+  };
+
+  if (rank == 0) signals.set_note(": stopped; " + kept_note());
+  opening.reset();
 
   Communicators comms(world);
   for (const SweepConfig* config : todo) {
+    {
+      const Unabandonable writing(signals);  // the note changes
+      if (rank == 0)
+        signals.set_note(": stopped, the configuration in flight abandoned; " + kept_note());
+    }
+    // Every rank learns of a stop request at the same configuration boundary.
+    if (sweep::agree_max(world, static_cast<int>(StopSignals::requested())) > 0) {
+      summary.stop_signal = SIGUSR1;
+      break;
+    }
     const auto config_start = Clock::now();
     ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr};
     const int k = config->train.devices;
-    if (rank == 0) lines.starting(config->train.display_name());
+    if (rank == 0) lines.starting(config->train.display_name(), utc_now());
 
     // Plan on the ranks that would train (all of them, when K exceeds the job).
     std::optional<TrainPlan> plan;
@@ -200,12 +301,24 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
     if (outcome.code == OutcomeCode::ok && result) record.result = &*result;
     record.wall_s = seconds_since(config_start);
 
-    on_rank0_then_agree(world, rank,
-                        [&] { summary.append_s += append_config(options.out, record); });
-    if (outcome.code == OutcomeCode::ok) ++summary.ok;
-    if (outcome.code == OutcomeCode::skipped) ++summary.skipped;
-    if (outcome.code == OutcomeCode::failed) ++summary.failed;
-    if (rank == 0) lines.finished(config->train.display_name(), record);
+    {
+      // SIGTERM/SIGINT during the write take effect right after it (the file then holds
+      // this configuration, and the note says so).
+      const Unabandonable writing(signals);
+      on_rank0_then_agree(world, rank,
+                          [&] { summary.append_s += append_config(options.out, record); });
+      if (outcome.code == OutcomeCode::ok) ++summary.ok;
+      if (outcome.code == OutcomeCode::skipped) ++summary.skipped;
+      if (outcome.code == OutcomeCode::failed) ++summary.failed;
+      if (rank == 0) {
+        lines.finished(config->train.display_name(), record);
+        signals.set_note(": stopped; " + kept_note());
+      }
+    }
+  }
+  if (summary.stop_signal != 0 && rank == 0) {
+    progress << "interplace sweep: SIGUSR1: stopped after the configuration in flight; "
+             << kept_note() << std::flush;
   }
   summary.wall_s = seconds_since(start);
   return summary;

@@ -34,11 +34,16 @@ struct Provenance {
   std::string shard = "0/1";
   std::string spec_path;
   std::string spec_text;
+  std::string overrides;  // the spec's key=value overrides, one per line ("" when none)
+  std::string filter;     // sweep --filter ("" when none)
 };
 
 // Collective over `world`: host and device names of every rank, library versions,
 // Slurm ids from the environment. The result is complete on rank 0.
-Provenance collect_provenance(MPI_Comm world, const std::string& shard, const SweepSpec& spec);
+Provenance collect_provenance(MPI_Comm world, const std::string& shard, const SweepSpec& spec,
+                              const std::string& filter = "");
+// The spec's overrides as the `overrides` attribute stores them: one per line.
+std::string overrides_text(const SweepSpec& spec);
 
 std::string utc_now();  // ISO 8601, seconds: "2026-11-29T19:30:00Z"
 
@@ -79,6 +84,8 @@ struct ResultsSummary {
   std::string shard;
   std::string spec_path;
   std::string spec_text;
+  std::string overrides;  // "" in files written before overrides existed
+  std::string filter;
   std::vector<StoredConfig> configs;  // by index, then id
 };
 

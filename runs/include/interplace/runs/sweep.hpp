@@ -10,6 +10,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "interplace/runs/sweep_spec.hpp"
 #include "interplace/runs/training.hpp"
@@ -32,10 +33,25 @@ struct Shard {
 // "i/n" with 0 <= i < n; throws invalid_input otherwise.
 Shard parse_shard(const std::string& text);
 
+// The configurations a run takes: those whose id or display name (TrainConfig::display_name,
+// "resnet20 topo contiguous K=2 global/gpipe M=2 B=4") contains a match of `filter`
+// (ECMAScript regular expression; "" takes every one), then of those every shard.count-th
+// from shard.index (without a filter: index % count == shard.index). Throws invalid_input
+// for a bad expression.
+std::vector<const SweepConfig*> select_configs(const SweepSpec& spec, const std::string& filter,
+                                               const Shard& shard);
+
+// Exit statuses of `interplace sweep` besides 0, 1 (runtime error) and 2 (invalid input,
+// or a dry run in which no configuration would run).
+constexpr int kExitInterrupted = 3;  // stopped by SIGTERM, SIGINT or SIGUSR1; resumable
+
 struct SweepOptions {
   std::string out;
   Shard shard;
   bool resume = false;
+  std::string filter;  // select_configs; recorded in the file, --resume requires the same
+  // Printed by rank 0 when a signal stops the sweep: "interplace sweep ... --resume".
+  std::string resume_command;
 };
 
 struct SweepSummary {
@@ -46,11 +62,34 @@ struct SweepSummary {
   int skipped = 0;
   double wall_s = 0.0;
   double append_s = 0.0;  // rank 0: copy-add-rename time, summed over configurations
+  int stop_signal = 0;    // the signal that stopped the sweep early (SIGUSR1 only: the
+                          // others end the process, see run_sweep), 0 when it ran through
 };
+
+// What a dry run finds for one configuration: the same planning as the run (graph, order,
+// placement, memory check, cost profile, data set) on this process, and the rank check.
+struct PlannedConfig {
+  const SweepConfig* config = nullptr;
+  std::string outcome;  // "run", "skip" or "fail" (what the sweep would record)
+  std::string reason;   // empty for "run"
+};
+// Plans every configuration of `selected` with `runner.plan`, one after the other; `ranks`
+// is the job's rank count ("needs K ranks, the job has N"). No MPI.
+std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& selected,
+                                      const SweepRunner& runner, int ranks);
 
 // Collective over `world`. Progress lines go to `progress` on rank 0. Throws (on every
 // rank alike) when the result file cannot be created or written; configurations that
 // fail or cannot run are recorded and the sweep goes on.
+//
+// Signals (handlers installed for the duration): SIGUSR1 (Slurm's warning signal) finishes
+// the configuration in flight, then every rank stops at the next configuration boundary,
+// where the ranks agree on it (an allreduce of the flag before each configuration), and
+// run_sweep returns with stop_signal set. SIGTERM and SIGINT abandon the configuration in
+// flight: each rank leaves at once (rank 0 first prints what the file keeps and how to
+// resume) with exit status kExitInterrupted, except while rank 0 writes the file: there
+// it leaves right after the write. A configuration is thus in the file whole or not at all
+// (appends are copy, add, rename besides).
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
                        const SweepRunner& runner, MPI_Comm world, std::ostream& progress);
 

@@ -22,15 +22,25 @@ struct SweepConfig {
 
 struct SweepSpec {
   std::string path;
-  std::string text;  // the file as read, stored in result files
+  std::string text;                    // the file as read, stored in result files
+  std::vector<std::string> overrides;  // the command line's key=value, in order
   std::vector<SweepConfig> configs;
 };
 
 // Throws invalid_input "path:line: reason" for syntax errors, unknown keys, wrong types,
 // empty lists and bad values; "path: ..." when the file cannot be read.
-SweepSpec load_sweep_spec(const std::string& path);
+//
+// `overrides` are "key=value" texts applied to the parsed file before anything is checked,
+// exactly as if the file said `key = value` instead: key is a top-level key (a dimension,
+// singular or plural, which replaces both spellings; repeats; description) or
+// model_options.OPTION or model_options.MODEL.OPTION. value is a TOML value (3, 1e-3,
+// "text", [2, 4]) or bare text, with commas separating list items (models=resnet20,gpt-mini;
+// devices=2,4). models=... also drops the model_options tables of models no longer swept.
+// Errors name the override: "override 'steps=0': steps must be >= 1, got 0".
+SweepSpec load_sweep_spec(const std::string& path, const std::vector<std::string>& overrides = {});
 // The same from text already read; `path` names it in messages and in the result.
-SweepSpec parse_sweep_spec(const std::string& text, const std::string& path);
+SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
+                           const std::vector<std::string>& overrides = {});
 
 // `key=value` lines in the order of docs/results-format.md's attribute table (plus
 // data_dir and repeat): the identity of a configuration.
