@@ -1,7 +1,12 @@
 // Sweep specs: expansion order, exclusions, repeats, ids, and errors with file and line.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <vector>
+
 #include "interplace/kernels/error.hpp"
+#include "interplace/runs/sweep.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 
 namespace interplace::runs {
@@ -70,6 +75,53 @@ TEST(SweepSpec, RepeatsAreDistinctConfigurationsWithDistinctIds) {
   EXPECT_EQ(spec.configs[2].repeat, 2);
   EXPECT_NE(spec.configs[0].id, spec.configs[1].id);
   EXPECT_NE(spec.configs[1].id, spec.configs[2].id);
+}
+
+TEST(SweepSpec, ShardsKeepEveryRepeatOfASettingTogether) {
+  const SweepSpec spec = parse_sweep_spec(
+      "repeats = 3\norders = [\"topo\", \"bfs\", \"dfs-pre\", \"lexical\", \"random\"]\n",
+      "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 15u);
+  std::map<int64_t, std::set<int>> shard_of_setting;
+  size_t total = 0;
+  for (int i = 0; i < 2; ++i) {
+    for (const SweepConfig* c : select_configs(spec, "", Shard{i, 2})) {
+      shard_of_setting[c->setting].insert(i);
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, 15u);
+  ASSERT_EQ(shard_of_setting.size(), 5u);
+  for (const auto& [setting, shards] : shard_of_setting) EXPECT_EQ(shards.size(), 1u) << setting;
+}
+
+TEST(SweepSpec, RepeatsRunRoundByRoundEachRoundShuffled) {
+  const SweepSpec spec = parse_sweep_spec(
+      "repeats = 3\norders = [\"topo\", \"bfs\", \"dfs-pre\", \"lexical\", \"random\", "
+      "\"topo-rev\", \"bfs-rev\", \"dfs-post\"]\n",
+      "spec.toml");
+  const std::vector<const SweepConfig*> all = select_configs(spec, "", Shard{});
+  const std::vector<const SweepConfig*> order = interleave_repeats(all);
+  ASSERT_EQ(order.size(), 24u);
+  std::vector<std::vector<int64_t>> rounds(3);
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i]->repeat, static_cast<int>(i / 8)) << "position " << i;
+    rounds[order[i]->repeat].push_back(order[i]->setting);
+  }
+  for (const auto& round : rounds) {  // every setting once per round
+    EXPECT_EQ(std::set<int64_t>(round.begin(), round.end()).size(), 8u);
+  }
+  // Shuffled: not the spec's order, and not the same order in every round.
+  const std::vector<int64_t> spec_order = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_FALSE(rounds[0] == spec_order && rounds[1] == spec_order && rounds[2] == spec_order);
+  EXPECT_FALSE(rounds[0] == rounds[1] && rounds[1] == rounds[2]);
+  // Deterministic: the same order from the same configurations, whatever order they came in.
+  std::vector<const SweepConfig*> reversed(all.rbegin(), all.rend());
+  EXPECT_EQ(interleave_repeats(reversed), order);
+  // Without repeats, the spec's order.
+  const SweepSpec single = parse_sweep_spec("orders = [\"topo\", \"bfs\", \"dfs-pre\"]\n", "s");
+  const std::vector<const SweepConfig*> once = select_configs(single, "", Shard{});
+  EXPECT_EQ(interleave_repeats(once), once);
 }
 
 TEST(SweepSpec, PipelinesOnlyMultiplyTheGlobalStrategy) {

@@ -397,6 +397,7 @@ std::vector<SweepConfig> expand(const Sections& s) {
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
   std::vector<size_t> at(dims.size(), 0);
+  int64_t setting = 0;
   for (int64_t n = 0; n < total / s.repeats; ++n) {
     TrainConfig config;
     std::vector<std::string> texts(dims.size());
@@ -409,12 +410,17 @@ std::vector<SweepConfig> expand(const Sections& s) {
     }
     const auto options = s.per_model.find(config.model);
     config.model_options = options != s.per_model.end() ? options->second : s.common_options;
+    bool kept = false;
     for (int repeat = 0; repeat < s.repeats; ++repeat) {
       if (excluded(s, texts, repeat)) continue;
-      SweepConfig c{static_cast<int64_t>(configs.size()), repeat, config,
-                    config_id(config, repeat)};
-      if (seen.insert(c.id).second) configs.push_back(std::move(c));
+      SweepConfig c{static_cast<int64_t>(configs.size()), repeat, config, config_id(config, repeat),
+                    setting};
+      if (seen.insert(c.id).second) {
+        configs.push_back(std::move(c));
+        kept = true;
+      }
     }
+    if (kept) ++setting;
     for (size_t i = dims.size(); i-- > 0;) {  // odometer: the last dimension turns fastest
       if (++at[i] < s.lists[i].size()) break;
       at[i] = 0;

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "agreement.hpp"
 #include "interplace/kernels/error.hpp"
@@ -153,16 +154,37 @@ std::vector<const SweepConfig*> select_configs(const SweepSpec& spec, const std:
       throw_invalid("--filter '" + filter + "' is not a regular expression: " + e.what());
     }
   }
+  // Shards take whole settings (every repeat of one on the same shard), counted among the
+  // settings the filter leaves; without repeats a setting is one configuration.
   std::vector<const SweepConfig*> out;
-  int64_t matched = 0;
+  int64_t matched = -1;
+  int64_t last_setting = -1;
   for (const SweepConfig& c : spec.configs) {
     if (pattern && !std::regex_search(c.id, *pattern) &&
         !std::regex_search(c.train.display_name(), *pattern)) {
       continue;
     }
-    if (shard.takes(matched++)) out.push_back(&c);
+    if (c.setting != last_setting) {
+      ++matched;
+      last_setting = c.setting;
+    }
+    if (shard.takes(matched)) out.push_back(&c);
   }
   return out;
+}
+
+std::vector<const SweepConfig*> interleave_repeats(std::vector<const SweepConfig*> configs) {
+  const bool repeated = std::any_of(configs.begin(), configs.end(),
+                                    [](const SweepConfig* c) { return c->repeat > 0; });
+  if (!repeated) return configs;
+  auto key = [](const SweepConfig* c) {
+    // The setting's identity, not its id (which differs per repeat), mixed with the round.
+    return std::pair(c->repeat, fnv1a64(std::to_string(c->setting) + "/" +
+                                        std::to_string(c->repeat) + "/" + c->train.display_name()));
+  };
+  std::stable_sort(configs.begin(), configs.end(),
+                   [&](const SweepConfig* a, const SweepConfig* b) { return key(a) < key(b); });
+  return configs;
 }
 
 std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& selected,
@@ -234,6 +256,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       todo.push_back(selected[i]);
     }
   }
+  todo = interleave_repeats(std::move(todo));
   Progress lines(progress, rank == 0 && isatty(STDERR_FILENO), summary.selected,
                  summary.already_done);
   if (rank == 0 && summary.already_done > 0) lines.resumed();

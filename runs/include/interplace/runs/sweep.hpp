@@ -36,10 +36,17 @@ Shard parse_shard(const std::string& text);
 // The configurations a run takes: those whose id or display name (TrainConfig::display_name,
 // "resnet20 topo contiguous K=2 global/gpipe M=2 B=4") contains a match of `filter`
 // (ECMAScript regular expression; "" takes every one), then of those every shard.count-th
-// from shard.index (without a filter: index % count == shard.index). Throws invalid_input
-// for a bad expression.
+// setting from shard.index (all repeats of a setting go to the same shard; without repeats
+// and filter: index % count == shard.index). Throws invalid_input for a bad expression.
 std::vector<const SweepConfig*> select_configs(const SweepSpec& spec, const std::string& filter,
                                                const Shard& shard);
+
+// The order a sweep runs its configurations in. With one run per setting, the spec's order.
+// With repeats, round by round: every setting's repeat 0, then every repeat 1, ..., each
+// round in its own shuffled order (a hash of the setting's id and the round, so the order is
+// the same on every rank and in every rerun), so that slow drift of a machine (thermals, a
+// noisy neighbour) spreads over all settings instead of biasing the ones measured last.
+std::vector<const SweepConfig*> interleave_repeats(std::vector<const SweepConfig*> configs);
 
 // Exit statuses of `interplace sweep` besides 0, 1 (runtime error) and 2 (invalid input,
 // or a dry run in which no configuration would run).

@@ -18,6 +18,9 @@ struct SweepConfig {
   int repeat = 0;     // 0 .. repeats-1; enters the id, so repeats are distinct configurations
   TrainConfig train;
   std::string id;  // 16 hex digits: FNV-1a 64 of canonical_parameters(train, repeat)
+  // Position of the parameter setting in the expansion: the repeats of one setting share it,
+  // so --shard keeps them together (one machine measures every run of a setting).
+  int64_t setting = 0;
 };
 
 struct SweepSpec {
