@@ -14,7 +14,10 @@ int64_t buffer_elements(const Graph& graph) {
   int64_t total = 0;
   for (const Node& node : graph.nodes()) {
     if (node.op == "input") continue;
-    for (const kernels::Tensor* t : make_layer(node)->buffers()) total += t->numel();
+    // Named, not a temporary in the range expression: buffers() points into the layer,
+    // which a temporary would destroy before the loop reads it (AddressSanitizer).
+    const auto layer = make_layer(node);
+    for (const kernels::Tensor* t : layer->buffers()) total += t->numel();
   }
   return total;
 }
