@@ -52,6 +52,7 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01) -> Re
         "ok": int((c["status"] == "ok").sum()) if not c.empty else 0,
         "failed": int((c["status"] == "failed").sum()) if not c.empty else 0,
         "skipped": int((c["status"] == "skipped").sum()) if not c.empty else 0,
+        "diverged": int((c["status"] == "diverged").sum()) if not c.empty else 0,
         "missing": len(results.missing)}])
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [

@@ -17,12 +17,6 @@ std::string catalog_names() {
   return names;
 }
 
-void require_multiplier(const char* flag, double value) {
-  if (!std::isfinite(value) || value <= 0.0) {
-    throw_invalid(std::string(flag) + " must be a finite number > 0, got " + format_number(value));
-  }
-}
-
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelSelection& selection) {
@@ -59,8 +53,9 @@ placement::Graph build_selected_model(const ModelSelection& selection) {
     throw_invalid("--model is required (valid: " + catalog_names() + ")");
   }
   model_info(selection.model);
-  require_multiplier("--width-multiplier", selection.options.width_multiplier);
-  require_multiplier("--depth-multiplier", selection.options.depth_multiplier);
+  // The flags' names; build_model checks the rest (placement::check_model_options).
+  placement::check_multiplier("--width-multiplier", selection.options.width_multiplier);
+  placement::check_multiplier("--depth-multiplier", selection.options.depth_multiplier);
   return placement::build_model(selection.model, selection.options);
 }
 

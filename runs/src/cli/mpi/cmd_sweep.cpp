@@ -64,6 +64,7 @@ std::string summary_output(const SweepCommandOptions& o, const SweepSummary& s) 
                .integer("ok", s.ok)
                .integer("failed", s.failed)
                .integer("skipped", s.skipped)
+               .integer("diverged", s.diverged)
                .number("wall_s", s.wall_s)
                .number("append_s", s.append_s)
                .str() +
@@ -71,6 +72,7 @@ std::string summary_output(const SweepCommandOptions& o, const SweepSummary& s) 
   }
   return o.out + ": " + std::to_string(s.ok) + " ok, " + std::to_string(s.failed) + " failed, " +
          std::to_string(s.skipped) + " skipped" +
+         (s.diverged > 0 ? ", " + std::to_string(s.diverged) + " diverged" : "") +
          (s.already_done > 0 ? ", " + std::to_string(s.already_done) + " already there" : "") +
          " (" + plural(s.selected, "configuration", "configurations") + " in shard " + o.shard +
          ") in " + format_seconds(s.wall_s) + "\n";
