@@ -105,7 +105,7 @@ CASES = [
      ["simulate", *MODEL, *PLACE, "--mini-batches", "1000000000"], 2,
      "mini-batches must be in 1..1000", True),
     # Thread counts above the cores this process may use.
-    ("train_threads_huge", [*TRAIN[:-1], "100000"], 2, "CPU cores", False),
+    ("train_threads_huge", [*TRAIN_BASE[:-1], "100000", "--batch-size", "4"], 2, "CPU cores", False),
     ("profile_threads_huge", ["profile", *MODEL, "--threads", "100000", "--out", "/tmp/x.tsv"],
      2, "CPU cores", False),
     # Files that are not regular files.
