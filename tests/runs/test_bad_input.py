@@ -237,6 +237,65 @@ def rank_pid(root_pid, rank):
     return None
 
 
+def start_then_stop_rank_1(cmd, wait_for=None):
+    """Starts cmd (mpirun ...), stops rank 1 once it runs (and `wait_for` exists) plus 4 s."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env(), start_new_session=True)
+    pid = None
+    deadline = time.monotonic() + 60
+    while (pid is None or (wait_for and not os.path.exists(wait_for))) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+        pid = rank_pid(proc.pid, 1)
+    if pid is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("rank 1 not found")
+    time.sleep(4)  # planned, and into the (first configuration's) steps
+    os.kill(pid, signal.SIGSTOP)
+    return proc, pid
+
+
+def finish(proc, timeout):
+    try:
+        return proc.communicate(timeout=timeout)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+
+
+def test_stopped_rank_ends_train_within_the_watchdog():
+    # Rank 1 stopped for good: rank 0 reports what it waited for and the job ends (no
+    # MPI_Finalize, which would wait for rank 1 forever).
+    cmd = [*MPIRUN, "-np", "2", BINARY, "train", *MODEL, "--steps", "100000", "--batch-size",
+           "16", "--threads-per-rank", "1", "--watchdog-s", "4"]
+    proc, _ = start_then_stop_rank_1(cmd)
+    start = time.monotonic()
+    _, stderr = finish(proc, 60)
+    took = time.monotonic() - start
+    check(proc.returncode != 0 and took < 30, f"exit {proc.returncode} after {took:.1f} s")
+    errors = [line for line in stderr.splitlines() if "interplace: error: " in line]
+    check(len(errors) == 1 and "rank 0: waited more than 4 s for a tensor" in errors[0],
+          f"stderr: {stderr[-2000:]}")
+
+
+def test_stopped_rank_ends_the_sweep_after_the_watchdog():
+    # Rank 1 stopped for good in a sweep: the configuration cannot be agreed on, so after
+    # the watchdog and the agreement limit (30 s) the sweep stops with one error line.
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "stop.toml")
+        with open(spec, "w") as f:
+            f.write(SWEEP_TWO + "watchdog_s = 4\nsteps = 100\nbatch_sizes = [64, 2]\n")
+        out = os.path.join(tmp, "stop.h5")
+        cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
+        proc, _ = start_then_stop_rank_1(cmd, wait_for=out)
+        start = time.monotonic()
+        _, stderr = finish(proc, 120)
+        took = time.monotonic() - start
+        check(proc.returncode != 0 and took < 80, f"exit {proc.returncode} after {took:.1f} s")
+        check("did not agree within 30 s of a watchdog failure" in stderr, stderr[-2000:])
+
+
 def test_stopped_rank_fails_the_configuration_and_the_sweep_goes_on():
     # Rank 1 is stopped (SIGSTOP) during the first configuration for longer than its
     # watchdog: rank 0 must fail that configuration naming what it waited for, instead of

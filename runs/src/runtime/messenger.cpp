@@ -124,8 +124,8 @@ void Messenger::wait(MPI_Request& request, MPI_Status* status, const std::string
     }
     if (watchdog_s > 0.0 && waited > watchdog_s) {
       failed_ = true;
-      throw_runtime("rank " + std::to_string(rank_) + " waited more than " +
-                    std::to_string(static_cast<int>(watchdog_s)) + " s for " +
+      note_unresponsive_peer(watchdog_s);
+      throw_runtime("waited more than " + std::to_string(static_cast<int>(watchdog_s)) + " s for " +
                     (what.empty() ? std::string("a message from another rank") : what) +
                     " (watchdog_s; a rank stopped or hung?). HINT: raise --watchdog-s "
                     "(sweep spec: watchdog_s) if steps are legitimately this slow");

@@ -48,7 +48,7 @@ class Messenger {
   // Blocks (polling for aborts) until the message arrives; its size must match.
   kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
   // Polls `request` to completion; throws RemoteAbort when another rank failed, and a
-  // runtime error naming this rank and `what` (the peer, tag, tensor) when it has waited
+  // runtime error naming `what` (the peer, tag, tensor) when it has waited
   // longer than watchdog_s (a peer stopped, hung or lost: without it the other ranks
   // spun at full CPU forever, issue #16). After 10 ms of polling it sleeps between
   // polls (at most 0.5 ms), so a long wait does not burn a shared core. On a
