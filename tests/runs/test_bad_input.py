@@ -104,6 +104,9 @@ CASES = [
     ("simulate_mini_batches_huge",
      ["simulate", *MODEL, *PLACE, "--mini-batches", "1000000000"], 2,
      "mini-batches must be in 1..1000", True),
+    # Times that overflow to infinity are named as such, not blamed on memory.
+    ("place_device_flops_tiny", ["place", *MODEL, *PLACE, "--device-flops", "1e-320"], 2,
+     "the device's speed or the profile is out of range", False),
     # Thread counts above the cores this process may use.
     ("train_threads_huge", [*TRAIN_BASE[:-1], "100000", "--batch-size", "4"], 2, "CPU cores", False),
     ("profile_threads_huge", ["profile", *MODEL, "--threads", "100000", "--out", "/tmp/x.tsv"],
