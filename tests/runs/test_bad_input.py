@@ -108,11 +108,13 @@ CASES = [
     ("place_device_flops_tiny", ["place", *MODEL, *PLACE, "--device-flops", "1e-320"], 2,
      "the device's speed or the profile is out of range", False),
     # Thread counts above the cores this process may use.
-    ("train_threads_huge", [*TRAIN_BASE[:-1], "100000", "--batch-size", "4"], 2, "CPU cores", False),
+    ("train_threads_huge", [*TRAIN_BASE[:-1], "100000", "--batch-size", "4"], 2, "CPU cores",
+     False),
     ("profile_threads_huge", ["profile", *MODEL, "--threads", "100000", "--out", "/tmp/x.tsv"],
      2, "CPU cores", False),
     # Files that are not regular files.
-    ("simulate_profile_dev_zero", ["simulate", *MODEL, *PLACE, "--profile", "/dev/zero"], 2, "not a regular file", True),
+    ("simulate_profile_dev_zero", ["simulate", *MODEL, *PLACE, "--profile", "/dev/zero"], 2,
+     "not a regular file", True),
     ("place_profile_directory", ["place", *MODEL, *PLACE, "--profile", "/tmp"], 2,
      "is a directory", True),
     ("train_profile_dev_zero", [*TRAIN, "--profile", "/dev/zero"], 2, "not a regular file", True),
