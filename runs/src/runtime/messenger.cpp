@@ -12,6 +12,16 @@
 #include "interplace/runs/mpi_session.hpp"
 
 namespace interplace::runs {
+namespace {
+
+// Buffers MPI may still write or read after a failed run (see ~Messenger): kept for the
+// life of the process, a few messages per failed configuration.
+std::vector<kernels::Tensor>& orphaned_buffers() {
+  static std::vector<kernels::Tensor> buffers;
+  return buffers;
+}
+
+}  // namespace
 
 double wall_s() {
   return MPI_Wtime();
@@ -52,10 +62,9 @@ Messenger::~Messenger() {
   // it (seen: a segfault in mca_pml_ob1_add_comm in the next configuration of a sweep).
   // So a failed run leaks its duplicate, and the buffers of its unfinished sends (MPI
   // may still read them): a few messages per failed configuration.
-  static std::vector<kernels::Tensor> orphaned_send_buffers;
   for (PendingSend& s : sends_) {
     if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
-    orphaned_send_buffers.push_back(std::move(s.buffer));
+    orphaned_buffers().push_back(std::move(s.buffer));
   }
   sends_.clear();
 }
@@ -82,9 +91,17 @@ kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int 
   check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
                       comm_, &receive_),
             "MPI_Irecv");
-  wait(receive_, nullptr,
-       "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) + " (tag " +
-           std::to_string(tag) + ")");
+  try {
+    wait(receive_, nullptr,
+         "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) +
+             " (tag " + std::to_string(tag) + ")");
+  } catch (...) {
+    // The receive stays posted (the destructor cancels and frees it, but a message
+    // already arriving cannot be cancelled): its buffer must outlive it. AddressSanitizer
+    // saw the tensor freed here, then written by MPI, after a watchdog failure (#16).
+    orphaned_buffers().push_back(std::move(tensor));
+    throw;
+  }
   return on_host ? tensor : tensor.to(device_);
 }
 
