@@ -26,7 +26,7 @@ def test_real_result_file_loads_and_reports(tmp_path, capsys):
     c = r.configs
     assert len(c) > 0, "the file holds no configurations"
     assert c["config_id"].str.fullmatch(r"[0-9a-f]{16}").all()
-    assert set(c["status"]) <= {"ok", "failed", "skipped"}
+    assert set(c["status"]) <= {"ok", "failed", "skipped", "diverged"}
     ok = r.ok
     for _, row in ok.iterrows():
         assert row["step_time_s"] > 0 and row["measured_steps"] == row["steps"]

@@ -86,6 +86,20 @@ def test_all_failed_file_lists_every_configuration(tmp_path, capsys):
     assert pd.read_csv(tmp_path / "o" / "tables" / "recommendations.csv").empty
 
 
+def test_diverged_configuration_is_counted_and_listed(tmp_path):
+    # A non-finite loss ends a configuration as "diverged" (issue #16): the report must
+    # accept the status, count it, and list it with the failures, not among the results.
+    cs = [Cfg(order="topo", index=0),
+          Cfg(order="bfs", status="diverged", reason="rank 1: diverged: loss nan",
+              with_data=False, index=1)]
+    p = write_result_file(tmp_path / "d.h5", cs)
+    assert main(["report", str(p), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    fails = pd.read_csv(tmp_path / "o" / "tables" / "failures.csv")
+    assert fails["status"].tolist() == ["diverged"]
+    summary = pd.read_csv(tmp_path / "o" / "tables" / "summary.csv")
+    assert summary["diverged"].tolist() == [1] and summary["ok"].tolist() == [1]
+
+
 def test_single_order_without_topo_and_without_timeline(tmp_path):
     r = load_results([write_result_file(tmp_path / "s.h5", [Cfg(order="bfs")])])
     rep = build_report(r)

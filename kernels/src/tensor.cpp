@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/shapes_only.hpp"
 
 namespace interplace::kernels {
 
@@ -30,6 +32,7 @@ CpuAllocator cpu_allocator;
 Allocator* allocators[2] = {&cpu_allocator, nullptr};
 Allocator* staging_allocator = nullptr;  // pinned host memory, when a device installed one
 CopyFunction copy_functions[2] = {nullptr, nullptr};
+thread_local bool shapes_only = false;  // ShapesOnlyScope
 
 // Copies between any two devices: memcpy on the host, else the device's copy function.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, int64_t bytes) {
@@ -62,9 +65,22 @@ std::string to_string(const Shape& shape) {
 }
 
 int64_t numel(const Shape& shape) {
+  // Checked: absurd model options (a width multiplier of 1e9) reach here as shapes whose
+  // element count wraps around int64 into a small or negative number.
   int64_t n = 1;
-  for (int64_t extent : shape) n *= extent;
+  for (int64_t extent : shape) {
+    if (__builtin_mul_overflow(n, extent, &n)) {
+      throw_invalid("tensor shape " + to_string(shape) + " has more than 2^63 elements");
+    }
+  }
   return n;
+}
+
+ShapesOnlyScope::ShapesOnlyScope() : previous_(shapes_only) {
+  shapes_only = true;
+}
+ShapesOnlyScope::~ShapesOnlyScope() {
+  shapes_only = previous_;
 }
 
 void set_allocator(Device device, Allocator* allocator) {
@@ -112,6 +128,10 @@ Tensor::Tensor(Shape shape, Device device, Allocator& allocator)
     if (extent < 0) throw_invalid("tensor shape " + to_string(shape_) + " has a negative extent");
   }
   numel_ = kernels::numel(shape_);
+  if (numel_ > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(float))) {
+    throw_invalid("tensor shape " + to_string(shape_) + " is too large to address");
+  }
+  if (shapes_only) return;
   storage_ = std::make_shared<Storage>(allocator, bytes());
   data_ = static_cast<float*>(storage_->ptr);
 }
@@ -182,6 +202,7 @@ void Tensor::require_cpu(const char* what) const {
 }
 
 void Tensor::fill(float value) {
+  if (data_ == nullptr) return;  // empty, or shapes only (ShapesOnlyScope)
   if (device_ == Device::cpu) {
     std::fill(data_, data_ + numel_, value);
   } else {

@@ -112,6 +112,25 @@ int64_t CostModel::parameter_state_bytes(int64_t parameter_count) const {
   return parameter_count * kBytesPerParameter * (2 + optimizer_state_factor(optimizer_));
 }
 
+namespace {
+
+// Times that overflowed to infinity (a tiny --device-flops, a huge model) used to reach
+// the placers, which then blamed memory ("no split ... fits"): say what overflowed.
+NodeCosts require_finite_times(const Graph& graph, NodeCosts costs) {
+  for (const Node& node : graph.nodes()) {
+    for (double t : {costs.forward_s[node.id], costs.backward_s[node.id]}) {
+      if (!std::isfinite(t) || t < 0.0) {
+        throw_invalid("node '" + node.name + "' of graph '" + graph.name() + "' has a time of " +
+                      std::to_string(t) + " s (" + std::to_string(node.forward_flops) +
+                      " forward FLOPs): the device's speed or the profile is out of range");
+      }
+    }
+  }
+  return costs;
+}
+
+}  // namespace
+
 NodeCosts CostModel::node_costs(const Graph& graph) const {
   const int n = graph.node_count();
   NodeCosts costs;
@@ -130,7 +149,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
       costs.forward_s[node.id] = roofline_s(node.forward_flops, bytes);
       costs.backward_s[node.id] = roofline_s(node.backward_flops, bytes);
     }
-    return costs;
+    return require_finite_times(graph, std::move(costs));
   }
   if (profile_->batch_size != graph.batch_size()) {
     // Graphs and profiles are per micro-batch (batch size / micro-batches).
@@ -156,7 +175,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
                     graph.name() + "'");
     }
   }
-  return costs;
+  return require_finite_times(graph, std::move(costs));
 }
 
 }  // namespace interplace::placement

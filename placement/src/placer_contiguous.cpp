@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/orders.hpp"
 #include "placer_support.hpp"
 
 namespace interplace::placement {
@@ -206,6 +207,9 @@ Placement place_contiguous(const Graph& graph, const Order& order,
 }
 
 Placement place_stages(const Graph& graph, const Order& order, const PlacementRequest& request) {
+  // single_tensor_cuts indexes by order position before make_placer_context checks the
+  // order: a short order read past its end (AddressSanitizer, issue #16).
+  require_valid_order(graph, order);
   const std::vector<int> latest_start = single_tensor_cuts(graph, order);
   const auto cuts =
       std::count_if(latest_start.begin(), latest_start.end() - 1, [](int a) { return a >= 0; });

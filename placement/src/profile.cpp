@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/input_file.hpp"
 #include "interplace/placement/json_text.hpp"
 
 namespace interplace::placement {
@@ -160,6 +161,7 @@ Profile read_profile(std::istream& in, std::string_view source) {
 }
 
 Profile read_profile_file(const std::filesystem::path& path) {
+  check_input_file(path, "profile", kMaxTextInputBytes);  // not /dev/zero, not a directory
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_invalid("cannot open profile '" + path.string() + "'");
   return read_profile(in, path.string());

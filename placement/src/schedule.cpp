@@ -209,11 +209,15 @@ std::string to_string(InterlockMode mode) {
 Schedule build_schedule(const ScheduleRequest& request) {
   const int k = request.stage_count;
   const int reach = strategy_reach(request.strategy, k);
-  if (request.micro_batches < 1) {
-    throw_invalid("micro_batches must be >= 1, got " + std::to_string(request.micro_batches));
+  // Bounded: the schedule holds every pass of every micro-batch of every mini-batch, so
+  // a billion mini-batches grew memory without end before anything was simulated (#16).
+  if (request.micro_batches < 1 || request.micro_batches > kMaxMicroBatches) {
+    throw_invalid("micro_batches must be in 1.." + std::to_string(kMaxMicroBatches) + ", got " +
+                  std::to_string(request.micro_batches));
   }
-  if (request.mini_batches < 1) {
-    throw_invalid("mini_batches must be >= 1, got " + std::to_string(request.mini_batches));
+  if (request.mini_batches < 1 || request.mini_batches > kMaxMiniBatches) {
+    throw_invalid("mini_batches must be in 1.." + std::to_string(kMaxMiniBatches) + ", got " +
+                  std::to_string(request.mini_batches));
   }
   const bool global = reach == k - 1;
   if (!global && request.pipeline == PipelineKind::gpipe) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/shapes_only.hpp"
 #include "interplace/placement/layer_factory.hpp"
 
 namespace interplace::runs {
@@ -19,6 +20,7 @@ using placement::NodeSpec;
 // Adds a layer whose shape, FLOPs and parameters come from the kernel layer itself.
 NodeId add_layer(Graph& head, const std::string& name, const std::string& op, Attributes attributes,
                  NodeId input) {
+  const kernels::ShapesOnlyScope shapes_only;  // planning: no weights (kernels/shapes_only.hpp)
   const auto layer = placement::make_layer(op, attributes);
   const std::vector<kernels::Shape> input_shapes = {head.node(input).output_shape};
   const kernels::FlopCount flops = layer->flops(input_shapes);

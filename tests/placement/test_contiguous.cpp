@@ -181,6 +181,18 @@ TEST(Stages, ZooModelsSplitAtBlockBoundaries) {
   }
 }
 
+// An order shorter than the graph was read past its end (AddressSanitizer,
+// heap-buffer-overflow in single_tensor_cuts) instead of refused.
+TEST(Stages, RefusesAnOrderShorterThanTheGraph) {
+  const Graph graph = testing::chain(8);
+  const CostModel model = testing::timed_cost_model(graph, std::vector<double>(8, 1.0),
+                                                    std::vector<double>(8, 2.0), {0.1, 1e9});
+  Order order = topological_order(graph);
+  order.resize(3);
+  EXPECT_THROW(place_stages(graph, order, {.device_count = 2, .cost_model = model}), Error);
+  EXPECT_THROW(place_contiguous(graph, order, {.device_count = 2, .cost_model = model}), Error);
+}
+
 TEST(Contiguous, UniformChainSplitsEvenly) {
   const Graph graph = testing::chain(8);
   const CostModel model = testing::timed_cost_model(graph, std::vector<double>(8, 1.0),

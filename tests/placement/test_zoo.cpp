@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/placement/orders.hpp"
@@ -14,7 +16,10 @@ int64_t buffer_elements(const Graph& graph) {
   int64_t total = 0;
   for (const Node& node : graph.nodes()) {
     if (node.op == "input") continue;
-    for (const kernels::Tensor* t : make_layer(node)->buffers()) total += t->numel();
+    // Named, not a temporary in the range expression: buffers() points into the layer,
+    // which a temporary would destroy before the loop reads it (AddressSanitizer).
+    const auto layer = make_layer(node);
+    for (const kernels::Tensor* t : layer->buffers()) total += t->numel();
   }
   return total;
 }
@@ -90,6 +95,39 @@ TEST(Zoo, RejectsUnknownModelsAndBadOptions) {
   EXPECT_THROW(build_model("resnet20", {.width_multiplier = 0.0}), Error);
   EXPECT_THROW(make_layer("conv3d", {}), Error);
   EXPECT_THROW(make_layer("conv2d", {{"in_channels", int64_t{3}}}), Error);
+}
+
+// Issue #16: inf or 1e30 overflowed std::llround in the scaling and silently built a
+// one-channel model (235 parameters) recorded as the model asked for; 1000 or 1e9 built
+// for minutes. Every model refuses them, and any option out of its documented range.
+TEST(Zoo, RefusesOptionsOutOfRangeForEveryModel) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const ModelInfo& info : model_catalog()) {
+    for (double bad : {inf, -inf, nan, 1e30, 1000.0, 64.5, -1.0}) {
+      EXPECT_THROW(build_model(info.name, {.width_multiplier = bad}), Error) << info.name << bad;
+      EXPECT_THROW(build_model(info.name, {.depth_multiplier = bad}), Error) << info.name << bad;
+    }
+    EXPECT_THROW(build_model(info.name, {.batch_size = int64_t{1} << 40}), Error) << info.name;
+    EXPECT_THROW(build_model(info.name, {.image_size = 1'000'000}), Error) << info.name;
+    EXPECT_THROW(build_model(info.name, {.classes = -2}), Error) << info.name;
+  }
+  try {
+    build_model("resnet20", {.width_multiplier = inf});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("width multiplier must be a finite number in (0, 64]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The largest multipliers in range still build (planning decides whether they fit), and
+// building allocates no weights: vgg16 at 64x width has a 38 GB convolution.
+TEST(Zoo, HugeModelsInRangeBuildAsShapesOnly) {
+  const Graph graph = build_model("vgg16", {.image_size = 32, .width_multiplier = 64});
+  EXPECT_GT(graph.total_parameter_count(), int64_t{1} << 33);
 }
 
 }  // namespace

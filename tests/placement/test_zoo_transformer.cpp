@@ -136,7 +136,9 @@ TEST(ZooTransformer, RejectsOptionsThatDoNotFit) {
   EXPECT_NE(message("gpt2-small", {.classes = 10}).find("takes no classes"), std::string::npos);
   EXPECT_NE(message("bert-mini", {.image_size = 32}).find("no in_channels or image_size"),
             std::string::npos);
-  EXPECT_NE(message("gpt", {.heads = -1}).find("sizes must be positive"), std::string::npos);
+  EXPECT_NE(message("gpt", {.heads = -1})
+                .find("heads must be in 1..4096 (0: the model's default), got -1"),
+            std::string::npos);
 }
 
 TEST(ZooTransformer, FactoryRejectsTiedLayersThatDoNotSayWhatTheyShare) {

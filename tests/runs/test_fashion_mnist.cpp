@@ -212,6 +212,11 @@ std::vector<Corruption> corruptions() {
   long_payload.push_back(3);
   out.push_back({"trailing payload", "train-labels-idx1-ubyte.gz", gzip(long_payload),
                  "trailing data: 1 bytes after the 10 labels"});
+  // A gzip bomb behind a valid header: decompression stops 1 MiB past the declared size
+  // (issue #16: 2.3 GB were inflated before anything was checked).
+  std::vector<uint8_t> bomb = idx_labels(labels_of(10));
+  bomb.resize(bomb.size() + (size_t{3} << 20), 0);
+  out.push_back({"gzip bomb", "train-labels-idx1-ubyte.gz", gzip(bomb), "gzip bomb"});
   out.push_back({"count mismatch", "train-labels-idx1-ubyte.gz", gzip(idx_labels(labels_of(9))),
                  "holds 10 images but"});
   std::vector<uint8_t> bad_labels = labels_of(10);

@@ -139,7 +139,15 @@ const std::vector<ModelInfo>& model_catalog() {
 
 Graph build_model(std::string_view name, const ModelOptions& options) {
   for (const Entry& e : entries()) {
-    if (e.info.name == name) return e.build(options);
+    if (e.info.name != name) continue;
+    // The caller's options first (a preset multiplies the multipliers, so that inf
+    // would otherwise be checked as a product); the builders check the merged ones.
+    try {
+      check_model_options(options);
+    } catch (const Error& error) {
+      throw_invalid("model " + std::string(name) + ": " + error.what());
+    }
+    return e.build(options);
   }
   std::string valid;
   for (const Entry& e : entries()) valid += (valid.empty() ? "" : ", ") + e.info.name;

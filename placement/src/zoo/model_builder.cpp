@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/shapes_only.hpp"
 #include "interplace/placement/layer_factory.hpp"
 
 namespace interplace::placement::zoo {
@@ -21,6 +22,8 @@ NodeId ModelBuilder::input(const std::string& name, const Shape& per_sample) {
 
 NodeId ModelBuilder::layer(const std::string& name, const std::string& op, Attributes attributes,
                            std::vector<NodeId> inputs) {
+  // Shapes only: the graph carries shapes and counts, never weights (kernels/shapes_only.hpp).
+  const kernels::ShapesOnlyScope shapes_only;
   const auto instance = make_layer(op, attributes);
   std::vector<Shape> input_shapes;
   for (NodeId id : inputs) input_shapes.push_back(shape(id));
@@ -76,28 +79,34 @@ NodeId ModelBuilder::unary(const std::string& name, const std::string& op, NodeI
   return layer(name, op, {}, {x});
 }
 
+namespace {
+
+// std::llround of a product past int64 is undefined (in practice LLONG_MIN, which
+// std::max(1, ...) turned into a one-channel model recorded as the one asked for: #16).
+int64_t scaled(int64_t count, double multiplier, const char* what) {
+  const double value = static_cast<double>(count) * multiplier;
+  if (!std::isfinite(value) || value > static_cast<double>(int64_t{1} << 40)) {
+    throw_invalid(std::string(what) + " " + std::to_string(count) + " times " +
+                  std::to_string(multiplier) + " is out of range");
+  }
+  return std::max<int64_t>(1, std::llround(value));
+}
+
+}  // namespace
+
 int64_t scaled_width(int64_t channels, const ModelOptions& options) {
-  return std::max<int64_t>(1,
-                           std::llround(static_cast<double>(channels) * options.width_multiplier));
+  return scaled(channels, options.width_multiplier, "width");
 }
 
 int64_t scaled_depth(int64_t repeats, const ModelOptions& options) {
-  return std::max<int64_t>(1,
-                           std::llround(static_cast<double>(repeats) * options.depth_multiplier));
+  return scaled(repeats, options.depth_multiplier, "depth");
 }
 
 void check_options(std::string_view model, const ModelOptions& options) {
-  const std::string prefix = "model " + std::string(model) + ": ";
-  if (options.batch_size < 1) {
-    throw_invalid(prefix + "batch size must be >= 1, got " + std::to_string(options.batch_size));
-  }
-  if (!(options.width_multiplier > 0.0) || !(options.depth_multiplier > 0.0)) {
-    throw_invalid(prefix + "width and depth multipliers must be > 0");
-  }
-  for (int64_t v :
-       {options.in_channels, options.image_size, options.classes, options.sequence_length,
-        options.layers, options.dim, options.heads, options.vocab_size, options.max_positions}) {
-    if (v < 0) throw_invalid(prefix + "sizes must be positive (0 = model default)");
+  try {
+    check_model_options(options);
+  } catch (const Error& e) {
+    throw_invalid("model " + std::string(model) + ": " + e.what());
   }
 }
 
@@ -106,3 +115,42 @@ int64_t or_default(int64_t value, int64_t fallback) {
 }
 
 }  // namespace interplace::placement::zoo
+
+namespace interplace::placement {
+
+void check_multiplier(std::string_view name, double value) {
+  if (!std::isfinite(value) || !(value > 0.0) || value > ModelOptionLimits::multiplier) {
+    throw_invalid(std::string(name) + " must be a finite number in (0, " +
+                  std::to_string(static_cast<int>(ModelOptionLimits::multiplier)) + "], got " +
+                  (std::isnan(value) ? std::string("nan") : std::to_string(value)));
+  }
+}
+
+void check_model_options(const ModelOptions& o) {
+  using L = ModelOptionLimits;
+  if (o.batch_size < 1 || o.batch_size > L::batch_size) {
+    throw_invalid("batch size must be in 1.." + std::to_string(L::batch_size) + ", got " +
+                  std::to_string(o.batch_size));
+  }
+  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {
+      {"in_channels", {o.in_channels, L::in_channels}},
+      {"image_size", {o.image_size, L::image_size}},
+      {"classes", {o.classes, L::classes}},
+      {"sequence_length", {o.sequence_length, L::sequence_length}},
+      {"layers", {o.layers, L::layers}},
+      {"dim", {o.dim, L::dim}},
+      {"heads", {o.heads, L::heads}},
+      {"vocab_size", {o.vocab_size, L::vocab_size}},
+      {"max_positions", {o.max_positions, L::max_positions}}};
+  for (const auto& [name, value_limit] : sizes) {
+    const auto [value, limit] = value_limit;
+    if (value < 0 || value > limit) {
+      throw_invalid(std::string(name) + " must be in 1.." + std::to_string(limit) +
+                    " (0: the model's default), got " + std::to_string(value));
+    }
+  }
+  check_multiplier("width multiplier", o.width_multiplier);
+  check_multiplier("depth multiplier", o.depth_multiplier);
+}
+
+}  // namespace interplace::placement

@@ -105,8 +105,10 @@ std::string run_simulate(const SimulateOptions& o) {
   request.strategy = o.strategy;
   if (!o.pipeline.empty()) request.pipeline = placement::pipeline_by_name(o.pipeline);
   request.micro_batches = o.model.micro_batches;
-  if (o.mini_batches < 1) {
-    throw_invalid("--mini-batches must be >= 1, got " + std::to_string(o.mini_batches));
+  // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
+  if (o.mini_batches < 1 || o.mini_batches > placement::kMaxMiniBatches) {
+    throw_invalid("--mini-batches must be in 1.." + std::to_string(placement::kMaxMiniBatches) +
+                  ", got " + std::to_string(o.mini_batches));
   }
   request.mini_batches = o.mini_batches;
   request.aux_heads.width_multiplier = o.model.options.width_multiplier;

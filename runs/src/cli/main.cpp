@@ -3,7 +3,6 @@
 // impossible requests, bad numbers, a malformed file) or 1 (a runtime failure).
 #include <cstdlib>
 #include <iostream>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 
 #include "commands.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/failure.hpp"
 #include "model_options.hpp"
 #ifdef INTERPLACE_HAVE_RUNTIME
 #include "mpi/cmd_sweep.hpp"
@@ -24,7 +24,6 @@ Command add_profile_command(CLI::App& root);  // mpi/cmd_profile.cpp
 
 namespace {
 
-constexpr int kExitRuntime = 1;
 constexpr int kExitInvalid = 2;
 
 int fail(int status, std::string message) {
@@ -110,12 +109,10 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
-  } catch (const interplace::Error& e) {
-    return fail(e.kind() == interplace::ErrorKind::invalid_input ? kExitInvalid : kExitRuntime,
-                e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(kExitRuntime, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(kExitRuntime, std::string("internal error: ") + e.what());
+  } catch (...) {
+    // The one classification the sweep and train use too (kernels/failure.hpp).
+    const interplace::Failure failure =
+        interplace::classify_failure(std::current_exception(), false);
+    return fail(failure.exit_code, failure.message);
   }
 }

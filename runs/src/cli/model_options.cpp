@@ -18,12 +18,6 @@ std::string catalog_names() {
   return names;
 }
 
-void require_multiplier(const char* flag, double value) {
-  if (!std::isfinite(value) || value <= 0.0) {
-    throw_invalid(std::string(flag) + " must be a finite number > 0, got " + format_number(value));
-  }
-}
-
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelSelection& selection) {
@@ -71,8 +65,9 @@ placement::Graph build_selected_model(const ModelSelection& selection) {
     throw_invalid("--model is required (valid: " + catalog_names() + ")");
   }
   model_info(selection.model);
-  require_multiplier("--width-multiplier", selection.options.width_multiplier);
-  require_multiplier("--depth-multiplier", selection.options.depth_multiplier);
+  // The flags' names; build_model checks the rest (placement::check_model_options).
+  placement::check_multiplier("--width-multiplier", selection.options.width_multiplier);
+  placement::check_multiplier("--depth-multiplier", selection.options.depth_multiplier);
   placement::ModelOptions options = selection.options;
   options.batch_size = selected_micro_batch_size(selection);
   return placement::build_model(selection.model, options);

@@ -24,7 +24,7 @@ uint32_t big_endian_u32(const std::vector<uint8_t>& bytes, size_t offset) {
 // Checks the magic number and the payload length; returns the extents.
 std::vector<int64_t> read_header(const std::filesystem::path& path,
                                  const std::vector<uint8_t>& bytes, uint32_t magic,
-                                 const char* kind) {
+                                 const char* kind, bool complete = true) {
   const size_t dims = magic & 0xffu;
   const size_t header_bytes = 4 + 4 * dims;
   if (bytes.size() < 4) {
@@ -47,6 +47,7 @@ std::vector<int64_t> read_header(const std::filesystem::path& path,
     if (payload > (int64_t{1} << 40)) fail(path, "IDX extents too large");
   }
   const auto expected = static_cast<int64_t>(header_bytes) + payload;
+  if (!complete) return {expected};
   const auto actual = static_cast<int64_t>(bytes.size());
   if (actual < expected) {
     fail(path, "truncated: the header promises " + std::to_string(extents[0]) + " " + kind + " (" +
@@ -60,10 +61,20 @@ std::vector<int64_t> read_header(const std::filesystem::path& path,
   return extents;
 }
 
+// Checked while decompressing (gzip_file.hpp): the magic number as soon as the header is
+// out, and no more output than the header declares, so a gzip bomb named like a data
+// file stops after a few bytes rather than after gigabytes.
+GzipExpectation idx_expectation(const std::filesystem::path& path, uint32_t magic,
+                                const char* kind) {
+  return {4 + 4 * (magic & 0xffu), [=](const std::vector<uint8_t>& header) {
+            return static_cast<size_t>(read_header(path, header, magic, kind, false).front());
+          }};
+}
+
 }  // namespace
 
 IdxImages read_idx_images(const std::filesystem::path& path, int64_t rows, int64_t columns) {
-  std::vector<uint8_t> bytes = read_gzip_file(path);
+  std::vector<uint8_t> bytes = read_gzip_file(path, idx_expectation(path, kImagesMagic, "images"));
   const std::vector<int64_t> extents = read_header(path, bytes, kImagesMagic, "images");
   if (extents[1] != rows || extents[2] != columns) {
     fail(path, "images are " + std::to_string(extents[1]) + "x" + std::to_string(extents[2]) +
@@ -79,7 +90,7 @@ IdxImages read_idx_images(const std::filesystem::path& path, int64_t rows, int64
 }
 
 std::vector<uint8_t> read_idx_labels(const std::filesystem::path& path, int64_t classes) {
-  std::vector<uint8_t> bytes = read_gzip_file(path);
+  std::vector<uint8_t> bytes = read_gzip_file(path, idx_expectation(path, kLabelsMagic, "labels"));
   read_header(path, bytes, kLabelsMagic, "labels");
   bytes.erase(bytes.begin(), bytes.begin() + 8);
   for (size_t i = 0; i < bytes.size(); ++i) {

@@ -7,6 +7,7 @@
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
+#include "interplace/kernels/input_file.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "results_open.hpp"
@@ -50,6 +51,7 @@ StoredConfig read_config(hid_t configs, const std::string& id) {
 h5::Handle open_results_file(const std::string& path, bool writable) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw_invalid(path + ": no such file");
+  check_input_file(path, "result file", kMaxResultsInputBytes);
   if (!h5::is_hdf5(path)) {
     throw_invalid(path + " is not an HDF5 file (an interplace result file was expected)");
   }

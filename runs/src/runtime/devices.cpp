@@ -1,5 +1,10 @@
 #include "interplace/runs/devices.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
 #include "interplace/kernels/error.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/name_choices.hpp"
@@ -12,6 +17,23 @@ namespace interplace::runs {
 const std::vector<std::string>& device_names() {
   static const std::vector<std::string> names = {"cpu", "cuda"};
   return names;
+}
+
+int usable_cpu_cores() {
+  cpu_set_t allowed;
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+    cores = std::max(1, CPU_COUNT(&allowed));
+  return cores;
+}
+
+void check_thread_count(const std::string& option, int threads) {
+  const int cores = usable_cpu_cores();
+  if (threads < 0 || threads > cores) {
+    throw_invalid(option + " must be in 0.." + std::to_string(cores) + " (the " +
+                  std::to_string(cores) + " CPU cores this process may use), got " +
+                  std::to_string(threads) + ". HINT: 0 shares the node's cores among its ranks");
+  }
 }
 
 kernels::Device device_by_name(const std::string& name) {

@@ -3,12 +3,25 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+#include <thread>
 
 #include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/failure.hpp"
 #include "interplace/runs/mpi_session.hpp"
 
 namespace interplace::runs {
+namespace {
+
+// Buffers MPI may still write or read after a failed run (see ~Messenger): kept for the
+// life of the process, a few messages per failed configuration.
+std::vector<kernels::Tensor>& orphaned_buffers() {
+  static std::vector<kernels::Tensor> buffers;
+  return buffers;
+}
+
+}  // namespace
 
 double wall_s() {
   return MPI_Wtime();
@@ -49,10 +62,9 @@ Messenger::~Messenger() {
   // it (seen: a segfault in mca_pml_ob1_add_comm in the next configuration of a sweep).
   // So a failed run leaks its duplicate, and the buffers of its unfinished sends (MPI
   // may still read them): a few messages per failed configuration.
-  static std::vector<kernels::Tensor> orphaned_send_buffers;
   for (PendingSend& s : sends_) {
     if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
-    orphaned_send_buffers.push_back(std::move(s.buffer));
+    orphaned_buffers().push_back(std::move(s.buffer));
   }
   sends_.clear();
 }
@@ -79,7 +91,17 @@ kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int 
   check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
                       comm_, &receive_),
             "MPI_Irecv");
-  wait(receive_);
+  try {
+    wait(receive_, nullptr,
+         "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) +
+             " (tag " + std::to_string(tag) + ")");
+  } catch (...) {
+    // The receive stays posted (the destructor cancels and frees it, but a message
+    // already arriving cannot be cancelled): its buffer must outlive it. AddressSanitizer
+    // saw the tensor freed here, then written by MPI, after a watchdog failure (#16).
+    orphaned_buffers().push_back(std::move(tensor));
+    throw;
+  }
   return on_host ? tensor : tensor.to(device_);
 }
 
@@ -92,21 +114,41 @@ void Messenger::check_abort() {
   MPI_Get_count(&status, MPI_CHAR, &count);
   std::string text(static_cast<size_t>(std::max(count, 1)), '\0');
   MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kAbortTag, comm_, MPI_STATUS_IGNORE);
-  const ErrorKind kind = text[0] == 'i' ? ErrorKind::invalid_input : ErrorKind::runtime;
   failed_ = true;
+  if (text[0] == 'd') throw Diverged(text.substr(1), true);
+  const ErrorKind kind = text[0] == 'i' ? ErrorKind::invalid_input : ErrorKind::runtime;
   throw RemoteAbort(kind, text.substr(1));
 }
 
-void Messenger::wait(MPI_Request& request, MPI_Status* status) {
+void Messenger::wait(MPI_Request& request, MPI_Status* status, const std::string& what) {
   if (device_ != kernels::Device::cpu) kernels::backend_for(device_).synchronize();
   const double start = wall_s();
   int done = 0;
+  auto pause = std::chrono::microseconds(1);
   for (long spins = 0;; ++spins) {
     check_mpi(MPI_Test(&request, &done, status ? status : MPI_STATUS_IGNORE), "MPI_Test");
     if (done) break;
     check_abort();
-    // Ranks may share cores (oversubscribed tests): let the peer we wait for run.
-    if (spins > 64) sched_yield();
+    if (spins < 64) continue;
+    // Ranks may share cores (oversubscribed tests): let the peer we wait for run. Past
+    // 10 ms of waiting (a peer far behind, or stopped), sleep with a growing pause of at
+    // most 0.5 ms instead of spinning a core that other jobs on the node could use; short
+    // waits, which the step times measure, keep their latency.
+    const double waited = wall_s() - start;
+    if (waited < 0.01) {
+      sched_yield();
+      continue;
+    }
+    if (watchdog_s > 0.0 && waited > watchdog_s) {
+      failed_ = true;
+      note_unresponsive_peer(watchdog_s);
+      throw_runtime("waited more than " + std::to_string(static_cast<int>(watchdog_s)) + " s for " +
+                    (what.empty() ? std::string("a message from another rank") : what) +
+                    " (watchdog_s; a rank stopped or hung?). HINT: raise --watchdog-s "
+                    "(sweep spec: watchdog_s) if steps are legitimately this slow");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(500));
   }
   const double end = wall_s();
   comm_wait_s += end - start;
@@ -117,7 +159,7 @@ void Messenger::barrier() {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
   try {
-    wait(request);
+    wait(request, nullptr, "the other ranks to reach a barrier");
   } catch (...) {
     // A non-blocking collective cannot be cancelled; the duplicate communicator dies with it.
     MPI_Request_free(&request);
@@ -134,13 +176,17 @@ void Messenger::reap_sends() {
 }
 
 void Messenger::complete_sends() {
-  for (PendingSend& s : sends_) wait(s.request);
+  for (PendingSend& s : sends_) wait(s.request, nullptr, "a send to another rank to complete");
   sends_.clear();
 }
 
 void Messenger::abort(const Error& error) noexcept {
   failed_ = true;
-  abort_text_ = std::string(error.kind() == ErrorKind::invalid_input ? "i" : "r") + error.what();
+  // First character: the kind (i: invalid input, r: runtime, d: diverged, failure.hpp).
+  const char* kind = dynamic_cast<const Diverged*>(&error) != nullptr ? "d"
+                     : error.kind() == ErrorKind::invalid_input       ? "i"
+                                                                      : "r";
+  abort_text_ = std::string(kind) + error.what();
   const std::string& text = abort_text_;
   std::vector<MPI_Request>& requests = abort_sends_;
   for (int peer = 0; peer < size_; ++peer) {

@@ -47,16 +47,24 @@ class Messenger {
   void send(const kernels::Tensor& tensor, int destination, int tag);
   // Blocks (polling for aborts) until the message arrives; its size must match.
   kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
-  // Polls `request` to completion; throws RemoteAbort when another rank failed. On a
+  // Polls `request` to completion; throws RemoteAbort when another rank failed, and a
+  // runtime error naming `what` (the peer, tag, tensor) when it has waited
+  // longer than watchdog_s (a peer stopped, hung or lost: without it the other ranks
+  // spun at full CPU forever, issue #16). After 10 ms of polling it sleeps between
+  // polls (at most 0.5 ms), so a long wait does not burn a shared core. On a
   // device, first waits for the device's queued work, so that time blocked here is
   // communication only.
-  void wait(MPI_Request& request, MPI_Status* status = nullptr);
+  void wait(MPI_Request& request, MPI_Status* status = nullptr, const std::string& what = "");
   void barrier();
   void complete_sends();  // waits for every outstanding send
   void reap_sends();      // frees the sends that have completed, without waiting
 
   // Tells every other rank that this one failed, then drops outstanding requests.
   void abort(const Error& error) noexcept;
+
+  // Seconds one wait may last before the watchdog fails the run (<= 0: no limit).
+  double watchdog_s = kDefaultWatchdogS;
+  static constexpr double kDefaultWatchdogS = 300.0;
 
   // Called inside every wait, for timing (seconds spent blocked are added by the caller).
   double comm_wait_s = 0.0;

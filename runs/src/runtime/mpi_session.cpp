@@ -1,5 +1,6 @@
 #include "interplace/runs/mpi_session.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "interplace/kernels/error.hpp"
@@ -12,7 +13,20 @@ std::optional<NodeLocal>& recorded_world_node_local() {
   return recorded;
 }
 
+double unresponsive_limit_s = 0.0;  // note_unresponsive_peer
+
 }  // namespace
+
+void note_unresponsive_peer(double watchdog_s) {
+  // Room for a peer that was only paused to come back and agree (at least 30 s).
+  unresponsive_limit_s = std::max(30.0, 2.0 * watchdog_s);
+}
+void clear_unresponsive_peer() {
+  unresponsive_limit_s = 0.0;
+}
+double unresponsive_peer_limit_s() {
+  return unresponsive_limit_s;
+}
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
@@ -31,7 +45,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_ && !finalized) MPI_Finalize();
+  // MPI_Finalize waits for every rank: with one stopped or lost it would never return
+  // (seen: a SIGSTOP'd rank kept `train` from exiting after its watchdog error).
+  if (owns_ && !finalized && unresponsive_limit_s == 0.0) MPI_Finalize();
 }
 
 void check_mpi(int code, const std::string& what) {

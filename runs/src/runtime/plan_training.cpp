@@ -1,8 +1,11 @@
 // plan_training: everything decided before any rank trains (training.hpp). No MPI: every
 // rank computes the same plan from the same configuration.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -31,16 +34,35 @@ const placement::ModelInfo& catalog_entry(const std::string& model) {
   throw_invalid("unknown model '" + model + "' (valid: " + join_names(names) + ")");
 }
 
-// MemAvailable of /proc/meminfo; 0 when it cannot be read (then nothing is checked).
-int64_t available_memory_bytes() {
+// What one rank may use: MemAvailable of /proc/meminfo divided among the job's ranks,
+// and no more than the address space left under this process's own limit (ulimit -v,
+// RLIMIT_AS: a stated cap, e.g. on a shared login node). 0 when nothing can be read
+// (then nothing is checked).
+int64_t memory_per_rank_bytes(int devices) {
+  int64_t available = 0;
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   int64_t kib = 0;
   std::string unit;
   while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") available = kib * 1024 / std::max(1, devices);
   }
-  return 0;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    int64_t used = 0;  // VmSize: the address space this process holds already
+    std::ifstream status("/proc/self/status");
+    while (status >> key) {
+      if (key == "VmSize:") {
+        status >> used;
+        used *= 1024;
+        break;
+      }
+      status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    const int64_t left = std::max<int64_t>(0, static_cast<int64_t>(limit.rlim_cur) - used);
+    available = available > 0 ? std::min(available, left) : left;
+  }
+  return available;
 }
 
 std::string gib(double bytes) {
@@ -69,8 +91,9 @@ void validate_scalars(const TrainConfig& c) {
   if (!(c.weight_decay >= 0.0) || !std::isfinite(c.weight_decay)) {
     throw_invalid("weight_decay must be a finite number >= 0");
   }
-  if (c.threads_per_rank < 0) {
-    throw_invalid("threads_per_rank must be >= 0, got " + std::to_string(c.threads_per_rank));
+  check_thread_count("threads_per_rank", c.threads_per_rank);
+  if (!(c.watchdog_s > 0.0) || !std::isfinite(c.watchdog_s)) {
+    throw_invalid("watchdog_s must be a finite number of seconds > 0");
   }
 }
 
@@ -152,11 +175,14 @@ TrainPlan plan_training(const TrainConfig& config) {
   int64_t needed = 0;
   for (const DeviceStep& d : plan.prediction.devices)
     needed = std::max(needed, d.peak_memory_bytes);
-  const int64_t available = available_memory_bytes() / config.devices;
+  // Decided from the graph's shapes: no weight exists yet (the zoo builds shapes only).
+  const int64_t available = memory_per_rank_bytes(config.devices);
   if (available > 0 && needed > available) {
     throw_invalid("configuration does not fit in memory: needs " +
                   gib(static_cast<double>(needed)) + " GiB per rank, " +
-                  gib(static_cast<double>(available)) + " GiB available");
+                  gib(static_cast<double>(available)) +
+                  " GiB available (MemAvailable / ranks, and ulimit -v). HINT: a smaller "
+                  "batch size or multiplier, more micro-batches, or more ranks");
   }
   return plan;
 }

@@ -55,7 +55,17 @@ void StepStream::finish(int steps) {
     check_mpi(MPI_Irecv(message.data(), static_cast<int>(message.size()), MPI_DOUBLE,
                         MPI_ANY_SOURCE, Messenger::kStepRecordTag, msg_.comm(), &request),
               "MPI_Irecv (step record)");
-    msg_.wait(request, &status);
+    try {
+      msg_.wait(request, &status);
+    } catch (...) {
+      // The receive may still be matched later (a step record of a rank that was only
+      // slow): cancel it, and keep its buffer alive in case the cancel came too late.
+      static std::vector<std::vector<double>> orphaned;
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+      orphaned.push_back(std::move(message));
+      throw;
+    }
     take(message, status.MPI_SOURCE);
     hand_on();
   }

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "interplace/kernels/backend.hpp"
+#include "interplace/kernels/failure.hpp"
 #ifdef INTERPLACE_HAVE_CUDA
 #include "interplace/kernels/cuda.hpp"
 #endif
@@ -77,14 +79,30 @@ void maybe_fail(int rank, int step) {
 }
 
 int threads_for(const TrainConfig& c, MPI_Comm comm) {
+  // Checked again here, not only in planning: the plan may come from another node.
+  check_thread_count("threads_per_rank", c.threads_per_rank);
   if (c.threads_per_rank > 0) return c.threads_per_rank;
   // The cores this process may run on (Slurm and taskset restrict them), not the machine's.
-  cpu_set_t allowed;
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
-    cores = std::max(1, CPU_COUNT(&allowed));
+  const int cores = usable_cpu_cores();
   // Ranks on this node usually have disjoint or equal CPU sets: share equal ones.
   return std::max(1, cores / node_local(comm).size);
+}
+
+// A NaN or infinite loss (a learning rate of 1e308) ends the configuration as diverged:
+// recorded with its own status rather than "ok" with NaN losses (issue #16). The ranks
+// holding a loss (the head's, the aux heads') check; the others learn it by abort.
+void check_finite_loss(const RankModel& model, int rank, int step, double learning_rate) {
+  for (const auto* tally : {&model.loss, &model.aux_loss}) {
+    if (tally->micro_batches > 0 && !std::isfinite(tally->mean_loss())) {
+      std::ostringstream lr;
+      lr << learning_rate;
+      throw Diverged("rank " + std::to_string(rank) + ": diverged: the " +
+                     (tally == &model.loss ? "" : "auxiliary ") + "loss of step " +
+                     std::to_string(step) + " is " + std::to_string(tally->mean_loss()) +
+                     " (learning rate " + lr.str() +
+                     "). HINT: a smaller learning rate, or more warm-up");
+    }
+  }
 }
 
 void run_program(const RankProgram& program, RankModel& model) {
@@ -117,6 +135,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   kernels::set_cpu_threads(threads);
   const kernels::Device device = device_by_name(c.device);
   RankClock clock;
+  msg.watchdog_s = c.watchdog_s;
   msg.on_wait = [&clock](double start, double end) { clock.waited(start, end); };
   const RankProgram program = rank_program(plan, rank);
   RankModel model(plan, program.has_aux_head, msg, clock);
@@ -147,6 +166,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       maybe_fail(rank, step);
       model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
       run_program(program, model);
+      check_finite_loss(model, rank, step, c.learning_rate);
       msg.reap_sends();
       const double end = wall_s();
       RankStepRecord r;
@@ -226,12 +246,16 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_s
     return run(plan, msg, comm, on_step);
   } catch (const RemoteAbort&) {
     throw;
-  } catch (const Error& e) {
-    const Error error(e.kind(), "rank " + std::to_string(msg.rank()) + ": " + e.what());
-    msg.abort(error);
-    throw error;
-  } catch (const std::exception& e) {
-    const Error error(ErrorKind::runtime, "rank " + std::to_string(msg.rank()) + ": " + e.what());
+  } catch (const Diverged& e) {
+    if (e.remote()) throw;  // learnt from another rank: already announced
+    msg.abort(e);
+    throw;
+  } catch (...) {
+    // The classification the CLI and the sweep use (failure.hpp): bad_alloc becomes
+    // "out of memory", anything unexpected an internal error.
+    const Failure failure = classify_failure(std::current_exception(), false);
+    const Error error(failure.exit_code == 2 ? ErrorKind::invalid_input : ErrorKind::runtime,
+                      "rank " + std::to_string(msg.rank()) + ": " + failure.message);
     msg.abort(error);
     throw error;
   }

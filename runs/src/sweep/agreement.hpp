@@ -8,7 +8,7 @@
 
 namespace interplace::runs::sweep {
 
-enum class OutcomeCode { ok = 0, skipped = 1, failed = 2 };
+enum class OutcomeCode { ok = 0, skipped = 1, failed = 2, diverged = 3 };
 
 struct Outcome {
   OutcomeCode code = OutcomeCode::ok;

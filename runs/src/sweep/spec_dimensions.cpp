@@ -136,6 +136,19 @@ std::vector<Dimension> make_dimensions() {
                     }
                   },
                   [](TrainConfig& c, const DimValue& v) { c.learning_rate = v.number; }});
+  // Not a dimension of the question (not in the configuration id): how long a rank may
+  // wait for another before the configuration fails (TrainConfig::watchdog_s).
+  dims.push_back({"watchdog_s",
+                  "",
+                  ValueKind::number,
+                  {number_text(d.watchdog_s)},
+                  [](const DimValue& v) {
+                    if (!std::isfinite(v.number) || v.number <= 0.0) {
+                      throw_invalid("watchdog_s must be a finite number of seconds > 0, got " +
+                                    v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.watchdog_s = v.number; }});
   dims.push_back({"weight_decay",
                   "",
                   ValueKind::number,

@@ -12,6 +12,7 @@
 #include <toml.hpp>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/input_file.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "spec_dimensions.hpp"
 
@@ -98,16 +99,13 @@ class Parser {
       return std::find(names.begin(), names.end(), key) != names.end();
     };
     if (in(kNumberModelOptions)) {
-      const Dimension number{key,
-                             "",
-                             ValueKind::number,
-                             {},
-                             [&key](const DimValue& d) {
-                               if (!std::isfinite(d.number) || d.number <= 0.0) {
-                                 throw_invalid(key + " must be a finite number > 0, got " + d.text);
-                               }
-                             },
-                             {}};
+      const Dimension number{
+          key,
+          "",
+          ValueKind::number,
+          {},
+          [&key](const DimValue& d) { placement::check_multiplier(key, d.number); },
+          {}};
       const double value = convert(number, v).number;
       (key == "width_multiplier" ? o.width_multiplier : o.depth_multiplier) = value;
       return;
@@ -464,6 +462,7 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
 }
 
 SweepSpec load_sweep_spec(const std::string& path, const std::vector<std::string>& overrides) {
+  check_input_file(path, "sweep spec", kMaxTextInputBytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_invalid(path + ": cannot read the sweep spec (missing or unreadable)");
   std::ostringstream text;

@@ -17,6 +17,7 @@
 
 #include "agreement.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/failure.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/sweep.hpp"
@@ -38,19 +39,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Turns whatever a step threw into an outcome: invalid input means "cannot run" (skipped)
-// while planning, anything else is a failure.
+// Turns whatever a step threw into an outcome, as the CLI and train classify it
+// (kernels/failure.hpp): invalid input means "cannot run" (skipped) while planning.
 Outcome outcome_of(const std::exception_ptr& error, bool planning) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    const bool invalid = e.kind() == ErrorKind::invalid_input;
-    return {planning && invalid ? OutcomeCode::skipped : OutcomeCode::failed, e.what()};
-  } catch (const std::bad_alloc&) {
-    return {OutcomeCode::failed, "out of memory"};
-  } catch (const std::exception& e) {
-    return {OutcomeCode::failed, std::string("internal error: ") + e.what()};
-  }
+  const Failure failure = classify_failure(error, planning);
+  return {failure.outcome == FailureOutcome::skipped    ? OutcomeCode::skipped
+          : failure.outcome == FailureOutcome::diverged ? OutcomeCode::diverged
+                                                        : OutcomeCode::failed,
+          failure.message};
 }
 
 // Rank 0 does something alone (create, read, write the file); every rank then throws the
@@ -61,16 +57,13 @@ void on_rank0_then_agree(MPI_Comm world, int rank, Action action) {
   if (rank == 0) {
     try {
       action();
-    } catch (const Error& e) {
-      mine = {e.kind() == ErrorKind::invalid_input ? OutcomeCode::skipped : OutcomeCode::failed,
-              e.what()};
-    } catch (const std::exception& e) {
-      mine = {OutcomeCode::failed, e.what()};
+    } catch (...) {
+      mine = outcome_of(std::current_exception(), true);
     }
   }
   const Outcome all = agree(world, mine);
   if (all.code == OutcomeCode::skipped) throw_invalid(all.message);
-  if (all.code == OutcomeCode::failed) throw_runtime(all.message);
+  if (all.code != OutcomeCode::ok) throw_runtime(all.message);
 }
 
 // Sub-communicators of world ranks 0..K-1, made once per K (collective over world).
@@ -263,7 +256,8 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
   // What rank 0 says when a signal stops the sweep: what the file keeps, how to go on.
   auto kept_note = [&] {
     std::ostringstream note;
-    note << "kept " << summary.already_done + summary.ok + summary.failed + summary.skipped
+    note << "kept "
+         << summary.already_done + summary.ok + summary.failed + summary.skipped + summary.diverged
          << " of " << summary.selected << " configurations in " << options.out
          << "; resume with: " << options.resume_command << "\n";
     return note.str();
@@ -319,6 +313,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
     }
     if (outcome.code == OutcomeCode::skipped) record.status = "skipped";
     if (outcome.code == OutcomeCode::failed) record.status = "failed";
+    if (outcome.code == OutcomeCode::diverged) record.status = "diverged";
     record.reason = outcome.message;
     if (plan) record.plan = &*plan;
     if (outcome.code == OutcomeCode::ok && result) record.result = &*result;
@@ -333,6 +328,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       if (outcome.code == OutcomeCode::ok) ++summary.ok;
       if (outcome.code == OutcomeCode::skipped) ++summary.skipped;
       if (outcome.code == OutcomeCode::failed) ++summary.failed;
+      if (outcome.code == OutcomeCode::diverged) ++summary.diverged;
       if (rank == 0) {
         lines.finished(config->train.display_name(), record);
         signals.set_note(": stopped; " + kept_note());

@@ -81,6 +81,10 @@ InterlockMode interlock_mode_by_name(std::string_view name);
 const std::vector<std::string>& interlock_mode_names();
 std::string to_string(InterlockMode mode);
 
+// Upper bounds of the request (the schedule holds every pass of every micro-batch).
+inline constexpr int kMaxMicroBatches = 4096;
+inline constexpr int kMaxMiniBatches = 1000;
+
 struct ScheduleRequest {
   std::string strategy = "global";
   PipelineKind pipeline = PipelineKind::one_f_one_b;  // only global strategies use gpipe
@@ -102,8 +106,8 @@ struct Schedule {
   std::vector<std::vector<Action>> stage_actions;  // per stage, in execution order
 };
 
-// Throws invalid_input for an unknown strategy, stage_count < 1, micro_batches < 1 or
-// mini_batches < 1.
+// Throws invalid_input for an unknown strategy, stage_count < 1, micro_batches outside
+// 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches.
 Schedule build_schedule(const ScheduleRequest& request);
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",

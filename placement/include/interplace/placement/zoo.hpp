@@ -45,6 +45,32 @@ struct ModelOptions {
   double depth_multiplier = 1.0;
 };
 
+// The ranges of the options, checked in one place (check_model_options) by build_model,
+// hence by every subcommand and sweep configuration before anything is built
+// (docs/cli.md, "Model options"). They keep every derived size far from int64 overflow
+// and graphs to a size planning can hold; whether the model then fits a rank's memory is
+// planning's question, answered from the graph's shapes.
+struct ModelOptionLimits {
+  static constexpr int64_t batch_size = int64_t{1} << 20;
+  static constexpr int64_t in_channels = 4096;
+  static constexpr int64_t image_size = 8192;
+  static constexpr int64_t classes = 1'000'000;
+  static constexpr int64_t sequence_length = 65536;
+  static constexpr int64_t layers = 4096;
+  static constexpr int64_t dim = 65536;
+  static constexpr int64_t heads = 4096;
+  static constexpr int64_t vocab_size = 10'000'000;
+  static constexpr int64_t max_positions = 65536;
+  static constexpr double multiplier = 64.0;  // width and depth, each in (0, 64]
+};
+
+// Throws invalid_input naming the first option that is out of its range (above), not
+// finite, or (for sizes) negative; 0 means the model's default.
+void check_model_options(const ModelOptions& options);
+// The multiplier part of it, for callers that read one value (the sweep spec parser):
+// `name` is how the caller spells the option.
+void check_multiplier(std::string_view name, double value);
+
 struct ModelInfo {
   std::string name;
   std::string family;  // resnet, inception, vgg, mobilenet, nasnet, gpt, bert
@@ -69,7 +95,7 @@ struct ModelInfo {
 const std::vector<ModelInfo>& model_catalog();
 // Throws invalid_input listing the valid names for an unknown model, and for options
 // that do not fit it (an image too small for its downsampling, a sequence longer than
-// its positions, non-positive multipliers).
+// its positions, options out of range: check_model_options).
 Graph build_model(std::string_view name, const ModelOptions& options = {});
 
 }  // namespace interplace::placement

@@ -23,6 +23,15 @@ void require_device_support(kernels::Device device);
 // start, an invalid-input error in a build without CUDA. Nothing to do for the CPU.
 void start_device(kernels::Device device);
 
+// The CPU cores this process may run on (its affinity mask: Slurm and taskset restrict
+// it), at least 1.
+int usable_cpu_cores();
+// Throws invalid_input, naming `option`, when `threads` is negative or more than
+// usable_cpu_cores(): oversubscribing a shared node this way only slows every job on it,
+// and libgomp crashes (100000) or stalls for minutes (4096) trying (issue #16). 0 means
+// "choose for me" and is always accepted.
+void check_thread_count(const std::string& option, int threads);
+
 // How records and profiles name the device: "cpu: N threads", or the GPU's description
 // (name, memory, CUDA, cuDNN and cuBLAS versions).
 std::string device_description(kernels::Device device, int cpu_threads);

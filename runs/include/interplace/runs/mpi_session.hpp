@@ -26,6 +26,14 @@ class MpiSession {
   int size_ = 1;
 };
 
+// Set by a rank whose watchdog fired (Messenger::wait): a peer may never answer again
+// (stopped, hung, lost). MpiSession then skips MPI_Finalize, which waits for every rank
+// (the launcher ends the job instead), and the sweep's agreement waits at most
+// unresponsive_peer_limit_s() more. Cleared when the ranks agree again (the peer came back).
+void note_unresponsive_peer(double watchdog_s);
+void clear_unresponsive_peer();
+double unresponsive_peer_limit_s();  // 0: no peer is known to be unresponsive
+
 // Throws runtime with MPI's error string and `what` when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const std::string& what);
 

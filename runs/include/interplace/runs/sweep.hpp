@@ -67,6 +67,7 @@ struct SweepSummary {
   int ok = 0;
   int failed = 0;
   int skipped = 0;
+  int diverged = 0;  // a non-finite loss (kernels/failure.hpp)
   double wall_s = 0.0;
   double append_s = 0.0;  // rank 0: copy-add-rename time, summed over configurations
   int stop_signal = 0;    // the signal that stopped the sweep early (SIGUSR1 only: the

@@ -59,6 +59,10 @@ struct TrainConfig {
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
   std::string profile_path;              // a measured profile replaces the preset when set
   int threads_per_rank = 0;              // CPU threads per rank; 0: cores on node / ranks on node
+  // Seconds a rank may wait for another (a message, a barrier) before the configuration
+  // fails naming what it waited for: a stopped or hung rank must not leave the others
+  // spinning forever. Not part of the question asked (nor of a configuration's id).
+  double watchdog_s = 300.0;
 
   // "resnet20 topo contiguous K=2 global/gpipe M=4 B=32": for progress lines and tables.
   std::string display_name() const;

@@ -24,11 +24,12 @@ std::string or_dash(double value, const std::string& text) {
 std::string inspect_text(const ResultsSummary& s, const std::string& file) {
   TextTable table({"id", "name", "status", "step", "samples/s", "final loss", "eval acc", "reason"},
                   {1, 2, 7});
-  int ok = 0, failed = 0, skipped = 0;
+  int ok = 0, failed = 0, skipped = 0, diverged = 0;
   for (const StoredConfig& c : s.configs) {
     ok += c.status == "ok";
     failed += c.status == "failed";
     skipped += c.status == "skipped";
+    diverged += c.status == "diverged";
     table.add_row({c.id, c.name, c.status,
                    or_dash(c.median_step_s, format_seconds(c.median_step_s)),
                    or_dash(c.samples_per_s, format_fixed(c.samples_per_s, 1)),
@@ -39,7 +40,8 @@ std::string inspect_text(const ResultsSummary& s, const std::string& file) {
          s.shard + ", spec " + s.spec_path + "\n" +
          plural(static_cast<int64_t>(s.configs.size()), "configuration", "configurations") + ": " +
          std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
-         std::to_string(skipped) + " skipped\n\n" + table.str();
+         std::to_string(skipped) + " skipped" +
+         (diverged > 0 ? ", " + std::to_string(diverged) + " diverged" : "") + "\n\n" + table.str();
 }
 
 std::string inspect_json(const ResultsSummary& s, const std::string& file) {

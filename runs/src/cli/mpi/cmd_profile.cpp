@@ -190,7 +190,7 @@ void check_options(const ProfileOptions& o) {
   if (o.out.empty()) throw_invalid("--out is required: the profile file to write");
   if (o.repeats < 1) throw_invalid("--repeats must be >= 1, got " + std::to_string(o.repeats));
   if (o.warmup < 0) throw_invalid("--warmup must be >= 0, got " + std::to_string(o.warmup));
-  if (o.threads < 0) throw_invalid("--threads must be >= 0, got " + std::to_string(o.threads));
+  check_thread_count("--threads", o.threads);
   if (o.top < 1) throw_invalid("--top must be >= 1, got " + std::to_string(o.top));
   device_by_name(o.device);
   // Fail before minutes of timing, not after.

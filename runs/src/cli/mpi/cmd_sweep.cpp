@@ -165,8 +165,9 @@ std::string summary_output(const SweepCommandOptions& o, const SweepSummary& s) 
                .integer("ok", s.ok)
                .integer("failed", s.failed)
                .integer("skipped", s.skipped)
-               .integer("kept", s.already_done + s.ok + s.failed + s.skipped)
+               .integer("kept", s.already_done + s.ok + s.failed + s.skipped + s.diverged)
                .string("stopped_by", stopped)
+               .integer("diverged", s.diverged)
                .number("wall_s", s.wall_s)
                .number("append_s", s.append_s)
                .str() +
@@ -174,6 +175,7 @@ std::string summary_output(const SweepCommandOptions& o, const SweepSummary& s) 
   }
   return o.out + ": " + std::to_string(s.ok) + " ok, " + std::to_string(s.failed) + " failed, " +
          std::to_string(s.skipped) + " skipped" +
+         (s.diverged > 0 ? ", " + std::to_string(s.diverged) + " diverged" : "") +
          (s.already_done > 0 ? ", " + std::to_string(s.already_done) + " already there" : "") +
          " (" + plural(s.selected, "configuration", "configurations") + " in shard " + o.shard +
          ") in " + format_seconds(s.wall_s) +

@@ -242,6 +242,11 @@ Command add_train_command(CLI::App& root) {
                   "CPU threads per rank (0: cores on the node / ranks on the node)")
       ->capture_default_str()
       ->group(group);
+  app->add_option("--watchdog-s", c.watchdog_s,
+                  "seconds a rank may wait for another before the run fails (a stopped or "
+                  "hung rank)")
+      ->capture_default_str()
+      ->group(group);
   add_format_option(*app, o->format, kFormats);
   set_example(*app,
               "mpirun -np 2 interplace train --model resnet20 --batch-size 32 --micro-batches 4 "
