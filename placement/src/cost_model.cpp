@@ -129,6 +129,26 @@ NodeCosts require_finite_times(const Graph& graph, NodeCosts costs) {
   return costs;
 }
 
+// Node names alone do not tell a profile of resnet20 at width 1 from one at width 4 (or
+// another image size): the totals the profile recorded must be the graph's.
+void check_profile_graph(const Profile& profile, const Graph& graph) {
+  const int64_t parameters = graph.total_parameter_count();
+  const int64_t forward_flops = graph.total_forward_flops();
+  const bool parameters_differ =
+      profile.graph_parameter_count > 0 && profile.graph_parameter_count != parameters;
+  const bool flops_differ =
+      profile.graph_forward_flops > 0 && profile.graph_forward_flops != forward_flops;
+  if (parameters_differ || flops_differ) {
+    throw_invalid("the profile was measured on a graph of " +
+                  std::to_string(profile.graph_parameter_count) + " parameters and " +
+                  std::to_string(profile.graph_forward_flops) + " forward FLOPs, but graph '" +
+                  graph.name() + "' has " + std::to_string(parameters) + " and " +
+                  std::to_string(forward_flops) +
+                  " (other model options: width, depth, image size, channels, classes or "
+                  "sequence length). HINT: profile with the same model options as the run");
+  }
+}
+
 }  // namespace
 
 NodeCosts CostModel::node_costs(const Graph& graph) const {
@@ -158,6 +178,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
                   "' is built for micro-batch size " + std::to_string(graph.batch_size()) +
                   ". HINT: profile with the same --batch-size and --micro-batches as the run");
   }
+  check_profile_graph(*profile_, graph);
   std::vector<char> covered(n, 0);
   for (const NodeTiming& timing : profile_->nodes) {
     const auto id = graph.find(timing.name);

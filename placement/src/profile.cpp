@@ -20,6 +20,9 @@ constexpr std::string_view kFormatName = "interplace-profile";
 constexpr std::string_view kFormatVersion = "1";
 const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", "link_latency_s",
                                                         "link_bandwidth_bytes_per_s", "node_count"};
+// Keys a profile may have (written since the graph totals are recorded; older files lack them).
+const std::set<std::string, std::less<>> kOptionalKeys = {"graph_parameter_count",
+                                                          "graph_forward_flops"};
 
 std::vector<std::string_view> split_tabs(std::string_view line) {
   std::vector<std::string_view> fields;
@@ -87,6 +90,10 @@ void apply_header(Profile& profile, int64_t& node_count, std::string_view key,
     if (!(profile.link.bandwidth_bytes_per_s > 0.0)) {
       reader.fail("link_bandwidth_bytes_per_s must be > 0, got " + std::string(value));
     }
+  } else if (key == "graph_parameter_count") {
+    profile.graph_parameter_count = reader.non_negative_integer(value, "graph_parameter_count");
+  } else if (key == "graph_forward_flops") {
+    profile.graph_forward_flops = reader.non_negative_integer(value, "graph_forward_flops");
   } else {
     node_count = reader.non_negative_integer(value, "node_count");
   }
@@ -138,7 +145,7 @@ Profile read_profile(std::istream& in, std::string_view source) {
                                reader.non_negative_time(fields[3], "backward_s")});
       continue;
     }
-    if (kHeaderKeys.count(fields[0]) == 0) {
+    if (kHeaderKeys.count(fields[0]) == 0 && kOptionalKeys.count(fields[0]) == 0) {
       reader.fail("unknown key '" + std::string(fields[0]) + "'");
     }
     if (fields.size() != 2) reader.fail("key '" + std::string(fields[0]) + "' takes one value");
@@ -200,6 +207,12 @@ void write_profile(std::ostream& out, const Profile& profile) {
                : format_number(profile.link.bandwidth_bytes_per_s))
        << '\n'
        << "node_count\t" << profile.nodes.size() << '\n';
+  if (profile.graph_parameter_count > 0) {
+    text << "graph_parameter_count\t" << profile.graph_parameter_count << '\n';
+  }
+  if (profile.graph_forward_flops > 0) {
+    text << "graph_forward_flops\t" << profile.graph_forward_flops << '\n';
+  }
   std::set<std::string_view> names;
   for (const NodeTiming& node : profile.nodes) {
     check_text(node.name, "node name");

@@ -117,6 +117,33 @@ TEST(CostModel, ProfileMustMatchGraphAndDevice) {
   EXPECT_THROW(CostModel::from_profile(sample_profile(), other), Error);
 }
 
+// Other model options (a width multiplier, an image size) keep the node names but change
+// the graph: a profile that recorded its graph's totals refuses another graph's.
+TEST(CostModel, ProfileOfOtherModelOptionsIsRefused) {
+  const Graph graph = testing::diamond();
+  Profile same = sample_profile();
+  same.graph_parameter_count = graph.total_parameter_count();
+  same.graph_forward_flops = graph.total_forward_flops();
+  EXPECT_NO_THROW(CostModel::from_profile(same, test_device()).node_costs(graph));
+  Profile wider = same;
+  wider.graph_parameter_count += 1;
+  try {
+    CostModel::from_profile(wider, test_device()).node_costs(graph);
+    ADD_FAILURE() << "a profile of another graph was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("same model options"), std::string::npos) << e.what();
+  }
+  Profile other_flops = same;
+  other_flops.graph_forward_flops += 1000;
+  EXPECT_THROW(CostModel::from_profile(other_flops, test_device()).node_costs(graph), Error);
+  // The totals survive the file, and a file without them (older) is still read.
+  const Profile back = parse(profile_text(same));
+  EXPECT_EQ(back.graph_parameter_count, same.graph_parameter_count);
+  EXPECT_EQ(back.graph_forward_flops, same.graph_forward_flops);
+  EXPECT_EQ(parse(profile_text(sample_profile())).graph_parameter_count, 0);
+}
+
 TEST(Profile, RoundTripsExactly) {
   const Profile original = sample_profile();
   const Profile back = parse(profile_text(original));

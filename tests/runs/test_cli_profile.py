@@ -103,6 +103,23 @@ def test_profile_records_the_micro_batch():
               contains=("micro-batch size 4", "micro-batch size 8", "HINT:"))
 
 
+def test_profile_refuses_other_model_options():
+    """A profile records its graph's parameter count and forward FLOPs: the same model at
+    another width (same node names, other shapes) is refused, naming the fix."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "quarter.tsv")
+        ok("profile", *SMALL, *QUICK, "--out", path)
+        header, _, _ = read_profile(path)
+        graph = ok("graph", *SMALL, "--format", "json").json()
+        check(int(header["graph_parameter_count"]) == graph["parameter_count"], header)
+        check(int(header["graph_forward_flops"]) == graph["forward_flops"], header)
+        place = ["--order", "topo", "--placer", "contiguous", "--devices", "2", "--profile", path]
+        ok("simulate", *SMALL, *place, "--format", "json")
+        wider = ["--model", "resnet20", "--width-multiplier", "0.5", "--batch-size", "4"]
+        fails(2, "simulate", *wider, *place,
+              contains=("profile was measured on a graph of", "same model options", "HINT:"))
+
+
 def test_profile_transformer():
     """Token inputs feed the embedding valid ids; the tied LM head binds to its owner."""
     model = ["--model", "gpt-mini", "--batch-size", "2", "--sequence-length", "16"]

@@ -250,7 +250,7 @@ def is_fake():
 # signal can arrive while one runs: the fake runner sleeps 0.3 s per step (env("0.3")),
 # the real runtime needs more steps.
 def slow_overrides():
-    return [] if is_fake() else ["steps=10"]
+    return [] if is_fake() else ["steps=100"]
 
 
 def test_smoke_layout_np2():
@@ -459,7 +459,24 @@ def test_merge_refusals():
               contains=("version 2",))
         fails(2, None, "inspect", other, contains=("version 2",))
         fails(2, None, "merge", first, "-o", first, contains=("exists already",))
+        # Files of different sweeps: refused, since the output's spec would describe only
+        # the first; merged on request, and the file says so.
+        third = os.path.join(tmp, "third.h5")
+        ok(1, "sweep", write(tmp, "three.toml", "model = \"resnet20\"\nsteps = 1\nbatch_size = 4\n"),
+           "--out", third)
+        fails(2, None, "merge", first, third, "-o", os.path.join(tmp, "m.h5"),
+              contains=("comes from another sweep", "--allow-different-specs"))
         check(not os.path.exists(os.path.join(tmp, "m.h5")), "no output after a refusal")
+        both = os.path.join(tmp, "both.h5")
+        ok(None, "merge", first, third, "-o", both, "--allow-different-specs")
+        with h5py.File(both, "r") as f:
+            check(f.attrs["merged_different_specs"] == 1, "merged_different_specs recorded")
+            check(len(f["configs"]) == 2, "both configurations merged")
+        # --resume continues a file as the shard it was made for, and nothing else.
+        fails(2, 1, "sweep", spec, "--out", first, "--resume", "--shard", "0/2",
+              contains=("holds shard 0/1", "HINT: resume with --shard 0/1"))
+        fails(2, 1, "sweep", spec, "--out", both, "--resume",
+              contains=("holds shard merged", "resume the shard files"))
 
 
 def test_spec_errors_np2():
@@ -620,7 +637,7 @@ def check_resume_completes(spec, out, kept):
 def kept_count(stderr, sig_name):
     import re
     m = re.search(sig_name + r": stopped[^\n]*; kept (\d+) of 8 configurations in (\S+); "
-                  r"resume with: interplace sweep \S+ (steps=10 )?--out \S+ --resume", stderr)
+                  r"resume with: interplace sweep \S+ (steps=100 )?--out \S+ --resume", stderr)
     check(m is not None, f"no '{sig_name}: stopped ... kept N of 8 ... resume with' line: {stderr}")
     return int(m.group(1))
 

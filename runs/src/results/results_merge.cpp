@@ -3,6 +3,8 @@
 // name only when complete.
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
@@ -10,15 +12,43 @@
 #include "results_open.hpp"
 
 namespace interplace::runs {
+namespace {
 
-void merge_results_files(const std::vector<std::string>& inputs, const std::string& output) {
+// What makes two result files come from different sweeps, or "" when they do not.
+std::string sweep_difference(const ResultsSummary& a, const ResultsSummary& b) {
+  if (a.spec_text != b.spec_text) return "spec " + a.spec_path + " vs " + b.spec_path;
+  if (a.overrides != b.overrides) return "overrides '" + a.overrides + "' vs '" + b.overrides + "'";
+  if (a.filter != b.filter) return "filter '" + a.filter + "' vs '" + b.filter + "'";
+  return "";
+}
+
+}  // namespace
+
+void merge_results_files(const std::vector<std::string>& inputs, const std::string& output,
+                         bool allow_different_specs) {
   if (inputs.empty()) throw_invalid("merge needs at least one input file");
   if (std::filesystem::exists(output)) {
     throw_invalid(output + " exists already; merge never overwrites results");
   }
   std::map<std::string, std::string> owner;  // configuration id -> input holding it
+  std::optional<ResultsSummary> first;
+  bool different = false;
   for (const std::string& input : inputs) {
-    for (const StoredConfig& c : read_results_file(input).configs) {
+    const ResultsSummary summary = read_results_file(input);
+    if (!first) {
+      first = summary;
+    } else if (const std::string what = sweep_difference(*first, summary); !what.empty()) {
+      // The output's root attributes (spec, overrides, filter) come from the first input:
+      // merging another sweep silently would make them describe configurations they did
+      // not make.
+      if (!allow_different_specs) {
+        throw_invalid(input + " comes from another sweep than " + inputs.front() + " (" + what +
+                      "); merge combines the shards of one sweep. HINT: --allow-different-specs "
+                      "merges them anyway and records it in the file");
+      }
+      different = true;
+    }
+    for (const StoredConfig& c : summary.configs) {
       const auto [at, fresh] = owner.emplace(c.id, input);
       if (!fresh) {
         throw_invalid("configuration " + c.id + " (" + c.name + ") is in both " + at->second +
@@ -30,12 +60,13 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
   {
     h5::Handle out = h5::create_file(tmp, true);
     {
-      const h5::Handle first = open_results_file(inputs.front(), false);
-      h5::copy_scalar_attrs(first.get(), out.get());
+      const h5::Handle front = open_results_file(inputs.front(), false);
+      h5::copy_scalar_attrs(front.get(), out.get());
     }
     H5Adelete(out.get(), "shard");
     h5::write_attr(out.get(), "shard", std::string("merged"));
     h5::write_attr(out.get(), "merged_sources", inputs);
+    if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
     const h5::Handle configs = h5::create_group(out.get(), "configs");
     for (const std::string& input : inputs) {
       const h5::Handle in = open_results_file(input, false);

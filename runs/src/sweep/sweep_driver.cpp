@@ -123,6 +123,16 @@ std::vector<char> open_output(const std::vector<const SweepConfig*>& selected,
                     " and filter " + shown(existing.filter) + "; --resume needs the same, got " +
                     shown(provenance.overrides) + " and " + shown(provenance.filter));
     }
+    // A shard file holds the configurations of one --shard: continuing it as another shard
+    // (or unsharded) would mix assignments, and its shard attribute would lie.
+    if (existing.shard != provenance.shard) {
+      const std::string hint = existing.shard == "merged"
+                                   ? "resume the shard files, then merge them again"
+                                   : "resume with --shard " + existing.shard;
+      throw_invalid(options.out + " holds shard " + existing.shard +
+                    "; --resume needs the same --shard, got " + provenance.shard +
+                    ". HINT: " + hint);
+    }
     if (existing.spec_text != spec.text) {
       progress << "warning: " << options.out << " was started from another spec text ("
                << existing.spec_path << "); configurations are matched by id\n";

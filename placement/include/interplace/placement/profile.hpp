@@ -28,6 +28,11 @@ struct Profile {
   int64_t batch_size = 1;
   LinkSpec link;
   std::vector<NodeTiming> nodes;
+  // The measured graph's totals, which other model options (width, image size, sequence
+  // length, classes) change while keeping the node names: a cost model refuses a graph
+  // whose totals differ. 0: not recorded (profiles written before these keys existed).
+  int64_t graph_parameter_count = 0;
+  int64_t graph_forward_flops = 0;
 };
 
 // Throws invalid_input naming `source` and the line for anything malformed: a missing or

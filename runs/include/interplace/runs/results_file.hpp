@@ -95,8 +95,12 @@ ResultsSummary read_results_file(const std::string& path);
 
 // Combines result files into `output` (which must not exist): the root attributes of the
 // first input with shard = "merged" and merged_sources = the inputs. Throws invalid_input
-// for an input that is not a result file, differing format versions, or a configuration
-// id present in more than one input.
-void merge_results_files(const std::vector<std::string>& inputs, const std::string& output);
+// for an input that is not a result file, differing format versions, a configuration id
+// present in more than one input, or inputs made from different sweeps (spec text,
+// overrides or filter) unless `allow_different_specs`, which the output then records
+// (root attribute merged_different_specs = 1) because its spec attributes describe only
+// the first input.
+void merge_results_files(const std::vector<std::string>& inputs, const std::string& output,
+                         bool allow_different_specs = false);
 
 }  // namespace interplace::runs

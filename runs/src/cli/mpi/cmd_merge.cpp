@@ -18,16 +18,20 @@ Command add_merge_command(CLI::App& root) {
     std::vector<std::string> inputs;
     std::string out;
     std::string format;
+    bool allow_different_specs = false;
   };
   auto o = std::make_shared<MergeOptions>();
   CLI::App* app = root.add_subcommand("merge", "Combine result files (shards) into one");
   app->add_option("inputs", o->inputs, "result files to combine")->required();
   app->add_option("--out,-o", o->out, "result file to create")->required();
+  app->add_flag("--allow-different-specs", o->allow_different_specs,
+                "merge files of different sweeps (spec, overrides or filter) too; the output "
+                "records it (merged_different_specs = 1) and keeps the first file's spec");
   add_format_option(*app, o->format, kFormats);
   set_example(*app, "interplace merge shard-0.h5 shard-1.h5 --out sweep.h5");
   return {app, [o] {
             require_format(o->format, kFormats);  // before the output file exists
-            merge_results_files(o->inputs, o->out);
+            merge_results_files(o->inputs, o->out, o->allow_different_specs);
             const ResultsSummary merged = read_results_file(o->out);
             const auto configurations = static_cast<int64_t>(merged.configs.size());
             if (o->format == "json") {

@@ -228,6 +228,8 @@ std::string run_profile(const ProfileOptions& o) {
                                   ? cpu_device_name(run.threads)
                                   : device_description(device, run.threads);
     run.profile.batch_size = graph.batch_size();
+    run.profile.graph_parameter_count = graph.total_parameter_count();
+    run.profile.graph_forward_flops = graph.total_forward_flops();
     if (run.link.measured) {
       run.profile.link = run.link.link;
       run.link_source = "ping-pong";
