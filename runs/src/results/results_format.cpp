@@ -7,13 +7,12 @@ namespace interplace::runs {
 void require_supported_results_format(const std::string& path, const std::string& format_name,
                                       int64_t format_version) {
   if (format_name != kResultsFormatName) {
-    throw_invalid(path + " is not an interplace result file (format_name '" +
-                           format_name + "', expected '" + kResultsFormatName + "')");
+    throw_invalid(path + " is not an interplace result file (format_name '" + format_name +
+                  "', expected '" + kResultsFormatName + "')");
   }
   if (format_version != kResultsFormatVersion) {
-    throw_invalid(path + " has result format version " +
-                           std::to_string(format_version) + "; this interplace reads version " +
-                           std::to_string(kResultsFormatVersion));
+    throw_invalid(path + " has result format version " + std::to_string(format_version) +
+                  "; this interplace reads version " + std::to_string(kResultsFormatVersion));
   }
 }
 

@@ -6,8 +6,8 @@
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
-#include "interplace/kernels/median.hpp"
 #include "interplace/kernels/input_file.hpp"
+#include "interplace/kernels/median.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "results_open.hpp"
