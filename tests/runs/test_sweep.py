@@ -472,6 +472,22 @@ def test_merge_refusals():
         with h5py.File(both, "r") as f:
             check(f.attrs["merged_different_specs"] == 1, "merged_different_specs recorded")
             check(len(f["configs"]) == 2, "both configurations merged")
+        # Readers check the attributes they count: a damaged status names the file, the
+        # group and the attribute (escaped), instead of counts that do not add up.
+        import shutil
+        for value, expected in (("bogus", "attribute 'status' is 'bogus'"),
+                                ("ok\x1b[2J", "is 'ok\\x1b[2J'"),
+                                (None, "attribute 'status' is missing")):
+            damaged = os.path.join(tmp, "damaged.h5")
+            shutil.copy(first, damaged)
+            with h5py.File(damaged, "r+") as f:
+                group = next(iter(f["configs"].values()))
+                if value is None:
+                    del group.attrs["status"]
+                else:
+                    group.attrs["status"] = value
+            fails(1, None, "inspect", damaged, contains=(damaged, "/configs/", expected))
+            os.remove(damaged)
         # --resume continues a file as the shard it was made for, and nothing else.
         fails(2, 1, "sweep", spec, "--out", first, "--resume", "--shard", "0/2",
               contains=("holds shard 0/1", "HINT: resume with --shard 0/1"))

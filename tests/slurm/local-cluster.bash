@@ -198,3 +198,24 @@ cluster_stop() {
   fi
   log "cluster stopped"
 }
+
+# The EXIT trap of a test on this cluster (`trap cluster_test_finish EXIT`): after a failure
+# the last lines of the job logs and of the daemons' logs, then the cluster stopped and the
+# test's folder $work removed (kept with INTERPLACE_SLURM_TEST_KEEP=1).
+cluster_test_finish() {
+  local status=$?
+  set +e
+  if ((status != 0)) && [[ -n "${work:-}" ]]; then
+    log "FAILED (exit $status); logs:"
+    for f in "$work"/out/logs/*.out "$cluster_dir"/log/slurmctld.log "$cluster_dir"/log/slurmd.log; do
+      [[ -f "$f" ]] || continue
+      echo "----- $f (last 40 lines)"
+      tail -n 40 "$f"
+    done
+  fi
+  cluster_stop
+  if [[ -n "${work:-}" ]]; then
+    if [[ "${INTERPLACE_SLURM_TEST_KEEP:-0}" == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
+  fi
+  exit "$status"
+}

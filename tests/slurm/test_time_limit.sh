@@ -37,24 +37,7 @@ fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"
 
 work=""
-finish() {
-  local status=$?
-  set +e
-  if ((status != 0)) && [[ -n "$work" ]]; then
-    log "FAILED (exit $status); logs:"
-    for f in "$work"/out/logs/*.out "$cluster_dir"/log/slurmctld.log; do
-      [[ -f "$f" ]] || continue
-      echo "----- $f (last 40 lines)"
-      tail -n 40 "$f"
-    done
-  fi
-  cluster_stop
-  if [[ -n "$work" ]]; then
-    if [[ "${INTERPLACE_SLURM_TEST_KEEP:-0}" == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
-  fi
-  exit "$status"
-}
-trap finish EXIT
+trap cluster_test_finish EXIT
 trap 'exit 130' INT TERM
 
 install_slurm

@@ -1,8 +1,12 @@
 // Reading result files back: the format check first (so that a wrong file gets one clear
 // line, not an HDF5 error stack), then one summary row per configuration group.
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
@@ -19,13 +23,49 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using kernels::median;
 
+// A string from a file, quoted, with control characters and non-ASCII bytes as \xNN so
+// that a damaged or hostile file cannot write to the terminal.
+std::string escaped(const std::string& text) {
+  std::string out = "'";
+  for (const unsigned char ch : text) {
+    if (ch >= 0x20 && ch < 0x7f && ch != '\\' && ch != '\'') {
+      out += static_cast<char>(ch);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out + "'";
+}
+
+// The statuses a configuration group may have (docs/results-format.md).
+constexpr std::array<std::string_view, 4> kStatuses = {"ok", "failed", "skipped", "diverged"};
+
+// An attribute every configuration group has: missing or of another type, the file is
+// damaged, and every count made from it would be wrong.
+template <typename Value>
+Value required(const std::optional<Value>& value, const std::string& id, const char* attribute,
+               const char* type) {
+  if (!value) {
+    throw_invalid("group /configs/" + id + ": attribute '" + attribute + "' is missing or not " +
+                  type);
+  }
+  return *value;
+}
+
 StoredConfig read_config(hid_t configs, const std::string& id) {
   const h5::Handle g = h5::open_group(configs, id);
   StoredConfig c;
-  c.id = h5::read_attr_string(g.get(), "id").value_or(id);
-  c.index = h5::read_attr_int(g.get(), "index").value_or(-1);
+  c.id = required(h5::read_attr_string(g.get(), "id"), id, "id", "a string");
+  c.index = required(h5::read_attr_int(g.get(), "index"), id, "index", "an integer");
   c.name = h5::read_attr_string(g.get(), "name").value_or("");
-  c.status = h5::read_attr_string(g.get(), "status").value_or("");
+  c.status = required(h5::read_attr_string(g.get(), "status"), id, "status", "a string");
+  if (std::find(kStatuses.begin(), kStatuses.end(), c.status) == kStatuses.end()) {
+    throw_invalid("group /configs/" + id + ": attribute 'status' is " + escaped(c.status) +
+                  " (valid: ok, failed, skipped, diverged)");
+  }
   c.reason = h5::read_attr_string(g.get(), "reason").value_or("");
   c.samples_per_s = h5::read_attr_double(g.get(), "samples_per_s").value_or(kNaN);
   c.eval_accuracy = h5::read_attr_double(g.get(), "eval_accuracy").value_or(kNaN);
