@@ -187,6 +187,36 @@ def test_learning_rate_1e308_diverges():
             "--threads-per-rank", "1", "--learning-rate", "1e308"], 1, "diverged: the loss")
 
 
+def test_time_limit_ends_train():
+    # 100000 steps would take hours: the per-configuration time limit ends the run (every
+    # rank, one error line) soon after 3 s, and says how to go on.
+    start = time.monotonic()
+    expect(["train", *MODEL, "--steps", "100000", "--warmup-steps", "0", "--batch-size", "4",
+            "--threads-per-rank", "1", "--time-limit-s", "3"], 1, "time limit of 3 s",
+           ranks=2, timeout=60)
+    took = time.monotonic() - start
+    check(took < 30, f"the run ended {took:.1f} s after its start, not soon after 3 s")
+
+
+def test_sweep_time_limit_fails_the_configuration_and_goes_on():
+    # A spec's time_limit_s fails each configuration of 100000 steps, the first included:
+    # the sweep records it failed with the reason and goes on to the next.
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "slow.toml")
+        with open(spec, "w") as f:
+            f.write(SWEEP_TWO + "time_limit_s = 2\nbatch_sizes = [4, 2]\nsteps = 100000\n")
+        out = os.path.join(tmp, "slow.h5")
+        start = time.monotonic()
+        r = run(["sweep", spec, "--out", out, "--format", "json"], ranks=2, timeout=120)
+        s = sweep_summary(r)
+        check(s["failed"] == 2 and s["ok"] == 0, f"summary {s}")
+        check(time.monotonic() - start < 60, "the time limit did not end the configurations")
+        stored = json.loads(run(["inspect", out, "--format", "json"]).stdout)
+        reasons = [c["reason"] for c in stored["configs"]]
+        check(len(reasons) == 2 and all("time limit of 2 s" in x for x in reasons),
+              f"reasons {reasons}")
+
+
 SWEEP_TWO = """
 models = ["resnet20"]
 dataset = "synthetic"

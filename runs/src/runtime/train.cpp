@@ -149,6 +149,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   double measured_start = 0.0;
   double previous_end = 0.0;
   StepStream stream(plan, msg, on_step);
+  const double train_start = wall_s();
   try {
     for (int step = 0; step < total; ++step) {
       if (step == c.warmup_steps) {
@@ -190,6 +191,15 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       stream.post(step, pack_step(local, local.ranks.size() - 1));
       model.end_step();
       previous_end = end;
+      // Every rank checks its own clock; the first to pass the limit fails and the others
+      // follow within the failure propagation's delay (docs/runtime.md).
+      if (c.time_limit_s > 0.0 && end - train_start > c.time_limit_s && step + 1 < total) {
+        throw_runtime("rank " + std::to_string(rank) + ": the configuration ran past its time " +
+                      "limit of " + std::to_string(static_cast<int64_t>(c.time_limit_s)) +
+                      " s after step " + std::to_string(step) + " of " + std::to_string(total) +
+                      ". HINT: raise --time-limit-s (sweep spec: time_limit_s) or run fewer "
+                      "steps");
+      }
     }
     msg.complete_sends();
     msg.barrier();

@@ -149,6 +149,19 @@ std::vector<Dimension> make_dimensions() {
                     }
                   },
                   [](TrainConfig& c, const DimValue& v) { c.watchdog_s = v.number; }});
+  // Not in the configuration id either: how long a configuration's steps may take
+  // (TrainConfig::time_limit_s; 0: no limit), so one slow configuration cannot use up a job.
+  dims.push_back({"time_limit_s",
+                  "",
+                  ValueKind::number,
+                  {number_text(d.time_limit_s)},
+                  [](const DimValue& v) {
+                    if (!std::isfinite(v.number) || v.number < 0.0) {
+                      throw_invalid("time_limit_s must be a finite number of seconds >= 0, got " +
+                                    v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.time_limit_s = v.number; }});
   dims.push_back({"weight_decay",
                   "",
                   ValueKind::number,

@@ -63,6 +63,9 @@ struct TrainConfig {
   // fails naming what it waited for: a stopped or hung rank must not leave the others
   // spinning forever. Not part of the question asked (nor of a configuration's id).
   double watchdog_s = 300.0;
+  // Wall-clock seconds the training steps of this configuration may take (0: no limit): past
+  // it the run fails after the step in progress. Like watchdog_s, not part of the id.
+  double time_limit_s = 0.0;
 
   // "resnet20 topo contiguous K=2 global/gpipe M=4 B=32": for progress lines and tables.
   std::string display_name() const;

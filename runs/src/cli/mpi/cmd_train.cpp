@@ -242,6 +242,11 @@ Command add_train_command(CLI::App& root) {
                   "CPU threads per rank (0: cores on the node / ranks on the node)")
       ->capture_default_str()
       ->group(group);
+  app->add_option("--time-limit-s", c.time_limit_s,
+                  "wall-clock seconds the steps may take; past it the run fails (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str()
+      ->group(group);
   app->add_option("--watchdog-s", c.watchdog_s,
                   "seconds a rank may wait for another before the run fails (a stopped or "
                   "hung rank)")
