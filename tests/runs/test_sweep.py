@@ -246,11 +246,11 @@ def is_fake():
     return os.path.basename(BINARY).startswith("interplace_fake")
 
 
-# Overrides that make each configuration of SMALL_SPEC take a second or more, so that a
+# Overrides that make each configuration of SMALL_SPEC last long enough that a
 # signal can arrive while one runs: the fake runner sleeps 0.3 s per step (env("0.3")),
 # the real runtime needs more steps.
 def slow_overrides():
-    return [] if is_fake() else ["steps=100"]
+    return [] if is_fake() else ["steps=20"]
 
 
 def test_smoke_layout_np2():
@@ -611,19 +611,25 @@ def test_filter_and_overrides_np2():
 
 def signal_sweep(tmp, sig, to_ranks):
     """Starts SMALL_SPEC under mpirun -np 2, sends `sig` once the file holds one
-    configuration and a second one runs (to mpirun, or to the ranks as Slurm does), and
-    returns (process result, configurations in the file when signalled, spec, out)."""
+    configuration and rank 0 has logged the start of another (so one is in flight), to
+    mpirun or to the ranks as Slurm does, and returns (process result, configurations in
+    the file when signalled, spec, out)."""
     spec = write(tmp, "small.toml", SMALL_SPEC)
     out = os.path.join(tmp, "small.h5")
     cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out, *slow_overrides()]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env("0.3"), start_new_session=True)
+    # stderr is not a terminal, so rank 0 logs "<time> start [i/8] <name>" before each
+    # configuration: wait for a start line after the first configuration is in the file.
     deadline = time.time() + 120
-    while count_configs(out) < 1:
-        check(proc.poll() is None, "the sweep ended before it could be signalled")
-        check(time.time() < deadline, "no configuration written in time")
-        time.sleep(0.05)
-    time.sleep(0.3)  # into the second configuration
+    head = []
+    while True:
+        line = proc.stderr.readline()
+        check(line != "" or proc.poll() is None, "the sweep ended before it could be signalled")
+        check(time.time() < deadline, "no configuration started in time")
+        head.append(line)
+        if " start [" in line and count_configs(out) >= 1:
+            break
     if to_ranks:
         ranks = [pid for pid in session_processes(proc.pid) if pid != proc.pid]
         check(len(ranks) >= 2, f"rank processes: {ranks}")
@@ -633,7 +639,8 @@ def signal_sweep(tmp, sig, to_ranks):
         os.kill(proc.pid, sig)
     at_signal = count_configs(out)
     stdout, stderr = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), at_signal, spec, out
+    return (subprocess.CompletedProcess(cmd, proc.returncode, stdout, "".join(head) + stderr),
+            at_signal, spec, out)
 
 
 def check_resume_completes(spec, out, kept):
@@ -653,7 +660,7 @@ def check_resume_completes(spec, out, kept):
 def kept_count(stderr, sig_name):
     import re
     m = re.search(sig_name + r": stopped[^\n]*; kept (\d+) of 8 configurations in (\S+); "
-                  r"resume with: interplace sweep \S+ (steps=100 )?--out \S+ --resume", stderr)
+                  r"resume with: interplace sweep \S+ (steps=20 )?--out \S+ --resume", stderr)
     check(m is not None, f"no '{sig_name}: stopped ... kept N of 8 ... resume with' line: {stderr}")
     return int(m.group(1))
 
