@@ -211,8 +211,7 @@ def test_sweep_time_limit_fails_the_configuration_and_goes_on():
         s = sweep_summary(r)
         check(s["failed"] == 2 and s["ok"] == 0, f"summary {s}")
         check(time.monotonic() - start < 60, "the time limit did not end the configurations")
-        stored = json.loads(run(["inspect", out, "--format", "json"]).stdout)
-        reasons = [c["reason"] for c in stored["configs"]]
+        reasons = [c["reason"] for c in stored(out)]
         check(len(reasons) == 2 and all("time limit of 2 s" in x for x in reasons),
               f"reasons {reasons}")
 

@@ -219,3 +219,14 @@ cluster_test_finish() {
   fi
   exit "$status"
 }
+
+# The start of a test on this cluster: its EXIT trap, slurm-wlm installed, a fresh folder
+# $work (/tmp/interplace-slurm-$1.XXXXXX) and the cluster started in it.
+cluster_test_begin() {
+  work=""
+  trap cluster_test_finish EXIT
+  trap 'exit 130' INT TERM
+  install_slurm
+  work=$(mktemp -d "/tmp/interplace-slurm-$1.XXXXXX")
+  cluster_start "$work/cluster"
+}

@@ -41,13 +41,7 @@ fi
   || die "$interplace has no 'sweep' subcommand (built without MPI/HDF5, or before the runtime's training was wired into the CLI)"
 [[ -r "$spec" ]] || die "cannot read the sweep specification '$spec'"
 
-work=""
-trap cluster_test_finish EXIT
-trap 'exit 130' INT TERM
-
-install_slurm
-work=$(mktemp -d /tmp/interplace-slurm-test.XXXXXX)
-cluster_start "$work/cluster"
+cluster_test_begin test
 
 # --- submit -------------------------------------------------------------------------------
 out=$work/out

@@ -36,13 +36,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"
 
-work=""
-trap cluster_test_finish EXIT
-trap 'exit 130' INT TERM
-
-install_slurm
-work=$(mktemp -d /tmp/interplace-slurm-timelimit.XXXXXX)
-cluster_start "$work/cluster"
+cluster_test_begin timelimit
 
 # 30 configurations of 2 ranks (30 seeds).
 spec=$work/slow.toml

@@ -38,6 +38,17 @@ std::function<void(const DimValue&)> int_at_least(const std::string& key, int64_
   };
 }
 
+// Real numbers: finite, and > 0 or >= 0; `unit` goes into the message (" of seconds").
+std::function<void(const DimValue&)> finite_number(const std::string& key, bool zero_allowed,
+                                                   const std::string& unit = "") {
+  return [key, zero_allowed, unit](const DimValue& v) {
+    if (!std::isfinite(v.number) || v.number < 0.0 || (!zero_allowed && v.number == 0.0)) {
+      throw_invalid(key + " must be a finite number" + unit + (zero_allowed ? " >= 0" : " > 0") +
+                    ", got " + v.text);
+    }
+  };
+}
+
 Dimension text_dim(std::string key, std::string plural, std::string fallback,
                    std::function<void(const DimValue&)> check, std::string TrainConfig::*field) {
   return {std::move(key),    std::move(plural),
@@ -130,11 +141,7 @@ std::vector<Dimension> make_dimensions() {
                   "learning_rates",
                   ValueKind::number,
                   {number_text(d.learning_rate)},
-                  [](const DimValue& v) {
-                    if (!std::isfinite(v.number) || v.number <= 0.0) {
-                      throw_invalid("learning_rate must be a finite number > 0, got " + v.text);
-                    }
-                  },
+                  finite_number("learning_rate", false),
                   [](TrainConfig& c, const DimValue& v) { c.learning_rate = v.number; }});
   // Not a dimension of the question (not in the configuration id): how long a rank may
   // wait for another before the configuration fails (TrainConfig::watchdog_s).
@@ -142,12 +149,7 @@ std::vector<Dimension> make_dimensions() {
                   "",
                   ValueKind::number,
                   {number_text(d.watchdog_s)},
-                  [](const DimValue& v) {
-                    if (!std::isfinite(v.number) || v.number <= 0.0) {
-                      throw_invalid("watchdog_s must be a finite number of seconds > 0, got " +
-                                    v.text);
-                    }
-                  },
+                  finite_number("watchdog_s", false, " of seconds"),
                   [](TrainConfig& c, const DimValue& v) { c.watchdog_s = v.number; }});
   // Not in the configuration id either: how long a configuration's steps may take
   // (TrainConfig::time_limit_s; 0: no limit), so one slow configuration cannot use up a job.
@@ -155,22 +157,13 @@ std::vector<Dimension> make_dimensions() {
                   "",
                   ValueKind::number,
                   {number_text(d.time_limit_s)},
-                  [](const DimValue& v) {
-                    if (!std::isfinite(v.number) || v.number < 0.0) {
-                      throw_invalid("time_limit_s must be a finite number of seconds >= 0, got " +
-                                    v.text);
-                    }
-                  },
+                  finite_number("time_limit_s", true, " of seconds"),
                   [](TrainConfig& c, const DimValue& v) { c.time_limit_s = v.number; }});
   dims.push_back({"weight_decay",
                   "",
                   ValueKind::number,
                   {number_text(d.weight_decay)},
-                  [](const DimValue& v) {
-                    if (!std::isfinite(v.number) || v.number < 0.0) {
-                      throw_invalid("weight_decay must be a finite number >= 0, got " + v.text);
-                    }
-                  },
+                  finite_number("weight_decay", true),
                   [](TrainConfig& c, const DimValue& v) { c.weight_decay = v.number; }});
   dims.push_back(
       {"seed",

@@ -180,13 +180,19 @@ std::vector<const SweepConfig*> interleave_repeats(std::vector<const SweepConfig
   const bool repeated = std::any_of(configs.begin(), configs.end(),
                                     [](const SweepConfig* c) { return c->repeat > 0; });
   if (!repeated) return configs;
-  auto key = [](const SweepConfig* c) {
-    // The setting's identity, not its id (which differs per repeat), mixed with the round.
-    return std::pair(c->repeat, fnv1a64(std::to_string(c->setting) + "/" +
-                                        std::to_string(c->repeat) + "/" + c->train.display_name()));
-  };
-  std::stable_sort(configs.begin(), configs.end(),
-                   [&](const SweepConfig* a, const SweepConfig* b) { return key(a) < key(b); });
+  // (round, the setting's identity mixed with the round), computed once per configuration;
+  // the identity is the setting, not the id (which differs per repeat).
+  std::vector<std::pair<std::pair<int, uint64_t>, const SweepConfig*>> keyed;
+  keyed.reserve(configs.size());
+  for (const SweepConfig* c : configs) {
+    keyed.push_back(
+        {{c->repeat, fnv1a64(std::to_string(c->setting) + "/" + std::to_string(c->repeat) + "/" +
+                             c->train.display_name())},
+         c});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < keyed.size(); ++i) configs[i] = keyed[i].second;
   return configs;
 }
 
