@@ -10,6 +10,21 @@ namespace interplace::runs::sweep {
 
 enum class OutcomeCode { ok = 0, skipped = 1, failed = 2, diverged = 3 };
 
+// The status a result file records for an outcome (docs/results-format.md).
+inline const char* status_name(OutcomeCode code) {
+  switch (code) {
+    case OutcomeCode::skipped:
+      return "skipped";
+    case OutcomeCode::failed:
+      return "failed";
+    case OutcomeCode::diverged:
+      return "diverged";
+    case OutcomeCode::ok:
+      break;
+  }
+  return "ok";
+}
+
 struct Outcome {
   OutcomeCode code = OutcomeCode::ok;
   std::string message;

@@ -49,6 +49,13 @@ Outcome outcome_of(const std::exception_ptr& error, bool planning) {
           failure.message};
 }
 
+// A configuration of k ranks in a job of `ranks`: skipped when the job is too small.
+Outcome fits_the_job(int k, int ranks) {
+  if (k <= ranks) return {};
+  return {OutcomeCode::skipped,
+          "needs " + std::to_string(k) + " ranks, the job has " + std::to_string(ranks)};
+}
+
 // Rank 0 does something alone (create, read, write the file); every rank then throws the
 // same error when it failed, so that none is left waiting.
 template <typename Action>
@@ -208,11 +215,7 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
       outcome = outcome_of(std::current_exception(), true);
     }
     // As run_sweep: planning first, then the job's size.
-    const int k = config->train.devices;
-    if (outcome.code == OutcomeCode::ok && k > ranks) {
-      outcome = {OutcomeCode::skipped,
-                 "needs " + std::to_string(k) + " ranks, the job has " + std::to_string(ranks)};
-    }
+    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(config->train.devices, ranks);
     if (outcome.code == OutcomeCode::skipped) planned.outcome = "skip";
     if (outcome.code == OutcomeCode::failed) planned.outcome = "fail";
     planned.reason = outcome.message;
@@ -310,10 +313,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       }
     }
     Outcome outcome = agree(world, mine);
-    if (outcome.code == OutcomeCode::ok && k > size) {
-      outcome = {OutcomeCode::skipped,
-                 "needs " + std::to_string(k) + " ranks, the job has " + std::to_string(size)};
-    }
+    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(k, size);
     std::optional<TrainResult> result;
     if (outcome.code == OutcomeCode::ok) {
       const MPI_Comm comm = comms.first(k, rank);
@@ -327,9 +327,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       }
       outcome = agree(world, mine);
     }
-    if (outcome.code == OutcomeCode::skipped) record.status = "skipped";
-    if (outcome.code == OutcomeCode::failed) record.status = "failed";
-    if (outcome.code == OutcomeCode::diverged) record.status = "diverged";
+    record.status = sweep::status_name(outcome.code);
     record.reason = outcome.message;
     if (plan) record.plan = &*plan;
     if (outcome.code == OutcomeCode::ok && result) record.result = &*result;

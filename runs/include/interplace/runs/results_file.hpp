@@ -50,7 +50,7 @@ std::string utc_now();  // ISO 8601, seconds: "2026-11-29T19:30:00Z"
 // One finished configuration, as the sweep driver hands it to the writer.
 struct ConfigRecord {
   SweepConfig config;
-  std::string status;  // ok | failed | skipped
+  std::string status;  // ok | failed | skipped | diverged
   std::string reason;
   std::string started_utc;
   double wall_s = 0.0;
