@@ -65,14 +65,22 @@ grep -q 'ntasks-per-node=2\|x 2 rank' <<<"$submit_output" || die "submit did not
 
 field() { scontrol show job "$1" 2>/dev/null | grep -o "$2=[^ ]*" | head -n 1 | cut -d= -f2; }
 deadline=$((start + BUDGET_S - 30))
-released=0 last=""
+released=0 last="" pending_since=""
 while :; do
   s=$(field "${sweep_job}_0" JobState) r=$(field "${sweep_job}_0" Restarts) m=$(field "$merge_job" JobState)
   now="shard: ${s:-?} (restarts ${r:-?}, $(field "${sweep_job}_0" Reason)); merge: ${m:-?}"
   [[ "$now" == "$last" ]] || { log "$now"; last=$now; }
-  # The requeued task waits for its BeginTime (Slurm holds requeued jobs a while): let it go.
+  # The requeued task waits for its BeginTime (Slurm holds a requeued job until the
+  # credentials of its previous run have expired): let it go sooner, but not within the
+  # second of the requeue. slurmd refuses a credential made in the same second as the
+  # revocation of the old run's (whole-second times, `cred->ctime <= revoked`), and the run
+  # then fails at once with nothing in its log (seen in CI on a loaded machine); so wait
+  # until the node has cleaned up the old run and a few seconds have passed.
   if [[ "$s" == PENDING && "${r:-0}" -ge 1 && $released == 0 ]]; then
-    scontrol update JobId="${sweep_job}_0" StartTime=now && released=1
+    pending_since=${pending_since:-$SECONDS}
+    if ((SECONDS - pending_since >= 3)) && ! sinfo -h -o %T | grep -q completing; then
+      scontrol update JobId="${sweep_job}_0" StartTime=now && released=1
+    fi
   fi
   [[ "$m" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
   ((SECONDS < deadline)) || die "jobs not finished after $((SECONDS - start)) s ($now)"
