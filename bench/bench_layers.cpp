@@ -34,7 +34,9 @@ void run_forward(benchmark::State& state, const LayerCase& c) {
   set_flop_rate(state, layer->flops(shapes).forward_flops);
 }
 
-void run_backward(benchmark::State& state, const LayerCase& c) {
+// `which`: the full backward, or the pass interlocking backpropagation runs through a stage
+// it does not train (input gradients only); their ratio is the saving of such a pass.
+void run_backward(benchmark::State& state, const LayerCase& c, Gradients which) {
   Rng rng(1);
   auto layer = c.make();
   layer->init_parameters(rng);
@@ -42,11 +44,14 @@ void run_backward(benchmark::State& state, const LayerCase& c) {
   Context ctx;
   const Tensor y = layer->forward(inputs, ctx);
   const Tensor dy = normal_tensor(y.shape(), rng);
-  layer->backward(dy, ctx);
-  for (auto _ : state) benchmark::DoNotOptimize(layer->backward(dy, ctx).data());
+  layer->backward(dy, ctx, which);
+  for (auto _ : state) benchmark::DoNotOptimize(layer->backward(dy, ctx, which).data());
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
-  set_flop_rate(state, layer->flops(shapes).backward_flops);
+  const FlopCount flops = layer->flops(shapes);
+  set_flop_rate(state, which == Gradients::inputs_only
+                           ? flops.backward_flops - flops.parameter_grad_flops
+                           : flops.backward_flops);
 }
 
 }  // namespace
@@ -56,7 +61,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("forward/" + c.name).c_str(), run_forward, c)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(("backward/" + c.name).c_str(), run_backward, c)
+    benchmark::RegisterBenchmark(("backward/" + c.name).c_str(), run_backward, c,
+                                 Gradients::inputs_and_parameters)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("backward-inputs/" + c.name).c_str(), run_backward, c,
+                                 Gradients::inputs_only)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

@@ -76,12 +76,13 @@ Tensor Layer::forward(std::span<const Tensor> inputs, Context& ctx) {
   return y;
 }
 
-std::vector<Tensor> Layer::backward(const Tensor& grad_output, Context& ctx) {
+std::vector<Tensor> Layer::backward(const Tensor& grad_output, Context& ctx, Gradients which) {
   if (ctx.input_shapes.empty()) {
     throw_invalid(type() + ": backward called without a matching forward");
   }
   check_shape(grad_output, output_shape(ctx.input_shapes), type() + " backward gradient");
-  std::vector<Tensor> grads = run_backward(backend_for(grad_output.device()), grad_output, ctx);
+  std::vector<Tensor> grads =
+      run_backward(backend_for(grad_output.device()), grad_output, ctx, which);
   if (grads.size() != ctx.input_shapes.size()) {
     throw_runtime(type() + " returned " + std::to_string(grads.size()) + " input gradients");
   }

@@ -118,7 +118,8 @@ namespace {
 // the placers, which then blamed memory ("no split ... fits"): say what overflowed.
 NodeCosts require_finite_times(const Graph& graph, NodeCosts costs) {
   for (const Node& node : graph.nodes()) {
-    for (double t : {costs.forward_s[node.id], costs.backward_s[node.id]}) {
+    for (double t :
+         {costs.forward_s[node.id], costs.backward_s[node.id], costs.backward_input_s[node.id]}) {
       if (!std::isfinite(t) || t < 0.0) {
         throw_invalid("node '" + node.name + "' of graph '" + graph.name() + "' has a time of " +
                       std::to_string(t) + " s (" + std::to_string(node.forward_flops) +
@@ -156,6 +157,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
   NodeCosts costs;
   costs.forward_s.resize(n);
   costs.backward_s.resize(n);
+  costs.backward_input_s.resize(n);
   costs.parameter_state_bytes.resize(n);
   costs.output_bytes.resize(n);
   for (const Node& node : graph.nodes()) {
@@ -168,6 +170,8 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
           input_bytes(graph, node) + node.output_bytes + node.parameter_count * kBytesPerParameter;
       costs.forward_s[node.id] = roofline_s(node.forward_flops, bytes);
       costs.backward_s[node.id] = roofline_s(node.backward_flops, bytes);
+      costs.backward_input_s[node.id] =
+          roofline_s(node.backward_flops - node.parameter_grad_flops, bytes);
     }
     return require_finite_times(graph, std::move(costs));
   }
@@ -188,6 +192,16 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
     }
     costs.forward_s[*id] = timing.forward_s;
     costs.backward_s[*id] = timing.backward_s;
+    // Profiles from before input-only backward passes were timed: the measured backward
+    // scaled by the share of its FLOPs that the input gradient needs.
+    const Node& node = graph.node(*id);
+    costs.backward_input_s[*id] =
+        !std::isnan(timing.backward_input_s) ? timing.backward_input_s
+        : node.backward_flops > 0
+            ? timing.backward_s *
+                  static_cast<double>(node.backward_flops - node.parameter_grad_flops) /
+                  static_cast<double>(node.backward_flops)
+            : timing.backward_s;
     covered[*id] = 1;
   }
   for (const Node& node : graph.nodes()) {

@@ -37,6 +37,12 @@ void validate_spec(const NodeSpec& spec, int node_count) {
   for (int64_t extent : spec.output_shape) require_non_negative(extent, "shape extent", spec.name);
   require_non_negative(spec.forward_flops, "forward_flops", spec.name);
   require_non_negative(spec.backward_flops, "backward_flops", spec.name);
+  require_non_negative(spec.parameter_grad_flops, "parameter_grad_flops", spec.name);
+  if (spec.parameter_grad_flops > spec.backward_flops) {
+    throw_invalid("node '" + spec.name + "': parameter_grad_flops " +
+                  std::to_string(spec.parameter_grad_flops) + " exceed backward_flops " +
+                  std::to_string(spec.backward_flops));
+  }
   require_non_negative(spec.parameter_count, "parameter_count", spec.name);
   if (spec.output_bytes) require_non_negative(*spec.output_bytes, "output_bytes", spec.name);
   for (const auto& [key, value] : spec.attributes) {
@@ -69,6 +75,7 @@ NodeId Graph::add_node(NodeSpec spec) {
   node.output_shape = std::move(spec.output_shape);
   node.forward_flops = spec.forward_flops;
   node.backward_flops = spec.backward_flops;
+  node.parameter_grad_flops = spec.parameter_grad_flops;
   node.parameter_count = spec.parameter_count;
   node.output_bytes = spec.output_bytes.value_or(kernels::numel(node.output_shape) *
                                                  static_cast<int64_t>(sizeof(float)));

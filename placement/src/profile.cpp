@@ -130,19 +130,23 @@ Profile read_profile(std::istream& in, std::string_view source) {
       continue;
     }
     if (fields[0] == "node") {
-      if (fields.size() != 4) {
+      if (fields.size() != 4 && fields.size() != 5) {
         reader.fail(
-            "a node line has 4 tab-separated fields (node, name, forward_s, backward_s), "
-            "got " +
+            "a node line has 4 or 5 tab-separated fields (node, name, forward_s, backward_s "
+            "[, backward_input_s]), got " +
             std::to_string(fields.size()));
       }
       if (fields[1].empty()) reader.fail("node name must not be empty");
       if (!seen_nodes.emplace(fields[1]).second) {
         reader.fail("duplicate node '" + std::string(fields[1]) + "'");
       }
-      profile.nodes.push_back({std::string(fields[1]),
-                               reader.non_negative_time(fields[2], "forward_s"),
-                               reader.non_negative_time(fields[3], "backward_s")});
+      NodeTiming& node = profile.nodes.emplace_back();
+      node.name = std::string(fields[1]);
+      node.forward_s = reader.non_negative_time(fields[2], "forward_s");
+      node.backward_s = reader.non_negative_time(fields[3], "backward_s");
+      if (fields.size() == 5) {
+        node.backward_input_s = reader.non_negative_time(fields[4], "backward_input_s");
+      }
       continue;
     }
     if (kHeaderKeys.count(fields[0]) == 0 && kOptionalKeys.count(fields[0]) == 0) {
@@ -221,7 +225,12 @@ void write_profile(std::ostream& out, const Profile& profile) {
     check_time(node.forward_s, "forward_s of '" + node.name + "'");
     check_time(node.backward_s, "backward_s of '" + node.name + "'");
     text << "node\t" << node.name << '\t' << format_number(node.forward_s) << '\t'
-         << format_number(node.backward_s) << '\n';
+         << format_number(node.backward_s);
+    if (!std::isnan(node.backward_input_s)) {
+      check_time(node.backward_input_s, "backward_input_s of '" + node.name + "'");
+      text << '\t' << format_number(node.backward_input_s);
+    }
+    text << '\n';
   }
   out << text.str();
 }

@@ -30,8 +30,8 @@ void validate(const Schedule& schedule, const PipelineCosts& costs) {
   }
   for (size_t i = 0; i < costs.stages.size(); ++i) {
     const StageCosts& s = costs.stages[i];
-    for (double value :
-         {s.forward_s, s.backward_s, s.aux_forward_s, s.aux_backward_s, s.optimizer_s}) {
+    for (double value : {s.forward_s, s.backward_s, s.backward_input_s, s.aux_forward_s,
+                         s.aux_backward_s, s.optimizer_s}) {
       if (!(value >= 0.0) || !std::isfinite(value)) {
         throw_invalid("simulator: stage " + std::to_string(i) +
                       " has a negative or non-finite time");
@@ -52,7 +52,7 @@ double duration_s(const Action& action, const StageCosts& costs) {
     case ActionKind::forward:
       return costs.forward_s;
     case ActionKind::backward:
-      return costs.backward_s;
+      return action.updates_parameters ? costs.backward_s : costs.backward_input_s;
     case ActionKind::aux_forward:
       return costs.aux_forward_s;
     case ActionKind::aux_backward:

@@ -19,6 +19,7 @@ PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, con
     StageCosts& s = pipeline.stages[stage];
     s.forward_s += costs.forward_s[node.id];
     s.backward_s += costs.backward_s[node.id];
+    s.backward_input_s += costs.backward_input_s[node.id];
     s.parameter_state_bytes += costs.parameter_state_bytes[node.id];
     s.activation_bytes += costs.output_bytes[node.id];
     // The tensor crosses every boundary from its stage up to its farthest consumer's.

@@ -58,6 +58,7 @@ int run(int argc, char** argv) {
     StageCosts stage;
     stage.forward_s = 1.0;
     stage.backward_s = 1.0;
+    stage.backward_input_s = 1.0;  // unit costs: a pass-through takes as long as any pass
     stage.optimizer_s = 1.0;
     costs.stages.push_back(stage);
   }

@@ -73,6 +73,61 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
   return ::testing::AssertionSuccess();
 }
 
+// Gradients::inputs_only must give the same input gradients as the full backward and leave
+// every parameter gradient exactly as it was: each is set to a marker value first (which no
+// write, overwrite or accumulation would leave alone), then checked and restored.
+::testing::AssertionResult inputs_only_matches(Layer& layer, const std::vector<Tensor>& inputs,
+                                               const Tensor& r,
+                                               const std::vector<Tensor>& full_input_grads,
+                                               const std::function<void()>& prepare) {
+  constexpr float kMarker = 0.25f;
+  const std::vector<Parameter*> params = layer.parameters();
+  std::vector<std::pair<Tensor, bool>> kept;
+  for (Parameter* p : params) {
+    kept.emplace_back(p->grad, p->grad_is_zero);
+    p->grad = Tensor(p->value.shape());
+    for (int64_t e = 0; e < p->grad.numel(); ++e) p->grad.data()[e] = kMarker;
+    p->grad_is_zero = false;
+  }
+  Context ctx;
+  prepare();
+  layer.forward(inputs, ctx);
+  const std::vector<Tensor> grads = layer.backward(r, ctx, Gradients::inputs_only);
+  std::string changed;
+  for (size_t k = 0; k < params.size(); ++k) {
+    Parameter& p = *params[k];
+    bool same = !p.grad_is_zero && p.grad.defined() && p.grad.numel() == p.value.numel();
+    for (int64_t e = 0; same && e < p.grad.numel(); ++e) same = p.grad.data()[e] == kMarker;
+    if (!same && changed.empty()) changed = p.name;
+    p.grad = kept[k].first;
+    p.grad_is_zero = kept[k].second;
+  }
+  if (!changed.empty()) {
+    return ::testing::AssertionFailure()
+           << layer.type() << "." << changed << ": a backward for the inputs only changed it";
+  }
+  if (grads.size() != full_input_grads.size()) {
+    return ::testing::AssertionFailure()
+           << layer.type() << " inputs_only returned " << grads.size() << " input gradients";
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined() != full_input_grads[i].defined()) {
+      return ::testing::AssertionFailure()
+             << layer.type() << " inputs_only: input " << i << " gradient defined differently";
+    }
+    if (!grads[i].defined()) continue;
+    for (int64_t e = 0; e < grads[i].numel(); ++e) {
+      const double a = grads[i].data()[e], b = full_input_grads[i].data()[e];
+      if (!(std::abs(a - b) <= 1e-6 + 1e-5 * std::abs(b))) {
+        return ::testing::AssertionFailure()
+               << layer.type() << " inputs_only: input " << i << " element " << e << " is " << a
+               << ", the full backward gave " << b;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
@@ -105,6 +160,10 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
              << layer.type() << "." << p->name << " received no gradient";
     }
     param_grads.push_back(p->grad.clone());
+  }
+
+  if (auto result = inputs_only_matches(layer, inputs, r, input_grads, prepare); !result) {
+    return result;
   }
 
   const auto loss = [&] {

@@ -26,6 +26,8 @@ struct GradCheckOptions {
   std::function<void()> before_forward;
 };
 
+// Also checks that backward with Gradients::inputs_only gives the same input gradients and
+// leaves every parameter gradient untouched.
 ::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
                                            const GradCheckOptions& options = {});
 

@@ -144,6 +144,7 @@ TEST(Conv2d, CountsParametersAndFlops) {
   const int64_t outputs = 128 * 32 * 14 * 14;
   EXPECT_EQ(f.forward_flops, 2 * outputs * 16 * 9 + outputs);
   EXPECT_EQ(f.backward_flops, 4 * outputs * 16 * 9 + outputs);
+  EXPECT_EQ(f.parameter_grad_flops, 2 * outputs * 16 * 9 + outputs);  // weight and bias
   const FlopCount grouped = Conv2d(8, 8, 3, 1, 1, 4, false).flops(Shape{1, 8, 6, 6});
   EXPECT_EQ(grouped.forward_flops, 2 * 8 * 36 * 2 * 9);
   EXPECT_EQ(layer.output_shape(Shape{1, 16, 7, 8}), (Shape{1, 32, 4, 4}));

@@ -29,9 +29,16 @@ class ScaleLayer final : public Layer {
     ctx.saved = {inputs[0]};
     return y;
   }
-  std::vector<Tensor> run_backward(Backend&, const Tensor& dy, Context& ctx) override {
+  std::vector<Tensor> run_backward(Backend&, const Tensor& dy, Context& ctx,
+                                   Gradients which) override {
     const Tensor& x = ctx.saved[0];
     Tensor dx(x.shape());
+    if (which == Gradients::inputs_only && honours_inputs_only_) {
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        dx.data()[i] = input_factor_ * dy.data()[i] * weight_.value.data()[i];
+      }
+      return {dx};
+    }
     begin_grad(weight_);
     for (int64_t i = 0; i < x.numel(); ++i) {
       dx.data()[i] = input_factor_ * dy.data()[i] * weight_.value.data()[i];
@@ -43,6 +50,9 @@ class ScaleLayer final : public Layer {
 
  private:
   float input_factor_, param_factor_;
+
+ public:
+  bool honours_inputs_only_ = true;  // false: computes parameter gradients regardless
   Parameter weight_;
 };
 
@@ -66,14 +76,24 @@ TEST(GradCheck, FailsWhenAParameterGradientIsOffByThreePercent) {
       << result.message();
 }
 
+TEST(GradCheck, FailsWhenABackwardForTheInputsOnlyChangesAParameterGradient) {
+  ScaleLayer layer(8, 1.0f, 1.0f);
+  layer.honours_inputs_only_ = false;
+  const ::testing::AssertionResult result = check_gradients(layer, {random_tensor({8}, 1)});
+  EXPECT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("for the inputs only changed it"), std::string::npos)
+      << result.message();
+}
+
 TEST(GradCheck, CallsBeforeForwardBeforeEveryForward) {
   ScaleLayer layer(3, 1.0f, 1.0f);
   testing::GradCheckOptions options;
   int calls = 0;
   options.before_forward = [&] { ++calls; };
   ASSERT_TRUE(check_gradients(layer, {random_tensor({3}, 2)}, options));
-  // One analytic forward, then two per checked element: 3 inputs + 3 weights.
-  EXPECT_EQ(calls, 1 + 2 * (3 + 3));
+  // One analytic forward, one for the inputs-only backward, then two per checked element:
+  // 3 inputs + 3 weights.
+  EXPECT_EQ(calls, 2 + 2 * (3 + 3));
 }
 
 }  // namespace

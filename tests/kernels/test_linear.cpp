@@ -60,6 +60,7 @@ TEST(Linear, CountsParametersAndFlops) {
   const FlopCount f = layer.flops(Shape{128, 64});
   EXPECT_EQ(f.forward_flops, 2 * 128 * 64 * 10 + 128 * 10);
   EXPECT_EQ(f.backward_flops, 4 * 128 * 64 * 10 + 128 * 10);
+  EXPECT_EQ(f.parameter_grad_flops, 2 * 128 * 64 * 10 + 128 * 10);  // weight GEMM and bias
 }
 
 TEST(Linear, RejectsBadShapesAndArguments) {

@@ -14,6 +14,7 @@ Graph graph_from_inputs(const std::vector<std::vector<NodeId>>& inputs, int64_t 
     spec.output_shape = {1, 4};
     spec.forward_flops = flops;
     spec.backward_flops = 2 * flops;
+    spec.parameter_grad_flops = flops;  // a linear layer's weight GEMM
     spec.parameter_count = 10;
     graph.add_node(spec);
   }

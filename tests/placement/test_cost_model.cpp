@@ -22,7 +22,8 @@ Profile sample_profile() {
   profile.device_name = "test-gpu";
   profile.batch_size = 1;
   profile.link = {2.5e-6, 2.5e10};
-  profile.nodes = {{"n0", 1e-4, 2e-4}, {"n1", 3.25e-5, 0.0}, {"n2", 0.1, 0.3}, {"n3", 7e-7, 1e-6}};
+  profile.nodes = {
+      {"n0", 1e-4, 2e-4, 5e-5}, {"n1", 3.25e-5, 0.0}, {"n2", 0.1, 0.3}, {"n3", 7e-7, 1e-6}};
   return profile;
 }
 
@@ -56,6 +57,8 @@ TEST(CostModel, RooflineTakesTheSlowerOfComputeAndMemory) {
   const NodeCosts a = compute_bound.node_costs(graph);
   EXPECT_DOUBLE_EQ(a.forward_s[1], 100.0 / 1e3);
   EXPECT_DOUBLE_EQ(a.backward_s[1], 200.0 / 1e3);
+  // A pass for the input gradient alone skips the 100 FLOPs of the weight gradient.
+  EXPECT_DOUBLE_EQ(a.backward_input_s[1], 100.0 / 1e3);
   const CostModel memory_bound({"d", 1e9, 100.0, 1 << 20}, {});
   const NodeCosts b = memory_bound.node_costs(graph);
   EXPECT_DOUBLE_EQ(b.forward_s[1], 72.0 / 100.0);
@@ -97,6 +100,10 @@ TEST(CostModel, ProfileSuppliesNodeTimesAndLink) {
   const NodeCosts costs = model.node_costs(graph);
   EXPECT_DOUBLE_EQ(costs.forward_s[2], 0.1);
   EXPECT_DOUBLE_EQ(costs.backward_s[2], 0.3);
+  // Measured input-only times are used as they are; a profile without them (written
+  // before they were measured) scales backward_s by the input gradient's FLOP share (1/2).
+  EXPECT_DOUBLE_EQ(costs.backward_input_s[0], 5e-5);
+  EXPECT_DOUBLE_EQ(costs.backward_input_s[2], 0.15);
   EXPECT_DOUBLE_EQ(model.transfer_s(25'000), 2.5e-6 + 1e-6);
   EXPECT_EQ(model.device().memory_capacity_bytes, test_device().memory_capacity_bytes);
 }
@@ -156,7 +163,15 @@ TEST(Profile, RoundTripsExactly) {
     EXPECT_EQ(back.nodes[i].name, original.nodes[i].name);
     EXPECT_EQ(back.nodes[i].forward_s, original.nodes[i].forward_s);
     EXPECT_EQ(back.nodes[i].backward_s, original.nodes[i].backward_s);
+    // Written only where known: the node line has a fifth field then, else four.
+    EXPECT_EQ(std::isnan(back.nodes[i].backward_input_s),
+              std::isnan(original.nodes[i].backward_input_s));
+    if (!std::isnan(original.nodes[i].backward_input_s)) {
+      EXPECT_EQ(back.nodes[i].backward_input_s, original.nodes[i].backward_input_s);
+    }
   }
+  EXPECT_NE(profile_text(original).find("node\tn0\t1e-04\t2e-04\t5e-05\n"), std::string::npos)
+      << profile_text(original);
   Profile infinite_link = original;
   infinite_link.link.bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
   EXPECT_TRUE(std::isinf(parse(profile_text(infinite_link)).link.bandwidth_bytes_per_s));
@@ -210,7 +225,7 @@ TEST(Profile, MalformedFilesGiveLineNumberedErrors) {
             std::string::npos);
   EXPECT_NE(parse_error(replaced("node_count\t4", "node_count\t5")).find("truncated"),
             std::string::npos);
-  EXPECT_NE(parse_error(replaced("\t0.1\t0.3", "\t0.1")).find("4 tab-separated fields"),
+  EXPECT_NE(parse_error(replaced("\t0.1\t0.3", "\t0.1")).find("4 or 5 tab-separated fields"),
             std::string::npos);
   EXPECT_NE(parse_error(replaced("link_bandwidth_bytes_per_s\t", "link_bandwidth_bytes_per_s\t-"))
                 .find("must be > 0"),

@@ -83,6 +83,10 @@ TEST(Graph, RejectsBadNodes) {
   NodeSpec negative = spec("negative");
   negative.forward_flops = -1;
   EXPECT_THROW(graph.add_node(negative), Error);
+  NodeSpec too_many = spec("too_many");  // the parameter-gradient part exceeds the whole
+  too_many.backward_flops = 10;
+  too_many.parameter_grad_flops = 11;
+  EXPECT_THROW(graph.add_node(too_many), Error);
   NodeSpec bad_shape = spec("bad_shape");
   bad_shape.output_shape = {2, -3};
   EXPECT_THROW(graph.add_node(bad_shape), Error);

@@ -12,6 +12,7 @@ PipelineCosts uniform(int k, double forward_s, double backward_s, LinkSpec link 
   costs.link = link;
   costs.stages.assign(k, StageCosts{.forward_s = forward_s,
                                     .backward_s = backward_s,
+                                    .backward_input_s = backward_s,
                                     .output_bytes = 1000,
                                     .parameter_state_bytes = 500,
                                     .activation_bytes = 100});
@@ -137,6 +138,28 @@ TEST(Simulator, ReachDWaitsForExactlyTheGradientsItNeeds) {
   EXPECT_DOUBLE_EQ(stage0_done("global", 5.0, 1.0), 16.0);
   // Local: stage 0 needs nobody: forward, aux, backward.
   EXPECT_DOUBLE_EQ(stage0_done("local", 50.0, 20.0), 4.0);
+}
+
+TEST(Simulator, PassThroughBackwardPassesCostTheInputGradientOnly) {
+  // Pairwise on 3 stages, one micro-batch (forward 1, backward 2, aux 0.5 + 0.5): stage 1
+  // passes the gradient of stage 1's head through its body to stage 0 without training
+  // itself; with the input gradient at 0.5 instead of 2, stage 0's backward starts
+  // 1.5 earlier: stage 1 forwards [1, 2], aux [2, 3], passes [3, 3.5]; stage 0 [3.5, 5.5].
+  PipelineCosts costs = uniform(3, 1.0, 2.0);
+  for (int j = 0; j < 2; ++j) {
+    costs.stages[j].aux_forward_s = 0.5;
+    costs.stages[j].aux_backward_s = 0.5;
+  }
+  EXPECT_DOUBLE_EQ(run("pairwise", costs, 1).stages[0].step_end_s.at(0), 7.0);
+  const double full_busy_s = run("pairwise", costs, 1).stages[1].busy_s;
+  for (StageCosts& stage : costs.stages) stage.backward_input_s = 0.5;
+  const SimulationResult cheap = run("pairwise", costs, 1);
+  EXPECT_DOUBLE_EQ(cheap.stages[0].step_end_s.at(0), 5.5);
+  // Stage 1 runs one pass-through (for stage 1's loss into stage 0) and one training pass.
+  EXPECT_DOUBLE_EQ(cheap.stages[1].busy_s, full_busy_s - 1.5);
+  // Global passes all train: the input-only cost is never charged.
+  EXPECT_DOUBLE_EQ(run("global", costs, 1).makespan_s,
+                   run("global", uniform(3, 1.0, 2.0), 1).makespan_s);
 }
 
 TEST(Simulator, NwiseKEqualsGlobal) {

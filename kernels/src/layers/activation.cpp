@@ -41,7 +41,7 @@ Tensor ActivationLayer::run_forward(Backend& backend, std::span<const Tensor> in
 }
 
 std::vector<Tensor> ActivationLayer::run_backward(Backend& backend, const Tensor& grad_output,
-                                                  Context& ctx) {
+                                                  Context& ctx, Gradients /*which*/) {
   const Tensor& x = ctx.saved[0];
   Tensor dx(x.shape(), x.device());
   backend.activation_backward(kind_, x, grad_output, dx);

@@ -60,7 +60,7 @@ FlopCount SelfAttention::count_flops(std::span<const Shape> /*inputs*/, const Sh
   const int64_t unmasked =
       causal_ ? batch * heads_ * time * (time + 1) / 2 : batch * heads_ * time * time;
   return {projections + biases + scores_and_mix + 5 * unmasked,
-          2 * projections + biases + 2 * scores_and_mix + 4 * unmasked};
+          2 * projections + biases + 2 * scores_and_mix + 4 * unmasked, projections + biases};
 }
 
 Tensor SelfAttention::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -105,7 +105,7 @@ Tensor SelfAttention::run_forward(Backend& backend, std::span<const Tensor> inpu
 }
 
 std::vector<Tensor> SelfAttention::run_backward(Backend& backend, const Tensor& grad_output,
-                                                Context& ctx) {
+                                                Context& ctx, Gradients which) {
   const Tensor& x = ctx.saved[kInput];
   const Tensor& q = ctx.saved[kQuery];
   const Tensor& k = ctx.saved[kKey];
@@ -116,7 +116,11 @@ std::vector<Tensor> SelfAttention::run_backward(Backend& backend, const Tensor& 
   const int64_t groups = batch * heads_;
 
   // Output projection.
-  Linear::parameter_gradients(backend, grad_output, ctx.saved[kMerged], proj_weight_, &proj_bias_);
+  const bool parameters = which == Gradients::inputs_and_parameters;
+  if (parameters) {
+    Linear::parameter_gradients(backend, grad_output, ctx.saved[kMerged], proj_weight_,
+                                &proj_bias_);
+  }
   Tensor dmerged({batch, time, heads_, head_dim_}, device);
   backend.matmul({1, rows, dim_, dim_}, grad_output, proj_weight_.value, dmerged);
   Tensor dattended({batch, heads_, time, head_dim_}, device);
@@ -146,7 +150,7 @@ std::vector<Tensor> SelfAttention::run_backward(Backend& backend, const Tensor& 
   backend.swap_axes_12(dheads.reshaped({batch, 3 * heads_, time, head_dim_}), dqkv);
 
   // Input projection.
-  Linear::parameter_gradients(backend, dqkv, x, qkv_weight_, &qkv_bias_);
+  if (parameters) Linear::parameter_gradients(backend, dqkv, x, qkv_weight_, &qkv_bias_);
   Tensor dx({batch, time, dim_}, device);
   backend.matmul({1, rows, dim_, 3 * dim_}, dqkv, qkv_weight_.value, dx);
   return {dx};

@@ -56,7 +56,8 @@ Shape BatchNorm2d::infer_output_shape(std::span<const Shape> inputs) const {
 
 FlopCount BatchNorm2d::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {
   const int64_t n = numel(output);
-  return training() ? FlopCount{6 * n, 9 * n} : FlopCount{2 * n, 6 * n};
+  // Eval mode: the scale/shift gradients (4n of the 6n) need no input-gradient work.
+  return training() ? FlopCount{6 * n, 9 * n} : FlopCount{2 * n, 6 * n, 4 * n};
 }
 
 Tensor BatchNorm2d::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -96,16 +97,22 @@ void BatchNorm2d::update_running_statistics(Backend& backend, const Tensor& mean
 }
 
 std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& grad_output,
-                                              Context& ctx) {
-  if (ctx.saved.size() > kEvalMarker) return backward_eval(backend, grad_output, ctx);
+                                              Context& ctx, Gradients which) {
+  if (ctx.saved.size() > kEvalMarker) return backward_eval(backend, grad_output, ctx, which);
   const Tensor& x = ctx.saved[kInput];
   Tensor dx(x.shape(), x.device());
-  Tensor dgamma = grad_target(weight_);
-  Tensor dbeta = grad_target(bias_);
+  // With batch statistics the input gradient needs the per-channel sums of dy and
+  // dy * xhat, which are dbeta and dgamma: inputs_only still computes them (into scratch)
+  // and only leaves the parameters' gradients alone.
+  const bool parameters = which == Gradients::inputs_and_parameters;
+  Tensor dgamma = parameters ? grad_target(weight_) : Tensor({channels_}, x.device());
+  Tensor dbeta = parameters ? grad_target(bias_) : Tensor({channels_}, x.device());
   backend.batch_norm_backward(x, grad_output, weight_.value, ctx.saved[kMean], ctx.saved[kVariance],
                               epsilon_, dx, dgamma, dbeta);
-  store_grad(backend, weight_, dgamma);
-  store_grad(backend, bias_, dbeta);
+  if (parameters) {
+    store_grad(backend, weight_, dgamma);
+    store_grad(backend, bias_, dbeta);
+  }
   return {dx};
 }
 
@@ -115,7 +122,7 @@ std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& gr
 //   depthwise 1x1 convolution applied to xhat).
 // Built from backend calls so that it runs on every device.
 std::vector<Tensor> BatchNorm2d::backward_eval(Backend& backend, const Tensor& grad_output,
-                                               const Context& ctx) {
+                                               const Context& ctx, Gradients which) {
   const Tensor& x = ctx.saved[kInput];
   const Tensor& mean = ctx.saved[kMean];
   const Tensor& variance = ctx.saved[kVariance];
@@ -125,6 +132,7 @@ std::vector<Tensor> BatchNorm2d::backward_eval(Backend& backend, const Tensor& g
   Tensor dx(x.shape(), device);
   backend.batch_norm_forward_inference(grad_output, weight_.value, zeros, zeros, variance, epsilon_,
                                        dx);
+  if (which == Gradients::inputs_only) return {dx};
 
   Tensor xhat(x.shape(), device);
   backend.batch_norm_forward_inference(x, filled(backend, {channels_}, device, 1.0f), zeros, mean,

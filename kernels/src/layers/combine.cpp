@@ -29,7 +29,8 @@ Tensor Add::run_forward(Backend& backend, std::span<const Tensor> inputs, Contex
   return y;
 }
 
-std::vector<Tensor> Add::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx) {
+std::vector<Tensor> Add::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                      Gradients /*which*/) {
   std::vector<Tensor> grads = {grad_output};
   for (size_t i = 1; i < ctx.input_shapes.size(); ++i) {
     Tensor copy(grad_output.shape(), grad_output.device());
@@ -73,8 +74,8 @@ Tensor Concat::run_forward(Backend& backend, std::span<const Tensor> inputs, Con
   return y;
 }
 
-std::vector<Tensor> Concat::run_backward(Backend& backend, const Tensor& grad_output,
-                                         Context& ctx) {
+std::vector<Tensor> Concat::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                         Gradients /*which*/) {
   std::vector<Tensor> grads;
   Tensor whole = grad_output;
   int64_t offset = 0;

@@ -13,7 +13,8 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
 }
 
 FlopCount operator+(FlopCount a, FlopCount b) {
-  return {a.forward_flops + b.forward_flops, a.backward_flops + b.backward_flops};
+  return {a.forward_flops + b.forward_flops, a.backward_flops + b.backward_flops,
+          a.parameter_grad_flops + b.parameter_grad_flops};
 }
 
 }  // namespace
@@ -76,9 +77,11 @@ Tensor Sequential::run_forward(Backend& /*backend*/, std::span<const Tensor> inp
 }
 
 std::vector<Tensor> Sequential::run_backward(Backend& /*backend*/, const Tensor& grad_output,
-                                             Context& ctx) {
+                                             Context& ctx, Gradients which) {
   Tensor grad = grad_output;
-  for (size_t i = layers_.size(); i-- > 0;) grad = layers_[i]->backward(grad, ctx.children[i])[0];
+  for (size_t i = layers_.size(); i-- > 0;) {
+    grad = layers_[i]->backward(grad, ctx.children[i], which)[0];
+  }
   return {grad};
 }
 
@@ -138,10 +141,10 @@ Tensor Residual::run_forward(Backend& backend, std::span<const Tensor> inputs, C
 }
 
 std::vector<Tensor> Residual::run_backward(Backend& backend, const Tensor& grad_output,
-                                           Context& ctx) {
-  const Tensor main = main_->backward(grad_output, ctx.children[0])[0];
+                                           Context& ctx, Gradients which) {
+  const Tensor main = main_->backward(grad_output, ctx.children[0], which)[0];
   const Tensor shortcut =
-      shortcut_ ? shortcut_->backward(grad_output, ctx.children[1])[0] : grad_output;
+      shortcut_ ? shortcut_->backward(grad_output, ctx.children[1], which)[0] : grad_output;
   Tensor grad(main.shape(), main.device());
   backend.add(main, shortcut, grad);
   return {grad};

@@ -96,7 +96,7 @@ FlopCount Conv2d::count_flops(std::span<const Shape> /*inputs*/, const Shape& ou
   const int64_t outputs = numel(output);
   const int64_t product = 2 * outputs * (in_channels_ / groups_) * kernel_.h * kernel_.w;
   const int64_t bias = has_bias_ ? outputs : 0;
-  return {product + bias, 2 * product + bias};
+  return {product + bias, 2 * product + bias, product + bias};
 }
 
 Tensor Conv2d::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -108,12 +108,13 @@ Tensor Conv2d::run_forward(Backend& backend, std::span<const Tensor> inputs, Con
   return y;
 }
 
-std::vector<Tensor> Conv2d::run_backward(Backend& backend, const Tensor& grad_output,
-                                         Context& ctx) {
+std::vector<Tensor> Conv2d::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                         Gradients which) {
   const Tensor& x = ctx.saved[0];
   const Conv2dGeometry g = geometry(x.shape());
   Tensor dx(x.shape(), x.device());
   backend.conv2d_backward_data(g, grad_output, weight_.value, dx);
+  if (which == Gradients::inputs_only) return {dx};
   // The backend overwrites dw and db; grad_target/store_grad add them when accumulating.
   Tensor dw = grad_target(weight_);
   Tensor db = has_bias_ ? grad_target(bias_) : Tensor();

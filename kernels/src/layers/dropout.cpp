@@ -34,8 +34,8 @@ Tensor Dropout::run_forward(Backend& backend, std::span<const Tensor> inputs, Co
   return y;
 }
 
-std::vector<Tensor> Dropout::run_backward(Backend& backend, const Tensor& grad_output,
-                                          Context& ctx) {
+std::vector<Tensor> Dropout::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                          Gradients /*which*/) {
   if (ctx.saved.empty()) return {grad_output};
   Tensor dx(grad_output.shape(), grad_output.device());
   backend.multiply(grad_output, ctx.saved[0], dx);

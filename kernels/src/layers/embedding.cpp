@@ -68,7 +68,7 @@ Shape Embedding::infer_output_shape(std::span<const Shape> inputs) const {
 FlopCount Embedding::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {
   const int64_t n = numel(output);
   const int64_t tables = token_types_ > 0 ? 3 : 2;
-  return {(tables - 1) * n, tables * n};
+  return {(tables - 1) * n, tables * n, tables * n};  // token ids have no gradient
 }
 
 Tensor Embedding::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -90,7 +90,9 @@ Tensor Embedding::run_forward(Backend& backend, std::span<const Tensor> inputs, 
 }
 
 std::vector<Tensor> Embedding::run_backward(Backend& backend, const Tensor& grad_output,
-                                            Context& ctx) {
+                                            Context& ctx, Gradients which) {
+  // Token ids have no gradient: a pass for the inputs alone has nothing to compute.
+  if (which == Gradients::inputs_only) return std::vector<Tensor>(ctx.input_shapes.size());
   // The kernels accumulate, so fresh gradients start from zero.
   for (Parameter* p : parameters()) {
     if (!begin_grad(*p)) backend.fill(p->grad, 0.0f);

@@ -40,7 +40,7 @@ Tensor GlobalAvgPool::run_forward(Backend& backend, std::span<const Tensor> inpu
 }
 
 std::vector<Tensor> GlobalAvgPool::run_backward(Backend& backend, const Tensor& grad_output,
-                                                Context& ctx) {
+                                                Context& ctx, Gradients /*which*/) {
   const Shape& in = ctx.input_shapes[0];
   const int64_t rows = in[0] * in[1];
   const int64_t area = in[2] * in[3];

@@ -52,16 +52,22 @@ Tensor LayerNorm::run_forward(Backend& backend, std::span<const Tensor> inputs, 
 }
 
 std::vector<Tensor> LayerNorm::run_backward(Backend& backend, const Tensor& grad_output,
-                                            Context& ctx) {
+                                            Context& ctx, Gradients which) {
   const Tensor& x = ctx.saved[0];
   Tensor dx(x.shape(), x.device());
-  // The kernel overwrites dgamma/dbeta, so accumulation goes through a scratch target.
-  Tensor dweight = grad_target(weight_);
-  Tensor dbias = grad_target(bias_);
+  // The kernel overwrites dgamma/dbeta, so accumulation goes through a scratch target. The
+  // kernels compute them with dx (column sums beside dx's row sums): inputs_only lets them
+  // write into scratch and leaves the parameters' gradients alone.
+  const bool parameters = which == Gradients::inputs_and_parameters;
+  const int64_t features = weight_.value.numel();
+  Tensor dweight = parameters ? grad_target(weight_) : Tensor({features}, x.device());
+  Tensor dbias = parameters ? grad_target(bias_) : Tensor({features}, x.device());
   backend.layer_norm_backward(x, grad_output, weight_.value, ctx.saved[1], ctx.saved[2], epsilon_,
                               dx, dweight, dbias);
-  store_grad(backend, weight_, dweight);
-  store_grad(backend, bias_, dbias);
+  if (parameters) {
+    store_grad(backend, weight_, dweight);
+    store_grad(backend, bias_, dbias);
+  }
   return {dx};
 }
 

@@ -34,7 +34,7 @@ FlopCount Linear::count_flops(std::span<const Shape> /*inputs*/, const Shape& ou
   const int64_t rows = numel(output) / out_features_;
   const int64_t product = 2 * rows * in_features_ * out_features_;
   const int64_t bias = has_bias_ ? rows * out_features_ : 0;
-  return {product + bias, 2 * product + bias};
+  return {product + bias, 2 * product + bias, product + bias};
 }
 
 Tensor Linear::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -49,14 +49,14 @@ Tensor Linear::run_forward(Backend& backend, std::span<const Tensor> inputs, Con
   return y;
 }
 
-std::vector<Tensor> Linear::run_backward(Backend& backend, const Tensor& grad_output,
-                                         Context& ctx) {
+std::vector<Tensor> Linear::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                         Gradients which) {
   const Tensor& x = ctx.saved[0];
   const int64_t rows = x.numel() / in_features_;
 
   Tensor dx(x.shape(), x.device());
   backend.matmul({1, rows, in_features_, out_features_}, grad_output, weight_.value, dx);
-
+  if (which == Gradients::inputs_only) return {dx};
   parameter_gradients(backend, grad_output, x, weight_, has_bias_ ? &bias_ : nullptr);
   return {dx};
 }

@@ -66,7 +66,7 @@ Tensor SoftmaxCrossEntropy::run_forward(Backend& backend, std::span<const Tensor
 }
 
 std::vector<Tensor> SoftmaxCrossEntropy::run_backward(Backend& backend, const Tensor& grad_output,
-                                                      Context& ctx) {
+                                                      Context& ctx, Gradients /*which*/) {
   const Tensor& probabilities = ctx.saved[kProbabilities];
   const int64_t rows = probabilities.dim(0);
   // The scale is a kernel argument, so the [1] gradient is read on the host (a one-float

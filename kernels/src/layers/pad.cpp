@@ -44,7 +44,8 @@ Tensor Pad2d::run_forward(Backend& backend, std::span<const Tensor> inputs, Cont
   return y;
 }
 
-std::vector<Tensor> Pad2d::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx) {
+std::vector<Tensor> Pad2d::run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                        Gradients /*which*/) {
   Tensor dx(ctx.input_shapes[0], grad_output.device());
   backend.pad2d_backward(geometry(ctx.input_shapes[0]), grad_output, dx);
   return {dx};

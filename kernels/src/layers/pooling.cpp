@@ -71,7 +71,7 @@ Tensor Pool2dLayer::run_forward(Backend& backend, std::span<const Tensor> inputs
 }
 
 std::vector<Tensor> Pool2dLayer::run_backward(Backend& backend, const Tensor& grad_output,
-                                              Context& ctx) {
+                                              Context& ctx, Gradients /*which*/) {
   const Shape& in = ctx.input_shapes[0];
   Tensor dx(in, grad_output.device());
   backend.pool2d_backward(geometry(in), grad_output, ctx.saved[0], dx);

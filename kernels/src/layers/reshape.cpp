@@ -22,7 +22,7 @@ Tensor Flatten::run_forward(Backend& /*backend*/, std::span<const Tensor> inputs
 }
 
 std::vector<Tensor> Flatten::run_backward(Backend& /*backend*/, const Tensor& grad_output,
-                                          Context& ctx) {
+                                          Context& ctx, Gradients /*which*/) {
   return {grad_output.reshaped(ctx.input_shapes[0])};
 }
 
@@ -58,7 +58,7 @@ Tensor Reshape::run_forward(Backend& /*backend*/, std::span<const Tensor> inputs
 }
 
 std::vector<Tensor> Reshape::run_backward(Backend& /*backend*/, const Tensor& grad_output,
-                                          Context& ctx) {
+                                          Context& ctx, Gradients /*which*/) {
   return {grad_output.reshaped(ctx.input_shapes[0])};
 }
 

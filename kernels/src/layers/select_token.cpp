@@ -40,7 +40,7 @@ Tensor SelectToken::run_forward(Backend& backend, std::span<const Tensor> inputs
 }
 
 std::vector<Tensor> SelectToken::run_backward(Backend& backend, const Tensor& grad_output,
-                                              Context& ctx) {
+                                              Context& ctx, Gradients /*which*/) {
   const Shape& in = ctx.input_shapes[0];
   Tensor dx(in, grad_output.device());
   backend.fill(dx, 0.0f);

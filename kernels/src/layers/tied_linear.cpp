@@ -46,7 +46,7 @@ Shape TiedLinear::infer_output_shape(std::span<const Shape> inputs) const {
 
 FlopCount TiedLinear::count_flops(std::span<const Shape> /*inputs*/, const Shape& output) const {
   const int64_t product = 2 * (numel(output) / out_features_) * in_features_ * out_features_;
-  return {product, 2 * product};
+  return {product, 2 * product, product};
 }
 
 Tensor TiedLinear::run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) {
@@ -66,13 +66,15 @@ Tensor TiedLinear::run_forward(Backend& backend, std::span<const Tensor> inputs,
 }
 
 std::vector<Tensor> TiedLinear::run_backward(Backend& backend, const Tensor& grad_output,
-                                             Context& ctx) {
+                                             Context& ctx, Gradients which) {
   Parameter& weight = bound_weight();
   const Tensor& x = ctx.saved[0];
   const int64_t rows = x.numel() / in_features_;
   Tensor dx(x.shape(), x.device());
   backend.matmul({1, rows, in_features_, out_features_}, grad_output, weight.value, dx);
-  Linear::parameter_gradients(backend, grad_output, x, weight, nullptr);
+  if (which == Gradients::inputs_and_parameters) {
+    Linear::parameter_gradients(backend, grad_output, x, weight, nullptr);
+  }
   return {dx};
 }
 

@@ -38,6 +38,7 @@ NodeId ModelBuilder::layer(const std::string& name, const std::string& op, Attri
   const kernels::FlopCount flops = instance->flops(input_shapes);
   spec.forward_flops = flops.forward_flops;
   spec.backward_flops = flops.backward_flops;
+  spec.parameter_grad_flops = flops.parameter_grad_flops;
   spec.parameter_count = instance->parameter_count();
   spec.inputs = std::move(inputs);
   spec.attributes = std::move(attributes);

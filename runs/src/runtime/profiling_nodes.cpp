@@ -78,7 +78,7 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
   timings.reserve(count);
   for (const Node& node : graph.nodes()) {
     const auto id = static_cast<size_t>(node.id);
-    timings.push_back({node.name, 0.0, 0.0});
+    timings.push_back({node.name, 0.0, 0.0, 0.0});
     if (node.op == "input") {
       outputs[id] =
           random_tensor(node.output_shape, rng, vocabulary_of(graph, node), options.device);
@@ -99,7 +99,7 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
       inputs.push_back(outputs[static_cast<size_t>(input)]);
     const Tensor grad_output = random_tensor(node.output_shape, rng, 0, options.device);
 
-    std::vector<double> forward_s, backward_s;
+    std::vector<double> forward_s, backward_s, backward_input_s;
     Tensor output;
     for (int run = 0; run < options.warmup + options.repeats; ++run) {
       kernels::Context ctx;
@@ -114,12 +114,18 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
       layer.backward(grad_output, ctx);
       backend.synchronize();
       const auto t3 = Clock::now();
+      // The pass of interlocking backpropagation through a stage it does not train.
+      layer.backward(grad_output, ctx, kernels::Gradients::inputs_only);
+      backend.synchronize();
+      const auto t4 = Clock::now();
       if (run < options.warmup) continue;
       forward_s.push_back(std::chrono::duration<double>(t1 - t0).count());
       backward_s.push_back(std::chrono::duration<double>(t3 - t2).count());
+      backward_input_s.push_back(std::chrono::duration<double>(t4 - t3).count());
     }
     timings.back().forward_s = median(forward_s);
     timings.back().backward_s = median(backward_s);
+    timings.back().backward_input_s = median(backward_input_s);
     outputs[id] = output;
     for (placement::NodeId producer : node.predecessors) {  // distinct, unlike inputs
       if (--pending[static_cast<size_t>(producer)] == 0)

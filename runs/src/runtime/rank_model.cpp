@@ -280,15 +280,10 @@ struct RankModel::Impl {
       grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
     }
     const bool receive = global || pass.loss_stage > rank;
-    // A pass that must not train this body: park the gradients and restore them after.
-    std::vector<std::pair<Tensor, bool>> parked;
-    if (!pass.updates) {
-      for (Parameter* p : stash_list()) {
-        parked.emplace_back(p->grad, p->grad_is_zero);
-        p->grad = Tensor();
-        p->grad_is_zero = true;
-      }
-    }
+    // A pass that must not train this body computes the input gradients alone: no weight
+    // gradient is computed, and the body's accumulated ones stay as they are.
+    const kernels::Gradients which =
+        pass.updates ? kernels::Gradients::inputs_and_parameters : kernels::Gradients::inputs_only;
     std::vector<Tensor> outgoing(static_cast<size_t>(graph.node_count()));
     for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
       const NodeId id = *it;
@@ -302,7 +297,7 @@ struct RankModel::Impl {
       }
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
-      const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
+      const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx, which);
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         const NodeId p = node.inputs[k];
         if (graph.node(p).op == "input") continue;  // no gradient for data
@@ -325,25 +320,7 @@ struct RankModel::Impl {
       }
       g = Tensor();
     }
-    if (!pass.updates) {
-      size_t i = 0;
-      for (Parameter* p : stash_list()) {
-        p->grad = parked[i].first;
-        p->grad_is_zero = parked[i].second;
-        ++i;
-      }
-    }
     finish();
-  }
-
-  std::vector<Parameter*> stash_list() {
-    std::vector<Parameter*> list;
-    for (auto& layer : layers) {
-      if (!layer) continue;
-      for (Parameter* p : layer->parameters()) list.push_back(p);
-    }
-    for (Parameter* p : ties->replicas()) list.push_back(p);
-    return list;
   }
 
   void optimizer_step() {

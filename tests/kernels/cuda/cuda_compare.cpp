@@ -124,6 +124,14 @@ namespace {
                              options.tolerance, "input gradient");
   if (!result) return result;
   result = compare_state(*gpu, *cpu, options.tolerance, "after one backward");
+  if (!result) return result;
+  // A backward for the inputs only: the same input gradient on both devices, and no
+  // parameter gradient changed on either (the CPU side is pinned by the gradient checks).
+  result = compare_gradients(gpu->backward(dy_gpu, gpu_ctx, Gradients::inputs_only),
+                             cpu->backward(dy, cpu_ctx, Gradients::inputs_only), options.tolerance,
+                             "input gradient (inputs only)");
+  if (!result) return result;
+  result = compare_state(*gpu, *cpu, options.tolerance, "after a backward for the inputs only");
   if (!result || !options.second_backward) return result;
   gpu->backward(dy_gpu, gpu_ctx);
   cpu->backward(dy, cpu_ctx);

@@ -27,7 +27,17 @@ struct Parameter {
 struct FlopCount {
   int64_t forward_flops = 0;
   int64_t backward_flops = 0;  // input gradient plus parameter gradients
+  // The part of backward_flops that computes parameter gradients: what a backward with
+  // Gradients::inputs_only skips (the weight-gradient convolutions and GEMMs).
+  int64_t parameter_grad_flops = 0;
 };
+
+// What a backward call computes. A pipeline pass that only carries a gradient through a
+// stage it must not train (interlocking backpropagation, docs/strategies.md) asks for the
+// input gradients alone: conv and linear layers then skip their weight-gradient
+// convolution or GEMM, norms their scale/shift reductions where the input gradient does
+// not need them, and no Parameter::grad is touched.
+enum class Gradients { inputs_and_parameters, inputs_only };
 
 // Saved state of one forward call, consumed by the matching backward call.
 struct Context {
@@ -56,9 +66,11 @@ class Layer {
   Tensor forward(std::span<const Tensor> inputs, Context& ctx);
   Tensor forward(const Tensor& x, Context& ctx);
   // Returns one gradient per input and adds the parameter gradients into Parameter::grad
-  // (or overwrites them when grad_is_zero).
+  // (or overwrites them when grad_is_zero); with Gradients::inputs_only the parameter
+  // gradients are neither computed nor changed.
   // Inputs that are not differentiable (token ids, labels) get an undefined Tensor().
-  std::vector<Tensor> backward(const Tensor& grad_output, Context& ctx);
+  std::vector<Tensor> backward(const Tensor& grad_output, Context& ctx,
+                               Gradients which = Gradients::inputs_and_parameters);
 
   virtual std::vector<Parameter*> parameters() { return {}; }
   // Non-trainable state that is part of the model (batch-norm running statistics).
@@ -81,9 +93,11 @@ class Layer {
   virtual FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const = 0;
   // Called with validated inputs on one device; ctx.saved is empty, ctx.input_shapes set.
   virtual Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) = 0;
-  // Called with ctx from run_forward and a gradient of the output's shape.
+  // Called with ctx from run_forward and a gradient of the output's shape. Layers with
+  // parameters compute their gradients only when `which` asks for them; composite layers
+  // pass `which` on to their parts.
   virtual std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                           Context& ctx) = 0;
+                                           Context& ctx, Gradients which) = 0;
 
   // Makes sure p.grad has storage; returns true when the new gradient must be added to
   // the one already there (kernels that can accumulate in place use this).

@@ -44,6 +44,9 @@ int optimizer_state_factor(OptimizerKind kind);  // extra fp32 copies of the par
 struct NodeCosts {
   std::vector<double> forward_s;
   std::vector<double> backward_s;
+  // A backward pass for the input gradient alone (a pass through a stage it does not
+  // train: kernels::Gradients::inputs_only).
+  std::vector<double> backward_input_s;
   std::vector<int64_t> parameter_state_bytes;  // weights + gradients + optimizer state
   std::vector<int64_t> output_bytes;           // sent to consumers, kept for backward
 

@@ -31,6 +31,9 @@ struct NodeSpec {
   Shape output_shape;          // includes the batch dimension
   int64_t forward_flops = 0;
   int64_t backward_flops = 0;  // input gradient plus parameter gradients
+  // The part of backward_flops for parameter gradients, which a pass that only carries the
+  // gradient through (interlocking backpropagation) skips; <= backward_flops.
+  int64_t parameter_grad_flops = 0;
   int64_t parameter_count = 0;
   // Bytes of the output activation; when unset, fp32 elements of output_shape.
   std::optional<int64_t> output_bytes;
@@ -45,6 +48,7 @@ struct Node {
   Shape output_shape;
   int64_t forward_flops = 0;
   int64_t backward_flops = 0;
+  int64_t parameter_grad_flops = 0;  // of backward_flops
   int64_t parameter_count = 0;
   int64_t output_bytes = 0;
   std::vector<NodeId> inputs;        // argument order, repeats kept

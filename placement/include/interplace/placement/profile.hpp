@@ -21,6 +21,9 @@ struct NodeTiming {
   std::string name;
   double forward_s = 0.0;
   double backward_s = 0.0;
+  // A backward for the input gradient alone (kernels::Gradients::inputs_only); NaN when
+  // the profile does not have it (written before it was measured).
+  double backward_input_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct Profile {

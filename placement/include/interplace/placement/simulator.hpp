@@ -25,6 +25,10 @@ namespace interplace::placement {
 struct StageCosts {
   double forward_s = 0.0;
   double backward_s = 0.0;
+  // A backward pass that does not update the stage's parameters (Action::
+  // updates_parameters false: it only carries a gradient through, as interlocking
+  // backpropagation does): the input gradient alone.
+  double backward_input_s = 0.0;
   double aux_forward_s = 0.0;
   double aux_backward_s = 0.0;
   double optimizer_s = 0.0;

@@ -34,14 +34,14 @@ class BatchNorm2d final : public Layer {
   Shape infer_output_shape(std::span<const Shape> inputs) const override;
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
-  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                   Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                   Gradients which) override;
 
  private:
   void update_running_statistics(Backend& backend, const Tensor& mean, const Tensor& variance,
                                  int64_t count);
-  std::vector<Tensor> backward_eval(Backend& backend, const Tensor& grad_output,
-                                    const Context& ctx);
+  std::vector<Tensor> backward_eval(Backend& backend, const Tensor& grad_output, const Context& ctx,
+                                    Gradients which);
 
   int64_t channels_;
   float epsilon_, momentum_;

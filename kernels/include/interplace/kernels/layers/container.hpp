@@ -33,8 +33,8 @@ class Sequential final : public Layer {
   Shape infer_output_shape(std::span<const Shape> inputs) const override;
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
-  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                   Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                   Gradients which) override;
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -55,8 +55,8 @@ class Residual final : public Layer {
   Shape infer_output_shape(std::span<const Shape> inputs) const override;
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
-  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                   Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                   Gradients which) override;
 
  private:
   std::unique_ptr<Layer> main_, shortcut_;

@@ -25,8 +25,8 @@ class Dropout final : public Layer {
   Shape infer_output_shape(std::span<const Shape> inputs) const override { return inputs[0]; }
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
-  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                   Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                   Gradients which) override;
 
  private:
   bool is_identity() const { return !training() || p_ == 0.0f; }

@@ -25,8 +25,8 @@ class SoftmaxCrossEntropy final : public Layer {
   Shape infer_output_shape(std::span<const Shape> inputs) const override;
   FlopCount count_flops(std::span<const Shape> inputs, const Shape& output) const override;
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
-  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
-                                   Context& ctx) override;
+  std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
+                                   Gradients which) override;
 };
 
 }  // namespace interplace::kernels
