@@ -42,17 +42,27 @@ def test_cpu_peak_scales_with_the_ranks_threads(tmp_path):
     assert row["mfu"] == pytest.approx(12e9 / 1.005 / 2 / (4 * 128e9))
 
 
+def _gpu(name: str, i: int = 0) -> str:
+    """A rank's description as runtime/devices.cpp writes it (with commas inside)."""
+    return (f"{name} (cuda:{i} of 2, 0000:19:00.0, sm_90, 132 SMs, 139.8 GiB, driver CUDA"
+            " 12.6, runtime CUDA 12.4, cuDNN 9.1)")
+
+
 def test_gpu_peak_only_when_the_gpu_is_the_preset(tmp_path):
     row = _row(tmp_path, device="cuda", cost_preset="h200", peak_flops=67e12,
-               device_name="NVIDIA H200 (141 GB)")
+               device_name=_gpu("NVIDIA H200"))
+    assert row["peak_flops_per_rank"] == pytest.approx(67e12)
     assert row["mfu"] == pytest.approx(12e9 / 1.005 / 2 / 67e12)
     row = _row(tmp_path, device="cuda", cost_preset="h200", peak_flops=67e12,
-               device_name="NVIDIA A100-SXM4-80GB")
+               device_name=_gpu("NVIDIA A100-SXM4-80GB"))
     assert math.isnan(row["mfu"])
     assert row["mfu_note"] == ("n/a: the device 'NVIDIA A100-SXM4-80GB' is not the cost"
                                " device preset h200: its peak is unknown")
-    row = _row(tmp_path, device="cuda", device_name="NVIDIA H200")
+    row = _row(tmp_path, device="cuda", device_name=_gpu("NVIDIA H200"))
     assert row["mfu_note"] == "n/a: cuda run, but the cost device preset is cpu-core"
+    row = _row(tmp_path, device="cuda", cost_preset="h200", peak_flops=67e12,
+               device_name="NVIDIA H200")
+    assert row["mfu_note"].startswith("n/a: cannot read 2 GPU names from")
 
 
 def test_unknown_peak_or_flops_is_na_with_the_reason(tmp_path):

@@ -24,7 +24,10 @@ COLUMNS = ["family", "model", "order", "placer", "devices", "strategy_label",
            "utilisation", "idle_fraction", "train_flops_per_step", "achieved_flops_per_rank",
            "peak_flops_per_rank", "mfu", "mfu_ci_low", "mfu_ci_high", "mfu_note"]
 
-_CPU_THREADS = re.compile(r"^cpu: (\d+) threads?$")  # runtime/devices.cpp's description
+# The per-rank descriptions of runtime/devices.cpp, joined with "," in ``device_names``:
+# "cpu: N threads", or a GPU's "NAME (cuda:I of N, PCI, sm_XY, ...)", which holds commas.
+_CPU_THREADS = re.compile(r"^cpu: (\d+) threads?$")
+_GPU_NAME = re.compile(r"(?:^|,)\s*([^,(]+?) \(cuda:\d+ of ")
 CPU_PRESET = "cpu-core"
 
 
@@ -41,15 +44,15 @@ def training_flops_per_step(forward_flops: float, backward_flops: float,
         graph_batch_size)
 
 
-def peak_per_rank(device: str, preset: str, peak: float,
-                  device_names: str) -> tuple[float, str]:
+def peak_per_rank(device: str, preset: str, peak: float, device_names: str,
+                  devices: int) -> tuple[float, str]:
     """Mean peak FLOP/s of one rank's device, or NaN and why it is unknown."""
     if not preset or peak is None or math.isnan(peak):
         return float("nan"), "no peak_flops_per_s in the file (written before it was recorded)"
-    names = [n.strip() for n in str(device_names).split(",") if n.strip()]
-    if not names:
+    if not str(device_names).strip():
         return float("nan"), "no device_names for the ranks"
     if device == "cpu":
+        names = [n.strip() for n in str(device_names).split(",")]
         if preset != CPU_PRESET:
             return float("nan"), (f"CPU run, but the cost device preset is {preset}"
                                   " (a GPU's peak)")
@@ -62,6 +65,9 @@ def peak_per_rank(device: str, preset: str, peak: float,
         return peak * float(np.mean(threads)), ""
     if preset == CPU_PRESET:
         return float("nan"), f"{device} run, but the cost device preset is {CPU_PRESET}"
+    names = _GPU_NAME.findall(str(device_names))
+    if len(names) != devices:
+        return float("nan"), f"cannot read {devices} GPU names from {device_names!r}"
     other = sorted({n for n in names if preset.lower() not in n.lower()})
     if other:
         return float("nan"), (f"the device {other[0]!r} is not the cost device preset"
@@ -87,7 +93,8 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
         flops = training_flops_per_step(r["forward_flops"], r["backward_flops"],
                                         r["graph_batch_size"], r["batch_size"])
         peak, note = peak_per_rank(str(r["device"]), str(r["cost_device_preset"]),
-                                   r["peak_flops_per_s"], str(r["device_names"]))
+                                   r["peak_flops_per_s"], str(r["device_names"]),
+                                   int(r["devices"]))
         if math.isnan(flops) and not note:
             note = "no FLOP counts in the file (written before they were recorded)"
         k = int(r["devices"])
