@@ -87,21 +87,43 @@ def step_time_by_order(results: Results, model: str, seed: int = 0) -> plt.Figur
     return fig
 
 
-def throughput_vs_accuracy(strategies: pd.DataFrame, model: str) -> plt.Figure | None:
-    """Samples/s against accuracy, one point per configuration, labelled by strategy;
-    horizontal bars: the 95% interval over runs of samples/s (from the speedup's)."""
+def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Results | None = None,
+                           seed: int = 0) -> plt.Figure | None:
+    """Samples/s against accuracy, one point per configuration, labelled by strategy and
+    placement, n in the legend. With ``results``, bars give each point's 95% intervals
+    over runs (horizontal: samples/s; vertical: evaluation accuracy)."""
     s = strategies[strategies["model"] == model] if not strategies.empty else strategies
     if s.empty:
         return None
     use_eval = (s["accuracy_metric"] == "eval").all()
     col = "eval_accuracy" if use_eval else "accuracy_at_equal_step"
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for label, g in s.groupby("strategy_label", sort=True):
+    ok = results.ok if results is not None else None
+    for i, (label, g) in enumerate(s.groupby("strategy_label", sort=True)):
         n = int(g["runs"].min())
-        ax.scatter(g["samples_per_s"], g[col], label=f"{label} (n={n})")
+        colour = f"C{i % 10}"
+        ax.scatter(g["samples_per_s"], g[col], label=f"{label} (n={n})", color=colour)
         for _, r in g.iterrows():
             ax.annotate(f"{label} {r['order']}/{r['placer']}", (r["samples_per_s"], r[col]),
                         textcoords="offset points", xytext=(4, 3), fontsize=6)
+            if ok is None:
+                continue
+            runs = ok[ok["config_key"] == r["config_key"]]
+            tput = stats.median_estimate(
+                stats.Runs(runs["samples_per_s"].to_numpy(float),
+                           [results.measured_step_times(x) for x in runs["run_id"]],
+                           inverse=True), stats.seed_for("plot-tput", r["config_key"], base=seed))
+            xerr = np.array([[max(r["samples_per_s"] - tput.low, 0.0)],
+                             [max(tput.high - r["samples_per_s"], 0.0)]])
+            yerr = None
+            if use_eval and len(runs) >= 2:
+                acc = stats.median_estimate(stats.Runs(runs["eval_accuracy"].to_numpy(float)),
+                                            stats.seed_for("plot-acc", r["config_key"],
+                                                           base=seed))
+                yerr = np.array([[max(r[col] - acc.low, 0.0)], [max(acc.high - r[col], 0.0)]])
+            ax.errorbar([r["samples_per_s"]], [r[col]], xerr=np.nan_to_num(xerr),
+                        yerr=None if yerr is None else np.nan_to_num(yerr), fmt="none",
+                        ecolor=colour, capsize=2, linewidth=0.8)
     ax.set_xlabel("throughput (samples/s, median over runs)")
     ax.set_ylabel("evaluation accuracy" if use_eval else "training accuracy at equal steps")
     ax.set_title(f"{model}: throughput vs accuracy per strategy", fontsize=10)

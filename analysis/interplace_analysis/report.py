@@ -209,7 +209,8 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Figure]:
         Figure("throughput_vs_accuracy", "Throughput vs accuracy per strategy",
                "Per model, one point per configuration of a strategy comparison: samples/s"
                " (median over runs) against evaluation accuracy (or training accuracy at equal"
-               " steps); n in the legend. Up and right is better.",
+               " steps); bars: 95% intervals over runs; n in the legend. Up and right is"
+               " better.",
                empty_text="(none: no group compares two or more strategies)"),
         Figure("accuracy_vs_time", "Accuracy vs wall time per strategy",
                "Per strategy comparison group, every run's training accuracy (top-1 on its"
@@ -245,7 +246,7 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Figure]:
         by["predicted_vs_measured"].paths.append(
             plots.save(fig, out / "predicted_vs_measured.png"))
     for model in models:
-        fig = plots.throughput_vs_accuracy(strat, model)
+        fig = plots.throughput_vs_accuracy(strat, model, results, seed=report.seed)
         if fig is not None:
             by["throughput_vs_accuracy"].paths.append(
                 plots.save(fig, out / f"throughput_vs_accuracy_{_slug(model)}.png"))

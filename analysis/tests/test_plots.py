@@ -47,6 +47,15 @@ def test_throughput_vs_accuracy_points(results):
     assert "samples/s" in ax.get_xlabel()
     assert sorted(t.get_text() for t in ax.texts) == [
         "global/gpipe topo/contiguous", "local topo/contiguous", "pairwise topo/contiguous"]
+    assert not ax.containers  # without the results: no intervals
+    # with them, a samples/s interval around each point (one run: over its steps)
+    ax = plots.throughput_vs_accuracy(strategies.strategy_table(results), "resnet20",
+                                      results).axes[0]
+    assert len(ax.containers) == 3
+    for c in ax.containers:
+        (bar,) = c.lines[2]
+        (x0, _), (x1, _) = bar.get_segments()[0]
+        assert x0 < x1
 
 
 def test_loss_curves_by_step_and_by_time(results):
