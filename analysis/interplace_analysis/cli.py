@@ -8,6 +8,7 @@ other-version file) is one line on stderr and exit status 2, not a traceback.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -67,7 +68,13 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_line(argv: list[str]) -> str:
+    """The command as a shell would take it back, for the report's provenance."""
+    return shlex.join(["python", "-m", "interplace_analysis", *argv])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     if args.command == "compare":
         return _compare(args)
@@ -78,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from .report import build_report, write_report  # matplotlib: only once input is good
 
-    report = build_report(results, seed=args.seed, tolerance=args.accuracy_tolerance)
+    report = build_report(results, seed=args.seed, tolerance=args.accuracy_tolerance,
+                          command=command_line(argv))
     try:
         text, written = write_report(results, report, args.out)
     except OSError as e:

@@ -150,6 +150,13 @@ def config_row(rec: ConfigRecord) -> dict:
     row["pred_fallback_reason"] = pred.get("fallback_reason", "")
     for g in GRAPH_ATTRIBUTES:
         row[g] = rec.graph.get(g, _nan())
+    # What the MFU needs (tables/efficiency.py); NaN/empty in files written before them.
+    row["forward_flops"] = rec.graph.get("forward_flops", _nan())
+    row["backward_flops"] = rec.graph.get("backward_flops", _nan())
+    row["graph_batch_size"] = rec.graph.get("batch_size", _nan())
+    row["peak_flops_per_s"] = a.get("peak_flops_per_s", _nan())
+    row["cost_device_preset"] = a.get("cost_device_preset", "")
+    row["device_names"] = a.get("device_names", "")
     row["sim_error"] = (row["pred_step_time_s"] / row["step_time_s"] - 1.0
                         if row["step_time_s"] and not math.isnan(row["step_time_s"])
                         else _nan())

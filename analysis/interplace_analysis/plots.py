@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -30,9 +31,25 @@ def save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
-    """Box plot of measured step times per order, one panel per group of the model
-    (placer, K, strategy, ...) that tried several orders, orders sorted by median."""
+MS = 1e3  # step times are recorded in seconds and drawn in milliseconds
+
+
+def _run_side(results: Results, runs: pd.DataFrame) -> stats.Runs:
+    return stats.Runs(runs["step_time_s"].to_numpy(float),
+                      [results.measured_step_times(r) for r in runs["run_id"]])
+
+
+def _errorbar(ax, x, y, low, high, **kw):
+    """Points with asymmetric error bars from interval bounds (NaN bounds: no bar)."""
+    y, low, high = (np.asarray(v, dtype=float) for v in (y, low, high))
+    err = np.vstack([np.nan_to_num(y - low), np.nan_to_num(high - y)]).clip(min=0)
+    return ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, **kw)
+
+
+def step_time_by_order(results: Results, model: str, seed: int = 0) -> plt.Figure | None:
+    """Median step time (ms) per order with its 95% interval over runs, one panel per
+    group of the model (placer, K, strategy, ...) that tried several orders, orders sorted
+    by median; each tick says the order and its n (runs), each point its value."""
     ok = results.ok
     ok = ok[ok["model"] == model] if not ok.empty else ok
     if ok.empty:
@@ -40,33 +57,74 @@ def step_time_by_order(results: Results, model: str) -> plt.Figure | None:
     groups = list(ok.groupby(GROUP_KEY, dropna=False, sort=True))
     compared = [(k, g) for k, g in groups if g["order"].nunique() > 1]
     groups = compared or groups  # a panel with one order says nothing about orders
-    fig, axes = plt.subplots(len(groups), 1, figsize=(8, 2.8 * len(groups)), squeeze=False)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(8, 3.0 * len(groups)), squeeze=False)
     for ax, (key, grp) in zip(axes[:, 0], groups):
-        data = {o: np.concatenate([results.measured_step_times(c) for c in g["run_id"]])
+        ests = {o: stats.median_estimate(_run_side(results, g),
+                                         stats.seed_for("plot-order", *key, o, base=seed))
                 for o, g in grp.groupby("order")}
-        orders = sorted(data, key=lambda o: (stats.median(data[o]), o))
-        ax.boxplot([data[o] for o in orders])  # labels set apart: matplotlib < 3.9 and >= 3.9
-        ax.set_xticks(range(1, len(orders) + 1), orders)
+        orders = sorted(ests, key=lambda o: (ests[o].point, o))
+        x = np.arange(len(orders))
+        pts = [ests[o] for o in orders]
+        _errorbar(ax, x, [e.point * MS for e in pts], [e.low * MS for e in pts],
+                  [e.high * MS for e in pts], color="tab:blue")
+        for xi, o in zip(x, orders):  # each run's own median: the n behind the point
+            per_run = grp[grp["order"] == o]["step_time_s"].to_numpy(float) * MS
+            ax.scatter(np.full(per_run.size, xi + 0.12), per_run, s=8, color="grey",
+                       marker="x", linewidths=0.8, label=None)
+        for xi, e in zip(x, pts):
+            ax.annotate(f"{e.point * MS:.4g}", (xi, e.point * MS), textcoords="offset points",
+                        xytext=(6, 0), fontsize=7, va="center")
+        ax.set_xticks(x, [f"{o}\nn={ests[o].runs[0]}" for o in orders])
+        ax.set_xlim(-0.5, len(orders) - 0.5)
         k = dict(zip(GROUP_KEY, key))
         ax.set_title(f"{model}: {k['placer']}, K={k['devices']}, {k['strategy_label']},"
                      f" M={k['micro_batches']}", fontsize=9)
-        ax.set_ylabel("step time (s)")
-        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    fig.tight_layout()
+        ax.set_ylabel("step time (ms)")
+        ax.tick_params(axis="x", labelsize=8)
+    fig.text(0.01, 0.005, "dot: median over runs of each run's median step; bar: 95% interval"
+             " over runs (one run: over its steps); grey x: each run", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     return fig
 
 
-def throughput_vs_accuracy(strategies: pd.DataFrame, model: str) -> plt.Figure | None:
-    """Samples/s against accuracy, one point per configuration, labelled by strategy."""
+def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Results | None = None,
+                           seed: int = 0) -> plt.Figure | None:
+    """Samples/s against accuracy, one point per configuration, labelled by strategy and
+    placement, n in the legend. With ``results``, bars give each point's 95% intervals
+    over runs (horizontal: samples/s; vertical: evaluation accuracy)."""
     s = strategies[strategies["model"] == model] if not strategies.empty else strategies
     if s.empty:
         return None
     use_eval = (s["accuracy_metric"] == "eval").all()
     col = "eval_accuracy" if use_eval else "accuracy_at_equal_step"
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, g in s.groupby("strategy_label", sort=True):
-        ax.scatter(g["samples_per_s"], g[col], label=label)
-    ax.set_xlabel("samples/s")
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ok = results.ok if results is not None else None
+    for i, (label, g) in enumerate(s.groupby("strategy_label", sort=True)):
+        n = int(g["runs"].min())
+        colour = f"C{i % 10}"
+        ax.scatter(g["samples_per_s"], g[col], label=f"{label} (n={n})", color=colour)
+        for _, r in g.iterrows():
+            ax.annotate(f"{label} {r['order']}/{r['placer']}", (r["samples_per_s"], r[col]),
+                        textcoords="offset points", xytext=(4, 3), fontsize=6)
+            if ok is None:
+                continue
+            runs = ok[ok["config_key"] == r["config_key"]]
+            tput = stats.median_estimate(
+                stats.Runs(runs["samples_per_s"].to_numpy(float),
+                           [results.measured_step_times(x) for x in runs["run_id"]],
+                           inverse=True), stats.seed_for("plot-tput", r["config_key"], base=seed))
+            xerr = np.array([[max(r["samples_per_s"] - tput.low, 0.0)],
+                             [max(tput.high - r["samples_per_s"], 0.0)]])
+            yerr = None
+            if use_eval and len(runs) >= 2:
+                acc = stats.median_estimate(stats.Runs(runs["eval_accuracy"].to_numpy(float)),
+                                            stats.seed_for("plot-acc", r["config_key"],
+                                                           base=seed))
+                yerr = np.array([[max(r[col] - acc.low, 0.0)], [max(acc.high - r[col], 0.0)]])
+            ax.errorbar([r["samples_per_s"]], [r[col]], xerr=np.nan_to_num(xerr),
+                        yerr=None if yerr is None else np.nan_to_num(yerr), fmt="none",
+                        ecolor=colour, capsize=2, linewidth=0.8)
+    ax.set_xlabel("throughput (samples/s, median over runs)")
     ax.set_ylabel("evaluation accuracy" if use_eval else "training accuracy at equal steps")
     ax.set_title(f"{model}: throughput vs accuracy per strategy", fontsize=10)
     ax.legend(fontsize=8)
@@ -76,8 +134,8 @@ def throughput_vs_accuracy(strategies: pd.DataFrame, model: str) -> plt.Figure |
 
 def loss_curves(results: Results, config_ids: list[str], title: str,
                 equal_time_s: float | None = None) -> plt.Figure | None:
-    """Training loss per measured step and per elapsed wall time, one line per config;
-    a dashed line marks the equal-wall-time point of Table 2 when given."""
+    """Training loss per measured step and per elapsed wall time, one line per run
+    given; a dashed line marks the equal-wall-time point of Table 2 when given."""
     if results.curves.empty or not config_ids:
         return None
     cfg = results.configs.set_index("run_id")
@@ -85,17 +143,121 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
     for cid in config_ids:
         d = results.measured_curve(cid)
         label = cfg.loc[cid, "strategy_label"]
-        a1.plot(d["step"], d["loss"], label=label)
-        a2.plot(d["elapsed_s"], d["loss"], label=label)
+        a1.plot(d["step"], d["loss"], marker=".", label=label)
+        a2.plot(d["elapsed_s"], d["loss"], marker=".", label=label)
     if equal_time_s is not None and equal_time_s == equal_time_s:
         a2.axvline(equal_time_s, color="grey", linestyle="--", linewidth=1,
                    label="equal wall time")
     a1.set_xlabel("step")
+    a1.xaxis.set_major_locator(MaxNLocator(integer=True))
     a2.set_xlabel("measured wall time (s)")
     for a in (a1, a2):
-        a.set_ylabel("loss")
+        a.set_ylabel("training loss")
         a.legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(f"{title} (one run per strategy)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_vs_time(results: Results, run_ids: list[str], title: str) -> plt.Figure | None:
+    """Training accuracy against measured wall time, every run given, one colour per
+    strategy (legend: strategy and n runs). None when no run has an accuracy."""
+    if results.curves.empty or not run_ids:
+        return None
+    cfg = results.configs.set_index("run_id")
+    curves = {r: results.measured_curve(r).dropna(subset=["accuracy", "elapsed_s"])
+              for r in run_ids}
+    curves = {r: d for r, d in curves.items() if not d.empty}
+    if not curves:
+        return None
+    labels = sorted({cfg.loc[r, "strategy_label"] for r in curves})
+    colours = {lab: f"C{i % 10}" for i, lab in enumerate(labels)}
+    counts = {lab: sum(cfg.loc[r, "strategy_label"] == lab for r in curves) for lab in labels}
+    fig, ax = plt.subplots(figsize=(7, 4))
+    drawn = set()
+    for r, d in curves.items():
+        lab = cfg.loc[r, "strategy_label"]
+        ax.plot(d["elapsed_s"], d["accuracy"], marker=".", color=colours[lab], alpha=0.8,
+                label=None if lab in drawn else f"{lab} (n={counts[lab]})")
+        drawn.add(lab)
+    ax.set_xlabel("measured wall time (s)")
+    ax.set_ylabel("training accuracy (mini-batch, top-1)")
+    ax.set_title(f"{title}: accuracy vs wall time", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def predicted_vs_measured(sim: pd.DataFrame) -> plt.Figure | None:
+    """Simulator's predicted against measured step time (ms), one point per configuration
+    (measured: median over runs with its 95% interval as a horizontal bar), coloured by
+    model, labelled with its ``point`` number (the simulator table's column: names would
+    overlap), with the identity line; log-log when either axis spans more than 10x."""
+    d = sim.dropna(subset=["pred_step_time_s", "step_time_s"]) if not sim.empty else sim
+    if d.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    for i, (model, g) in enumerate(d.groupby("model", sort=True)):
+        x, y = g["step_time_s"].to_numpy(float) * MS, g["pred_step_time_s"].to_numpy(float) * MS
+        lo = g["step_time_ci_low"].to_numpy(float) * MS
+        hi = g["step_time_ci_high"].to_numpy(float) * MS
+        err = np.vstack([np.nan_to_num(x - lo), np.nan_to_num(hi - x)]).clip(min=0)
+        n = int(g["runs"].min())
+        ax.errorbar(x, y, xerr=err, fmt="o", capsize=2, color=f"C{i % 10}",
+                    label=f"{model} ({len(g)} configs, n>={n})")
+        for xi, yi, pt in zip(x, y, g["point"]):  # the row of the simulator table
+            ax.annotate(str(pt), (xi, yi), textcoords="offset points", xytext=(3, 3),
+                        fontsize=6)
+    allv = np.concatenate([d["step_time_s"].to_numpy(float),
+                           d["pred_step_time_s"].to_numpy(float)]) * MS
+    allv = allv[allv > 0]
+    lo, hi = (allv.min(), allv.max()) if allv.size else (1.0, 10.0)
+    if hi / lo > 10:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lims = (lo / 1.3, hi * 1.3)
+    else:
+        pad = 0.1 * (hi - lo) if hi > lo else 0.1 * hi
+        lims = (max(0.0, lo - pad), hi + pad)
+    ax.plot(lims, lims, color="grey", linestyle="--", linewidth=1, label="predicted = measured")
+    ax.set_xlim(lims)
+    ax.set_ylim(lims)
+    ax.set_xlabel("measured step time (ms, median over runs)")
+    ax.set_ylabel("predicted step time (ms, simulator)")
+    ax.set_title("simulator: predicted vs measured step time", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def speedup_vs_devices(scaling: pd.DataFrame, model: str) -> plt.Figure | None:
+    """Speedup over the smallest-K configuration against device count, one line per
+    (strategy, order, placer, M, B) of the model, 95% intervals over runs as bars, each
+    point labelled with its value; dashed: linear speedup."""
+    s = scaling[scaling["model"] == model] if not scaling.empty else scaling
+    if s.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lines = s.groupby(["strategy_label", "order", "placer", "micro_batches", "batch_size"],
+                      sort=True)
+    for i, ((label, order, placer, m, b), g) in enumerate(lines):
+        g = g.sort_values("devices")
+        n = int(min(g["runs"].min(), g["base_runs"].min()))
+        _errorbar(ax, g["devices"], g["speedup"], g["speedup_ci_low"], g["speedup_ci_high"],
+                  color=f"C{i % 10}", linestyle="-",
+                  label=f"{label} {order}/{placer} M={m} B={b} (n>={n})")
+        for _, r in g.iterrows():
+            ax.annotate(f"x{r['speedup']:.3g}", (r["devices"], r["speedup"]),
+                        textcoords="offset points", xytext=(5, 3), fontsize=6)
+    ks = sorted(set(int(k) for k in s["devices"]))
+    k0 = int(s["base_devices"].min())
+    ax.plot(ks, [k / k0 for k in ks], color="grey", linestyle="--", linewidth=1,
+            label="linear")
+    ax.set_xticks(ks)  # the device counts run: whole numbers
+    ax.set_xlabel("devices (K ranks)")
+    ax.set_ylabel(f"speedup over K={k0} (step time ratio)")
+    ax.set_title(f"{model}: speedup vs device count", fontsize=10)
+    ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
@@ -112,14 +274,12 @@ def idle_intervals(events: pd.DataFrame, end_s: float) -> list[tuple[float, floa
     return gaps
 
 
-def timeline(results: Results, config_id: str) -> plt.Figure | None:
-    """One measured step of every rank: busy time by kind, comm-wait, and idle gaps.
+def _draw_timeline(ax, results: Results, config_id: str) -> set[str]:
+    """One measured step of every rank of one run on ``ax`` (ms); returns kinds drawn.
 
     A rank's step ends at its ``ranks/step_s`` of the last measured step (the step the
     timeline records) or, without it, at its last event."""
-    ev = results.timelines.get(config_id)
-    if ev is None or ev.empty:
-        return None
+    ev = results.timelines[config_id]
     cfg = results.configs.set_index("run_id").loc[config_id]
     ends = {}
     st = results.steps
@@ -129,25 +289,71 @@ def timeline(results: Results, config_id: str) -> plt.Figure | None:
             last = last[last["step"] == last["step"].max()]
             ends = dict(zip(last["rank"], last["step_s"]))
     ranks = sorted(set(ev["rank"]) | set(range(int(cfg["devices"] or 0))))
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(ranks) + 1.5))
-    drawn = set()
+    drawn: set[str] = set()
     for r in ranks:
         e = ev[ev["rank"] == r]
         end = float(ends.get(r, e["end_s"].max() if len(e) else 0.0))
         for kind, g in e.groupby("kind"):
-            ax.broken_barh(list(zip(g["start_s"], g["end_s"] - g["start_s"])), (r - 0.4, 0.8),
-                           facecolors=KIND_COLOURS.get(kind, "black"),
-                           label=None if kind in drawn else kind)
+            ax.broken_barh(list(zip(g["start_s"] * MS, (g["end_s"] - g["start_s"]) * MS)),
+                           (r - 0.4, 0.8), facecolors=KIND_COLOURS.get(kind, "black"),
+                           label=kind)
             drawn.add(kind)
         gaps = idle_intervals(e, end)
         if gaps:
-            ax.broken_barh(gaps, (r - 0.4, 0.8), facecolors=KIND_COLOURS["idle"],
-                           label=None if "idle" in drawn else "idle")
+            ax.broken_barh([(a * MS, w * MS) for a, w in gaps], (r - 0.4, 0.8),
+                           facecolors=KIND_COLOURS["idle"], label="idle")
             drawn.add("idle")
     ax.set_yticks(ranks, [f"rank {r}" for r in ranks])
-    ax.invert_yaxis()
-    ax.set_xlabel("time from the rank's start of the step (s)")
+    ax.set_ylim(max(ranks) + 0.6, min(ranks) - 0.6)  # rank 0 on top
+    return drawn
+
+
+def _timeline_legend(fig: plt.Figure, ax) -> None:
+    seen = {}
+    for fig_ax in fig.axes:
+        for h, lab in zip(*fig_ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    ax.legend(list(seen.values()), list(seen.keys()), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
+
+
+def timeline(results: Results, config_id: str) -> plt.Figure | None:
+    """One measured step of every rank of one run: busy time by kind, comm-wait, idle."""
+    ev = results.timelines.get(config_id)
+    if ev is None or ev.empty:
+        return None
+    cfg = results.configs.set_index("run_id").loc[config_id]
+    fig, ax = plt.subplots(figsize=(9, 0.6 * max(int(cfg["devices"] or 1), 1) + 1.5))
+    _draw_timeline(ax, results, config_id)
+    ax.set_xlabel("time from the rank's start of the step (ms)")
     ax.set_title(f"{cfg['name']}: one measured step", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _timeline_legend(fig, ax)
+    fig.tight_layout()
+    return fig
+
+
+def timeline_comparison(results: Results, run_ids: list[str], title: str) -> plt.Figure | None:
+    """The same placement under each strategy: one stacked panel per run given (one run
+    per strategy), a shared time axis in ms, each panel titled with its strategy and the
+    run's step time. Refuses (ValueError) runs on one rank: there is nothing to compare
+    between ranks, and a 1-rank step has no bubbles."""
+    run_ids = [r for r in run_ids if r in results.timelines and len(results.timelines[r])]
+    if not run_ids:
+        return None
+    cfg = results.configs.set_index("run_id")
+    one = [r for r in run_ids if int(cfg.loc[r, "devices"]) < 2]
+    if one:
+        raise ValueError(f"timeline_comparison: run {one[0]} has a single rank")
+    k = max(int(cfg.loc[r, "devices"]) for r in run_ids)
+    fig, axes = plt.subplots(len(run_ids), 1, sharex=True, squeeze=False,
+                             figsize=(9, len(run_ids) * (0.5 * k + 1.0) + 1.0))
+    for ax, rid in zip(axes[:, 0], run_ids):
+        _draw_timeline(ax, results, rid)
+        c = cfg.loc[rid]
+        ax.set_title(f"{c['strategy_label']}: step {c['step_time_s'] * MS:.4g} ms (median of"
+                     f" this run), repeat {c['repeat']}", fontsize=9)
+    axes[-1, 0].set_xlabel("time from the rank's start of the last measured step (ms)")
+    _timeline_legend(fig, axes[0, 0])
+    fig.suptitle(f"{title}: one measured step per strategy", fontsize=10)
     fig.tight_layout()
     return fig

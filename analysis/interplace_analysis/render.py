@@ -49,8 +49,9 @@ def _cells(table: Table) -> tuple[list[str], list[list[str]]]:
     return cols, rows
 
 
-def to_markdown(table: Table) -> str:
-    out = [f"### {table.title}", ""]
+def to_markdown(table: Table, number: str = "") -> str:
+    """The table under a ``###`` heading, numbered when ``number`` is given."""
+    out = [f"### {number + ' ' if number else ''}{table.title}", ""]
     if table.frame.empty:
         return "\n".join(out + [table.empty_text, ""])
     cols, rows = _cells(table)

@@ -66,6 +66,13 @@ class Cfg:
         critical_path_cost_share=0.97))
     timeline: list[tuple[int, str, float, float]] | None = None
     with_data: bool = True  # False: a failed/skipped group without steps/ranks datasets
+    device: str = "cpu"
+    # graph/forward_flops, graph/backward_flops of one micro-batch (None: not written, as
+    # in files from before them) and the cost device preset's peak (None: not written).
+    flops: tuple[int, int] | None = (1_000_000_000, 2_000_000_000)
+    cost_preset: str = "cpu-core"
+    peak_flops: float | None = 128e9
+    device_name: str = "cpu: 1 threads"  # device_names entry of every rank
     index: int = 0
     repeat: int | None = None  # written as the `repeat` attribute (and in the id) when set
     group_name: str | None = None  # /configs/<group_name> instead of /configs/<id>
@@ -78,7 +85,7 @@ class Cfg:
                 "warmup_steps": 1, "steps": len(self.measured()), "dataset": "synthetic",
                 "eval_samples_requested": 0 if np.isnan(self.eval_accuracy) else 1000,
                 "optimizer": "sgd", "learning_rate": 0.05, "weight_decay": 0.0,
-                "seed": self.seed, "device": "cpu", "cost_device": "cpu-core",
+                "seed": self.seed, "device": self.device, "cost_device": self.cost_preset,
                 "model_options": ""}
 
     def measured(self) -> list[float]:
@@ -127,6 +134,13 @@ def _write_config(configs: h5py.Group, c: Cfg) -> None:
         gr = g.create_group("graph")
         for key, value in c.graph.items():
             _attr(gr, key, value)
+        if c.flops is not None:
+            _attr(gr, "forward_flops", c.flops[0])
+            _attr(gr, "backward_flops", c.flops[1])
+            _attr(gr, "batch_size", c.batch_size // c.micro_batches)
+        if c.peak_flops is not None:
+            _attr(g, "cost_device_preset", c.cost_preset)
+            _attr(g, "peak_flops_per_s", c.peak_flops)
     n = c.graph.get("node_count", 4) if c.graph else 4
     g.create_dataset("order", data=np.arange(n, dtype=np.int64))
     g.create_dataset("placement", data=(np.arange(n) * k // n).astype(np.int64))
@@ -146,7 +160,7 @@ def _write_config(configs: h5py.Group, c: Cfg) -> None:
     _attr(g, "reach", {"global": k - 1, "local": 0, "pairwise": 1}.get(c.strategy, 1))
     _attr(g, "global_only_reason", "")
     _attr(g, "hosts", ",".join(["node1"] * k))
-    _attr(g, "device_names", ",".join(["cpu: 1 threads"] * k))
+    _attr(g, "device_names", ",".join([c.device_name] * k))
     st = g.create_group("steps")
     st.create_dataset("step", data=steps.astype(np.int64))
     st.create_dataset("warmup", data=(steps == 0).astype(np.int8))
@@ -181,10 +195,11 @@ def _write_config(configs: h5py.Group, c: Cfg) -> None:
 
 def write_result_file(path: Path, configs: list[Cfg], *, format_name="interplace-results",
                       format_version=1, shard="0/1", spec_text="[sweep]\nname = 'fixture'\n",
-                      with_configs_group=True) -> Path:
-    """A complete file; ``index`` of each configuration is taken as given."""
+                      with_configs_group=True, root: dict | None = None) -> Path:
+    """A complete file; ``index`` of each configuration is taken as given; ``root``
+    replaces or adds root attributes."""
     with h5py.File(path, "w") as f:
-        for key, value in {
+        for key, value in {**{
             "format_name": format_name, "format_version": format_version,
             "created_utc": "2026-11-29T19:00:00Z", "interplace_version": "0.1.0",
             "git_commit": "unknown", "mpi_version": "Open MPI 4.1.4", "hdf5_version": "1.10.8",
@@ -193,7 +208,7 @@ def write_result_file(path: Path, configs: list[Cfg], *, format_name="interplace
             "devices": "cpu,cpu", "world_size": 2, "slurm_job_id": "",
             "slurm_array_job_id": "", "slurm_array_task_id": "", "shard": shard,
             "spec_path": "runs/configs/fixture.toml", "spec_text": spec_text,
-        }.items():
+        }, **(root or {})}.items():
             _attr(f, key, value)
         if with_configs_group:
             grp = f.create_group("configs")

@@ -18,7 +18,8 @@ from interplace_analysis.report import build_report
 from interplace_analysis.tables import traversal
 
 TABLES = ["summary", "recommendations", "traversal_best", "traversal_orders", "strategies",
-          "graph_features", "simulator", "simulator_summary", "failures"]
+          "efficiency", "scaling", "graph_features", "simulator", "simulator_summary",
+          "failures"]
 ANALYSIS = Path(__file__).resolve().parents[1]
 
 
@@ -34,15 +35,18 @@ def test_report_writes_tables_plots_and_prints_markdown(fixture_file, tmp_path, 
     out = tmp_path / "rep"
     assert main(["report", str(fixture_file), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "### 5. Recommendations per family" in printed
+    assert "### 1.1 Recommendations per family" in printed
     assert "| resnet | dfs-pre | contiguous |" in printed
     assert (out / "report.md").read_text() + "\n" == printed
     for name in TABLES:
         for ext in ("md", "csv", "tex"):
             assert (out / "tables" / f"{name}.{ext}").is_file(), (name, ext)
     pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
-    assert len(pngs) == 5
-    assert any(p.startswith("timeline_resnet20_global-gpipe") for p in pngs)
+    # 2 step-time-by-order (resnet20, gpt-small), predicted vs measured, throughput vs
+    # accuracy, accuracy vs time, loss and timeline of the resnet20 strategy group
+    assert len(pngs) == 7
+    assert "predicted_vs_measured.png" in pngs
+    assert any(p.startswith("timeline_resnet20-topo-contiguous-K-2") for p in pngs)
     for p in (out / "plots").glob("*.png"):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the CSV holds the same numbers as the table, at full precision

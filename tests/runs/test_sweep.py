@@ -191,6 +191,12 @@ def check_layout(path, spec_path, world_size):
                 check(is_float(gr["mean_branching_factor"]) and
                       is_float(gr["critical_path_cost_share"]), f"{gid}: graph floats")
                 check(is_int(a["parameter_count"]) and is_int(a["reach"]), f"{gid}: plan attrs")
+                for name in ("forward_flops", "backward_flops", "batch_size"):
+                    check(is_int(gr[name]) and gr[name] > 0, f"{gid}: graph/{name}")
+                check(gr["batch_size"] * int(a["micro_batches"]) == a["batch_size"],
+                      f"{gid}: graph/batch_size is one micro-batch")
+                check(is_str(a["cost_device_preset"]) and is_float(a["peak_flops_per_s"]) and
+                      a["peak_flops_per_s"] > 0, f"{gid}: cost device peak")
             if a["status"] == "ok":
                 check(a["reason"] == "", f"{gid}: ok with a reason")
                 for key in OK_FLOAT:

@@ -1,8 +1,10 @@
-"""Table 4: how well the simulator's predicted step time matches the measured one.
+"""Table "simulator": how well the simulator's predicted step time matches the measured one.
 
 Per configuration (its runs pooled, ``runs``): predicted and measured (median over
-runs) step time, the error ``predicted / measured - 1`` and predicted vs measured idle
-(bubble) fraction. The summary gives MAPE (mean |error|, in %) and Spearman's rank correlation: a placer only
+runs, with its 95% interval over runs) step time, the error ``predicted / measured - 1``
+and predicted vs measured idle (bubble) fraction; ``point`` numbers the rows (the labels
+of the predicted-vs-measured figure). The summary gives MAPE (mean |error|, in %) and
+Spearman's rank correlation: a placer only
 needs the simulator to *rank* placements correctly, so the rank correlation is the
 number that says whether the placers can trust it, even when MAPE is large. Over
 all configurations it is dominated by model size, so the summary also gives the mean
@@ -18,12 +20,13 @@ from .. import stats
 from ..loader import Results
 from .traversal import GROUP_KEY
 
-COLUMNS = ["config_id", "runs", "name", "pred_estimator", "pred_step_time_s", "step_time_s",
-           "sim_error", "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
+COLUMNS = ["point", "config_id", "runs", "name", "pred_estimator", "pred_step_time_s",
+           "step_time_s", "step_time_ci_low", "step_time_ci_high", "sim_error",
+           "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
 SUMMARY = ["scope", "configs", "mape_pct", "spearman", "median_error"]
 
 
-def simulator_table(results: Results) -> pd.DataFrame:
+def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
     ok = results.ok
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -37,11 +40,18 @@ def simulator_table(results: Results) -> pd.DataFrame:
         r = g.iloc[0].copy()
         r["config_id"] = key
         r["runs"] = len(g)
-        r["step_time_s"] = stats.median(g["step_time_s"])
+        est = stats.median_estimate(
+            stats.Runs(g["step_time_s"].to_numpy(float),
+                       [results.measured_step_times(rid) for rid in g["run_id"]]),
+            stats.seed_for("simulator", key, base=seed))
+        r["step_time_s"] = est.point
+        r["step_time_ci_low"], r["step_time_ci_high"] = est.low, est.high
         r["idle_fraction"] = stats.median(g["idle_fraction"])
         r["sim_error"] = r["pred_step_time_s"] / r["step_time_s"] - 1.0
         rows.append(r)
-    return pd.DataFrame(rows)[COLUMNS].reset_index(drop=True)
+    out = pd.DataFrame(rows)
+    out["point"] = range(1, len(out) + 1)  # the label of its point in the figure
+    return out[COLUMNS].reset_index(drop=True)
 
 
 def _summary_row(scope: str, t: pd.DataFrame) -> dict:

@@ -8,6 +8,7 @@
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 
@@ -100,6 +101,15 @@ void write_plan(hid_t g, const TrainPlan& plan) {
   write_attr(graph.get(), "max_width", int64_t{s.max_width});
   write_attr(graph.get(), "mean_branching_factor", s.mean_branching_factor);
   write_attr(graph.get(), "critical_path_cost_share", s.critical_path_cost_share);
+  // Model FLOPs of one micro-batch (the graph's batch), for the analysis' MFU.
+  write_attr(graph.get(), "forward_flops", plan.graph.total_forward_flops());
+  write_attr(graph.get(), "backward_flops", plan.graph.total_backward_flops());
+  write_attr(graph.get(), "batch_size", plan.graph.batch_size());
+  // The cost device preset's peak (its name: cost_device_preset), the MFU's denominator;
+  // a profile replaces the preset's times but not its peak, so the name is kept apart.
+  const DevicePreset& preset = device_preset_by_name(plan.config.cost_device);
+  write_attr(g, "cost_device_preset", preset.name);
+  write_attr(g, "peak_flops_per_s", preset.device.peak_flops_per_s);
 }
 
 // Per step: the network's loss and accuracy, per stage the auxiliary ones, per rank the
