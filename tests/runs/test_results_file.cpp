@@ -133,6 +133,18 @@ TEST_F(ResultsFile, ConfigurationsReadBack) {
   EXPECT_EQ(s.format_name, "interplace-results");
   EXPECT_EQ(s.format_version, 3);
   EXPECT_EQ(s.shard, "0/1");
+  {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (const auto& [name, expected] :
+         {std::pair{"shard_index", 0}, std::pair{"shard_count", 1}}) {
+      int64_t value = -1;
+      const hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+      H5Aread(a, H5T_NATIVE_INT64, &value);
+      H5Aclose(a);
+      EXPECT_EQ(value, expected) << name;
+    }
+    H5Fclose(f);
+  }
   EXPECT_EQ(s.spec_text, "steps = 3\n");
   ASSERT_EQ(s.configs.size(), 2u);
   EXPECT_EQ(s.configs[0].id, ok.config.id);
@@ -209,6 +221,12 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"));
   const ResultsSummary merged = read_results_file(path("m.h5"));
   EXPECT_EQ(merged.shard, "merged");
+  {
+    const hid_t f = H5Fopen(path("m.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    EXPECT_EQ(H5Aexists(f, "shard_index"), 0);  // a merged file is no shard
+    EXPECT_EQ(H5Aexists(f, "shard_count"), 0);
+    H5Fclose(f);
+  }
   ASSERT_EQ(merged.configs.size(), 2u);
   EXPECT_EQ(merged.configs[0].status, "ok");
   EXPECT_DOUBLE_EQ(merged.configs[0].median_step_s, 0.2);

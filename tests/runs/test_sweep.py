@@ -207,6 +207,12 @@ def check_layout(path, spec_path, world_size):
         check(root["format_name"] == "interplace-results", "format_name")
         check(is_int(root["format_version"]) and root["format_version"] == 3, "format_version")
         check(is_int(root["world_size"]) and root["world_size"] == world_size, "world_size")
+        if root["shard"] == "merged":
+            check("shard_index" not in root and "shard_count" not in root, "merged: no shard")
+        else:
+            check(is_int(root["shard_index"]) and is_int(root["shard_count"]) and
+                  f"{root['shard_index']}/{root['shard_count']}" == root["shard"],
+                  f"shard_index/shard_count vs shard {root['shard']}")
         check(len(root["hosts"]) == world_size, f"hosts {root['hosts']}")
         check(len(root["devices"]) == world_size, f"devices {root['devices']}")
         check(root["spec_path"] == spec_path, "spec_path")

@@ -71,9 +71,11 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       const h5::Handle front = open_results_file(inputs.front(), false);
       h5::copy_attrs(front.get(), out.get());
     }
-    H5Adelete(out.get(), "shard");
-    // A merged input's own sources are replaced by this merge's inputs.
-    if (H5Aexists(out.get(), "merged_sources") > 0) H5Adelete(out.get(), "merged_sources");
+    // A merged file is no shard (shard_index and shard_count go), and a merged input's own
+    // sources are replaced by this merge's inputs.
+    for (const char* name : {"shard", "shard_index", "shard_count", "merged_sources"}) {
+      if (H5Aexists(out.get(), name) > 0) H5Adelete(out.get(), name);
+    }
     h5::write_attr(out.get(), "shard", std::string("merged"));
     h5::write_attr(out.get(), "merged_sources", inputs);
     if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});

@@ -13,6 +13,7 @@
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
+#include "interplace/runs/sweep.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -304,6 +305,10 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "slurm_array_job_id", p.slurm_array_job_id);
   write_attr(root, "slurm_array_task_id", p.slurm_array_task_id);
   write_attr(root, "shard", p.shard);
+  // The same as two integers, so that readers need not parse "i/n".
+  const Shard shard = parse_shard(p.shard);
+  write_attr(root, "shard_index", int64_t{shard.index});
+  write_attr(root, "shard_count", int64_t{shard.count});
   write_attr(root, "spec_path", p.spec_path);
   write_attr(root, "spec_text", p.spec_text);
   write_attr(root, "overrides", lines(p.overrides));
