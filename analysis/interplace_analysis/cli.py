@@ -1,5 +1,6 @@
-"""Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR`` and
-``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]``.
+"""Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``,
+``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]`` and
+``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR``.
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
 other-version file) is one line on stderr and exit status 2, not a traceback.
@@ -45,7 +46,33 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("text", "json", "md"), default="text",
                    help="what to print (default text)")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    from .export import FORMATS
+    e = sub.add_parser("export", help="the tidy tables as CSV or Parquet",
+                       description="Loads the result files and writes DIR/steps.FORMAT (one"
+                                   " row per run, step and rank, with the run's"
+                                   " configuration as columns) and DIR/configs.FORMAT (one"
+                                   " row per run).")
+    e.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
+    e.add_argument("--format", choices=FORMATS, required=True, help="file format")
+    e.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     return p
+
+
+def _export(args: argparse.Namespace) -> int:
+    from . import export
+    try:
+        results = load_results(args.files)
+    except ResultFormatError as e:
+        print(f"interplace_analysis: {e}", file=sys.stderr)
+        return 2
+    try:
+        written = export.write_tables(results, args.out, args.format)
+    except OSError as e:
+        print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -78,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "export":
+        return _export(args)
     try:
         results = load_results(args.files)
     except ResultFormatError as e:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import stats
-from .h5file import GRAPH_ATTRIBUTES, RANK_DATASETS, ConfigRecord
+from .h5file import GRAPH_ATTRIBUTES, MODEL_OPTION_PREFIX, RANK_DATASETS, ConfigRecord
 
 # Parameter attributes in the order of the format document's table.
 PARAMETERS = (
@@ -108,6 +108,10 @@ def config_row(rec: ConfigRecord) -> dict:
     row["wall_s"] = a.get("wall_s", _nan())
     for p in OK_ATTRIBUTES:
         row[p] = a.get(p, "" if p == "global_only_reason" else _nan())
+    # One column per model option (model_option_<key>), typed, in every format version.
+    for key, value in a.items():
+        if key.startswith(MODEL_OPTION_PREFIX):
+            row[key] = value
     row["strategy_label"] = strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
                                            a.get("interlock_mode", ""))
 

@@ -1,4 +1,4 @@
-"""Reads one result file (docs/results-format.md, format version 1) into plain records.
+"""Reads one result file (docs/results-format.md, format versions 1 to 3) into plain records.
 
 This is the only module that touches h5py. It checks the file's identity first
 (``format_name``, ``format_version``) and the shapes of what it reads, so every later
@@ -18,10 +18,17 @@ import numpy as np
 import pandas as pd
 
 FORMAT_NAME = "interplace-results"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 3  # the version ``interplace sweep`` writes
 # Versions this reader understands: 2 only adds the run bookkeeping (``repeat``) that
-# version 1 files may already hold; both are read the same way.
-SUPPORTED_VERSIONS = (1, 2)
+# version 1 files may already hold; 3 adds dimension scales, units and typed attributes
+# and stores lists as string arrays (normalised below, so every version gives the same
+# records).
+SUPPORTED_VERSIONS = (1, 2, 3)
+
+# Attributes that are lists: string arrays in version 3, joined text before. Records hold
+# the text form (separator per attribute), so frames do not depend on the version.
+LIST_ATTRIBUTES = {"hosts": ",", "devices": ",", "device_names": ",", "overrides": "\n"}
+MODEL_OPTION_PREFIX = "model_option_"
 
 # Per step, one value ([S]); per step and rank ([S, K]). Names as in the format document.
 STEP_DATASETS = ("step", "warmup", "step_time_s", "loss", "accuracy")
@@ -91,7 +98,32 @@ def _plain(value: Any) -> Any:
 
 
 def _attrs(obj: h5py.HLObject) -> dict[str, Any]:
-    return {key: _plain(obj.attrs[key]) for key in obj.attrs}
+    out = {key: _plain(obj.attrs[key]) for key in obj.attrs}
+    for key, sep in LIST_ATTRIBUTES.items():
+        if isinstance(out.get(key), list):
+            out[key] = sep.join(str(v) for v in out[key])
+    return out
+
+
+def _option_value(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def model_options(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The model options of a configuration as ``{key: value}``: the ``model_option_<key>``
+    attributes of version 3, else parsed from the ``model_options`` text (``k=v,...``)."""
+    typed = {k[len(MODEL_OPTION_PREFIX):]: v for k, v in attrs.items()
+             if k.startswith(MODEL_OPTION_PREFIX)}
+    if typed:
+        return typed
+    text = attrs.get("model_options") or ""
+    return {k: _option_value(v) for k, _, v in
+            (item.partition("=") for item in str(text).split(",") if item)}
 
 
 def _dataset(group: h5py.Group, name: str, where: str) -> np.ndarray:
@@ -136,6 +168,8 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
     where = f"{path}: /configs/{gid}"
     rec = ConfigRecord(file=path, attrs=_attrs(group))
     rec.attrs.setdefault("id", gid)
+    for key, value in model_options(rec.attrs).items():  # every version: typed options
+        rec.attrs[MODEL_OPTION_PREFIX + key] = value
     rec.run_id = rec.id
     for required in ("status", "name", "model"):
         if required not in rec.attrs:

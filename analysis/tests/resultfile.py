@@ -1,5 +1,6 @@
-"""Writes result files with h5py exactly as docs/results-format.md (version 1) lays
-them out, from a few numbers per configuration, so tests know every expected value.
+"""Writes result files with h5py exactly as docs/results-format.md lays them out (version
+1 by default; ``format_version=3`` adds the dimension scales, units and string arrays of
+version 3), from a few numbers per configuration, so tests know every expected value.
 
 Per-rank times follow from each step time ``t`` and a configuration's ``busy``
 shares: on every rank ``step_s = t``, ``forward_s = busy[0] t``, ``backward_s =
@@ -76,6 +77,7 @@ class Cfg:
     index: int = 0
     repeat: int | None = None  # written as the `repeat` attribute (and in the id) when set
     group_name: str | None = None  # /configs/<group_name> instead of /configs/<id>
+    model_options: str = ""  # the model_options attribute (k=v,...; part of the id)
 
     def params(self) -> dict:
         return {"model": self.model, "family": self.family, "order": self.order,
@@ -86,7 +88,7 @@ class Cfg:
                 "eval_samples_requested": 0 if np.isnan(self.eval_accuracy) else 1000,
                 "optimizer": "sgd", "learning_rate": 0.05, "weight_decay": 0.0,
                 "seed": self.seed, "device": self.device, "cost_device": self.cost_preset,
-                "model_options": ""}
+                "model_options": self.model_options}
 
     def measured(self) -> list[float]:
         return list(self.step_times) if self.step_times is not None else \
@@ -112,7 +114,51 @@ def _attr(group: h5py.Group, name: str, value) -> None:
         group.attrs.create(name, np.float64(value))
 
 
-def _write_config(configs: h5py.Group, c: Cfg) -> None:
+def _units(name: str) -> str:
+    if name.endswith("_s"):
+        return "s"
+    return "bytes" if "bytes" in name else "1"
+
+
+def _axis(group: h5py.Group, name: str, length: int) -> h5py.Dataset:
+    d = group.create_dataset(name, data=np.arange(length, dtype=np.int64))
+    d.make_scale(name)
+    d.attrs.create("units", "1", dtype=STR)
+    d.attrs.create("long_name", name, dtype=STR)
+    return d
+
+
+def _add_version3(g: h5py.Group, c: Cfg) -> None:
+    """Version 3 on a written group: typed model options, hosts and device names as
+    arrays, the step/rank/node/event scales attached by axis, units and long_name."""
+    for item in filter(None, c.model_options.split(",")):
+        key, _, value = item.partition("=")
+        g.attrs[f"model_option_{key}"] = (np.int64(value) if value.lstrip("-").isdigit()
+                                          else np.float64(value))
+    for key in ("hosts", "device_names"):
+        if key in g.attrs:
+            g.attrs.create(key, str(g.attrs[key]).split(","), dtype=STR)
+    scales = {"rank": _axis(g, "rank", c.devices), "node": _axis(g, "node", len(g["order"]))}
+    if "steps" in g:
+        scales["step"] = _axis(g, "step", len(g["steps"]["step"]))
+    if "timeline" in g:
+        scales["event"] = _axis(g["timeline"], "event", len(g["timeline"]["rank"]))
+    axes = {"order": ("node",), "placement": ("node",), "node_names": ("node",),
+            "prediction": ("rank",), "steps": ("step", "rank"), "ranks": ("step", "rank"),
+            "timeline": ("event",)}
+
+    def visit(path: str, obj) -> None:
+        if not isinstance(obj, h5py.Dataset) or obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
+            return
+        for axis, dim in enumerate(axes[path.split("/")[0]][:obj.ndim]):
+            obj.dims[axis].attach_scale(scales[dim])
+        obj.attrs.create("units", _units(path), dtype=STR)
+        obj.attrs.create("long_name", path, dtype=STR)
+
+    g.visititems(visit)
+
+
+def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
     g = configs.create_group(c.group_name or c.config_id())
     k = c.devices
     if c.repeat is not None:
@@ -146,6 +192,8 @@ def _write_config(configs: h5py.Group, c: Cfg) -> None:
     g.create_dataset("placement", data=(np.arange(n) * k // n).astype(np.int64))
     g.create_dataset("node_names", data=[f"n{i}" for i in range(n)], dtype=STR)
     if not c.with_data:
+        if version >= 3:
+            _add_version3(g, c)
         return
     measured = c.measured()
     times = np.array([c.warmup_time] + measured)
@@ -191,6 +239,8 @@ def _write_config(configs: h5py.Group, c: Cfg) -> None:
         tl.create_dataset("kind", data=[e[1] for e in c.timeline], dtype=STR)
         tl.create_dataset("start_s", data=np.array([e[2] for e in c.timeline]))
         tl.create_dataset("end_s", data=np.array([e[3] for e in c.timeline]))
+    if version >= 3:
+        _add_version3(g, c)
 
 
 def write_result_file(path: Path, configs: list[Cfg], *, format_name="interplace-results",
@@ -210,10 +260,14 @@ def write_result_file(path: Path, configs: list[Cfg], *, format_name="interplace
             "spec_path": "runs/configs/fixture.toml", "spec_text": spec_text,
         }, **(root or {})}.items():
             _attr(f, key, value)
+        if format_version == 3:
+            for key in ("hosts", "devices"):
+                f.attrs.create(key, str(f.attrs[key]).split(","), dtype=STR)
+            f.attrs.create("overrides", ["steps=9"], dtype=STR)
         if with_configs_group:
             grp = f.create_group("configs")
             for c in configs:
-                _write_config(grp, c)
+                _write_config(grp, c, format_version)
     return Path(path)
 
 
@@ -281,5 +335,5 @@ def repeated(cfg: Cfg, runs: int, seed: int, factor: float = 1.0, run_sd: float 
     return out
 
 
-def write_fixture(path: Path) -> Path:
-    return write_result_file(path, fixture_configs())
+def write_fixture(path: Path, format_version: int = 1) -> Path:
+    return write_result_file(path, fixture_configs(), format_version=format_version)

@@ -134,8 +134,8 @@ def test_missing_index_is_reported(results):
 
 
 def test_wrong_version_is_refused(tmp_path):
-    p = write_result_file(tmp_path / "v3.h5", [Cfg()], format_version=3)
-    with pytest.raises(ResultFormatError, match="version 3 is not supported"):
+    p = write_result_file(tmp_path / "v4.h5", [Cfg()], format_version=4)
+    with pytest.raises(ResultFormatError, match="version 4 is not supported"):
         load_results([p])
 
 

@@ -36,3 +36,23 @@ def test_real_result_file_loads_and_reports(tmp_path, capsys):
         assert len(s) == (ok["warmup_steps"].iloc[0] + ok["steps"].iloc[0]) * ok["devices"].iloc[0]
     assert main(["report", str(path), "--out", str(tmp_path / "report"), "--quiet"]) == 0
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+@pytest.mark.skipif(not REAL, reason="INTERPLACE_RESULT_FILE is not set")
+def test_real_result_file_has_named_dimensions():
+    """Version 3 as the C++ writer writes it: xarray (h5netcdf) names every axis."""
+    import xarray as xr
+    with xr.open_datatree(REAL, engine="h5netcdf") as tree:
+        trained = [node for node in tree["configs"].children.values() if "ranks" in node]
+        assert trained, "no trained configuration in the file"
+        for node in trained:
+            k = int(node.attrs["devices"])
+            s = int(node.attrs["warmup_steps"]) + int(node.attrs["steps"])
+            assert node.sizes["rank"] == k and node.sizes["step"] == s
+            assert all(v.dims == ("step", "rank") for v in node["ranks"].data_vars.values())
+            assert node["steps/step_time_s"].dims == ("step",)
+            assert node["steps/aux_loss"].dims == ("step", "rank")
+            assert node["timeline/kind"].dims == ("event",)
+            assert node["order"].dims == ("node",)
+            assert node["ranks/step_s"].attrs["units"] == "s"
+        assert not any(d.startswith("phony_dim") for n in tree.subtree for d in n.dims)

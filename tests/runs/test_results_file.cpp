@@ -2,6 +2,7 @@
 // one clear line, merge refuses what it must.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <hdf5_hl.h>
 
 #include <cmath>
 #include <filesystem>
@@ -32,6 +33,8 @@ class ResultsFile : public ::testing::Test {
 
 Provenance provenance() {
   Provenance p;
+  p.hosts = {"node1", "node2"};
+  p.devices = {"cpu", "cpu"};
   p.created_utc = "2026-11-29T19:00:00Z";
   p.spec_path = "smoke.toml";
   p.spec_text = "steps = 3\n";
@@ -65,6 +68,56 @@ TrainResult result() {
   return r;
 }
 
+herr_t take_scale_name(hid_t, unsigned, hid_t scale, void* name) {
+  char text[64] = {};
+  H5DSget_scale_name(scale, text, sizeof text);
+  *static_cast<std::string*>(name) = text;
+  return 1;  // the first scale is enough
+}
+
+// The name of the dimension scale attached to axis `axis` of `dataset` ("" when none).
+std::string axis_name(const std::string& file, const std::string& dataset, unsigned axis) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  std::string name;
+  if (d >= 0 && H5DSget_num_scales(d, axis) == 1) {
+    H5DSiterate_scales(d, axis, nullptr, take_scale_name, &name);
+  }
+  if (d >= 0) H5Dclose(d);
+  H5Fclose(f);
+  return name;
+}
+
+std::string string_attribute(const std::string& file, const std::string& object, const char* name) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  const hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+  const hid_t type = H5Aget_type(a);
+  char* text = nullptr;
+  H5Aread(a, type, &text);
+  std::string value = text != nullptr ? text : "(none)";
+  H5free_memory(text);
+  H5Tclose(type);
+  H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+  return value;
+}
+
+// Format 3: every per-step and per-rank dataset of a trained configuration is named by
+// the step and rank scales of its group.
+void expect_scales(const std::string& file, const std::string& id) {
+  const std::string g = "/configs/" + id + "/";
+  EXPECT_EQ(axis_name(file, g + "ranks/step_s", 0), "step") << file;
+  EXPECT_EQ(axis_name(file, g + "ranks/step_s", 1), "rank") << file;
+  EXPECT_EQ(axis_name(file, g + "steps/aux_loss", 1), "rank") << file;
+  EXPECT_EQ(axis_name(file, g + "steps/loss", 0), "step") << file;
+  EXPECT_EQ(axis_name(file, g + "timeline/kind", 0), "event") << file;
+  EXPECT_EQ(string_attribute(file, g + "ranks/step_s", "units"), "s");
+  EXPECT_EQ(string_attribute(file, g + "ranks/bytes_sent", "units"), "bytes");
+  EXPECT_EQ(string_attribute(file, g + "step", "long_name"), "step (warm-up and measured)");
+}
+
 TEST_F(ResultsFile, ConfigurationsReadBack) {
   const std::string file = path("r.h5");
   create_results_file(file, provenance());
@@ -78,8 +131,20 @@ TEST_F(ResultsFile, ConfigurationsReadBack) {
 
   const ResultsSummary s = read_results_file(file);
   EXPECT_EQ(s.format_name, "interplace-results");
-  EXPECT_EQ(s.format_version, 1);
+  EXPECT_EQ(s.format_version, 3);
   EXPECT_EQ(s.shard, "0/1");
+  {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (const auto& [name, expected] :
+         {std::pair{"shard_index", 0}, std::pair{"shard_count", 1}}) {
+      int64_t value = -1;
+      const hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+      H5Aread(a, H5T_NATIVE_INT64, &value);
+      H5Aclose(a);
+      EXPECT_EQ(value, expected) << name;
+    }
+    H5Fclose(f);
+  }
   EXPECT_EQ(s.spec_text, "steps = 3\n");
   ASSERT_EQ(s.configs.size(), 2u);
   EXPECT_EQ(s.configs[0].id, ok.config.id);
@@ -92,6 +157,7 @@ TEST_F(ResultsFile, ConfigurationsReadBack) {
   EXPECT_EQ(s.configs[1].status, "skipped");
   EXPECT_EQ(s.configs[1].reason, "needs 4 ranks, the job has 2");
   EXPECT_TRUE(std::isnan(s.configs[1].median_step_s));
+  expect_scales(file, ok.config.id);
 }
 
 TEST_F(ResultsFile, NeverOverwritesAndRefusesDuplicateIds) {
@@ -123,15 +189,20 @@ TEST_F(ResultsFile, RefusesFilesThatAreNotResultFiles) {
   H5Fclose(plain);
   EXPECT_NE(read_error(path("plain.h5")).find("not an interplace result file"), std::string::npos);
 
-  // Another format version: rewrite the attribute of a real file.
-  create_results_file(path("v2.h5"), provenance());
-  const hid_t file = H5Fopen(path("v2.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  const hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
-  const int64_t two = 2;
-  H5Awrite(attr, H5T_NATIVE_INT64, &two);
-  H5Aclose(attr);
-  H5Fclose(file);
-  EXPECT_NE(read_error(path("v2.h5")).find("has result format version 2"), std::string::npos);
+  // Other format versions: rewrite the attribute of a real file. 1 and 2 are read, 4 not.
+  for (const int64_t version : {int64_t{1}, int64_t{2}, int64_t{4}}) {
+    const std::string name = path("v" + std::to_string(version) + ".h5");
+    create_results_file(name, provenance());
+    const hid_t file = H5Fopen(name.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attr = H5Aopen(file, "format_version", H5P_DEFAULT);
+    H5Awrite(attr, H5T_NATIVE_INT64, &version);
+    H5Aclose(attr);
+    H5Fclose(file);
+  }
+  EXPECT_EQ(read_results_file(path("v1.h5")).format_version, 1);
+  EXPECT_EQ(read_results_file(path("v2.h5")).format_version, 2);
+  EXPECT_EQ(read_error(path("v4.h5")),
+            path("v4.h5") + " has result format version 4; this interplace reads versions 1 to 3");
 
   // A truncated result file.
   create_results_file(path("cut.h5"), provenance());
@@ -150,10 +221,55 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"));
   const ResultsSummary merged = read_results_file(path("m.h5"));
   EXPECT_EQ(merged.shard, "merged");
+  {
+    const hid_t f = H5Fopen(path("m.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    EXPECT_EQ(H5Aexists(f, "shard_index"), 0);  // a merged file is no shard
+    EXPECT_EQ(H5Aexists(f, "shard_count"), 0);
+    H5Fclose(f);
+  }
   ASSERT_EQ(merged.configs.size(), 2u);
   EXPECT_EQ(merged.configs[0].status, "ok");
   EXPECT_DOUBLE_EQ(merged.configs[0].median_step_s, 0.2);
   EXPECT_EQ(merged.configs[1].reason, "boom");
+  // The copied groups' dimension scales point into the merged file, and the root's lists
+  // stay lists.
+  expect_scales(path("m.h5"), config(1).id);
+  {
+    const hid_t f = H5Fopen(path("m.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    for (const char* list : {"hosts", "merged_sources"}) {
+      const hid_t a = H5Aopen(f, list, H5P_DEFAULT);
+      const hid_t space = H5Aget_space(a);
+      EXPECT_EQ(H5Sget_simple_extent_npoints(space), 2) << list;
+      H5Sclose(space);
+      H5Aclose(a);
+    }
+    H5Fclose(f);
+  }
+  // Merging a merged file replaces its merged_sources (not a duplicate attribute).
+  create_results_file(path("c.h5"), provenance());
+  append_config(path("c.h5"), {config(3), "failed", "boom", "", 1.0, nullptr, nullptr});
+  merge_results_files({path("m.h5"), path("c.h5")}, path("mm.h5"));
+  EXPECT_EQ(read_results_file(path("mm.h5")).configs.size(), 3u);
+  expect_scales(path("mm.h5"), config(1).id);
+
+  // Files of two versions: refused, naming both.
+  create_results_file(path("old.h5"), provenance());
+  {
+    const hid_t f = H5Fopen(path("old.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t attr = H5Aopen(f, "format_version", H5P_DEFAULT);
+    const int64_t two = 2;
+    H5Awrite(attr, H5T_NATIVE_INT64, &two);
+    H5Aclose(attr);
+    H5Fclose(f);
+  }
+  try {
+    merge_results_files({path("a.h5"), path("old.h5")}, path("mixed.h5"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("version 2 but"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path("mixed.h5")));
 
   EXPECT_THROW(merge_results_files({path("a.h5")}, path("m.h5")), Error);  // exists
   try {

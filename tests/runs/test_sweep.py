@@ -111,15 +111,17 @@ def canonical(attrs):
 
 ROOT_STR = ["format_name", "created_utc", "interplace_version", "git_commit", "mpi_version",
             "hdf5_version", "onednn_version", "cuda_runtime_version", "cuda_driver_version",
-            "cudnn_version", "hosts", "devices", "slurm_job_id", "slurm_array_job_id",
-            "slurm_array_task_id", "shard", "spec_path", "spec_text", "overrides", "filter"]
+            "cudnn_version", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
+            "shard", "spec_path", "spec_text", "filter"]
+ROOT_STR_LIST = ["hosts", "devices", "overrides"]  # format 3: arrays of strings
 GROUP_STR = ["id", "name", "model", "family", "order", "placer", "strategy", "pipeline",
              "interlock_mode", "dataset", "data_dir", "optimizer", "device", "cost_device",
              "model_options", "status", "reason", "started_utc"]
 GROUP_INT = ["index", "devices", "micro_batches", "batch_size", "warmup_steps", "steps",
              "eval_samples_requested", "seed", "repeat"]
 OK_FLOAT = ["measured_wall_s", "samples_per_s", "eval_loss", "eval_accuracy"]
-OK_STR = ["global_only_reason", "hosts", "device_names"]
+OK_STR = ["global_only_reason"]
+OK_STR_LIST = ["hosts", "device_names"]
 STEP_VECTORS = ["step", "warmup", "step_time_s", "loss", "accuracy"]
 RANK_FLOATS = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "comm_wait_s",
                "idle_s", "overhead_s"]
@@ -139,6 +141,59 @@ def is_float(value):
     return isinstance(value, (np.floating,)) and value.dtype == np.float64
 
 
+def is_str_list(value):
+    import numpy as np
+    return isinstance(value, np.ndarray) and value.ndim == 1 and all(is_str(v) for v in value)
+
+
+def axes(dataset):
+    """The dimension scale names of each axis of `dataset` (one per axis)."""
+    names = []
+    for d in dataset.dims:
+        check(len(d) == 1, f"{dataset.name}: {len(d)} dimension scales on an axis")
+        names.append(d[0].name.rsplit("/", 1)[-1])
+    return names
+
+
+def check_described(group):
+    """Every dataset under `group` has units and long_name (docs/results-format.md)."""
+    def visit(name, obj):
+        if hasattr(obj, "dtype"):
+            for key in ("units", "long_name"):
+                check(is_str(obj.attrs.get(key)), f"{obj.name}: attribute {key}")
+    group.visititems(visit)
+
+
+def check_scales(gid, g, k):
+    """Format 3's dimension scales: rank, node, step, timeline/event, attached by axis."""
+    import numpy as np
+    check_described(g)
+    if "order" not in g and "steps" not in g:
+        return
+    check(g["rank"].attrs["CLASS"] == b"DIMENSION_SCALE" and
+          list(g["rank"][()]) == list(range(k)), f"{gid}: rank scale")
+    if "order" in g:
+        n = g["node_names"].shape[0]
+        check(list(g["node"][()]) == list(range(n)), f"{gid}: node scale")
+        for name in ("order", "placement", "node_names"):
+            check(axes(g[name]) == ["node"], f"{gid}: {name} axes {axes(g[name])}")
+        for name in ("busy_s", "idle_s", "peak_memory_bytes"):
+            check(axes(g["prediction"][name]) == ["rank"], f"{gid}: prediction/{name}")
+    if "steps" in g:
+        check(np.array_equal(g["step"][()], g["steps"]["step"][()]), f"{gid}: step scale")
+        for name in STEP_VECTORS:
+            check(axes(g["steps"][name]) == ["step"], f"{gid}: steps/{name} axes")
+        for name in ("aux_loss", "aux_accuracy"):
+            check(axes(g["steps"][name]) == ["step", "rank"], f"{gid}: steps/{name} axes")
+        for name in RANK_FLOATS + ["bytes_sent", "peak_memory_bytes"]:
+            check(axes(g["ranks"][name]) == ["step", "rank"], f"{gid}: ranks/{name} axes")
+        check(g["ranks"]["step_s"].attrs["units"] == "s" and
+              g["ranks"]["bytes_sent"].attrs["units"] == "bytes", f"{gid}: units")
+        t = g["timeline"]
+        for name in ("rank", "kind", "start_s", "end_s"):
+            check(axes(t[name]) == ["event"], f"{gid}: timeline/{name} axes")
+
+
 def check_layout(path, spec_path, world_size):
     """Every attribute and dataset of docs/results-format.md, with its type and shape."""
     import h5py
@@ -147,11 +202,19 @@ def check_layout(path, spec_path, world_size):
         root = f.attrs
         for key in ROOT_STR:
             check(is_str(root[key]), f"root attribute {key} is {type(root[key])}")
+        for key in ROOT_STR_LIST:
+            check(is_str_list(root[key]), f"root attribute {key} is {root[key]!r}")
         check(root["format_name"] == "interplace-results", "format_name")
-        check(is_int(root["format_version"]) and root["format_version"] == 1, "format_version")
+        check(is_int(root["format_version"]) and root["format_version"] == 3, "format_version")
         check(is_int(root["world_size"]) and root["world_size"] == world_size, "world_size")
-        check(len(root["hosts"].split(",")) == world_size, f"hosts {root['hosts']}")
-        check(len(root["devices"].split(",")) == world_size, f"devices {root['devices']}")
+        if root["shard"] == "merged":
+            check("shard_index" not in root and "shard_count" not in root, "merged: no shard")
+        else:
+            check(is_int(root["shard_index"]) and is_int(root["shard_count"]) and
+                  f"{root['shard_index']}/{root['shard_count']}" == root["shard"],
+                  f"shard_index/shard_count vs shard {root['shard']}")
+        check(len(root["hosts"]) == world_size, f"hosts {root['hosts']}")
+        check(len(root["devices"]) == world_size, f"devices {root['devices']}")
         check(root["spec_path"] == spec_path, "spec_path")
         with open(spec_path) as spec:
             check(root["spec_text"] == spec.read(), "spec_text is the spec file")
@@ -166,9 +229,17 @@ def check_layout(path, spec_path, world_size):
             for key in ("learning_rate", "weight_decay", "wall_s"):
                 check(is_float(a[key]), f"{gid}: {key}")
             check(a["id"] == gid, f"{gid}: id attribute {a['id']}")
+            # Each model option is also its own typed attribute, the string unchanged.
+            options = dict(kv.split("=", 1) for kv in a["model_options"].split(",") if kv)
+            typed = {key[len("model_option_"):]: value for key, value in a.items()
+                     if key.startswith("model_option_")}
+            check(sorted(options) == sorted(typed) and
+                  all(float(options[key]) == float(typed[key]) for key in options),
+                  f"{gid}: model_option_* {typed} vs model_options {a['model_options']!r}")
             check(fnv1a64(canonical(a)) == gid, f"{gid}: id is not FNV-1a of {canonical(a)!r}")
             check(a["status"] in ("ok", "failed", "skipped"), f"{gid}: status {a['status']}")
             k = int(a["devices"])
+            check_scales(gid, g, k)
             if "order" in g:
                 n = g["node_names"].shape[0]
                 order = g["order"][()]
@@ -203,8 +274,10 @@ def check_layout(path, spec_path, world_size):
                     check(is_float(a[key]), f"{gid}: {key}")
                 for key in OK_STR:
                     check(is_str(a[key]), f"{gid}: {key}")
+                for key in OK_STR_LIST:
+                    check(is_str_list(a[key]), f"{gid}: {key} is {a[key]!r}")
                 check(is_int(a["eval_samples"]), f"{gid}: eval_samples")
-                check(len(a["hosts"].split(",")) == k, f"{gid}: hosts per rank")
+                check(len(a["hosts"]) == k, f"{gid}: hosts per rank")
                 s = int(a["warmup_steps"]) + int(a["steps"])
                 steps = g["steps"]
                 for name in STEP_VECTORS:
@@ -292,7 +365,10 @@ def test_smoke_layout_np2():
             check(a["status"] == "ok" or a["devices"] == 4 or a["strategy"] == "local",
                   f"{a['name']}: {a['status']} {a['reason']}")
         two = [a for a in groups.values() if a["status"] == "ok" and a["devices"] == 2]
-        check(all(a["hosts"].count(",") == 1 for a in two), "K=2 trained on 2 ranks")
+        check(all(len(a["hosts"]) == 2 for a in two), "K=2 trained on 2 ranks")
+        gpt = [a for a in groups.values() if a["model"] == "gpt-mini"]
+        check(gpt and all(a["model_option_sequence_length"] == 32 for a in gpt),
+              "gpt-mini's sequence_length as model_option_sequence_length")
 
         table = ok(None, "inspect", out).stdout
         check(f"20 configurations: {counts['ok']} ok, 0 failed, {counts['skipped']} skipped"
@@ -442,6 +518,8 @@ def test_shard_merge_np2():
 
 
 def test_merge_refusals():
+    import shutil
+
     import h5py
     with tempfile.TemporaryDirectory() as tmp:
         spec = write(tmp, "one.toml", "model = \"resnet20\"\nsteps = 1\nbatch_size = 2\n")
@@ -461,9 +539,18 @@ def test_merge_refusals():
            "--out", other)
         with h5py.File(other, "r+") as f:
             f.attrs["format_version"] = 2
+        # Versions 1 to 3 are read; merge refuses to mix versions (the output has one
+        # layout) and --resume to add version-3 groups to an older file.
         fails(2, None, "merge", first, other, "-o", os.path.join(tmp, "m.h5"),
-              contains=("version 2",))
-        fails(2, None, "inspect", other, contains=("version 2",))
+              contains=("version 2 but", "version 3", "one version only"))
+        check("v2" in ok(None, "inspect", other).stdout, "inspect reads version 2")
+        fails(2, 1, "sweep", write(tmp, "two.toml", "model = \"resnet20\"\nsteps = 2\n"),
+              "--out", other, "--resume", contains=("version 2", "cannot add to an older"))
+        newer = os.path.join(tmp, "newer.h5")
+        shutil.copy(other, newer)
+        with h5py.File(newer, "r+") as f:
+            f.attrs["format_version"] = 4
+        fails(2, None, "inspect", newer, contains=("version 4", "reads versions 1 to 3"))
         fails(2, None, "merge", first, "-o", first, contains=("exists already",))
         # Files of different sweeps: refused, since the output's spec would describe only
         # the first; merged on request, and the file says so.
@@ -480,7 +567,6 @@ def test_merge_refusals():
             check(len(f["configs"]) == 2, "both configurations merged")
         # Readers check the attributes they count: a damaged status names the file, the
         # group and the attribute (escaped), instead of counts that do not add up.
-        import shutil
         for value, expected in (("bogus", "attribute 'status' is 'bogus'"),
                                 ("ok\x1b[2J", "is 'ok\\x1b[2J'"),
                                 (None, "attribute 'status' is missing")):
@@ -603,7 +689,8 @@ def test_filter_and_overrides_np2():
                                        a["placer"] == "contiguous" for a in groups.values()),
               "overrides applied")
         with h5py.File(out, "r") as f:
-            check(f.attrs["overrides"] == "steps=1\nseed=5", f"overrides {f.attrs['overrides']!r}")
+            check(list(f.attrs["overrides"]) == ["steps=1", "seed=5"],
+                  f"overrides {f.attrs['overrides']!r}")
             check(f.attrs["filter"] == "contiguous", f"filter {f.attrs['filter']!r}")
         # --resume with another set is refused; with the same, nothing is left to do.
         for other in (["--filter", "contiguous", "steps=1"], ["steps=1", "seed=5"],

@@ -151,6 +151,17 @@ sequence_length = 32
   EXPECT_EQ(spec.configs[1].train.model_options.width_multiplier, 0.5);
   EXPECT_EQ(model_options_string(spec.configs[1].train.model_options),
             "sequence_length=32,width_multiplier=0.5");
+  // The typed values the result files store as model_option_<key> attributes.
+  const std::vector<ModelOptionValue> values =
+      model_option_values(spec.configs[1].train.model_options);
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0].key, "sequence_length");
+  EXPECT_TRUE(values[0].integer);
+  EXPECT_EQ(values[0].int_value, 32);
+  EXPECT_EQ(values[1].key, "width_multiplier");
+  EXPECT_FALSE(values[1].integer);
+  EXPECT_EQ(values[1].real_value, 0.5);
+  EXPECT_TRUE(model_option_values(placement::ModelOptions{}).empty());
 }
 
 TEST(SweepSpec, ProfileCostDevices) {

@@ -1,5 +1,7 @@
 #include "hdf5_io.hpp"
 
+#include <hdf5_hl.h>
+
 #include <filesystem>
 
 #include "interplace/kernels/error.hpp"
@@ -37,15 +39,16 @@ std::optional<Handle> open_attr(hid_t object, const std::string& name) {
   return check(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
 }
 
-void write_raw(hid_t parent, const std::string& name, hid_t file_type, hid_t memory_type,
-               const void* data, size_t rows, size_t cols) {
+Handle write_raw(hid_t parent, const std::string& name, hid_t file_type, hid_t memory_type,
+                 const void* data, size_t rows, size_t cols) {
   const Handle space = simple_space(rows, cols);
-  const Handle set = check(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT,
-                                      H5P_DEFAULT, H5P_DEFAULT),
-                           H5Dclose, "creating dataset " + name);
-  if (rows == 0) return;  // an empty shape: nothing to write
+  Handle set = check(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT),
+                     H5Dclose, "creating dataset " + name);
+  if (rows == 0) return set;  // an empty shape: nothing to write
   check(H5Dwrite(set.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
         "writing dataset " + name);
+  return set;
 }
 
 template <typename T>
@@ -241,12 +244,41 @@ std::optional<double> read_attr_double(hid_t object, const std::string& name) {
   return value;
 }
 
-void copy_scalar_attrs(hid_t from, hid_t to) {
+std::optional<std::vector<std::string>> read_attr_strings(hid_t object, const std::string& name) {
+  const std::optional<Handle> attr = open_attr(object, name);
+  if (!attr) return std::nullopt;
+  const Handle type = check(H5Aget_type(attr->get()), H5Tclose, "H5Aget_type");
+  if (H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
+  const Handle space = check(H5Aget_space(attr->get()), H5Sclose, "H5Aget_space");
+  if (H5Sget_simple_extent_type(space.get()) == H5S_SCALAR) {
+    return std::vector<std::string>{*read_attr_string(object, name)};
+  }
+  if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tis_variable_str(type.get()) <= 0) {
+    return std::nullopt;  // the format writes lists as variable-length strings only
+  }
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) throw_runtime("HDF5: reading the shape of attribute " + name + " failed");
+  std::vector<char*> texts(static_cast<size_t>(count), nullptr);
+  std::vector<std::string> values;
+  if (count == 0) return values;
+  const Handle memory = utf8_string_type();
+  check(H5Aread(attr->get(), memory.get(), texts.data()), "reading attribute " + name);
+  for (char* text : texts) {
+    values.emplace_back(text != nullptr ? text : "");
+    H5free_memory(text);
+  }
+  return values;
+}
+
+void copy_attrs(hid_t from, hid_t to) {
   for (const std::string& name : attribute_names(from)) {
     const Handle attr = check(H5Aopen(from, name.c_str(), H5P_DEFAULT), H5Aclose, "H5Aopen");
     const Handle space = check(H5Aget_space(attr.get()), H5Sclose, "H5Aget_space");
-    if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) continue;
     const Handle type = check(H5Aget_type(attr.get()), H5Tclose, "H5Aget_type");
+    if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
+      if (const auto values = read_attr_strings(from, name)) write_attr(to, name, *values);
+      continue;
+    }
     switch (H5Tget_class(type.get())) {
       case H5T_STRING:
         write_attr(to, name, *read_attr_string(from, name));
@@ -263,25 +295,135 @@ void copy_scalar_attrs(hid_t from, hid_t to) {
   }
 }
 
-void write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
-                   size_t rows, size_t cols) {
-  write_raw(parent, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data.data(), rows, cols);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
+                     size_t rows, size_t cols) {
+  return write_raw(parent, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, data.data(), rows, cols);
 }
 
-void write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
-                   size_t rows, size_t cols) {
-  write_raw(parent, name, H5T_STD_I64LE, H5T_NATIVE_INT64, data.data(), rows, cols);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
+                     size_t rows, size_t cols) {
+  return write_raw(parent, name, H5T_STD_I64LE, H5T_NATIVE_INT64, data.data(), rows, cols);
 }
 
-void write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data) {
-  write_raw(parent, name, H5T_STD_I8LE, H5T_NATIVE_INT8, data.data(), data.size(), 0);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data) {
+  return write_raw(parent, name, H5T_STD_I8LE, H5T_NATIVE_INT8, data.data(), data.size(), 0);
 }
 
-void write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data) {
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data) {
   std::vector<const char*> pointers;
   for (const std::string& value : data) pointers.push_back(value.c_str());
   const Handle type = utf8_string_type();
-  write_raw(parent, name, type.get(), type.get(), pointers.data(), data.size(), 0);
+  return write_raw(parent, name, type.get(), type.get(), pointers.data(), data.size(), 0);
+}
+
+void make_scale(hid_t dataset, const std::string& dimension) {
+  check(H5DSset_scale(dataset, dimension.c_str()), "making dimension scale " + dimension);
+}
+
+void attach_scale(hid_t dataset, hid_t scale, unsigned axis) {
+  check(H5DSattach_scale(dataset, scale, axis), "attaching a dimension scale");
+}
+
+bool is_scale(hid_t dataset) {
+  const htri_t status = H5DSis_scale(dataset);
+  check(status, "H5DSis_scale");
+  return status > 0;
+}
+
+int scale_count(hid_t dataset, unsigned axis) {
+  const int count = H5DSget_num_scales(dataset, axis);
+  check(count, "H5DSget_num_scales");
+  return count;
+}
+
+namespace {
+
+// One attachment: axis `axis` of dataset `dataset` is named by the scale `scale` (paths
+// relative to the group being copied).
+struct Attachment {
+  std::string dataset;
+  unsigned axis;
+  std::string scale;
+};
+
+struct ScaleWalk {
+  std::string prefix;  // the copied group's absolute path plus '/'
+  std::vector<std::string> datasets;
+  std::vector<std::string> scales;
+  std::vector<Attachment> attachments;
+  std::string current;
+  unsigned axis = 0;
+};
+
+std::string object_path(hid_t object) {
+  const ssize_t size = H5Iget_name(object, nullptr, 0);
+  if (size < 0) throw_runtime("HDF5: H5Iget_name failed");
+  std::string path(static_cast<size_t>(size) + 1, '\0');
+  H5Iget_name(object, path.data(), path.size());
+  path.resize(static_cast<size_t>(size));
+  return path;
+}
+
+herr_t note_scale(hid_t, unsigned, hid_t scale, void* data) {
+  auto* walk = static_cast<ScaleWalk*>(data);
+  const std::string path = object_path(scale);
+  if (path.rfind(walk->prefix, 0) != 0) return -1;  // a scale outside the group: not ours
+  walk->attachments.push_back({walk->current, walk->axis, path.substr(walk->prefix.size())});
+  return 0;
+}
+
+herr_t note_dataset(hid_t group, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  auto* walk = static_cast<ScaleWalk*>(data);
+  const hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
+  if (set < 0) return -1;
+  const Handle closer(set, H5Dclose);
+  walk->datasets.emplace_back(name);
+  if (H5DSis_scale(set) > 0) {
+    walk->scales.emplace_back(name);
+    return 0;
+  }
+  const Handle space(H5Dget_space(set), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  walk->current = name;
+  for (int axis = 0; axis < rank; ++axis) {
+    walk->axis = static_cast<unsigned>(axis);
+    if (H5DSget_num_scales(set, walk->axis) <= 0) continue;
+    if (H5DSiterate_scales(set, walk->axis, nullptr, note_scale, walk) < 0) return -1;
+  }
+  return 0;
+}
+
+void delete_attr(hid_t object, const char* name) {
+  if (H5Aexists(object, name) > 0)
+    check(H5Adelete(object, name), "deleting attribute " + std::string(name));
+}
+
+}  // namespace
+
+void copy_group(hid_t from, hid_t to, const std::string& name) {
+  const Handle source = open_group(from, name);
+  ScaleWalk walk;
+  walk.prefix = object_path(source.get()) + "/";
+  check(H5Ovisit(source.get(), H5_INDEX_NAME, H5_ITER_INC, note_dataset, &walk),
+        "listing the dimension scales of " + name);
+  check(H5Ocopy(from, name.c_str(), to, name.c_str(), H5P_DEFAULT, H5P_DEFAULT), "copying " + name);
+  const Handle copy = open_group(to, name);
+  // The copied DIMENSION_LIST and REFERENCE_LIST hold the source's references: dropped,
+  // then made anew by attaching.
+  for (const std::string& path : walk.datasets) {
+    const Handle set =
+        check(H5Dopen2(copy.get(), path.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + path);
+    delete_attr(set.get(), "DIMENSION_LIST");
+    delete_attr(set.get(), "REFERENCE_LIST");
+  }
+  for (const Attachment& a : walk.attachments) {
+    const Handle set = check(H5Dopen2(copy.get(), a.dataset.c_str(), H5P_DEFAULT), H5Dclose,
+                             "opening dataset " + a.dataset);
+    const Handle scale = check(H5Dopen2(copy.get(), a.scale.c_str(), H5P_DEFAULT), H5Dclose,
+                               "opening dataset " + a.scale);
+    attach_scale(set.get(), scale.get(), a.axis);
+  }
 }
 
 std::vector<double> read_doubles(hid_t parent, const std::string& name) {

@@ -59,18 +59,35 @@ void write_attr(hid_t object, const std::string& name, int64_t value);
 void write_attr(hid_t object, const std::string& name, double value);
 void write_attr(hid_t object, const std::string& name, const std::vector<std::string>& values);
 std::optional<std::string> read_attr_string(hid_t object, const std::string& name);
+// A one-dimensional string array attribute; a scalar string reads as one element (so
+// readers take the lists of format 3 and the single strings of older files alike).
+std::optional<std::vector<std::string>> read_attr_strings(hid_t object, const std::string& name);
 std::optional<int64_t> read_attr_int(hid_t object, const std::string& name);
 std::optional<double> read_attr_double(hid_t object, const std::string& name);
-// Copies every scalar string, integer or float attribute of `from` onto `to`.
-void copy_scalar_attrs(hid_t from, hid_t to);
+// Copies every scalar string, integer or float attribute and every one-dimensional string
+// array attribute of `from` onto `to` (the only attribute shapes the format has).
+void copy_attrs(hid_t from, hid_t to);
 
-// Datasets of shape [rows] (cols == 0) or [rows, cols], row-major data.
-void write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
-                   size_t rows, size_t cols = 0);
-void write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
-                   size_t rows, size_t cols = 0);
-void write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data);
-void write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data);
+// Datasets of shape [rows] (cols == 0) or [rows, cols], row-major data. Each returns the
+// open dataset, for attributes and dimension scales.
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<double>& data,
+                     size_t rows, size_t cols = 0);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<int64_t>& data,
+                     size_t rows, size_t cols = 0);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<int8_t>& data);
+Handle write_dataset(hid_t parent, const std::string& name, const std::vector<std::string>& data);
+
+// Dimension scales (HDF5 high-level library, H5DS): `dataset` becomes the scale of the
+// dimension `dimension`, and attach_scale names axis `axis` of `dataset` by `scale`.
+// netCDF-4 readers (h5netcdf, xarray) show such axes as named dimensions.
+void make_scale(hid_t dataset, const std::string& dimension);
+void attach_scale(hid_t dataset, hid_t scale, unsigned axis);
+bool is_scale(hid_t dataset);
+// Copies the group `name` of `from` into `to` (H5Ocopy) and attaches the copy's dimension
+// scales anew, as in the source: they are object references, and H5Ocopy into another
+// file keeps the source file's addresses, which point nowhere there.
+void copy_group(hid_t from, hid_t to, const std::string& name);
+int scale_count(hid_t dataset, unsigned axis);  // scales attached to that axis
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<int64_t> read_ints(hid_t parent, const std::string& name);
 

@@ -28,8 +28,8 @@ std::string env(const char* name) {
   return value != nullptr ? value : "";
 }
 
-// Every rank's text, joined by commas in rank order, on rank 0.
-std::string gather_joined(MPI_Comm world, const std::string& mine) {
+// Every rank's text in rank order, on rank 0 (empty on the others).
+std::vector<std::string> gather_all(MPI_Comm world, const std::string& mine) {
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(world, &rank);
@@ -47,11 +47,10 @@ std::string gather_joined(MPI_Comm world, const std::string& mine) {
   check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                         MPI_CHAR, 0, world),
             "MPI_Gatherv");
-  std::string out;
+  std::vector<std::string> out;
   if (rank != 0) return out;
   for (size_t r = 0; r < static_cast<size_t>(size); ++r) {
-    if (r > 0) out += ',';
-    out.append(all, static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r]));
+    out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
   }
   return out;
 }
@@ -106,8 +105,8 @@ Provenance collect_provenance(MPI_Comm world, const std::string& shard, const Sw
                       std::to_string(info.cudnn_version % 100);
   }
 #endif
-  p.hosts = gather_joined(world, host_name());
-  p.devices = gather_joined(world, device);
+  p.hosts = gather_all(world, host_name());
+  p.devices = gather_all(world, device);
   int size = 1;
   MPI_Comm_size(world, &size);
   p.world_size = size;

@@ -10,9 +10,11 @@ void require_supported_results_format(const std::string& path, const std::string
     throw_invalid(path + " is not an interplace result file (format_name '" + format_name +
                   "', expected '" + kResultsFormatName + "')");
   }
-  if (format_version != kResultsFormatVersion) {
+  if (format_version < kOldestResultsFormatVersion || format_version > kResultsFormatVersion) {
     throw_invalid(path + " has result format version " + std::to_string(format_version) +
-                  "; this interplace reads version " + std::to_string(kResultsFormatVersion));
+                  "; this interplace reads versions " +
+                  std::to_string(kOldestResultsFormatVersion) + " to " +
+                  std::to_string(kResultsFormatVersion));
   }
 }
 

@@ -1,6 +1,6 @@
 // Merging shard files: every input is checked before anything is written, then the
-// configuration groups are copied whole (H5Ocopy) into a new file that appears under its
-// name only when complete.
+// configuration groups are copied whole (H5Ocopy, dimension scales attached anew) into a new file
+// that appears under its name only when complete.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -37,6 +37,14 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
     const ResultsSummary summary = read_results_file(input);
     if (!first) {
       first = summary;
+    } else if (summary.format_version != first->format_version) {
+      // Groups of two layouts under one root would make the output's format_version wrong
+      // for some of them.
+      throw_invalid(input + " is result format version " + std::to_string(summary.format_version) +
+                    " but " + inputs.front() + " is version " +
+                    std::to_string(first->format_version) +
+                    "; merge combines files of one version only. HINT: merge the files of "
+                    "each version separately (the analysis reads both together)");
     } else if (const std::string what = sweep_difference(*first, summary); !what.empty()) {
       // The output's root attributes (spec, overrides, filter) come from the first input:
       // merging another sweep silently would make them describe configurations they did
@@ -61,9 +69,13 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
     h5::Handle out = h5::create_file(tmp, true);
     {
       const h5::Handle front = open_results_file(inputs.front(), false);
-      h5::copy_scalar_attrs(front.get(), out.get());
+      h5::copy_attrs(front.get(), out.get());
     }
-    H5Adelete(out.get(), "shard");
+    // A merged file is no shard (shard_index and shard_count go), and a merged input's own
+    // sources are replaced by this merge's inputs.
+    for (const char* name : {"shard", "shard_index", "shard_count", "merged_sources"}) {
+      if (H5Aexists(out.get(), name) > 0) H5Adelete(out.get(), name);
+    }
     h5::write_attr(out.get(), "shard", std::string("merged"));
     h5::write_attr(out.get(), "merged_sources", inputs);
     if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
@@ -72,9 +84,7 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       const h5::Handle in = open_results_file(input, false);
       const h5::Handle in_configs = h5::open_group(in.get(), "configs");
       for (const std::string& id : h5::child_names(in_configs.get())) {
-        h5::check(H5Ocopy(in_configs.get(), id.c_str(), configs.get(), id.c_str(), H5P_DEFAULT,
-                          H5P_DEFAULT),
-                  "copying configuration " + id + " from " + input);
+        h5::copy_group(in_configs.get(), configs.get(), id);
       }
     }
     if (out.close() < 0) throw_runtime("HDF5: closing " + tmp + " failed");

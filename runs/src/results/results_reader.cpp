@@ -124,7 +124,11 @@ ResultsSummary read_results_file(const std::string& path) {
     summary.shard = h5::read_attr_string(file.get(), "shard").value_or("");
     summary.spec_path = h5::read_attr_string(file.get(), "spec_path").value_or("");
     summary.spec_text = h5::read_attr_string(file.get(), "spec_text").value_or("");
-    summary.overrides = h5::read_attr_string(file.get(), "overrides").value_or("");
+    // One per line; format 3 stores the list, older files the text.
+    for (const std::string& o :
+         h5::read_attr_strings(file.get(), "overrides").value_or(std::vector<std::string>{})) {
+      summary.overrides += (summary.overrides.empty() ? "" : "\n") + o;
+    }
     summary.filter = h5::read_attr_string(file.get(), "filter").value_or("");
     const h5::Handle configs = h5::open_group(file.get(), "configs");
     for (const std::string& id : h5::child_names(configs.get())) {

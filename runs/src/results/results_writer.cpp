@@ -1,9 +1,12 @@
 // Writing result files: the root attributes once, then one whole /configs/<id> group per
 // finished configuration through copy, add, close, rename (docs/results-format.md,
 // "Crash safety").
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
 #include <limits>
+#include <type_traits>
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
@@ -11,6 +14,7 @@
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
+#include "interplace/runs/sweep.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -52,7 +56,17 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "seed", static_cast<int64_t>(c.seed));
   write_attr(g, "device", c.device);
   write_attr(g, "cost_device", cost_device_string(c));
+  // The string stays (it is part of the id); each option is also its own typed attribute,
+  // so a reader need not parse it.
   write_attr(g, "model_options", model_options_string(c.model_options));
+  for (const ModelOptionValue& option : model_option_values(c.model_options)) {
+    const std::string name = "model_option_" + option.key;
+    if (option.integer) {
+      write_attr(g, name, option.int_value);
+    } else {
+      write_attr(g, name, option.real_value);
+    }
+  }
   write_attr(g, "repeat", int64_t{r.config.repeat});
   write_attr(g, "status", r.status);
   write_attr(g, "reason", r.reason);
@@ -60,21 +74,63 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "wall_s", r.wall_s);
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i > 0 ? "," : "") + items[i];
-  return out;
+// What a dataset holds, as its `units` and `long_name` attributes (the names netCDF and
+// xarray show): units are "s", "bytes" or "1" (a count, an index, a ratio, a flag).
+struct Meaning {
+  const char* units;
+  const char* long_name;
+};
+
+void describe(hid_t dataset, const Meaning& meaning) {
+  write_attr(dataset, "units", meaning.units);
+  write_attr(dataset, "long_name", meaning.long_name);
 }
 
-void write_plan(hid_t g, const TrainPlan& plan) {
+// One named axis of a configuration's datasets: its dimension scale and length.
+struct Axis {
+  hid_t scale;
+  size_t length;
+};
+
+// A dataset with its meaning and, per axis, the dimension scale that names it (shape
+// [axes[0].length] or [axes[0].length, axes[1].length]).
+template <typename T>
+void variable(hid_t parent, const std::string& name, const std::vector<T>& data,
+              std::initializer_list<Axis> axes, const Meaning& meaning) {
+  const Axis* axis = axes.begin();
+  h5::Handle set;
+  if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, std::string>) {
+    set = write_dataset(parent, name, data);
+  } else {
+    set = write_dataset(parent, name, data, axis[0].length, axes.size() > 1 ? axis[1].length : 0);
+  }
+  describe(set.get(), meaning);
+  unsigned index = 0;
+  for (const Axis& a : axes) h5::attach_scale(set.get(), a.scale, index++);
+}
+
+// The dimension scale `name` at the top of a configuration group (so that netCDF-4
+// readers see it in every subgroup): the indices 0 … length-1.
+h5::Handle make_axis(hid_t parent, const char* name, size_t length, const char* long_name) {
+  std::vector<int64_t> values(length);
+  for (size_t i = 0; i < length; ++i) values[i] = static_cast<int64_t>(i);
+  h5::Handle set = write_dataset(parent, name, values, length);
+  h5::make_scale(set.get(), name);
+  describe(set.get(), {"1", long_name});
+  return set;
+}
+
+void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   std::vector<int64_t> order(plan.order.begin(), plan.order.end());
-  write_dataset(g, "order", order, order.size());
   std::vector<int64_t> devices(plan.placement.device_of_node.begin(),
                                plan.placement.device_of_node.end());
-  write_dataset(g, "placement", devices, devices.size());
   std::vector<std::string> names;
   for (const placement::Node& node : plan.graph.nodes()) names.push_back(node.name);
-  write_dataset(g, "node_names", names);
+  const h5::Handle node_scale = make_axis(g, "node", names.size(), "node id of the model graph");
+  const Axis node{node_scale.get(), names.size()};
+  variable(g, "order", order, {node}, {"1", "node id at this position of the traversal order"});
+  variable(g, "placement", devices, {node}, {"1", "device (rank) of the node"});
+  variable(g, "node_names", names, {node}, {"1", "node name"});
 
   const StepReport& p = plan.prediction;
   const h5::Handle pred = h5::create_group(g, "prediction");
@@ -89,9 +145,14 @@ void write_plan(hid_t g, const TrainPlan& plan) {
     idle.push_back(d.idle_s);
     memory.push_back(d.peak_memory_bytes);
   }
-  write_dataset(pred.get(), "busy_s", busy, busy.size());
-  write_dataset(pred.get(), "idle_s", idle, idle.size());
-  write_dataset(pred.get(), "peak_memory_bytes", memory, memory.size());
+  // The simulator predicts one entry per device of the placement, which is K.
+  if (busy.size() != rank.length) {
+    throw_runtime("the prediction has " + std::to_string(busy.size()) +
+                  " devices, not K = " + std::to_string(rank.length));
+  }
+  variable(pred.get(), "busy_s", busy, {rank}, {"s", "predicted busy time per step"});
+  variable(pred.get(), "idle_s", idle, {rank}, {"s", "predicted idle time per step"});
+  variable(pred.get(), "peak_memory_bytes", memory, {rank}, {"bytes", "predicted peak memory"});
 
   const placement::GraphStats& s = plan.graph_stats;
   const h5::Handle graph = h5::create_group(g, "graph");
@@ -114,8 +175,9 @@ void write_plan(hid_t g, const TrainPlan& plan) {
 
 // Per step: the network's loss and accuracy, per stage the auxiliary ones, per rank the
 // time split. Missing per-stage or per-rank entries (a short vector) are NaN or 0.
-void write_steps(hid_t g, const TrainResult& result, size_t k) {
+void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
   const size_t s = result.steps.size();
+  const size_t k = rank.length;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<int64_t> step(s);
   std::vector<int8_t> warmup(s);
@@ -142,47 +204,64 @@ void write_steps(hid_t g, const TrainResult& result, size_t k) {
       memory[i * k + j] = q.peak_memory_bytes;
     }
   }
+  const h5::Handle step_scale = make_axis(g, "step", s, "step (warm-up and measured)");
+  const Axis at{step_scale.get(), s};
   const h5::Handle steps = h5::create_group(g, "steps");
-  write_dataset(steps.get(), "step", step, s);
-  write_dataset(steps.get(), "warmup", warmup);
-  write_dataset(steps.get(), "step_time_s", step_time, s);
-  write_dataset(steps.get(), "loss", loss, s);
-  write_dataset(steps.get(), "accuracy", accuracy, s);
-  write_dataset(steps.get(), "aux_loss", aux_loss, s, k);
-  write_dataset(steps.get(), "aux_accuracy", aux_accuracy, s, k);
+  variable(steps.get(), "step", step, {at}, {"1", "step"});
+  variable(steps.get(), "warmup", warmup, {at}, {"1", "1 for a warm-up step"});
+  variable(steps.get(), "step_time_s", step_time, {at}, {"s", "step time (max over ranks)"});
+  variable(steps.get(), "loss", loss, {at}, {"1", "training loss of the mini-batch"});
+  variable(steps.get(), "accuracy", accuracy, {at}, {"1", "top-1 accuracy of the mini-batch"});
+  variable(steps.get(), "aux_loss", aux_loss, {at, rank}, {"1", "auxiliary head loss per stage"});
+  variable(steps.get(), "aux_accuracy", aux_accuracy, {at, rank},
+           {"1", "auxiliary head accuracy per stage"});
   const h5::Handle ranks = h5::create_group(g, "ranks");
   const char* names[8] = {"step_s",      "forward_s",   "backward_s", "aux_s",
                           "optimizer_s", "comm_wait_s", "idle_s",     "overhead_s"};
-  for (size_t t = 0; t < 8; ++t) write_dataset(ranks.get(), names[t], times[t], s, k);
-  write_dataset(ranks.get(), "bytes_sent", bytes, s, k);
-  write_dataset(ranks.get(), "peak_memory_bytes", memory, s, k);
+  const char* long_names[8] = {"step time of the rank",
+                               "forward compute time",
+                               "backward compute time",
+                               "auxiliary head time",
+                               "optimizer time",
+                               "time waiting for messages",
+                               "idle time (pipeline bubble)",
+                               "time outside the kernels and waits"};
+  for (size_t t = 0; t < 8; ++t) {
+    variable(ranks.get(), names[t], times[t], {at, rank}, {"s", long_names[t]});
+  }
+  variable(ranks.get(), "bytes_sent", bytes, {at, rank}, {"bytes", "payload bytes sent"});
+  variable(ranks.get(), "peak_memory_bytes", memory, {at, rank},
+           {"bytes", "peak memory during the step"});
 }
 
-void write_result(hid_t g, const TrainResult& result, size_t k) {
+void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_attr(g, "measured_wall_s", result.measured_wall_s);
   write_attr(g, "samples_per_s", result.samples_per_s);
   write_attr(g, "eval_loss", result.eval_loss);
   write_attr(g, "eval_accuracy", result.eval_accuracy);
   write_attr(g, "eval_samples", result.eval_samples);
-  write_attr(g, "hosts", joined(result.hosts));
-  write_attr(g, "device_names", joined(result.device_names));
-  write_steps(g, result, k);
+  write_attr(g, "hosts", result.hosts);
+  write_attr(g, "device_names", result.device_names);
+  write_steps(g, result, rank);
 
   const size_t e = result.timeline.size();
-  std::vector<int64_t> rank(e);
+  std::vector<int64_t> ranks(e);
   std::vector<std::string> kind(e);
   std::vector<double> start(e), end(e);
   for (size_t i = 0; i < e; ++i) {
-    rank[i] = result.timeline[i].rank;
+    ranks[i] = result.timeline[i].rank;
     kind[i] = result.timeline[i].kind;
     start[i] = result.timeline[i].start_s;
     end[i] = result.timeline[i].end_s;
   }
   const h5::Handle timeline = h5::create_group(g, "timeline");
-  write_dataset(timeline.get(), "rank", rank, e);
-  write_dataset(timeline.get(), "kind", kind);
-  write_dataset(timeline.get(), "start_s", start, e);
-  write_dataset(timeline.get(), "end_s", end, e);
+  const h5::Handle event_scale =
+      make_axis(timeline.get(), "event", e, "event of the last measured step");
+  const Axis event{event_scale.get(), e};
+  variable(timeline.get(), "rank", ranks, {event}, {"1", "rank of the event"});
+  variable(timeline.get(), "kind", kind, {event}, {"1", "kind of work"});
+  variable(timeline.get(), "start_s", start, {event}, {"s", "start from the rank's step start"});
+  variable(timeline.get(), "end_s", end, {event}, {"s", "end from the rank's step start"});
 }
 
 void write_record(hid_t file, const ConfigRecord& r) {
@@ -192,15 +271,29 @@ void write_record(hid_t file, const ConfigRecord& r) {
   }
   const h5::Handle g = h5::create_group(configs.get(), r.config.id);
   write_parameters(g.get(), r);
+  if (r.plan == nullptr && r.result == nullptr) return;
+  const size_t k = static_cast<size_t>(r.config.train.devices);
+  const h5::Handle rank_scale = make_axis(g.get(), "rank", k, "rank (pipeline stage, device)");
+  const Axis rank{rank_scale.get(), k};
   if (r.plan != nullptr) {
     write_attr(g.get(), "parameter_count", r.plan->parameter_count);
     write_attr(g.get(), "reach", int64_t{r.plan->reach});
     write_attr(g.get(), "global_only_reason", r.plan->global_only_reason);
-    write_plan(g.get(), *r.plan);
+    write_plan(g.get(), *r.plan, rank);
   }
-  if (r.result != nullptr) {
-    write_result(g.get(), *r.result, static_cast<size_t>(r.config.train.devices));
+  if (r.result != nullptr) write_result(g.get(), *r.result, rank);
+}
+
+// The overrides, one per line in Provenance, as the list the file stores.
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
   }
+  return out;
 }
 
 void write_provenance(hid_t root, const Provenance& p) {
@@ -222,9 +315,13 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "slurm_array_job_id", p.slurm_array_job_id);
   write_attr(root, "slurm_array_task_id", p.slurm_array_task_id);
   write_attr(root, "shard", p.shard);
+  // The same as two integers, so that readers need not parse "i/n".
+  const Shard shard = parse_shard(p.shard);
+  write_attr(root, "shard_index", int64_t{shard.index});
+  write_attr(root, "shard_count", int64_t{shard.count});
   write_attr(root, "spec_path", p.spec_path);
   write_attr(root, "spec_text", p.spec_text);
-  write_attr(root, "overrides", p.overrides);
+  write_attr(root, "overrides", lines(p.overrides));
   write_attr(root, "filter", p.filter);
 }
 

@@ -18,14 +18,13 @@ std::string exact_text(double value) {
 
 }  // namespace
 
-std::string model_options_string(const placement::ModelOptions& o) {
-  std::string out;
-  auto add = [&out](const char* key, const std::string& value) {
-    if (!out.empty()) out += ',';
-    out.append(key).append("=").append(value);
+std::vector<ModelOptionValue> model_option_values(const placement::ModelOptions& o) {
+  std::vector<ModelOptionValue> out;
+  auto add_int = [&out](const char* key, int64_t value) {
+    if (value != 0) out.push_back({key, std::to_string(value), true, value, 0.0});
   };
-  auto add_int = [&add](const char* key, int64_t value) {
-    if (value != 0) add(key, std::to_string(value));
+  auto add_real = [&out](const char* key, double value) {
+    if (value != 1.0) out.push_back({key, sweep::number_text(value), false, 0, value});
   };
   // batch_size is not listed: the configuration's batch_size and micro_batches decide it.
   add_int("in_channels", o.in_channels);
@@ -37,8 +36,17 @@ std::string model_options_string(const placement::ModelOptions& o) {
   add_int("heads", o.heads);
   add_int("vocab_size", o.vocab_size);
   add_int("max_positions", o.max_positions);
-  if (o.width_multiplier != 1.0) add("width_multiplier", sweep::number_text(o.width_multiplier));
-  if (o.depth_multiplier != 1.0) add("depth_multiplier", sweep::number_text(o.depth_multiplier));
+  add_real("width_multiplier", o.width_multiplier);
+  add_real("depth_multiplier", o.depth_multiplier);
+  return out;
+}
+
+std::string model_options_string(const placement::ModelOptions& o) {
+  std::string out;
+  for (const ModelOptionValue& v : model_option_values(o)) {
+    if (!out.empty()) out += ',';
+    out.append(v.key).append("=").append(v.text);
+  }
   return out;
 }
 

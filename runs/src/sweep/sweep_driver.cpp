@@ -20,6 +20,7 @@
 #include "interplace/kernels/failure.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/results_file.hpp"
+#include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
 #include "progress.hpp"
 #include "stop_signals.hpp"
@@ -123,6 +124,16 @@ std::vector<char> open_output(const std::vector<const SweepConfig*>& selected,
       return;
     }
     const ResultsSummary existing = read_results_file(options.out);
+    // New groups are written in this version's layout: in an older file they would sit
+    // under a format_version that does not describe them.
+    if (existing.format_version != kResultsFormatVersion) {
+      throw_invalid(options.out + " is result format version " +
+                    std::to_string(existing.format_version) + "; this interplace writes " +
+                    std::to_string(kResultsFormatVersion) +
+                    " and --resume cannot add to an older file. HINT: resume it with the "
+                    "interplace that started it, or sweep the rest into another --out (the "
+                    "analysis reads both files together)");
+    }
     // The overrides and the filter decide which configurations exist and which run: a
     // different set would mix sweeps under one file.
     if (existing.overrides != provenance.overrides || existing.filter != provenance.filter) {

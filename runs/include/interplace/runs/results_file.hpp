@@ -25,8 +25,8 @@ struct Provenance {
   std::string cuda_runtime_version = "none";
   std::string cuda_driver_version = "none";
   std::string cudnn_version = "none";
-  std::string hosts;    // comma-separated, in rank order
-  std::string devices;  // comma-separated, in rank order
+  std::vector<std::string> hosts;    // per rank, in rank order
+  std::vector<std::string> devices;  // per rank, in rank order
   int64_t world_size = 1;
   std::string slurm_job_id;
   std::string slurm_array_job_id;
@@ -90,12 +90,14 @@ struct ResultsSummary {
 };
 
 // Throws invalid_input for a missing file, a file that is not HDF5 or not a result file
-// of this format version; runtime for a damaged one.
+// of a version this interplace reads (1 to kResultsFormatVersion); runtime for a damaged one.
 ResultsSummary read_results_file(const std::string& path);
 
 // Combines result files into `output` (which must not exist): the root attributes of the
 // first input with shard = "merged" and merged_sources = the inputs. Throws invalid_input
-// for an input that is not a result file, differing format versions, a configuration id
+// for an input that is not a result file, differing format versions (the output must have
+// one layout; a file of an older version is merged only with files of its version), a
+// configuration id
 // present in more than one input, or inputs made from different sweeps (spec text,
 // overrides or filter) unless `allow_different_specs`, which the output then records
 // (root attribute merged_different_specs = 1) because its spec attributes describe only
