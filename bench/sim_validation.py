@@ -1,0 +1,253 @@
+"""The simulator against the runtime: a matrix of configurations measured and predicted.
+
+Run by ``bench/sim-validation`` (which says how); the steps:
+
+1. per model, ``interplace profile`` on 2 ranks (node times at the micro-batch size of the
+   matrix, and the link between the ranks), so the prediction uses this machine's numbers;
+2. per model, one ``interplace sweep`` over the matrix below with ``cost_device =
+   "profile:..."``: every configuration's record holds the measured step time (median over
+   its measured steps) and the simulator's prediction made from that profile;
+3. the table: MAPE of the prediction, Spearman's rank correlation between predicted and
+   measured step times within each model, the GPipe idle fraction check, the worst cases.
+
+The matrix (per model; the micro-batch is always MICRO samples, so one profile fits all):
+
+* pipelines: order ``topo``, placer ``stages`` (a stage chain), K = 2, 3, 4, strategies
+  global/GPipe, global/1F1B, local, pairwise, M = 1, 4, 8;
+* placements: K = 2, M = 4, global/GPipe, orders ``topo``, ``bfs``, ``dfs-pre``, placers
+  ``contiguous``, ``greedy-eft``, ``balanced``, ``refine`` (chains and non-chains).
+
+K = 3 and 4 put more ranks than cores on a 2-core machine: the ranks share cores, which
+the profile (measured with one rank per core) does not describe. Their figures are
+reported apart, as the issue that asked for this benchmark allows; a machine with at
+least 4 cores measures them as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from interplace_analysis import load_results
+
+MICRO = 8  # samples per micro-batch in every configuration
+MODELS = ["resnet20", "vgg16-small", "mobilenet_v2-small", "gpt-mini"]
+QUICK_MODELS = ["resnet20"]
+
+
+def spec_text(model: str, profile: Path, quick: bool, steps: int) -> str:
+    """The sweep specification of one model's matrix (a TOML string)."""
+    ks = [2, 3] if quick else [2, 3, 4]
+    ms = [1, 4] if quick else [1, 4, 8]
+    batches = [MICRO * m for m in ms]
+    mismatched = [(b, m) for b in batches for m in ms if b != MICRO * m]
+    lines = [
+        f'description = "sim-validation: {model}, micro-batch {MICRO}"',
+        f'models = ["{model}"]',
+        'dataset = "synthetic"',
+        f"devices = {ks}",
+        'orders = ["topo", "bfs", "dfs-pre"]',
+        'placers = ["stages", "contiguous", "greedy-eft", "balanced", "refine"]',
+        'strategies = ["global", "local", "pairwise"]',
+        'pipelines = ["gpipe", "1f1b"]',
+        f"micro_batches = {ms}",
+        f"batch_sizes = {batches}",
+        "warmup_steps = 1",
+        f"steps = {steps}",
+        'optimizer = "sgd-momentum"',
+        f'cost_device = "profile:{profile}"',
+        "seed = 1",
+        "",
+    ]
+    for b, m in mismatched:  # the micro-batch stays MICRO samples
+        lines += ["[[exclude]]", f"batch_size = {b}", f"micro_batches = {m}", ""]
+    # The pipeline block: topo + stages, every K, strategy and M.
+    lines += ["[[exclude]]", 'placer = "stages"', 'order = ["bfs", "dfs-pre"]', ""]
+    # The placement block: K = 2, M = 4 (quick: M = 4 too), global/GPipe only.
+    others = '["contiguous", "greedy-eft", "balanced", "refine"]'
+    lines += ["[[exclude]]", f"placer = {others}", f"devices = {[k for k in ks if k != 2]}", ""]
+    lines += ["[[exclude]]", f"placer = {others}", f"micro_batches = {[m for m in ms if m != 4]}",
+              ""]
+    lines += ["[[exclude]]", f"placer = {others}", 'strategy = ["local", "pairwise"]', ""]
+    lines += ["[[exclude]]", f"placer = {others}", 'pipeline = "1f1b"', ""]
+    return "\n".join(lines)
+
+
+def run(cmd: list[str], log: Path) -> None:
+    print("+", " ".join(cmd), flush=True)
+    with open(log, "a") as f:
+        f.write("+ " + " ".join(cmd) + "\n")
+        f.flush()
+        done = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = log.read_text().splitlines()[-20:]
+        sys.exit(f"sim-validation: {cmd[0]} exited {done.returncode}; last lines of {log}:\n"
+                 + "\n".join(tail))
+
+
+def mpirun(n: int) -> list[str]:
+    cmd = ["mpirun", "-np", str(n), "--oversubscribe", "--bind-to", "none"]
+    return cmd
+
+
+def measure(args: argparse.Namespace, out: Path) -> list[Path]:
+    """Profiles and sweeps each model; returns the result files."""
+    interplace = str(args.interplace)
+    log = out / "run.log"
+    files = []
+    models = args.models or (QUICK_MODELS if args.quick else MODELS)
+    ranks = 3 if args.quick else 4
+    for model in models:
+        profile = out / f"{model}-mb{MICRO}.profile"
+        if not profile.exists():
+            run(mpirun(2) + [interplace, "profile", "--model", model, "--batch-size", str(MICRO),
+                             "--threads", "1", "--repeats", "7", "--out", str(profile)], log)
+        spec = out / f"{model}.toml"
+        spec.write_text(spec_text(model, profile, args.quick, args.steps))
+        result = out / f"{model}.h5"
+        resume = ["--resume"] if result.exists() else []
+        run(mpirun(ranks) + [interplace, "sweep", str(spec), "--out", str(result)] + resume, log)
+        files.append(result)
+    return files
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def spearman(a: pd.Series, b: pd.Series) -> float:
+    if len(a) < 3:
+        return math.nan
+    return float(sps.spearmanr(a, b).statistic)
+
+
+def table(files: list[Path]) -> tuple[str, dict]:
+    """Markdown tables and a JSON summary of predicted against measured step times."""
+    r = load_results([str(f) for f in files])
+    c = r.ok.copy()
+    c["ape"] = (c["pred_step_time_s"] / c["step_time_s"] - 1.0).abs()
+    c["oversubscribed"] = c["devices"] > (os.cpu_count() or 1)
+    c["chain"] = c["pred_estimator"] == "event-simulator"
+    lines = []
+    summary: dict = {"configurations": int(len(c)),
+                     "skipped": int((r.configs["status"] == "skipped").sum()),
+                     "failed": int((r.configs["status"] == "failed").sum()),
+                     "cores": os.cpu_count()}
+    lines.append(f"{len(c)} configurations measured ({summary['skipped']} skipped as not "
+                 f"runnable, {summary['failed']} failed), {os.cpu_count()} cores; "
+                 f"step time = median over the measured steps of one run (n = 1 run each).")
+    lines.append("")
+    lines.append("| model | K | configurations | MAPE | median error | worst error | "
+                 "Spearman (within model and K) |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
+    groups = {}
+    for (model, k), g in c.groupby(["model", "devices"]):
+        err = g["pred_step_time_s"] / g["step_time_s"] - 1.0
+        worst = err.iloc[int(np.argmax(err.abs().to_numpy()))]
+        rho = spearman(g["pred_step_time_s"], g["step_time_s"])
+        groups[f"{model} K={k}"] = {"n": int(len(g)), "mape": float(g["ape"].mean()),
+                                    "spearman": rho}
+        note = " (oversubscribed)" if bool(g["oversubscribed"].iloc[0]) else ""
+        lines.append(f"| {model} | {k}{note} | {len(g)} | {g['ape'].mean():.1%} | "
+                     f"{err.median():+.1%} | {worst:+.1%} | {fmt(rho, 2)} |")
+    summary["groups"] = groups
+    lines.append("")
+    fit = c[~c["oversubscribed"]]
+    over = c[c["oversubscribed"]]
+    per_model_rho = {m: spearman(g["pred_step_time_s"], g["step_time_s"])
+                     for m, g in fit.groupby("model")}
+    summary["mape_fitting"] = float(fit["ape"].mean()) if len(fit) else math.nan
+    summary["mape_oversubscribed"] = float(over["ape"].mean()) if len(over) else math.nan
+    summary["spearman_within_model_fitting"] = per_model_rho
+    # At fixed K and M the step times differ only by placement and strategy: whether the
+    # simulator tells which of those is faster, without the easy ranking by batch size.
+    fixed = fit[(fit["devices"] == 2) & (fit["micro_batches"] == 4)]
+    fixed_rho = {m: spearman(g["pred_step_time_s"], g["step_time_s"])
+                 for m, g in fixed.groupby("model")}
+    summary["spearman_k2_m4"] = fixed_rho
+    lines.append(f"Ranks ≤ cores: MAPE {summary['mape_fitting']:.1%} over {len(fit)}; "
+                 "Spearman within each model: "
+                 + ", ".join(f"{m} {fmt(v, 2)}" for m, v in per_model_rho.items()) + "; "
+                 "within each model at K = 2, M = 4 (placements and strategies only): "
+                 + ", ".join(f"{m} {fmt(v, 2)} (n = {len(fixed[fixed['model'] == m])})"
+                             for m, v in fixed_rho.items()) + ".")
+    if len(over):
+        lines.append(f"Ranks > cores (the profile does not describe shared cores): MAPE "
+                     f"{summary['mape_oversubscribed']:.1%} over {len(over)}.")
+    for name, g in (("stage chains (event simulator)", fit[fit["chain"]]),
+                    ("other placements (list schedule)", fit[~fit["chain"]])):
+        if len(g):
+            lines.append(f"- {name}: MAPE {g['ape'].mean():.1%} over {len(g)}")
+    lines.append("")
+
+    # The GPipe bubble of a balanced 2-stage resnet20 at M = 8.
+    bubble = fit[(fit["model"] == "resnet20") & (fit["devices"] == 2) & (fit["placer"] == "stages")
+                 & (fit["strategy"] == "global") & (fit["pipeline"] == "gpipe")]
+    if len(bubble):
+        lines.append("GPipe idle fraction, resnet20, `stages`, K = 2 (formula (K-1)/(M+K-1)):")
+        lines.append("")
+        lines.append("| M | measured | simulator | formula |")
+        lines.append("| --- | --- | --- | --- |")
+        for _, row in bubble.sort_values("micro_batches").iterrows():
+            m = int(row["micro_batches"])
+            lines.append(f"| {m} | {row['idle_fraction']:.3f} | {row['pred_idle_fraction']:.3f} "
+                         f"| {1 / (m + 1):.3f} |")
+            summary[f"resnet20_gpipe_idle_M{m}"] = [float(row["idle_fraction"]),
+                                                    float(row["pred_idle_fraction"])]
+        lines.append("")
+
+    lines.append("Worst 10 (ranks ≤ cores):")
+    lines.append("")
+    lines.append("| configuration | estimator | measured ms | predicted ms | error |")
+    lines.append("| --- | --- | --- | --- | --- |")
+    for _, row in fit.sort_values("ape", ascending=False).head(10).iterrows():
+        lines.append(f"| {row['name']} | {row['pred_estimator']} | "
+                     f"{1e3 * row['step_time_s']:.1f} | {1e3 * row['pred_step_time_s']:.1f} | "
+                     f"{row['pred_step_time_s'] / row['step_time_s'] - 1:+.1%} |")
+    return "\n".join(lines) + "\n", summary
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--interplace", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--models", nargs="*", help=f"default: {' '.join(MODELS)}")
+    p.add_argument("--steps", type=int, default=4, help="measured steps per configuration")
+    p.add_argument("--quick", action="store_true",
+                   help="resnet20 only, K = 2, 3, M = 1, 4: a check that the bench works")
+    p.add_argument("--table-only", action="store_true",
+                   help="no measuring: the table from the result files already in --out")
+    args = p.parse_args()
+    if shutil.which("mpirun") is None and not args.table_only:
+        sys.exit("sim-validation: mpirun not found (scripts/install-deps installs Open MPI)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    if args.table_only:
+        files = sorted(args.out.glob("*.h5"))
+        if not files:
+            sys.exit(f"sim-validation: no result files in {args.out}")
+    else:
+        files = measure(args, args.out)
+    text, summary = table(files)
+    header = (f"# Simulator vs runtime ({time.strftime('%Y-%m-%d', time.gmtime())})\n\n"
+              f"Made by `bench/sim-validation {' '.join(sys.argv[1:])}` "
+              f"in {time.time() - start:.0f} s.\n\n")
+    (args.out / "sim-validation.md").write_text(header + text)
+    (args.out / "sim-validation.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(header + text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
