@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
@@ -23,6 +25,18 @@ using placement::Node;
 using placement::NodeId;
 
 namespace {
+
+using placement::Action;
+using placement::ActionKind;
+using placement::Payload;
+
+// One backward pass through this rank's nodes for one micro-batch.
+struct BackwardPass {
+  int micro_batch = 0;
+  int loss_stage = -1;     // the flow's source stage (the last stage for global)
+  bool updates = true;     // accumulate parameter gradients
+  bool propagates = true;  // compute input gradients for the ranks of the producers
+};
 
 // Rows [first, first + count) of a [N, ...] tensor, as a new tensor.
 Tensor slice_rows(const Tensor& t, int64_t first, int64_t count) {
@@ -53,6 +67,7 @@ struct RankModel::Impl {
   Messenger& msg;
   RankClock& clock;
   kernels::Device device;
+  bool node_messages;  // MessageLevel::node: tensors move inside forward and backward
   int rank;
   int stage_count;
   int micro_batches = 1;
@@ -61,10 +76,16 @@ struct RankModel::Impl {
   std::vector<NodeId> mine;                             // ascending id (topological)
   std::vector<std::vector<int>> remote_consumers;       // by node: other ranks, ascending
   std::vector<NodeId> last_local_consumer;              // by remote producer: min local consumer
-  std::vector<Tensor> inputs, labels;                   // by micro-batch
-  std::vector<std::vector<Tensor>> outputs;             // [micro-batch][node]
-  std::vector<std::vector<Context>> contexts;           // [micro-batch][node]
-  std::vector<Tensor> loss_grad;                        // [micro-batch], on the sink's rank
+  std::vector<NodeId> remote_inputs;  // nodes of other ranks consumed here, ascending
+  // Gradients between a gradient receive or send action and its backward pass, by
+  // (micro-batch, loss stage): received for this rank's nodes, or computed for the
+  // producers on other ranks.
+  std::map<std::pair<int, int>, std::vector<std::pair<NodeId, Tensor>>> received_grads,
+      grads_to_send;
+  std::vector<Tensor> inputs, labels;          // by micro-batch
+  std::vector<std::vector<Tensor>> outputs;    // [micro-batch][node]
+  std::vector<std::vector<Context>> contexts;  // [micro-batch][node]
+  std::vector<Tensor> loss_grad;               // [micro-batch], on the sink's rank
   kernels::SoftmaxCrossEntropy cross_entropy;
   // Auxiliary head on this rank's boundary tensor.
   NodeId boundary = -1;
@@ -92,7 +113,8 @@ struct RankModel::Impl {
         graph(p.graph),
         msg(m),
         clock(c),
-        device(device_by_name(p.config.device)),
+        device(p.device),
+        node_messages(p.schedule.messages == placement::MessageLevel::node),
         rank(m.rank()),
         stage_count(p.config.devices),
         micro_batches(p.config.micro_batches),
@@ -119,7 +141,11 @@ struct RankModel::Impl {
         }
       }
       remote_consumers[static_cast<size_t>(node.id)].assign(others.begin(), others.end());
-      if (owner(node.id) != rank) continue;
+      if (owner(node.id) != rank) {
+        if (last_local_consumer[static_cast<size_t>(node.id)] >= 0)
+          remote_inputs.push_back(node.id);
+        continue;
+      }
       mine.push_back(node.id);
       if (node.op == "input") continue;
       placement::Attributes attributes = node.attributes;
@@ -190,6 +216,8 @@ struct RankModel::Impl {
     head_contexts.assign(static_cast<size_t>(m_count), std::vector<Context>(head.size()));
     head_loss_contexts.assign(static_cast<size_t>(m_count), Context());
     aux_grad.assign(static_cast<size_t>(m_count), Tensor());
+    received_grads.clear();
+    grads_to_send.clear();
   }
 
   // Cross-entropy of `logits` against the micro-batch's labels, into `tally`.
@@ -209,10 +237,56 @@ struct RankModel::Impl {
   const Tensor& input_of(NodeId producer, int m) {
     Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
     if (!out.defined()) {
+      if (!node_messages) {
+        throw_runtime("rank " + std::to_string(rank) + ": the forward of micro-batch " +
+                      std::to_string(m) + " needs '" + graph.node(producer).name +
+                      "', which no receive action before it brought (schedule error)");
+      }
       out = msg.receive(graph.node(producer).output_shape, owner(producer),
                         tag(producer, m, false, -1));
     }
     return out;
+  }
+
+  // `send act`: every tensor of this rank that another rank consumes, to each of them.
+  void send_activations(int m) {
+    for (NodeId id : mine) {
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        msg.send(outputs[static_cast<size_t>(m)][static_cast<size_t>(id)], peer,
+                 tag(id, m, false, -1));
+      }
+    }
+  }
+
+  // `recv act`: every tensor of another rank that this rank consumes.
+  void receive_activations(int m) {
+    for (NodeId p : remote_inputs) {
+      outputs[static_cast<size_t>(m)][static_cast<size_t>(p)] =
+          msg.receive(graph.node(p).output_shape, owner(p), tag(p, m, false, -1));
+    }
+  }
+
+  // `recv grad`: the gradients of this rank's tensors from every rank that consumed them.
+  void receive_gradients(int m, int loss_stage) {
+    auto& into = received_grads[{m, loss_stage}];
+    for (NodeId id : mine) {
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        into.emplace_back(
+            id, msg.receive(graph.node(id).output_shape, peer, tag(id, m, true, loss_stage)));
+      }
+    }
+  }
+
+  // `send grad`: what the backward pass computed for the producers on other ranks.
+  void send_gradients(int m, int loss_stage) {
+    const auto it = grads_to_send.find({m, loss_stage});
+    if (it == grads_to_send.end()) {
+      throw_runtime("rank " + std::to_string(rank) + ": a gradient send of micro-batch " +
+                    std::to_string(m) + " (loss " + std::to_string(loss_stage) +
+                    ") with no backward pass before it that propagates (schedule error)");
+    }
+    for (auto& [p, g] : it->second) msg.send(g, owner(p), tag(p, m, true, loss_stage));
+    grads_to_send.erase(it);
   }
 
   // A unit of work for the clock; it ends once the device has done the unit's work.
@@ -235,8 +309,10 @@ struct RankModel::Impl {
         outs[static_cast<size_t>(id)] = layers[static_cast<size_t>(id)]->forward(
             args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
       }
-      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-        msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
+      if (node_messages) {
+        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+          msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
+        }
       }
       if (id == sink) {
         Context ctx;
@@ -271,15 +347,19 @@ struct RankModel::Impl {
   void backward(const BackwardPass& pass) {
     begin("backward");
     const int m = pass.micro_batch;
-    const bool global = pass.loss_stage < 0;
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
-    if (owner(sink) == rank && (global || pass.loss_stage == rank)) {
+    if (owner(sink) == rank && (node_messages || pass.loss_stage == rank)) {
       grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
     }
-    if (!global && pass.loss_stage == rank && boundary >= 0) {
+    if (pass.loss_stage == rank && boundary >= 0) {
       grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
     }
-    const bool receive = global || pass.loss_stage > rank;
+    // Stage level: what the gradient receive actions before this pass brought.
+    const auto received = received_grads.find({m, pass.loss_stage});
+    if (received != received_grads.end()) {
+      for (auto& [id, g] : received->second) accumulate(grads[static_cast<size_t>(id)], g);
+      received_grads.erase(received);
+    }
     // A pass that must not train this body: park the gradients and restore them after.
     std::vector<std::pair<Tensor, bool>> parked;
     if (!pass.updates) {
@@ -295,7 +375,7 @@ struct RankModel::Impl {
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
       Tensor& g = grads[static_cast<size_t>(id)];
-      if (receive) {
+      if (node_messages) {
         for (int peer : remote_consumers[static_cast<size_t>(id)]) {
           accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, pass.loss_stage)));
         }
@@ -312,8 +392,8 @@ struct RankModel::Impl {
             in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
-      // Each remote producer gets one message, after its last consumer here.
-      if (pass.propagates) {
+      // Node level: each remote producer gets one message, after its last consumer here.
+      if (node_messages && pass.propagates) {
         for (NodeId p : node.inputs) {
           if (owner(p) == rank || graph.node(p).op == "input") continue;
           if (last_local_consumer[static_cast<size_t>(p)] != id) continue;
@@ -324,6 +404,13 @@ struct RankModel::Impl {
         }
       }
       g = Tensor();
+    }
+    if (!node_messages && pass.propagates) {
+      auto& pending = grads_to_send[{m, pass.loss_stage}];
+      for (NodeId p : remote_inputs) {
+        Tensor& out = outgoing[static_cast<size_t>(p)];
+        if (out.defined()) pending.emplace_back(p, std::move(out));
+      }
     }
     if (!pass.updates) {
       size_t i = 0;
@@ -379,22 +466,53 @@ void RankModel::set_batch(const Batch& batch, int micro_batches) {
   }
 }
 
-void RankModel::forward(int m) {
-  impl_->forward(m);
-  loss = impl_->owner_loss;
+void RankModel::execute(const Action& a) {
+  Impl& i = *impl_;
+  const int m = a.micro_batch;
+  const bool activation = a.payload == Payload::activation;
+  switch (a.kind) {
+    case ActionKind::forward:
+      i.forward(m);
+      loss = i.owner_loss;
+      break;
+    case ActionKind::aux_forward:
+      i.aux_forward(m);
+      aux_loss = i.head_loss;
+      break;
+    case ActionKind::aux_backward:
+      i.aux_backward(m);
+      break;
+    case ActionKind::backward:
+      i.backward({.micro_batch = m,
+                  .loss_stage = a.loss_stage,
+                  .updates = a.updates_parameters,
+                  .propagates = a.propagates_gradient});
+      break;
+    case ActionKind::send:
+      if (i.node_messages) throw_runtime("a send action in a node-level schedule");
+      if (activation) {
+        i.send_activations(m);
+      } else {
+        i.send_gradients(m, a.loss_stage);
+      }
+      break;
+    case ActionKind::receive:
+      if (i.node_messages) throw_runtime("a receive action in a node-level schedule");
+      if (activation) {
+        i.receive_activations(m);
+      } else {
+        i.receive_gradients(m, a.loss_stage);
+      }
+      break;
+    case ActionKind::optimizer_step:
+      i.optimizer_step();
+      break;
+  }
+  if (i.layers_training) executed_.push_back(a);
 }
-void RankModel::aux_forward(int m) {
-  impl_->aux_forward(m);
-  aux_loss = impl_->head_loss;
-}
-void RankModel::aux_backward(int m) {
-  impl_->aux_backward(m);
-}
-void RankModel::backward(const BackwardPass& pass) {
-  impl_->backward(pass);
-}
-void RankModel::optimizer_step() {
-  impl_->optimizer_step();
+
+const std::vector<Action>& RankModel::executed() const {
+  return executed_;
 }
 
 void RankModel::release(int micro_batch) {
@@ -406,6 +524,10 @@ void RankModel::release(int micro_batch) {
   i.head_loss_contexts[m] = Context();
   i.loss_grad[m] = Tensor();
   i.aux_grad[m] = Tensor();
+  std::erase_if(i.received_grads,
+                [&](const auto& entry) { return entry.first.first == micro_batch; });
+  std::erase_if(i.grads_to_send,
+                [&](const auto& entry) { return entry.first.first == micro_batch; });
 }
 
 void RankModel::end_step() {
