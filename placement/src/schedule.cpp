@@ -299,7 +299,8 @@ Schedule build_schedule(const ScheduleRequest& request) {
   return schedule;
 }
 
-Schedule node_level_schedule(const ScheduleRequest& request) {
+Schedule node_level_schedule(const ScheduleRequest& request,
+                             const std::vector<std::vector<NodeTask>>& device_tasks) {
   Schedule schedule = schedule_header(request);
   const int k = schedule.stage_count;
   if (schedule.reach != k - 1 || request.pipeline != PipelineKind::gpipe ||
@@ -309,21 +310,23 @@ Schedule node_level_schedule(const ScheduleRequest& request) {
         "mode single, not " +
         schedule.strategy + "/" + to_string(request.pipeline) + "/" + to_string(request.interlock));
   }
+  if (static_cast<int>(device_tasks.size()) != k) {
+    throw_invalid("node_level_schedule: " + std::to_string(device_tasks.size()) +
+                  " task lists for " + std::to_string(k) + " stages");
+  }
   schedule.messages = MessageLevel::node;
   for (int stage = 0; stage < k; ++stage) {
     std::vector<Action> actions;
     for (int b = 0; b < schedule.mini_batches; ++b) {
-      for (int m = 0; m < schedule.micro_batches; ++m) {
-        actions.push_back({.kind = ActionKind::forward, .mini_batch = b, .micro_batch = m});
-      }
-      for (int m = 0; m < schedule.micro_batches; ++m) {
-        actions.push_back({.kind = ActionKind::backward,
+      for (const NodeTask& task : device_tasks[static_cast<size_t>(stage)]) {
+        actions.push_back({.kind = task.backward ? ActionKind::backward : ActionKind::forward,
                            .mini_batch = b,
-                           .micro_batch = m,
-                           .loss_stage = k - 1,
-                           .updates_parameters = true,
-                           // Any device may consume another's tensors here, not only stage > 0.
-                           .propagates_gradient = true});
+                           .micro_batch = task.micro_batch,
+                           .loss_stage = task.backward ? k - 1 : -1,
+                           .updates_parameters = task.backward,
+                           // Any device may consume another's tensors, not only stage > 0.
+                           .propagates_gradient = task.backward,
+                           .node = task.node});
       }
       actions.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
     }
@@ -333,8 +336,9 @@ Schedule node_level_schedule(const ScheduleRequest& request) {
 }
 
 std::string to_string(const Action& action) {
-  const std::string unit =
-      std::to_string(action.mini_batch) + "." + std::to_string(action.micro_batch);
+  const std::string unit = std::to_string(action.mini_batch) + "." +
+                           std::to_string(action.micro_batch) +
+                           (action.node >= 0 ? " n" + std::to_string(action.node) : "");
   const std::string what = action.payload == Payload::activation
                                ? std::string("act")
                                : "grad" + std::to_string(action.loss_stage);

@@ -76,7 +76,8 @@ TEST(Runtime, ExecutesThePlansSchedule) {
   }
 }
 
-// A placement that is no chain: the node-level GPipe schedule, without message actions.
+// A placement that is no chain: the list-scheduled node-level schedule, without message
+// actions.
 TEST(Runtime, ExecutesTheNodeLevelScheduleOffChains) {
   TrainConfig c = testing::small_gpt();
   c.placer = "round-robin";

@@ -15,6 +15,7 @@
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/step_estimate.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
@@ -150,13 +151,19 @@ void plan_schedule(TrainPlan& plan) {
     return;
   }
   if (plan.pipeline == placement::PipelineKind::one_f_one_b) {
-    throw_invalid("pipeline '1f1b' cannot run on this placement: it is not a stage chain (" +
-                  *not_chain +
-                  "), and 1F1B interleaves whole-stage forward and backward passes. HINT: "
-                  "--pipeline gpipe (node-level GPipe), or a placer that makes stage chains "
-                  "(contiguous, stages)");
+    throw_invalid(
+        "pipeline '1f1b' cannot run on this placement: it is not a stage chain (" + *not_chain +
+        "), and 1F1B interleaves whole-stage forward and backward passes. HINT: "
+        "--pipeline gpipe (the list schedule, node by node), or a placer that makes stage chains "
+        "(contiguous, stages)");
   }
-  plan.schedule = placement::node_level_schedule(request);
+  // The ready-first list schedule the placers' estimate assumes (step_estimate.hpp), so
+  // the branch parallelism a placer planned for is what runs.
+  const placement::CostModel cost_model = training_cost_model(c);
+  const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
+  plan.schedule = placement::node_level_schedule(
+      request, placement::list_schedule_tasks(plan.graph, costs, cost_model.link(), plan.placement,
+                                              c.micro_batches));
 }
 
 TrainPlan plan_training(const TrainConfig& config) {
@@ -205,6 +212,9 @@ TrainPlan plan_training(const TrainConfig& config) {
     plan.prediction =
         list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,
                            *placement::stage_chain_violation(plan.graph, plan.placement));
+    // The same number, as the replay of the schedule the ranks execute.
+    plan.prediction.step_time_s = placement::simulate_node_schedule(
+        plan.graph, costs, cost_model.link(), plan.placement, plan.schedule);
   }
 
   std::vector<double> node_cost(order_options.node_cost);

@@ -75,13 +75,17 @@ struct RankModel::Impl {
   std::vector<std::unique_ptr<kernels::Layer>> layers;  // by node; null when not ours
   std::vector<NodeId> mine;                             // ascending id (topological)
   std::vector<std::vector<int>> remote_consumers;       // by node: other ranks, ascending
-  std::vector<NodeId> last_local_consumer;              // by remote producer: min local consumer
   std::vector<NodeId> remote_inputs;  // nodes of other ranks consumed here, ascending
   // Gradients between a gradient receive or send action and its backward pass, by
   // (micro-batch, loss stage): received for this rank's nodes, or computed for the
   // producers on other ranks.
   std::map<std::pair<int, int>, std::vector<std::pair<NodeId, Tensor>>> received_grads,
       grads_to_send;
+  // Node-level schedules: gradients summed so far, by [micro-batch][node], for this rank's
+  // nodes and for remote producers; and for each (micro-batch, remote producer) the local
+  // consumer whose backward comes last in this rank's list (it sends the sum).
+  std::vector<std::vector<Tensor>> node_grads, node_outgoing;
+  std::map<std::pair<int, NodeId>, NodeId> last_consumer_in_order;
   std::vector<Tensor> inputs, labels;          // by micro-batch
   std::vector<std::vector<Tensor>> outputs;    // [micro-batch][node]
   std::vector<std::vector<Context>> contexts;  // [micro-batch][node]
@@ -122,7 +126,6 @@ struct RankModel::Impl {
     const auto n = static_cast<size_t>(graph.node_count());
     layers.resize(n);
     remote_consumers.resize(n);
-    last_local_consumer.assign(n, -1);
     const int64_t last_tag =
         static_cast<int64_t>(graph.node_count()) * micro_batches * 2 * (stage_count + 1) +
         Messenger::kFirstDataTag;
@@ -133,17 +136,14 @@ struct RankModel::Impl {
     }
     for (const Node& node : graph.nodes()) {
       std::set<int> others;
+      bool consumed_here = false;
       for (NodeId s : node.successors) {
         if (owner(s) != owner(node.id)) others.insert(owner(s));
-        if (owner(s) == rank && owner(node.id) != rank) {
-          NodeId& last = last_local_consumer[static_cast<size_t>(node.id)];
-          last = last < 0 ? s : std::min(last, s);
-        }
+        consumed_here = consumed_here || owner(s) == rank;
       }
       remote_consumers[static_cast<size_t>(node.id)].assign(others.begin(), others.end());
       if (owner(node.id) != rank) {
-        if (last_local_consumer[static_cast<size_t>(node.id)] >= 0)
-          remote_inputs.push_back(node.id);
+        if (consumed_here) remote_inputs.push_back(node.id);
         continue;
       }
       mine.push_back(node.id);
@@ -160,6 +160,14 @@ struct RankModel::Impl {
     for (auto& layer : layers) {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
+    }
+    if (node_messages) {
+      for (const Action& a : plan.schedule.stage_actions[static_cast<size_t>(rank)]) {
+        if (a.kind != ActionKind::backward || a.mini_batch != 0 || a.node < 0) continue;
+        for (NodeId producer : graph.node(a.node).inputs) {
+          if (owner(producer) != rank) last_consumer_in_order[{a.micro_batch, producer}] = a.node;
+        }
+      }
     }
     ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
                                          layers);
@@ -218,6 +226,9 @@ struct RankModel::Impl {
     aux_grad.assign(static_cast<size_t>(m_count), Tensor());
     received_grads.clear();
     grads_to_send.clear();
+    node_grads.assign(static_cast<size_t>(m_count),
+                      std::vector<Tensor>(static_cast<size_t>(graph.node_count())));
+    node_outgoing = node_grads;
   }
 
   // Cross-entropy of `logits` against the micro-batch's labels, into `tally`.
@@ -296,10 +307,12 @@ struct RankModel::Impl {
     clock.end(wall_s());
   }
 
-  void forward(int m) {
+  // The whole stage (stage level) or one node (node level).
+  void forward(int m, NodeId only) {
     begin("forward");
     auto& outs = outputs[static_cast<size_t>(m)];
     for (NodeId id : mine) {
+      if (only >= 0 && id != only) continue;
       const Node& node = graph.node(id);
       if (node.op == "input") {
         outs[static_cast<size_t>(id)] = inputs[static_cast<size_t>(m)];
@@ -344,17 +357,57 @@ struct RankModel::Impl {
     finish();
   }
 
+  // Node level: the backward of one node, its gradient accumulated from the backwards of
+  // its consumers run before it (here, or received from their ranks); the gradient for a
+  // remote producer goes out after the last of its consumers here (in this rank's order).
+  void backward_node(int m, NodeId id, int loss_stage) {
+    const Node& node = graph.node(id);
+    if (node.op == "input") return;  // no gradient for data
+    begin("backward");
+    const auto mi = static_cast<size_t>(m);
+    Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
+    node_grads[mi][static_cast<size_t>(id)] = Tensor();
+    if (id == sink) accumulate(g, loss_grad[mi]);
+    for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+      accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, loss_stage)));
+    }
+    if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
+    Context ctx = contexts[mi][static_cast<size_t>(id)];
+    const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const NodeId p = node.inputs[k];
+      if (graph.node(p).op == "input") continue;
+      Tensor gk =
+          in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
+      accumulate(owner(p) != rank ? node_outgoing[mi][static_cast<size_t>(p)]
+                                  : node_grads[mi][static_cast<size_t>(p)],
+                 gk);
+    }
+    for (NodeId p : node.inputs) {
+      if (owner(p) == rank || graph.node(p).op == "input") continue;
+      const auto last = last_consumer_in_order.find({m, p});
+      if (last == last_consumer_in_order.end() || last->second != id) continue;
+      Tensor& out = node_outgoing[mi][static_cast<size_t>(p)];
+      if (!out.defined()) continue;
+      msg.send(out, owner(p), tag(p, m, true, loss_stage));
+      out = Tensor();
+    }
+    finish();
+  }
+
+  // Stage level: one backward pass through all of this rank's nodes.
   void backward(const BackwardPass& pass) {
+    if (node_messages) throw_runtime("a whole-stage backward in a node-level schedule");
     begin("backward");
     const int m = pass.micro_batch;
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
-    if (owner(sink) == rank && (node_messages || pass.loss_stage == rank)) {
+    if (owner(sink) == rank && pass.loss_stage == rank) {
       grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
     }
     if (pass.loss_stage == rank && boundary >= 0) {
       grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
     }
-    // Stage level: what the gradient receive actions before this pass brought.
+    // What the gradient receive actions before this pass brought.
     const auto received = received_grads.find({m, pass.loss_stage});
     if (received != received_grads.end()) {
       for (auto& [id, g] : received->second) accumulate(grads[static_cast<size_t>(id)], g);
@@ -375,11 +428,6 @@ struct RankModel::Impl {
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
       Tensor& g = grads[static_cast<size_t>(id)];
-      if (node_messages) {
-        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-          accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, pass.loss_stage)));
-        }
-      }
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
       const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
@@ -392,20 +440,9 @@ struct RankModel::Impl {
             in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
-      // Node level: each remote producer gets one message, after its last consumer here.
-      if (node_messages && pass.propagates) {
-        for (NodeId p : node.inputs) {
-          if (owner(p) == rank || graph.node(p).op == "input") continue;
-          if (last_local_consumer[static_cast<size_t>(p)] != id) continue;
-          Tensor& out = outgoing[static_cast<size_t>(p)];
-          if (!out.defined()) continue;
-          msg.send(out, owner(p), tag(p, m, true, pass.loss_stage));
-          out = Tensor();
-        }
-      }
       g = Tensor();
     }
-    if (!node_messages && pass.propagates) {
+    if (pass.propagates) {
       auto& pending = grads_to_send[{m, pass.loss_stage}];
       for (NodeId p : remote_inputs) {
         Tensor& out = outgoing[static_cast<size_t>(p)];
@@ -472,7 +509,7 @@ void RankModel::execute(const Action& a) {
   const bool activation = a.payload == Payload::activation;
   switch (a.kind) {
     case ActionKind::forward:
-      i.forward(m);
+      i.forward(m, a.node);
       loss = i.owner_loss;
       break;
     case ActionKind::aux_forward:
@@ -483,6 +520,10 @@ void RankModel::execute(const Action& a) {
       i.aux_backward(m);
       break;
     case ActionKind::backward:
+      if (a.node >= 0) {
+        i.backward_node(m, a.node, a.loss_stage);
+        break;
+      }
       i.backward({.micro_batch = m,
                   .loss_stage = a.loss_stage,
                   .updates = a.updates_parameters,
@@ -524,6 +565,8 @@ void RankModel::release(int micro_batch) {
   i.head_loss_contexts[m] = Context();
   i.loss_grad[m] = Tensor();
   i.aux_grad[m] = Tensor();
+  for (Tensor& t : i.node_grads[m]) t = Tensor();
+  for (Tensor& t : i.node_outgoing[m]) t = Tensor();
   std::erase_if(i.received_grads,
                 [&](const auto& entry) { return entry.first.first == micro_batch; });
   std::erase_if(i.grads_to_send,

@@ -59,8 +59,8 @@ enum class ActionKind {
 enum class Payload { activation, gradient };
 enum class PipelineKind { gpipe, one_f_one_b };
 // Where tensors cross devices: at the send and receive actions (stage chains), or inside
-// forward and backward actions, node by node (node_level_schedule: a placement that is not
-// a chain, where whole-stage messages could deadlock).
+// forward and backward actions of single nodes (node_level_schedule: a placement that is
+// not a chain, where whole-stage passes and messages could deadlock).
 enum class MessageLevel { stage, node };
 enum class InterlockMode { single, sum };
 
@@ -73,6 +73,7 @@ struct Action {
   int loss_stage = -1;  // backward, and gradient messages: the stage whose loss it carries
   bool updates_parameters = false;   // backward: accumulates the body's parameter gradients
   bool propagates_gradient = false;  // backward: computes the input gradient (sent on)
+  int node = -1;  // forward / backward of a node-level schedule: the graph node; else -1
 
   bool operator==(const Action&) const = default;
 };
@@ -141,13 +142,23 @@ struct Schedule {
 // 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches.
 Schedule build_schedule(const ScheduleRequest& request);
 
-// For the global strategy on a placement that is not a stage chain: per device, the
-// forward of every micro-batch in ascending order, then the backward of every micro-batch
-// (GPipe at node level), then the optimiser step; no send or receive actions
+// One task of a node-level schedule: the forward or backward of one node for one micro-batch.
+struct NodeTask {
+  int node = 0;
+  int micro_batch = 0;
+  bool backward = false;
+};
+
+// For the global strategy on a placement that is not a stage chain: per device, its node
+// tasks in the order given (per mini-batch; step_estimate.hpp's list_schedule_tasks gives
+// the ready-first list schedule), then the optimiser step; no send or receive actions
 // (MessageLevel::node: each node's tensor is sent when produced and received when first
-// needed). 1F1B has no such form (it interleaves whole-stage passes): the request's
-// pipeline must be gpipe. Throws invalid_input like build_schedule.
-Schedule node_level_schedule(const ScheduleRequest& request);
+// needed, gradients likewise). Every backward belongs to the network's loss (loss stage
+// K-1), updates and propagates. The request's pipeline must be gpipe (a synchronous flush
+// per mini-batch; 1F1B interleaves whole-stage passes and has no such form). Throws
+// invalid_input like build_schedule, or when device_tasks has not one list per stage.
+Schedule node_level_schedule(const ScheduleRequest& request,
+                             const std::vector<std::vector<NodeTask>>& device_tasks);
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).
