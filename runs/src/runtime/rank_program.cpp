@@ -17,7 +17,6 @@ RankProgram rank_program(const TrainPlan& plan, int rank) {
   program.actions = schedule.stage_actions[static_cast<size_t>(rank)];
   program.stages_with_head = schedule.has_aux_head;
   program.has_aux_head = schedule.has_aux_head[static_cast<size_t>(rank)];
-  program.messages = schedule.messages;
   // The runtime runs one mini-batch per step: micro-batch numbers identify the state.
   std::vector<int> last;  // action index by micro-batch
   for (size_t i = 0; i < program.actions.size(); ++i) {

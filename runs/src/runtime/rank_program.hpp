@@ -18,7 +18,6 @@ struct RankProgram {
   std::vector<std::vector<int>> release;
   bool has_aux_head = false;
   std::vector<bool> stages_with_head;  // per rank
-  placement::MessageLevel messages = placement::MessageLevel::stage;
 };
 
 RankProgram rank_program(const TrainPlan& plan, int rank);
