@@ -151,11 +151,10 @@ void plan_schedule(TrainPlan& plan) {
     return;
   }
   if (plan.pipeline == placement::PipelineKind::one_f_one_b) {
-    throw_invalid(
-        "pipeline '1f1b' cannot run on this placement: it is not a stage chain (" + *not_chain +
-        "), and 1F1B interleaves whole-stage forward and backward passes. HINT: "
-        "--pipeline gpipe (the list schedule, node by node), or a placer that makes stage chains "
-        "(contiguous, stages)");
+    throw_invalid("pipeline '1f1b' cannot run on this placement (" + *not_chain +
+                  "): 1F1B interleaves whole-stage forward and backward passes. HINT: "
+                  "--pipeline gpipe (the list schedule, node by node), or a placer that makes "
+                  "stage chains (contiguous, stages)");
   }
   // The ready-first list schedule the placers' estimate assumes (step_estimate.hpp), so
   // the branch parallelism a placer planned for is what runs.
