@@ -115,24 +115,68 @@ class StageBuilder {
 
 }  // namespace
 
-int strategy_reach(std::string_view strategy, int stage_count) {
+Strategy::Strategy(StrategyKind kind_, int n_)
+    : kind(kind_), n(kind_ == StrategyKind::nwise ? n_ : 0) {
+  if (kind == StrategyKind::nwise && n < 1) {
+    throw_invalid("nwise:N needs N >= 1, got " + std::to_string(n_));
+  }
+}
+
+Strategy::Strategy(std::string_view name) {
+  if (name == "global") return;
+  if (name == "local") {
+    kind = StrategyKind::local;
+    return;
+  }
+  if (name == "pairwise") {
+    kind = StrategyKind::pairwise;
+    return;
+  }
+  constexpr std::string_view prefix = "nwise:";
+  if (name.substr(0, prefix.size()) == prefix) {
+    const std::string_view digits = name.substr(prefix.size());
+    int value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (!digits.empty() && error == std::errc() && end == digits.data() + digits.size() &&
+        value >= 1) {
+      kind = StrategyKind::nwise;
+      n = value;
+      return;
+    }
+  }
+  throw_invalid("unknown strategy '" + std::string(name) +
+                "' (valid: global, local, pairwise, nwise:N with N >= 1)");
+}
+
+std::string to_string(const Strategy& strategy) {
+  switch (strategy.kind) {
+    case StrategyKind::global:
+      return "global";
+    case StrategyKind::local:
+      return "local";
+    case StrategyKind::pairwise:
+      return "pairwise";
+    case StrategyKind::nwise:
+      return "nwise:" + std::to_string(strategy.n);
+  }
+  throw_invalid("unknown strategy kind " + std::to_string(static_cast<int>(strategy.kind)));
+}
+
+int strategy_reach(const Strategy& strategy, int stage_count) {
   if (stage_count < 1)
     throw_invalid("stage count must be >= 1, got " + std::to_string(stage_count));
   const int global = stage_count - 1;
-  if (strategy == "global") return global;
-  if (strategy == "local") return 0;
-  if (strategy == "pairwise") return std::min(1, global);
-  constexpr std::string_view prefix = "nwise:";
-  if (strategy.substr(0, prefix.size()) == prefix) {
-    const std::string_view digits = strategy.substr(prefix.size());
-    int n = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (!digits.empty() && error == std::errc() && end == digits.data() + digits.size() && n >= 1) {
-      return std::min(n - 1, global);
-    }
+  switch (strategy.kind) {
+    case StrategyKind::global:
+      return global;
+    case StrategyKind::local:
+      return 0;
+    case StrategyKind::pairwise:
+      return std::min(1, global);
+    case StrategyKind::nwise:
+      return std::min(strategy.n - 1, global);
   }
-  throw_invalid("unknown strategy '" + std::string(strategy) +
-                "' (valid: global, local, pairwise, nwise:N with N >= 1)");
+  throw_invalid("unknown strategy kind " + std::to_string(static_cast<int>(strategy.kind)));
 }
 
 const std::vector<std::string>& strategy_forms() {
@@ -206,7 +250,10 @@ std::string to_string(InterlockMode mode) {
   return name_of(kInterlockNames, mode);
 }
 
-Schedule build_schedule(const ScheduleRequest& request) {
+namespace {
+
+// The fields every schedule shares, after checking the request's counts.
+Schedule schedule_header(const ScheduleRequest& request) {
   const int k = request.stage_count;
   const int reach = strategy_reach(request.strategy, k);
   // Bounded: the schedule holds every pass of every micro-batch of every mini-batch, so
@@ -221,11 +268,11 @@ Schedule build_schedule(const ScheduleRequest& request) {
   }
   const bool global = reach == k - 1;
   if (!global && request.pipeline == PipelineKind::gpipe) {
-    throw_invalid("the gpipe schedule is for the global strategy only, not '" + request.strategy +
-                  "'");
+    throw_invalid("the gpipe schedule is for the global strategy only, not '" +
+                  to_string(request.strategy) + "'");
   }
   Schedule schedule;
-  schedule.strategy = request.strategy;
+  schedule.strategy = to_string(request.strategy);
   schedule.reach = reach;
   schedule.pipeline = request.pipeline;
   schedule.stage_count = k;
@@ -233,6 +280,16 @@ Schedule build_schedule(const ScheduleRequest& request) {
   schedule.mini_batches = request.mini_batches;
   schedule.interlock = request.interlock;
   schedule.has_aux_head.assign(k, false);
+  return schedule;
+}
+
+}  // namespace
+
+Schedule build_schedule(const ScheduleRequest& request) {
+  Schedule schedule = schedule_header(request);
+  const int k = schedule.stage_count;
+  const int reach = schedule.reach;
+  const bool global = reach == k - 1;
   const bool sum = request.interlock == InterlockMode::sum;
   for (int t = sum ? 0 : reach; t <= k - 2; ++t) schedule.has_aux_head[t] = sum || !global;
   const std::vector<Flow> flows = gradient_flows(k, reach, request.interlock);
@@ -242,9 +299,46 @@ Schedule build_schedule(const ScheduleRequest& request) {
   return schedule;
 }
 
+Schedule node_level_schedule(const ScheduleRequest& request,
+                             const std::vector<std::vector<NodeTask>>& device_tasks) {
+  Schedule schedule = schedule_header(request);
+  const int k = schedule.stage_count;
+  if (schedule.reach != k - 1 || request.pipeline != PipelineKind::gpipe ||
+      request.interlock != InterlockMode::single) {
+    throw_invalid(
+        "a placement that is not a stage chain runs only global/gpipe with interlock "
+        "mode single, not " +
+        schedule.strategy + "/" + to_string(request.pipeline) + "/" + to_string(request.interlock));
+  }
+  if (static_cast<int>(device_tasks.size()) != k) {
+    throw_invalid("node_level_schedule: " + std::to_string(device_tasks.size()) +
+                  " task lists for " + std::to_string(k) + " stages");
+  }
+  schedule.messages = MessageLevel::node;
+  for (int stage = 0; stage < k; ++stage) {
+    std::vector<Action> actions;
+    for (int b = 0; b < schedule.mini_batches; ++b) {
+      for (const NodeTask& task : device_tasks[static_cast<size_t>(stage)]) {
+        actions.push_back({.kind = task.backward ? ActionKind::backward : ActionKind::forward,
+                           .mini_batch = b,
+                           .micro_batch = task.micro_batch,
+                           .loss_stage = task.backward ? k - 1 : -1,
+                           .updates_parameters = task.backward,
+                           // Any device may consume another's tensors, not only stage > 0.
+                           .propagates_gradient = task.backward,
+                           .node = task.node});
+      }
+      actions.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
+    }
+    schedule.stage_actions.push_back(std::move(actions));
+  }
+  return schedule;
+}
+
 std::string to_string(const Action& action) {
-  const std::string unit =
-      std::to_string(action.mini_batch) + "." + std::to_string(action.micro_batch);
+  const std::string unit = std::to_string(action.mini_batch) + "." +
+                           std::to_string(action.micro_batch) +
+                           (action.node >= 0 ? " n" + std::to_string(action.node) : "");
   const std::string what = action.payload == Payload::activation
                                ? std::string("act")
                                : "grad" + std::to_string(action.loss_stage);

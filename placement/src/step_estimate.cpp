@@ -34,6 +34,17 @@ StepTimeEstimate::StepTimeEstimate(const Graph& graph, const NodeCosts& costs, c
 }
 
 double StepTimeEstimate::operator()(const Placement& placement) {
+  return run(placement, nullptr);
+}
+
+std::vector<std::vector<NodeTask>> StepTimeEstimate::tasks(const Placement& placement) {
+  std::vector<std::vector<NodeTask>> order(static_cast<size_t>(placement.device_count));
+  run(placement, &order);
+  return order;
+}
+
+double StepTimeEstimate::run(const Placement& placement,
+                             std::vector<std::vector<NodeTask>>* order) {
   require_valid_placement(graph_, placement);
   const int64_t n = graph_.node_count();
   const int64_t task_count = 2 * n * micro_batches_;
@@ -71,6 +82,10 @@ double StepTimeEstimate::operator()(const Placement& placement) {
     const double end_s = start_s + (backward ? costs_.backward_s[node] : costs_.forward_s[node]);
     device_free_s_[device] = end_s;
     makespan_s = std::max(makespan_s, end_s);
+    if (order) {
+      (*order)[static_cast<size_t>(device)].push_back(
+          {node, static_cast<int>(next.task / (2 * n)), backward});
+    }
     const Node& info = graph_.nodes()[node];
     if (!backward) {
       for (NodeId consumer : info.successors) {
@@ -91,6 +106,105 @@ double StepTimeEstimate::operator()(const Placement& placement) {
 double estimate_step_time_s(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                             const Placement& placement, int micro_batches) {
   return StepTimeEstimate(graph, costs, link, micro_batches)(placement);
+}
+
+std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const NodeCosts& costs,
+                                                       const LinkSpec& link,
+                                                       const Placement& placement,
+                                                       int micro_batches) {
+  return StepTimeEstimate(graph, costs, link, micro_batches).tasks(placement);
+}
+
+double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
+                              const Placement& placement, const Schedule& schedule) {
+  require_valid_placement(graph, placement);
+  const int k = placement.device_count;
+  if (schedule.messages != MessageLevel::node || schedule.stage_count != k) {
+    throw_invalid("simulate_node_schedule: a node-level schedule of " + std::to_string(k) +
+                  " stages is needed");
+  }
+  const int64_t n = graph.node_count();
+  // End time of each task of the current mini-batch, by ((m * 2) + phase) * n + node; NaN
+  // while not run. Mini-batches follow one another on each device.
+  const auto task_of = [n](const Action& a) {
+    return (static_cast<int64_t>(a.micro_batch) * 2 + (a.kind == ActionKind::backward)) * n +
+           a.node;
+  };
+  const auto transfer_s = [&](NodeId producer) {
+    return link.latency_s +
+           static_cast<double>(costs.output_bytes[producer]) / link.bandwidth_bytes_per_s;
+  };
+  std::vector<double> device_free_s(static_cast<size_t>(k), 0.0);
+  double makespan_s = 0.0;
+  for (int b = 0; b < schedule.mini_batches; ++b) {
+    std::vector<double> end_s(static_cast<size_t>(2 * n * schedule.micro_batches), -1.0);
+    std::vector<size_t> next(static_cast<size_t>(k), 0);
+    // The actions of mini-batch b on each device.
+    std::vector<std::vector<const Action*>> lists(static_cast<size_t>(k));
+    for (int d = 0; d < k; ++d) {
+      for (const Action& a : schedule.stage_actions[static_cast<size_t>(d)]) {
+        if (a.mini_batch != b) continue;
+        if (a.kind != ActionKind::forward && a.kind != ActionKind::backward) continue;
+        if (a.node < 0 || a.node >= n || placement.device_of_node[a.node] != d) {
+          throw_invalid("simulate_node_schedule: action '" + to_string(a) + "' on device " +
+                        std::to_string(d) + " is not one of its nodes");
+        }
+        lists[static_cast<size_t>(d)].push_back(&a);
+      }
+    }
+    // Ready time of a task, or -1 while an input is missing.
+    const auto ready_s = [&](const Action& a) {
+      const Node& node = graph.node(a.node);
+      const int64_t base = static_cast<int64_t>(a.micro_batch) * 2 * n;
+      double ready = 0.0;
+      const auto need = [&](int64_t task, NodeId from, NodeId producer) {
+        const double end = end_s[static_cast<size_t>(task)];
+        if (end < 0.0) return false;
+        const bool remote = placement.device_of_node[from] != placement.device_of_node[a.node];
+        ready = std::max(ready, end + (remote ? transfer_s(producer) : 0.0));
+        return true;
+      };
+      if (a.kind == ActionKind::forward) {
+        for (NodeId p : node.predecessors) {
+          if (!need(base + p, p, p)) return -1.0;
+        }
+      } else {
+        if (!need(base + a.node, a.node, a.node)) return -1.0;
+        for (NodeId c : node.successors) {
+          if (!need(base + n + c, c, a.node)) return -1.0;
+        }
+      }
+      return ready;
+    };
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int d = 0; d < k; ++d) {
+        auto& list = lists[static_cast<size_t>(d)];
+        size_t& i = next[static_cast<size_t>(d)];
+        while (i < list.size()) {
+          const Action& a = *list[i];
+          const double ready = ready_s(a);
+          if (ready < 0.0) break;
+          const double start = std::max(ready, device_free_s[static_cast<size_t>(d)]);
+          const double end = start + (a.kind == ActionKind::backward ? costs.backward_s[a.node]
+                                                                     : costs.forward_s[a.node]);
+          device_free_s[static_cast<size_t>(d)] = end;
+          end_s[static_cast<size_t>(task_of(a))] = end;
+          makespan_s = std::max(makespan_s, end);
+          ++i;
+          progress = true;
+        }
+      }
+    }
+    for (int d = 0; d < k; ++d) {
+      if (next[static_cast<size_t>(d)] < lists[static_cast<size_t>(d)].size()) {
+        throw_runtime(
+            "node-level schedule deadlocks: device " + std::to_string(d) + " waits forever at '" +
+            to_string(*lists[static_cast<size_t>(d)][next[static_cast<size_t>(d)]]) + "'");
+      }
+    }
+  }
+  return makespan_s / schedule.mini_batches;
 }
 
 }  // namespace interplace::placement

@@ -26,22 +26,20 @@ using placement::StageCosts;
 using placement::StageTimeline;
 using placement::strategy_reach;
 
-namespace {
-
 StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                               const NodeCosts& costs, const CostModel& cost_model,
-                              const StepRequest& request, std::string reason) {
+                              int micro_batches, std::string reason) {
   StepReport report;
   report.estimator = StepEstimator::list_schedule;
   report.fallback_reason = std::move(reason);
   report.reach = placement.device_count - 1;
   report.step_time_s =
-      estimate_step_time_s(graph, costs, cost_model.link(), placement, request.micro_batches);
-  const std::vector<int64_t> memory = device_memory_bytes(placement, costs, request.micro_batches);
+      estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
+  const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);
   for (const Node& node : graph.nodes()) {
     report.devices[placement.device_of_node[node.id]].busy_s +=
-        costs.compute_s(node.id) * request.micro_batches;
+        costs.compute_s(node.id) * micro_batches;
   }
   double idle_s = 0.0;
   for (int d = 0; d < placement.device_count; ++d) {
@@ -56,8 +54,6 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
   return report;
 }
 
-}  // namespace
-
 std::string to_string(StepEstimator estimator) {
   return estimator == StepEstimator::event_simulator ? "event-simulator" : "list-schedule";
 }
@@ -70,6 +66,19 @@ double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
   return cost_model.roofline_s(flops, bytes);
 }
 
+Schedule step_schedule(const StepRequest& request, int stage_count) {
+  const bool global = strategy_reach(request.strategy, stage_count) >= stage_count - 1;
+  ScheduleRequest schedule_request;
+  schedule_request.strategy = request.strategy;
+  schedule_request.pipeline = request.pipeline.value_or(
+      global ? placement::PipelineKind::gpipe : placement::PipelineKind::one_f_one_b);
+  schedule_request.stage_count = stage_count;
+  schedule_request.micro_batches = request.micro_batches;
+  schedule_request.mini_batches = request.mini_batches;
+  schedule_request.interlock = request.interlock;
+  return build_schedule(schedule_request);
+}
+
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                          const CostModel& cost_model, const StepRequest& request) {
   require_valid_placement(graph, placement);
@@ -78,25 +87,34 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
   if (request.micro_batches < 1 || request.mini_batches < 1) {
     throw_invalid("micro-batches and mini-batches must be >= 1");
   }
-  const bool global = reach >= k - 1;
+  if (reach >= k - 1) {
+    if (auto why = stage_chain_violation(graph, placement)) {
+      return list_schedule_step(graph, placement, costs, cost_model, request.micro_batches, *why);
+    }
+  }
+  return simulate_schedule(graph, placement, costs, cost_model, step_schedule(request, k),
+                           request.aux_heads);
+}
+
+StepReport simulate_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                             const CostModel& cost_model, const Schedule& schedule,
+                             const AuxHeadOptions& aux_heads) {
+  require_valid_placement(graph, placement);
+  const int k = placement.device_count;
+  if (schedule.stage_count != k || schedule.messages != placement::MessageLevel::stage) {
+    throw_invalid("simulate_schedule: a stage schedule of " + std::to_string(k) +
+                  " stages is needed, got " + std::to_string(schedule.stage_count) +
+                  (schedule.messages == placement::MessageLevel::node ? " at node level" : ""));
+  }
+  const bool global = schedule.reach >= k - 1;
   if (!global) {
     if (auto why = local_strategy_ineligibility(graph, placement)) {
-      throw_invalid("strategy '" + request.strategy + "' cannot run on this placement: " + *why +
+      throw_invalid("strategy '" + schedule.strategy + "' cannot run on this placement: " + *why +
                     "; only the global strategy can");
     }
   } else if (auto why = stage_chain_violation(graph, placement)) {
-    return list_schedule_step(graph, placement, costs, cost_model, request, *why);
+    throw_invalid("simulate_schedule: the placement is not a stage chain: " + *why);
   }
-
-  ScheduleRequest schedule_request;
-  schedule_request.strategy = request.strategy;
-  schedule_request.pipeline = request.pipeline.value_or(
-      global ? placement::PipelineKind::gpipe : placement::PipelineKind::one_f_one_b);
-  schedule_request.stage_count = k;
-  schedule_request.micro_batches = request.micro_batches;
-  schedule_request.mini_batches = request.mini_batches;
-  schedule_request.interlock = request.interlock;
-  const Schedule schedule = build_schedule(schedule_request);
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
   std::vector<int64_t> parameters(k, 0);
@@ -109,7 +127,7 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     StageCosts& stage = pipeline.stages[j];
     if (schedule.has_aux_head[j]) {
       const AuxHeadCosts head =
-          aux_head_costs(aux_head_graph(graph, boundaries[j], request.aux_heads), cost_model);
+          aux_head_costs(aux_head_graph(graph, boundaries[j], aux_heads), cost_model);
       stage.aux_forward_s = head.forward_s;
       stage.aux_backward_s = head.backward_s;
       stage.aux_activation_bytes = head.activation_bytes;
@@ -128,8 +146,8 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
   report.devices.resize(k);
   for (int j = 0; j < k; ++j) {
     const StageTimeline& timeline = result.stages[j];
-    report.devices[j] = {timeline.busy_s / request.mini_batches,
-                         timeline.idle_s / request.mini_batches, timeline.peak_memory_bytes,
+    report.devices[j] = {timeline.busy_s / schedule.mini_batches,
+                         timeline.idle_s / schedule.mini_batches, timeline.peak_memory_bytes,
                          schedule.has_aux_head[j]};
   }
   return report;

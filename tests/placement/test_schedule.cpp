@@ -46,6 +46,20 @@ TEST(Schedule, StrategyNamesToReach) {
   EXPECT_THROW(pipeline_by_name("zero-bubble"), Error);
 }
 
+// Parsed once into kind and N; the name it prints is the one it was parsed from.
+TEST(Schedule, StrategiesParseIntoKindAndN) {
+  EXPECT_EQ(Strategy("local").kind, StrategyKind::local);
+  const Strategy nwise("nwise:12");
+  EXPECT_EQ(nwise.kind, StrategyKind::nwise);
+  EXPECT_EQ(nwise.n, 12);
+  for (const char* name : {"global", "local", "pairwise", "nwise:1", "nwise:12"}) {
+    EXPECT_EQ(to_string(Strategy(name)), name);
+  }
+  EXPECT_EQ(Strategy(StrategyKind::global), Strategy());
+  EXPECT_THROW(Strategy(StrategyKind::nwise, 0), Error);
+  EXPECT_EQ(strategy_reach(Strategy(StrategyKind::nwise, 2), 4), 1);
+}
+
 TEST(Schedule, Global1F1BTwoStagesThreeMicroBatches) {
   const Schedule schedule = schedule_for("global", 2, 3);
   EXPECT_EQ(schedule.has_aux_head, (std::vector<bool>{false, false}));

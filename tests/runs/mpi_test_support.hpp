@@ -116,9 +116,8 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
   }
   plan.config.strategy = strategy;
   plan.config.interlock_mode = mode;
-  plan.reach = placement::strategy_reach(strategy, devices);
-  const auto why = placement::local_strategy_ineligibility(g, plan.placement);
-  plan.global_only_reason = why ? *why : "";
+  parse_choices(plan);
+  plan_schedule(plan);
   return plan;
 }
 

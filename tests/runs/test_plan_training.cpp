@@ -92,6 +92,44 @@ TEST(PlanTraining, LocalNeedsAChainWithSingleTensorBoundaries) {
   EXPECT_FALSE(plan.global_only_reason.empty());
 }
 
+// 1F1B is defined on stages: off a stage chain it is refused, never run as something
+// else under its name; GPipe there runs the list schedule node by node.
+TEST(PlanTraining, OneFOneBNeedsAStageChain) {
+  TrainConfig c = base();
+  c.placer = "round-robin";
+  c.pipeline = "1f1b";
+  expect_invalid(c, "pipeline '1f1b' cannot run on this placement (not a stage chain");
+  c.pipeline = "gpipe";
+  const TrainPlan plan = plan_training(c);
+  EXPECT_EQ(plan.schedule.messages, placement::MessageLevel::node);
+  EXPECT_EQ(plan.pipeline, placement::PipelineKind::gpipe);
+  c.placer = "contiguous";
+  c.pipeline = "1f1b";
+  const TrainPlan chain = plan_training(c);
+  EXPECT_EQ(chain.schedule.messages, placement::MessageLevel::stage);
+  EXPECT_EQ(chain.schedule.pipeline, placement::PipelineKind::one_f_one_b);
+}
+
+// The names are parsed once, into the plan's fields.
+TEST(PlanTraining, ParsesTheNamesOnce) {
+  TrainConfig c = base();
+  c.strategy = "nwise:2";
+  c.interlock_mode = "sum";
+  c.pipeline = "gpipe";  // ignored by non-global strategies
+  c.devices = 3;
+  TrainPlan plan;
+  plan.config = c;
+  parse_choices(plan);
+  EXPECT_EQ(plan.strategy, placement::Strategy(placement::StrategyKind::nwise, 2));
+  EXPECT_EQ(plan.reach, 1);
+  EXPECT_EQ(plan.pipeline, placement::PipelineKind::one_f_one_b);
+  EXPECT_EQ(plan.interlock, placement::InterlockMode::sum);
+  EXPECT_EQ(plan.device, kernels::Device::cpu);
+  EXPECT_EQ(placement::to_string(plan.strategy), "nwise:2");
+  plan.config.strategy = "nwise:0";
+  EXPECT_THROW(parse_choices(plan), Error);
+}
+
 // Refused while planning, so a sweep records it as skipped, not failed in training.
 TEST(PlanTraining, RejectsADataSetTheModelCannotRead) {
   TrainConfig c = base();

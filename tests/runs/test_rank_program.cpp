@@ -13,21 +13,23 @@
 namespace interplace::runs {
 namespace {
 
-using Kind = ProgramStep::Kind;
+using placement::ActionKind;
 
 // The most micro-batches holding saved state at once while `program` runs, checking that
 // each is released once and never used after its release.
 int peak_in_flight(const RankProgram& program, int micro_batches, const std::string& what) {
   std::set<int> live, released;
   size_t peak = 0;
-  for (const ProgramStep& s : program.steps) {
-    if (s.kind != Kind::optimizer) {
-      EXPECT_FALSE(released.count(s.pass.micro_batch))
-          << what << ": micro-batch " << s.pass.micro_batch << " used after release";
-      live.insert(s.pass.micro_batch);
+  EXPECT_EQ(program.release.size(), program.actions.size()) << what;
+  for (size_t i = 0; i < program.actions.size(); ++i) {
+    const placement::Action& a = program.actions[i];
+    if (a.kind != ActionKind::optimizer_step) {
+      EXPECT_FALSE(released.count(a.micro_batch))
+          << what << ": micro-batch " << a.micro_batch << " used after release";
+      live.insert(a.micro_batch);
       peak = std::max(peak, live.size());
     }
-    for (int m : s.release) {
+    for (int m : program.release[i]) {
       EXPECT_TRUE(live.count(m)) << what << ": released " << m << " twice or before use";
       live.erase(m);
       released.insert(m);
@@ -67,6 +69,27 @@ TEST(RankProgram, LocalAndInterlockingStrategiesReleaseEveryMicroBatch) {
       EXPECT_LT(peak, m) << what << ": holds every micro-batch at once";
     }
   }
+}
+
+}  // namespace
+}  // namespace interplace::runs
+
+namespace interplace::runs {
+namespace {
+
+// The program is the plan's schedule itself: the messages included, nothing rebuilt.
+TEST(RankProgram, IsThePlansScheduleWithItsMessages) {
+  const TrainPlan plan = plan_of("global", "1f1b", 3, 4);
+  for (int rank = 0; rank < 3; ++rank) {
+    const RankProgram program = rank_program(plan, rank);
+    EXPECT_EQ(program.actions, plan.schedule.stage_actions[static_cast<size_t>(rank)]);
+    const auto messages = std::count_if(
+        program.actions.begin(), program.actions.end(), [](const placement::Action& a) {
+          return a.kind == ActionKind::send || a.kind == ActionKind::receive;
+        });
+    EXPECT_EQ(messages, rank == 1 ? 4 * 4 : 4 * 2) << "rank " << rank;
+  }
+  EXPECT_THROW(rank_program(plan, 3), Error);
 }
 
 }  // namespace

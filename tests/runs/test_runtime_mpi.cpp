@@ -35,6 +35,17 @@ void check_global_matches_single(const TrainConfig& base, const std::vector<std:
         c.micro_batches = m;
         const std::string what =
             c.model + " " + placer + " " + pipeline + " M=" + std::to_string(m);
+        // 1F1B needs a stage chain: on any other placement planning refuses it.
+        TrainConfig probe = c;
+        probe.devices = p;
+        probe.pipeline = "gpipe";
+        const TrainPlan gpipe_plan = plan_training(probe);
+        if (c.pipeline == "1f1b" &&
+            !placement::is_stage_chain(gpipe_plan.graph, gpipe_plan.placement)) {
+          probe.pipeline = "1f1b";
+          EXPECT_THROW(plan_training(probe), Error) << what;
+          continue;
+        }
         const TrainResult single = train_on(c, 1);
         const TrainResult many = train_on(c, p);
         expect_same_losses(many, single, what + " P=" + std::to_string(p));

@@ -58,7 +58,8 @@ TrainPlan tiny_plan(const std::string& strategy) {
   plan.config.threads_per_rank = 1;
   plan.graph = tiny_chain();
   plan.placement = {.device_count = 3, .device_of_node = {0, 0, 1, 2}};
-  plan.reach = placement::strategy_reach(strategy, 3);
+  parse_choices(plan);
+  plan_schedule(plan);
   return plan;
 }
 

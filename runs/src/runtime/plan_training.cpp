@@ -15,6 +15,7 @@
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/step_estimate.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
@@ -109,24 +110,73 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
                                             optimizer);
 }
 
+void parse_choices(TrainPlan& plan) {
+  const TrainConfig& c = plan.config;
+  plan.strategy = placement::Strategy(c.strategy);
+  plan.reach = placement::strategy_reach(plan.strategy, c.devices);
+  const bool global = plan.reach == c.devices - 1;
+  const placement::PipelineKind pipeline = placement::pipeline_by_name(c.pipeline);
+  // The pipeline only chooses the global schedule; local and interlocking ignore it.
+  plan.pipeline = global ? pipeline : placement::PipelineKind::one_f_one_b;
+  plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
+  plan.device = device_by_name(c.device);
+  placement::to_string(c.optimizer);  // rejects values outside the enum
+  if (global && plan.interlock == placement::InterlockMode::sum && c.devices > 1) {
+    throw_invalid("interlock mode 'sum' is for the local and interlocking strategies, not global");
+  }
+}
+
+void plan_schedule(TrainPlan& plan) {
+  const TrainConfig& c = plan.config;
+  const bool global = plan.reach == c.devices - 1;
+  if (auto why = placement::local_strategy_ineligibility(plan.graph, plan.placement)) {
+    plan.global_only_reason = *why;
+  } else {
+    plan.global_only_reason.clear();
+  }
+  if (!global && !plan.global_only_reason.empty()) {
+    throw_invalid("strategy '" + c.strategy +
+                  "' cannot run on this placement: " + plan.global_only_reason);
+  }
+  placement::ScheduleRequest request;
+  request.strategy = plan.strategy;
+  request.pipeline = plan.pipeline;
+  request.interlock = plan.interlock;
+  request.stage_count = c.devices;
+  request.micro_batches = c.micro_batches;
+  request.mini_batches = 1;  // one training step; the runtime repeats it
+  const auto not_chain = placement::stage_chain_violation(plan.graph, plan.placement);
+  if (!not_chain) {
+    plan.schedule = placement::build_schedule(request);
+    return;
+  }
+  if (plan.pipeline == placement::PipelineKind::one_f_one_b) {
+    throw_invalid("pipeline '1f1b' cannot run on this placement (" + *not_chain +
+                  "): 1F1B interleaves whole-stage forward and backward passes. HINT: "
+                  "--pipeline gpipe (the list schedule, node by node), or a placer that makes "
+                  "stage chains (contiguous, stages)");
+  }
+  // The ready-first list schedule the placers' estimate assumes (step_estimate.hpp), so
+  // the branch parallelism a placer planned for is what runs.
+  const placement::CostModel cost_model = training_cost_model(c);
+  const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
+  plan.schedule = placement::node_level_schedule(
+      request, placement::list_schedule_tasks(plan.graph, costs, cost_model.link(), plan.placement,
+                                              c.micro_batches));
+}
+
 TrainPlan plan_training(const TrainConfig& config) {
   validate_scalars(config);
   const placement::ModelInfo& info = catalog_entry(config.model);
-  placement::order_by_name(config.order);
-  placement::placer_by_name(config.placer);
-  const int reach = placement::strategy_reach(config.strategy, config.devices);
-  require_name("pipeline", config.pipeline, {"gpipe", "1f1b"});
-  require_name("interlock mode", config.interlock_mode, {"single", "sum"});
+  const placement::OrderKind order = placement::order_by_name(config.order);
+  const placement::Placer placer = placement::placer_by_name(config.placer);
   require_name("dataset", config.dataset, dataset_names());
-  placement::to_string(config.optimizer);  // rejects values outside the enum
-  require_device_support(device_by_name(config.device));
-  // The pipeline only chooses the global schedule; local and interlocking ignore it.
-  const bool global = reach == config.devices - 1;
 
   TrainPlan plan;
   plan.config = config;
+  parse_choices(plan);
+  require_device_support(plan.device);
   plan.family = info.family;
-  plan.reach = reach;
   placement::ModelOptions options = config.model_options;
   // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
   options.batch_size = micro_batch_size(config.batch_size, config.micro_batches);
@@ -143,31 +193,28 @@ TrainPlan plan_training(const TrainConfig& config) {
   for (placement::NodeId id = 0; id < plan.graph.node_count(); ++id) {
     order_options.node_cost[static_cast<size_t>(id)] = costs.compute_s(id);
   }
-  plan.order =
-      placement::compute_order(plan.graph, placement::order_by_name(config.order), order_options);
+  plan.order = placement::compute_order(plan.graph, order, order_options);
   placement::PlacementRequest request{.device_count = config.devices, .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
   request.seed = config.seed;
-  plan.placement = placement::placer_by_name(config.placer)(plan.graph, plan.order, request);
+  plan.placement = placer(plan.graph, plan.order, request);
 
-  if (auto why = placement::local_strategy_ineligibility(plan.graph, plan.placement)) {
-    plan.global_only_reason = *why;
+  plan_schedule(plan);
+  // The prediction simulates the schedule the ranks execute; a node-level schedule has no
+  // stage pipeline to simulate and gets the list-scheduled estimate (step_simulation.hpp).
+  if (plan.schedule.messages == placement::MessageLevel::stage) {
+    AuxHeadOptions heads;
+    heads.width_multiplier = config.model_options.width_multiplier;
+    plan.prediction =
+        simulate_schedule(plan.graph, plan.placement, costs, cost_model, plan.schedule, heads);
+  } else {
+    plan.prediction =
+        list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,
+                           *placement::stage_chain_violation(plan.graph, plan.placement));
+    // The same number, as the replay of the schedule the ranks execute.
+    plan.prediction.step_time_s = placement::simulate_node_schedule(
+        plan.graph, costs, cost_model.link(), plan.placement, plan.schedule);
   }
-  if (!global && !plan.global_only_reason.empty()) {
-    throw_invalid("strategy '" + config.strategy +
-                  "' cannot run on this placement: " + plan.global_only_reason);
-  }
-  if (global && config.interlock_mode == "sum" && config.devices > 1) {
-    throw_invalid("interlock mode 'sum' is for the local and interlocking strategies, not global");
-  }
-
-  StepRequest step;
-  step.strategy = config.strategy;
-  if (global) step.pipeline = placement::pipeline_by_name(config.pipeline);
-  step.micro_batches = config.micro_batches;
-  step.interlock = placement::interlock_mode_by_name(config.interlock_mode);
-  step.aux_heads.width_multiplier = config.model_options.width_multiplier;
-  plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);
 
   std::vector<double> node_cost(order_options.node_cost);
   plan.graph_stats = placement::compute_graph_stats(plan.graph, node_cost);

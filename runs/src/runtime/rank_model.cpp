@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
@@ -23,6 +25,18 @@ using placement::Node;
 using placement::NodeId;
 
 namespace {
+
+using placement::Action;
+using placement::ActionKind;
+using placement::Payload;
+
+// One backward pass through this rank's nodes for one micro-batch.
+struct BackwardPass {
+  int micro_batch = 0;
+  int loss_stage = -1;     // the flow's source stage (the last stage for global)
+  bool updates = true;     // accumulate parameter gradients
+  bool propagates = true;  // compute input gradients for the ranks of the producers
+};
 
 // Rows [first, first + count) of a [N, ...] tensor, as a new tensor.
 Tensor slice_rows(const Tensor& t, int64_t first, int64_t count) {
@@ -53,6 +67,7 @@ struct RankModel::Impl {
   Messenger& msg;
   RankClock& clock;
   kernels::Device device;
+  bool node_messages;  // MessageLevel::node: tensors move inside forward and backward
   int rank;
   int stage_count;
   int micro_batches = 1;
@@ -60,11 +75,21 @@ struct RankModel::Impl {
   std::vector<std::unique_ptr<kernels::Layer>> layers;  // by node; null when not ours
   std::vector<NodeId> mine;                             // ascending id (topological)
   std::vector<std::vector<int>> remote_consumers;       // by node: other ranks, ascending
-  std::vector<NodeId> last_local_consumer;              // by remote producer: min local consumer
-  std::vector<Tensor> inputs, labels;                   // by micro-batch
-  std::vector<std::vector<Tensor>> outputs;             // [micro-batch][node]
-  std::vector<std::vector<Context>> contexts;           // [micro-batch][node]
-  std::vector<Tensor> loss_grad;                        // [micro-batch], on the sink's rank
+  std::vector<NodeId> remote_inputs;  // nodes of other ranks consumed here, ascending
+  // Gradients between a gradient receive or send action and its backward pass, by
+  // (micro-batch, loss stage): received for this rank's nodes, or computed for the
+  // producers on other ranks.
+  std::map<std::pair<int, int>, std::vector<std::pair<NodeId, Tensor>>> received_grads,
+      grads_to_send;
+  // Node-level schedules: gradients summed so far, by [micro-batch][node], for this rank's
+  // nodes and for remote producers; and for each (micro-batch, remote producer) the local
+  // consumer whose backward comes last in this rank's list (it sends the sum).
+  std::vector<std::vector<Tensor>> node_grads, node_outgoing;
+  std::map<std::pair<int, NodeId>, NodeId> last_consumer_in_order;
+  std::vector<Tensor> inputs, labels;          // by micro-batch
+  std::vector<std::vector<Tensor>> outputs;    // [micro-batch][node]
+  std::vector<std::vector<Context>> contexts;  // [micro-batch][node]
+  std::vector<Tensor> loss_grad;               // [micro-batch], on the sink's rank
   kernels::SoftmaxCrossEntropy cross_entropy;
   // Auxiliary head on this rank's boundary tensor.
   NodeId boundary = -1;
@@ -92,7 +117,8 @@ struct RankModel::Impl {
         graph(p.graph),
         msg(m),
         clock(c),
-        device(device_by_name(p.config.device)),
+        device(p.device),
+        node_messages(p.schedule.messages == placement::MessageLevel::node),
         rank(m.rank()),
         stage_count(p.config.devices),
         micro_batches(p.config.micro_batches),
@@ -100,7 +126,6 @@ struct RankModel::Impl {
     const auto n = static_cast<size_t>(graph.node_count());
     layers.resize(n);
     remote_consumers.resize(n);
-    last_local_consumer.assign(n, -1);
     const int64_t last_tag =
         static_cast<int64_t>(graph.node_count()) * micro_batches * 2 * (stage_count + 1) +
         Messenger::kFirstDataTag;
@@ -111,15 +136,16 @@ struct RankModel::Impl {
     }
     for (const Node& node : graph.nodes()) {
       std::set<int> others;
+      bool consumed_here = false;
       for (NodeId s : node.successors) {
         if (owner(s) != owner(node.id)) others.insert(owner(s));
-        if (owner(s) == rank && owner(node.id) != rank) {
-          NodeId& last = last_local_consumer[static_cast<size_t>(node.id)];
-          last = last < 0 ? s : std::min(last, s);
-        }
+        consumed_here = consumed_here || owner(s) == rank;
       }
       remote_consumers[static_cast<size_t>(node.id)].assign(others.begin(), others.end());
-      if (owner(node.id) != rank) continue;
+      if (owner(node.id) != rank) {
+        if (consumed_here) remote_inputs.push_back(node.id);
+        continue;
+      }
       mine.push_back(node.id);
       if (node.op == "input") continue;
       placement::Attributes attributes = node.attributes;
@@ -134,6 +160,14 @@ struct RankModel::Impl {
     for (auto& layer : layers) {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
+    }
+    if (node_messages) {
+      for (const Action& a : plan.schedule.stage_actions[static_cast<size_t>(rank)]) {
+        if (a.kind != ActionKind::backward || a.mini_batch != 0 || a.node < 0) continue;
+        for (NodeId producer : graph.node(a.node).inputs) {
+          if (owner(producer) != rank) last_consumer_in_order[{a.micro_batch, producer}] = a.node;
+        }
+      }
     }
     ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
                                          layers);
@@ -190,6 +224,11 @@ struct RankModel::Impl {
     head_contexts.assign(static_cast<size_t>(m_count), std::vector<Context>(head.size()));
     head_loss_contexts.assign(static_cast<size_t>(m_count), Context());
     aux_grad.assign(static_cast<size_t>(m_count), Tensor());
+    received_grads.clear();
+    grads_to_send.clear();
+    node_grads.assign(static_cast<size_t>(m_count),
+                      std::vector<Tensor>(static_cast<size_t>(graph.node_count())));
+    node_outgoing = node_grads;
   }
 
   // Cross-entropy of `logits` against the micro-batch's labels, into `tally`.
@@ -209,10 +248,56 @@ struct RankModel::Impl {
   const Tensor& input_of(NodeId producer, int m) {
     Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
     if (!out.defined()) {
+      if (!node_messages) {
+        throw_runtime("rank " + std::to_string(rank) + ": the forward of micro-batch " +
+                      std::to_string(m) + " needs '" + graph.node(producer).name +
+                      "', which no receive action before it brought (schedule error)");
+      }
       out = msg.receive(graph.node(producer).output_shape, owner(producer),
                         tag(producer, m, false, -1));
     }
     return out;
+  }
+
+  // `send act`: every tensor of this rank that another rank consumes, to each of them.
+  void send_activations(int m) {
+    for (NodeId id : mine) {
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        msg.send(outputs[static_cast<size_t>(m)][static_cast<size_t>(id)], peer,
+                 tag(id, m, false, -1));
+      }
+    }
+  }
+
+  // `recv act`: every tensor of another rank that this rank consumes.
+  void receive_activations(int m) {
+    for (NodeId p : remote_inputs) {
+      outputs[static_cast<size_t>(m)][static_cast<size_t>(p)] =
+          msg.receive(graph.node(p).output_shape, owner(p), tag(p, m, false, -1));
+    }
+  }
+
+  // `recv grad`: the gradients of this rank's tensors from every rank that consumed them.
+  void receive_gradients(int m, int loss_stage) {
+    auto& into = received_grads[{m, loss_stage}];
+    for (NodeId id : mine) {
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        into.emplace_back(
+            id, msg.receive(graph.node(id).output_shape, peer, tag(id, m, true, loss_stage)));
+      }
+    }
+  }
+
+  // `send grad`: what the backward pass computed for the producers on other ranks.
+  void send_gradients(int m, int loss_stage) {
+    const auto it = grads_to_send.find({m, loss_stage});
+    if (it == grads_to_send.end()) {
+      throw_runtime("rank " + std::to_string(rank) + ": a gradient send of micro-batch " +
+                    std::to_string(m) + " (loss " + std::to_string(loss_stage) +
+                    ") with no backward pass before it that propagates (schedule error)");
+    }
+    for (auto& [p, g] : it->second) msg.send(g, owner(p), tag(p, m, true, loss_stage));
+    grads_to_send.erase(it);
   }
 
   // A unit of work for the clock; it ends once the device has done the unit's work.
@@ -222,10 +307,12 @@ struct RankModel::Impl {
     clock.end(wall_s());
   }
 
-  void forward(int m) {
+  // The whole stage (stage level) or one node (node level).
+  void forward(int m, NodeId only) {
     begin("forward");
     auto& outs = outputs[static_cast<size_t>(m)];
     for (NodeId id : mine) {
+      if (only >= 0 && id != only) continue;
       const Node& node = graph.node(id);
       if (node.op == "input") {
         outs[static_cast<size_t>(id)] = inputs[static_cast<size_t>(m)];
@@ -235,8 +322,10 @@ struct RankModel::Impl {
         outs[static_cast<size_t>(id)] = layers[static_cast<size_t>(id)]->forward(
             args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
       }
-      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-        msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
+      if (node_messages) {
+        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+          msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
+        }
       }
       if (id == sink) {
         Context ctx;
@@ -268,18 +357,62 @@ struct RankModel::Impl {
     finish();
   }
 
+  // Node level: the backward of one node, its gradient accumulated from the backwards of
+  // its consumers run before it (here, or received from their ranks); the gradient for a
+  // remote producer goes out after the last of its consumers here (in this rank's order).
+  void backward_node(int m, NodeId id, int loss_stage) {
+    const Node& node = graph.node(id);
+    if (node.op == "input") return;  // no gradient for data
+    begin("backward");
+    const auto mi = static_cast<size_t>(m);
+    Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
+    node_grads[mi][static_cast<size_t>(id)] = Tensor();
+    if (id == sink) accumulate(g, loss_grad[mi]);
+    for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+      accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, loss_stage)));
+    }
+    if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
+    Context ctx = contexts[mi][static_cast<size_t>(id)];
+    const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const NodeId p = node.inputs[k];
+      if (graph.node(p).op == "input") continue;
+      Tensor gk =
+          in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
+      accumulate(owner(p) != rank ? node_outgoing[mi][static_cast<size_t>(p)]
+                                  : node_grads[mi][static_cast<size_t>(p)],
+                 gk);
+    }
+    for (NodeId p : node.inputs) {
+      if (owner(p) == rank || graph.node(p).op == "input") continue;
+      const auto last = last_consumer_in_order.find({m, p});
+      if (last == last_consumer_in_order.end() || last->second != id) continue;
+      Tensor& out = node_outgoing[mi][static_cast<size_t>(p)];
+      if (!out.defined()) continue;
+      msg.send(out, owner(p), tag(p, m, true, loss_stage));
+      out = Tensor();
+    }
+    finish();
+  }
+
+  // Stage level: one backward pass through all of this rank's nodes.
   void backward(const BackwardPass& pass) {
+    if (node_messages) throw_runtime("a whole-stage backward in a node-level schedule");
     begin("backward");
     const int m = pass.micro_batch;
-    const bool global = pass.loss_stage < 0;
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
-    if (owner(sink) == rank && (global || pass.loss_stage == rank)) {
+    if (owner(sink) == rank && pass.loss_stage == rank) {
       grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
     }
-    if (!global && pass.loss_stage == rank && boundary >= 0) {
+    if (pass.loss_stage == rank && boundary >= 0) {
       grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
     }
-    const bool receive = global || pass.loss_stage > rank;
+    // What the gradient receive actions before this pass brought.
+    const auto received = received_grads.find({m, pass.loss_stage});
+    if (received != received_grads.end()) {
+      for (auto& [id, g] : received->second) accumulate(grads[static_cast<size_t>(id)], g);
+      received_grads.erase(received);
+    }
     // A pass that must not train this body computes the input gradients alone: no weight
     // gradient is computed, and the body's accumulated ones stay as they are.
     const kernels::Gradients which =
@@ -290,11 +423,6 @@ struct RankModel::Impl {
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
       Tensor& g = grads[static_cast<size_t>(id)];
-      if (receive) {
-        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-          accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, pass.loss_stage)));
-        }
-      }
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
       const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx, which);
@@ -307,18 +435,14 @@ struct RankModel::Impl {
             in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
-      // Each remote producer gets one message, after its last consumer here.
-      if (pass.propagates) {
-        for (NodeId p : node.inputs) {
-          if (owner(p) == rank || graph.node(p).op == "input") continue;
-          if (last_local_consumer[static_cast<size_t>(p)] != id) continue;
-          Tensor& out = outgoing[static_cast<size_t>(p)];
-          if (!out.defined()) continue;
-          msg.send(out, owner(p), tag(p, m, true, pass.loss_stage));
-          out = Tensor();
-        }
-      }
       g = Tensor();
+    }
+    if (pass.propagates) {
+      auto& pending = grads_to_send[{m, pass.loss_stage}];
+      for (NodeId p : remote_inputs) {
+        Tensor& out = outgoing[static_cast<size_t>(p)];
+        if (out.defined()) pending.emplace_back(p, std::move(out));
+      }
     }
     finish();
   }
@@ -356,22 +480,57 @@ void RankModel::set_batch(const Batch& batch, int micro_batches) {
   }
 }
 
-void RankModel::forward(int m) {
-  impl_->forward(m);
-  loss = impl_->owner_loss;
+void RankModel::execute(const Action& a) {
+  Impl& i = *impl_;
+  const int m = a.micro_batch;
+  const bool activation = a.payload == Payload::activation;
+  switch (a.kind) {
+    case ActionKind::forward:
+      i.forward(m, a.node);
+      loss = i.owner_loss;
+      break;
+    case ActionKind::aux_forward:
+      i.aux_forward(m);
+      aux_loss = i.head_loss;
+      break;
+    case ActionKind::aux_backward:
+      i.aux_backward(m);
+      break;
+    case ActionKind::backward:
+      if (a.node >= 0) {
+        i.backward_node(m, a.node, a.loss_stage);
+        break;
+      }
+      i.backward({.micro_batch = m,
+                  .loss_stage = a.loss_stage,
+                  .updates = a.updates_parameters,
+                  .propagates = a.propagates_gradient});
+      break;
+    case ActionKind::send:
+      if (i.node_messages) throw_runtime("a send action in a node-level schedule");
+      if (activation) {
+        i.send_activations(m);
+      } else {
+        i.send_gradients(m, a.loss_stage);
+      }
+      break;
+    case ActionKind::receive:
+      if (i.node_messages) throw_runtime("a receive action in a node-level schedule");
+      if (activation) {
+        i.receive_activations(m);
+      } else {
+        i.receive_gradients(m, a.loss_stage);
+      }
+      break;
+    case ActionKind::optimizer_step:
+      i.optimizer_step();
+      break;
+  }
+  if (i.layers_training) executed_.push_back(a);
 }
-void RankModel::aux_forward(int m) {
-  impl_->aux_forward(m);
-  aux_loss = impl_->head_loss;
-}
-void RankModel::aux_backward(int m) {
-  impl_->aux_backward(m);
-}
-void RankModel::backward(const BackwardPass& pass) {
-  impl_->backward(pass);
-}
-void RankModel::optimizer_step() {
-  impl_->optimizer_step();
+
+const std::vector<Action>& RankModel::executed() const {
+  return executed_;
 }
 
 void RankModel::release(int micro_batch) {
@@ -383,6 +542,12 @@ void RankModel::release(int micro_batch) {
   i.head_loss_contexts[m] = Context();
   i.loss_grad[m] = Tensor();
   i.aux_grad[m] = Tensor();
+  for (Tensor& t : i.node_grads[m]) t = Tensor();
+  for (Tensor& t : i.node_outgoing[m]) t = Tensor();
+  std::erase_if(i.received_grads,
+                [&](const auto& entry) { return entry.first.first == micro_batch; });
+  std::erase_if(i.grads_to_send,
+                [&](const auto& entry) { return entry.first.first == micro_batch; });
 }
 
 void RankModel::end_step() {

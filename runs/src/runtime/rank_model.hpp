@@ -1,10 +1,14 @@
-// The part of the network one rank owns, and the units of work the per-rank programs are
-// made of: the forward of a micro-batch through the rank's nodes, its auxiliary head, one
-// backward pass of one gradient flow, the optimiser step. Tensors that cross ranks move
-// through the Messenger at node level: an activation is sent to every other rank that
-// consumes it as soon as it is computed and received when first needed; gradients flow
-// back the same way. Executing the units of every rank in one global topological order
-// of (node, micro-batch) tasks is deadlock-free (docs/runtime.md, "Programs").
+// The part of the network one rank owns, and the actions of the plan's schedule
+// (schedule.hpp) executed on it: the forward of a micro-batch through the rank's nodes,
+// its auxiliary head, one backward pass of one gradient flow, the optimiser step, and the
+// messages. Tensors that cross ranks move through the Messenger:
+//  - MessageLevel::stage (stage chains): only at send and receive actions, a micro-batch's
+//    whole boundary bundle at a time (schedule.hpp says which tensors);
+//  - MessageLevel::node (other placements, GPipe only): inside forward and backward, an
+//    activation sent to every rank that consumes it as soon as it is computed and received
+//    when first needed, gradients back the same way. Executing the units of every rank in
+//    one global topological order of (node, micro-batch) tasks is deadlock-free
+//    (docs/runtime.md, "Programs").
 #pragma once
 
 #include <cmath>
@@ -13,20 +17,13 @@
 
 #include "interplace/kernels/layer.hpp"
 #include "interplace/kernels/optimizer.hpp"
+#include "interplace/placement/schedule.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/messenger.hpp"
 #include "runtime/rank_clock.hpp"
 
 namespace interplace::runs {
-
-// One backward pass through this rank's nodes for one micro-batch.
-struct BackwardPass {
-  int micro_batch = 0;
-  int loss_stage = -1;     // the flow's source stage; -1 for the global strategy
-  bool updates = true;     // accumulate parameter gradients
-  bool propagates = true;  // send input gradients to the ranks of the producers
-};
 
 // Loss sums of one step (or of the evaluation) on this rank.
 struct LossTally {
@@ -49,21 +46,21 @@ class RankModel {
   bool has_aux_head() const;
   // Slices the mini-batch into the plan's micro-batches (every rank draws the same one).
   void set_batch(const Batch& batch, int micro_batches);
-  void forward(int micro_batch);
-  void aux_forward(int micro_batch);
-  void aux_backward(int micro_batch);
-  void backward(const BackwardPass& pass);
-  void optimizer_step();
+  // Runs one action of the rank's schedule; while training, appends it to executed().
+  void execute(const placement::Action& action);
   void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
   void end_step();                // drops the step's saved activations
   void set_training(bool training);
 
   LossTally loss, aux_loss;
   int64_t parameter_bytes() const;
+  // The actions executed in training mode, in order (TrainResult::executed_actions).
+  const std::vector<placement::Action>& executed() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::vector<placement::Action> executed_;
 };
 
 }  // namespace interplace::runs

@@ -106,25 +106,9 @@ void check_finite_loss(const RankModel& model, int rank, int step, double learni
 }
 
 void run_program(const RankProgram& program, RankModel& model) {
-  for (const ProgramStep& s : program.steps) {
-    switch (s.kind) {
-      case ProgramStep::Kind::forward:
-        model.forward(s.pass.micro_batch);
-        break;
-      case ProgramStep::Kind::aux_forward:
-        model.aux_forward(s.pass.micro_batch);
-        break;
-      case ProgramStep::Kind::aux_backward:
-        model.aux_backward(s.pass.micro_batch);
-        break;
-      case ProgramStep::Kind::backward:
-        model.backward(s.pass);
-        break;
-      case ProgramStep::Kind::optimizer:
-        model.optimizer_step();
-        break;
-    }
-    for (int m : s.release) model.release(m);
+  for (size_t i = 0; i < program.actions.size(); ++i) {
+    model.execute(program.actions[i]);
+    for (int m : program.release[i]) model.release(m);
   }
 }
 
@@ -133,7 +117,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const int rank = msg.rank();
   const int threads = threads_for(c, comm);
   kernels::set_cpu_threads(threads);
-  const kernels::Device device = device_by_name(c.device);
+  const kernels::Device device = plan.device;
   RankClock clock;
   msg.watchdog_s = c.watchdog_s;
   msg.on_wait = [&clock](double start, double end) { clock.waited(start, end); };
@@ -217,9 +201,10 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const int64_t chunks = available >= chunk ? available / chunk : 0;
   model.set_training(false);
   LossTally eval;
+  const std::vector<placement::Action> eval_actions = forward_only_actions(program);
   for (int64_t i = 0; i < chunks; ++i) {
     model.set_batch(data->test_batch(i * chunk, chunk), 1);
-    model.forward(0);
+    for (const placement::Action& action : eval_actions) model.execute(action);
     eval.loss_sum += model.loss.loss_sum;
     eval.correct += model.loss.correct;
     eval.rows += model.loss.rows;
@@ -237,6 +222,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   result.samples_per_s =
       measured_wall_s > 0.0 ? static_cast<double>(c.steps * c.batch_size) / measured_wall_s : 0.0;
   result.eval_samples = chunks * chunk;
+  result.executed_actions = model.executed();
   return result;
 }
 
@@ -249,7 +235,7 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_s
     throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
                   " ranks (devices), the communicator has " + std::to_string(size));
   }
-  const kernels::Device device = device_by_name(plan.config.device);
+  const kernels::Device device = plan.device;
   Messenger msg(comm, device);
   try {
     start_device(device);

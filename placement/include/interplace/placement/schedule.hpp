@@ -20,6 +20,13 @@
 // passes; heads exist on stages 0 .. K-2. For global (d = K-1) this adds every stage's
 // auxiliary loss to the network's.
 //
+// Messages: a `send act>k` sends the micro-batch's boundary bundle, every tensor this
+// stage produced that a later stage consumes (on a chain nearly always stage k; a tensor
+// that skips stages goes straight to its consumer in the same bundle); a `recv act<k`
+// receives every tensor of earlier stages this stage consumes. Gradients likewise, in
+// reverse: `send grad>k` sends the gradients of every tensor of an earlier stage this
+// stage consumed, `recv grad<k` receives those of every tensor this stage sent.
+//
 // Per mini-batch of M micro-batches, each stage runs per micro-batch a forward part
 // (receive activation, forward, send activation, then aux forward/backward and its own
 // loss's first backward pass if it is a flow's source) and a backward part (for each flow
@@ -51,6 +58,10 @@ enum class ActionKind {
 };
 enum class Payload { activation, gradient };
 enum class PipelineKind { gpipe, one_f_one_b };
+// Where tensors cross devices: at the send and receive actions (stage chains), or inside
+// forward and backward actions of single nodes (node_level_schedule: a placement that is
+// not a chain, where whole-stage passes and messages could deadlock).
+enum class MessageLevel { stage, node };
 enum class InterlockMode { single, sum };
 
 struct Action {
@@ -62,13 +73,33 @@ struct Action {
   int loss_stage = -1;  // backward, and gradient messages: the stage whose loss it carries
   bool updates_parameters = false;   // backward: accumulates the body's parameter gradients
   bool propagates_gradient = false;  // backward: computes the input gradient (sent on)
+  int node = -1;  // forward / backward of a node-level schedule: the graph node; else -1
 
   bool operator==(const Action&) const = default;
 };
 
-// "global", "local", "pairwise", "nwise:N" (N >= 1) -> reach (global: K-1; N-1 clamped to
-// K-1). Throws invalid_input for anything else, listing the valid forms.
-int strategy_reach(std::string_view strategy, int stage_count);
+enum class StrategyKind { global, local, pairwise, nwise };
+
+// A backprop strategy, parsed: "global", "local", "pairwise", "nwise:N" (N >= 1).
+struct Strategy {
+  StrategyKind kind = StrategyKind::global;
+  int n = 0;  // nwise: the N of nwise:N; 0 otherwise
+
+  Strategy() = default;
+  Strategy(StrategyKind kind_, int n_ = 0);
+  // Parse the name (throws invalid_input, listing the valid forms). Not explicit, so that a
+  // request written with a name (`{.strategy = "local"}`) is parsed where it is written.
+  Strategy(std::string_view name);
+  Strategy(const char* name) : Strategy(std::string_view(name)) {}
+  Strategy(const std::string& name) : Strategy(std::string_view(name)) {}
+
+  bool operator==(const Strategy&) const = default;
+};
+std::string to_string(const Strategy& strategy);  // the name it was parsed from
+
+// Gradient reach on `stage_count` stages: global K-1, local 0, pairwise 1, nwise:N N-1,
+// clamped to K-1. Throws invalid_input for stage_count < 1.
+int strategy_reach(const Strategy& strategy, int stage_count);
 // {"global", "local", "pairwise", "nwise:N"}: the forms strategy_reach accepts, for help
 // texts and messages.
 const std::vector<std::string>& strategy_forms();
@@ -86,7 +117,7 @@ inline constexpr int kMaxMicroBatches = 4096;
 inline constexpr int kMaxMiniBatches = 1000;
 
 struct ScheduleRequest {
-  std::string strategy = "global";
+  Strategy strategy = {};
   PipelineKind pipeline = PipelineKind::one_f_one_b;  // only global strategies use gpipe
   int stage_count = 1;
   int micro_batches = 1;  // per mini-batch
@@ -102,6 +133,7 @@ struct Schedule {
   int micro_batches = 0;
   int mini_batches = 0;
   InterlockMode interlock = InterlockMode::single;
+  MessageLevel messages = MessageLevel::stage;
   std::vector<bool> has_aux_head;                  // per stage
   std::vector<std::vector<Action>> stage_actions;  // per stage, in execution order
 };
@@ -109,6 +141,24 @@ struct Schedule {
 // Throws invalid_input for an unknown strategy, stage_count < 1, micro_batches outside
 // 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches.
 Schedule build_schedule(const ScheduleRequest& request);
+
+// One task of a node-level schedule: the forward or backward of one node for one micro-batch.
+struct NodeTask {
+  int node = 0;
+  int micro_batch = 0;
+  bool backward = false;
+};
+
+// For the global strategy on a placement that is not a stage chain: per device, its node
+// tasks in the order given (per mini-batch; step_estimate.hpp's list_schedule_tasks gives
+// the ready-first list schedule), then the optimiser step; no send or receive actions
+// (MessageLevel::node: each node's tensor is sent when produced and received when first
+// needed, gradients likewise). Every backward belongs to the network's loss (loss stage
+// K-1), updates and propagates. The request's pipeline must be gpipe (a synchronous flush
+// per mini-batch; 1F1B interleaves whole-stage passes and has no such form). Throws
+// invalid_input like build_schedule, or when device_tasks has not one list per stage.
+Schedule node_level_schedule(const ScheduleRequest& request,
+                             const std::vector<std::vector<NodeTask>>& device_tasks);
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).

@@ -17,11 +17,29 @@
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/schedule.hpp"
 
 namespace interplace::placement {
 
 double estimate_step_time_s(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                             const Placement& placement, int micro_batches = 1);
+
+// The list schedule behind the estimate: per device, its tasks in the order it runs them
+// (input to node_level_schedule, schedule.hpp). Its makespan is estimate_step_time_s.
+std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const NodeCosts& costs,
+                                                       const LinkSpec& link,
+                                                       const Placement& placement,
+                                                       int micro_batches = 1);
+
+// Simulates a node-level schedule (MessageLevel::node) as the runtime executes it: each
+// device runs its forward and backward actions in list order, a task starting when its
+// device is free and its inputs are there (same-device at once, others transfer_s after
+// the producer ends: for a forward its producers' forwards, for a backward its own forward
+// and its consumers' backwards); the optimiser step is not modelled. Returns the makespan
+// per mini-batch. Throws runtime when the lists deadlock, invalid_input when the schedule
+// is not node-level for this placement.
+double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
+                              const Placement& placement, const Schedule& schedule);
 
 // The same estimate for many placements of one graph (refine calls it thousands of
 // times): keeps its buffers between calls. Holds references to `graph` and `costs`,
@@ -31,8 +49,11 @@ class StepTimeEstimate {
   StepTimeEstimate(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                    int micro_batches = 1);
   double operator()(const Placement& placement);
+  // The same run, returning each device's tasks in the order it ran them.
+  std::vector<std::vector<NodeTask>> tasks(const Placement& placement);
 
  private:
+  double run(const Placement& placement, std::vector<std::vector<NodeTask>>* order);
   struct ReadyTask {
     double ready_s;
     int64_t task;

@@ -25,7 +25,7 @@
 namespace interplace::runs {
 
 struct StepRequest {
-  std::string strategy = "global";  // global, local, pairwise, nwise:N
+  placement::Strategy strategy = {};  // global, local, pairwise, nwise:N
   // Global strategies only (a reach of K-1); unset: GPipe for global, and the interlocked
   // schedule of schedule.hpp otherwise.
   std::optional<placement::PipelineKind> pipeline = std::nullopt;
@@ -61,6 +61,29 @@ struct StepReport {
 // a memory-bound update that reads weights, gradients and optimiser state and writes
 // weights and state back.
 double optimizer_step_s(const placement::CostModel& cost_model, int64_t parameter_count);
+
+// The schedule simulate_step simulates for `request` on a stage chain of
+// `placement.device_count` stages (the pipeline defaults to GPipe for global, the interlocked
+// schedule otherwise). Throws invalid_input like build_schedule.
+placement::Schedule step_schedule(const StepRequest& request, int stage_count);
+
+// Simulates `schedule` itself (a stage chain's: MessageLevel::stage) on the placement, with
+// auxiliary heads of `aux_heads` where the schedule has them: the runtime executes the
+// same object (training.hpp's TrainPlan::schedule). Throws invalid_input when the placement
+// is not a stage chain of schedule.stage_count stages, or a local/interlocking schedule's
+// placement cannot run it.
+StepReport simulate_schedule(const placement::Graph& graph, const placement::Placement& placement,
+                             const placement::NodeCosts& costs,
+                             const placement::CostModel& cost_model,
+                             const placement::Schedule& schedule,
+                             const AuxHeadOptions& aux_heads = {});
+
+// The list-scheduled estimate for the global strategy on any placement (the fallback of
+// simulate_step for placements that are not stage chains); `reason` says why.
+StepReport list_schedule_step(const placement::Graph& graph, const placement::Placement& placement,
+                              const placement::NodeCosts& costs,
+                              const placement::CostModel& cost_model, int micro_batches,
+                              std::string reason);
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
 // placement that cannot run it (the message gives the reason).

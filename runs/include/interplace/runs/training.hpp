@@ -3,10 +3,12 @@
 // (docs/results-format.md names every field below the same way).
 //
 // Life of a configuration:
-//   plan_training(config)         every rank, no MPI: validates the configuration, builds
-//                                 the graph, order and placement, the simulator's
-//                                 prediction; throws invalid_input with the reason when
-//                                 the configuration cannot run (unknown name, impossible
+//   plan_training(config)         every rank, no MPI: validates the configuration, parses
+//                                 its names once (strategy, pipeline, interlock mode,
+//                                 device), builds the graph, order, placement, the one
+//                                 schedule every rank executes and the simulator's
+//                                 prediction of that schedule; throws invalid_input with the reason
+//                                 when the configuration cannot run (unknown name, impossible
 //                                 device count, local strategy on a non-chain placement,
 //                                 does not fit in memory). The sweep records such a
 //                                 configuration as `skipped` with that reason.
@@ -25,9 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "interplace/kernels/tensor.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/run_defaults.hpp"
 #include "interplace/runs/step_simulation.hpp"
@@ -78,7 +82,18 @@ struct TrainPlan {
   placement::Graph graph;  // ends at the logits (the loss is the runtime's)
   std::vector<placement::NodeId> order;
   placement::Placement placement;
+  // The configuration's names, parsed once (parse_choices); nothing downstream reads them.
+  placement::Strategy strategy;
   int reach = 0;  // gradient reach of the strategy on `devices` stages
+  // The schedule's pipeline: the configured one for global strategies, 1F1B (the
+  // interlocked schedule) for the others, which ignore the option.
+  placement::PipelineKind pipeline = placement::PipelineKind::gpipe;
+  placement::InterlockMode interlock = placement::InterlockMode::single;
+  kernels::Device device = kernels::Device::cpu;
+  // One mini-batch of every rank's actions (plan_schedule): rank r executes
+  // schedule.stage_actions[r] once per training step, and on a stage chain `prediction`
+  // simulates this same object (docs/runtime.md, "Programs").
+  placement::Schedule schedule;
   // Why local/interlocking strategies cannot run on this placement; empty when they can.
   std::string global_only_reason;
   StepReport prediction;  // the simulator's step time for this configuration
@@ -134,10 +149,25 @@ struct TrainResult {
   int64_t eval_samples = 0;
   std::vector<std::string> hosts;         // per rank
   std::vector<std::string> device_names;  // per rank ("cpu: 2 threads", "NVIDIA H200")
+  // This rank's own actions as it executed them, every training step in order (not
+  // gathered; evaluation not included): for tests that the runtime runs the plan's schedule.
+  std::vector<placement::Action> executed_actions;
 };
 
 // Throws invalid_input (the configuration cannot run, with the reason).
 TrainPlan plan_training(const TrainConfig& config);
+
+// The parsing step of plan_training: plan.strategy, reach, pipeline, interlock and device
+// from plan.config (devices is the stage count). Throws invalid_input for an unknown name.
+void parse_choices(TrainPlan& plan);
+// The scheduling step of plan_training, from the parsed fields and plan.placement:
+// build_schedule on a stage chain, elsewhere node_level_schedule of the list schedule
+// (step_estimate.hpp) with the configuration's cost model. Throws
+// invalid_input when the placement cannot run the choice: a local or interlocking strategy,
+// or the 1f1b pipeline, on a placement that is not a stage chain (1F1B interleaves
+// whole-stage passes: never run as something else under its name). A test that edits a plan's
+// placement or choices calls parse_choices and plan_schedule again.
+void plan_schedule(TrainPlan& plan);
 
 // Called on rank 0 with each step's record (all ranks' parts) while training goes on,
 // in step order, once every rank has ended that step.

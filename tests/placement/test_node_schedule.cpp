@@ -1,0 +1,109 @@
+// Node-level schedules (schedule.hpp's node_level_schedule) for placements that are not
+// stage chains: the list schedule of step_estimate.hpp as per-device action lists, and
+// their simulation (simulate_node_schedule), which the runtime's order follows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "graph_fixtures.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/step_estimate.hpp"
+
+namespace interplace::placement {
+namespace {
+
+// 0 -> 1 -> 2 -> 4 and 0 -> 3 -> 4; node 1 on device 1, the rest on device 0. Device 0
+// can run the heavy branch 3 while node 1 is computed elsewhere.
+struct Branches {
+  Graph graph = testing::graph_from_inputs({{}, {0}, {1}, {0}, {2, 3}});
+  Placement placement{2, {0, 1, 0, 0, 0}};
+  CostModel model = testing::timed_cost_model(graph, {1, 1, 1, 4, 1}, {1, 1, 1, 4, 1}, LinkSpec{});
+  NodeCosts costs = model.node_costs(graph);
+};
+
+ScheduleRequest request(int micro_batches, int mini_batches = 1) {
+  return {.strategy = "global",
+          .pipeline = PipelineKind::gpipe,
+          .stage_count = 2,
+          .micro_batches = micro_batches,
+          .mini_batches = mini_batches};
+}
+
+// GPipe in ascending node order (what the runtime ran before the list schedule): per
+// device all forwards by micro-batch then node id, then all backwards in reverse.
+std::vector<std::vector<NodeTask>> ascending_gpipe(const Graph& graph, const Placement& p,
+                                                   int micro_batches) {
+  std::vector<std::vector<NodeTask>> tasks(static_cast<size_t>(p.device_count));
+  for (int m = 0; m < micro_batches; ++m) {
+    for (NodeId v = 0; v < graph.node_count(); ++v) {
+      tasks[static_cast<size_t>(p.device_of_node[v])].push_back({v, m, false});
+    }
+  }
+  for (int m = 0; m < micro_batches; ++m) {
+    for (NodeId v = graph.node_count() - 1; v >= 0; --v) {
+      tasks[static_cast<size_t>(p.device_of_node[v])].push_back({v, m, true});
+    }
+  }
+  return tasks;
+}
+
+TEST(NodeSchedule, SimulatingTheListScheduleGivesTheEstimate) {
+  const Branches b;
+  ASSERT_FALSE(is_stage_chain(b.graph, b.placement));
+  for (int m : {1, 3}) {
+    const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, m);
+    const Schedule schedule = node_level_schedule(request(m, 2), tasks);
+    EXPECT_EQ(schedule.messages, MessageLevel::node);
+    EXPECT_DOUBLE_EQ(
+        simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule),
+        estimate_step_time_s(b.graph, b.costs, b.model.link(), b.placement, m))
+        << "M=" << m;
+    // Every task once, on its node's device, then one optimiser step per mini-batch.
+    size_t count = 0;
+    for (const auto& list : schedule.stage_actions) count += list.size();
+    EXPECT_EQ(count, 2 * (2 * 5 * static_cast<size_t>(m) + 2));
+  }
+}
+
+TEST(NodeSchedule, ListOrderUsesBranchParallelismAscendingOrderDoesNot) {
+  const Branches b;
+  // Hand-computed, M = 1: list: device 0 runs F0 [0,1], F3 [1,5] while device 1 runs F1
+  // [1,2], then F2 [5,6], F4 [6,7], B4 [7,8], B2 [8,9] (ties: lower node id first), B3
+  // [9,13] while device 1 runs B1 [9,10], B0 [13,14]. Ascending: F2 waits for F1 ([2,3]), F3 [3,7],
+  // F4 [7,8], B4 [8,9], B3 [9,13], B2 [13,14], B1 [14,15], B0 [15,16].
+  const Schedule list = node_level_schedule(
+      request(1), list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1));
+  const Schedule ascending =
+      node_level_schedule(request(1), ascending_gpipe(b.graph, b.placement, 1));
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, list),
+                   14.0);
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, ascending),
+                   16.0);
+  // Rank 0's list as docs/runtime.md prints it.
+  std::string rank0;
+  for (const Action& action : list.stage_actions[0]) rank0 += to_string(action) + "; ";
+  EXPECT_EQ(rank0,
+            "fwd 0.0 n0; fwd 0.0 n3; fwd 0.0 n2; fwd 0.0 n4; bwd 0.0 n4 loss1 upd prop; "
+            "bwd 0.0 n2 loss1 upd prop; bwd 0.0 n3 loss1 upd prop; bwd 0.0 n0 loss1 upd prop; "
+            "step 0; ");
+}
+
+TEST(NodeSchedule, RefusesWhatCannotRun) {
+  const Branches b;
+  auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1);
+  // F2 before F0 on device 0: F2 needs F1, which needs F0: a deadlock, reported.
+  auto& device0 = tasks[0];
+  const auto f2 = std::find_if(device0.begin(), device0.end(),
+                               [](const NodeTask& t) { return t.node == 2 && !t.backward; });
+  std::rotate(device0.begin(), f2, f2 + 1);
+  EXPECT_THROW(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement,
+                                      node_level_schedule(request(1), tasks)),
+               Error);
+  EXPECT_THROW(node_level_schedule({.strategy = "global", .stage_count = 2}, tasks), Error);
+  EXPECT_THROW(node_level_schedule(request(1), {tasks[0]}), Error);
+}
+
+}  // namespace
+}  // namespace interplace::placement
