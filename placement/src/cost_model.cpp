@@ -116,6 +116,34 @@ namespace {
 
 // Times that overflowed to infinity (a tiny --device-flops, a huge model) used to reach
 // the placers, which then blamed memory ("no split ... fits"): say what overflowed.
+// The runtime's whole-graph units (profile runtime_*_s) minus the sum of the per-node
+// times is what the runtime spends beyond the kernels timed one by one (the loss, gradient
+// sums at fan-outs, fresh buffers, bookkeeping). It is spread evenly over the graph's
+// compute nodes, so every stage is charged by its node count; a node's time stays >= 0.
+void calibrate_to_runtime(const Graph& graph, const Profile& profile, NodeCosts& costs) {
+  int compute_nodes = 0;
+  double forward_sum = 0.0, backward_sum = 0.0;
+  for (const Node& node : graph.nodes()) {
+    if (node.op == "input") continue;
+    ++compute_nodes;
+    forward_sum += costs.forward_s[node.id];
+    backward_sum += costs.backward_s[node.id];
+  }
+  if (compute_nodes == 0) return;
+  const auto spread = [&](double runtime_s, double sum_s) {
+    return std::isnan(runtime_s) ? 0.0 : (runtime_s - sum_s) / compute_nodes;
+  };
+  const double forward_extra_s = spread(profile.runtime_forward_s, forward_sum);
+  const double backward_extra_s = spread(profile.runtime_backward_s, backward_sum);
+  for (const Node& node : graph.nodes()) {
+    if (node.op == "input") continue;
+    costs.forward_s[node.id] = std::max(0.0, costs.forward_s[node.id] + forward_extra_s);
+    costs.backward_s[node.id] = std::max(0.0, costs.backward_s[node.id] + backward_extra_s);
+    costs.backward_input_s[node.id] =
+        std::max(0.0, costs.backward_input_s[node.id] + backward_extra_s);
+  }
+}
+
 NodeCosts require_finite_times(const Graph& graph, NodeCosts costs) {
   for (const Node& node : graph.nodes()) {
     for (double t :
@@ -210,6 +238,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
                     graph.name() + "'");
     }
   }
+  calibrate_to_runtime(graph, *profile_, costs);
   return require_finite_times(graph, std::move(costs));
 }
 

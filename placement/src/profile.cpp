@@ -21,8 +21,9 @@ constexpr std::string_view kFormatVersion = "1";
 const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", "link_latency_s",
                                                         "link_bandwidth_bytes_per_s", "node_count"};
 // Keys a profile may have (written since the graph totals are recorded; older files lack them).
-const std::set<std::string, std::less<>> kOptionalKeys = {"graph_parameter_count",
-                                                          "graph_forward_flops"};
+const std::set<std::string, std::less<>> kOptionalKeys = {
+    "graph_parameter_count", "graph_forward_flops", "runtime_forward_s", "runtime_backward_s",
+    "runtime_optimizer_s"};
 
 std::vector<std::string_view> split_tabs(std::string_view line) {
   std::vector<std::string_view> fields;
@@ -94,6 +95,12 @@ void apply_header(Profile& profile, int64_t& node_count, std::string_view key,
     profile.graph_parameter_count = reader.non_negative_integer(value, "graph_parameter_count");
   } else if (key == "graph_forward_flops") {
     profile.graph_forward_flops = reader.non_negative_integer(value, "graph_forward_flops");
+  } else if (key == "runtime_forward_s") {
+    profile.runtime_forward_s = reader.non_negative_time(value, "runtime_forward_s");
+  } else if (key == "runtime_backward_s") {
+    profile.runtime_backward_s = reader.non_negative_time(value, "runtime_backward_s");
+  } else if (key == "runtime_optimizer_s") {
+    profile.runtime_optimizer_s = reader.non_negative_time(value, "runtime_optimizer_s");
   } else {
     node_count = reader.non_negative_integer(value, "node_count");
   }
@@ -216,6 +223,13 @@ void write_profile(std::ostream& out, const Profile& profile) {
   }
   if (profile.graph_forward_flops > 0) {
     text << "graph_forward_flops\t" << profile.graph_forward_flops << '\n';
+  }
+  for (const auto& [key, value] : {std::pair{"runtime_forward_s", profile.runtime_forward_s},
+                                   std::pair{"runtime_backward_s", profile.runtime_backward_s},
+                                   std::pair{"runtime_optimizer_s", profile.runtime_optimizer_s}}) {
+    if (std::isnan(value)) continue;
+    check_time(value, key);
+    text << key << '\t' << format_number(value) << '\n';
   }
   std::set<std::string_view> names;
   for (const NodeTiming& node : profile.nodes) {

@@ -1,6 +1,7 @@
 #include "interplace/runs/step_simulation.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/stage_chain.hpp"
@@ -58,12 +59,35 @@ std::string to_string(StepEstimator estimator) {
   return estimator == StepEstimator::event_simulator ? "event-simulator" : "list-schedule";
 }
 
-double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
-  const int64_t state = optimizer_state_factor(cost_model.optimizer());
+namespace {
+
+double roofline_optimizer_step_s(const CostModel& cost_model, placement::OptimizerKind kind,
+                                 int64_t parameter_count) {
+  const int64_t state = optimizer_state_factor(kind);
   // Reads weights, gradients and `state` copies; writes weights and the state copies.
   const int64_t bytes = parameter_count * 4 * (3 + 2 * state);
   const int64_t flops = parameter_count * (2 + 3 * state);
   return cost_model.roofline_s(flops, bytes);
+}
+
+}  // namespace
+
+double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
+  const placement::OptimizerKind kind = cost_model.optimizer();
+  const auto& profile = cost_model.profile();
+  if (!profile || std::isnan(profile->runtime_optimizer_s) || profile->graph_parameter_count <= 0) {
+    return roofline_optimizer_step_s(cost_model, kind, parameter_count);
+  }
+  // The runtime's measured step (momentum SGD, `interplace profile`) per parameter, scaled
+  // by the roofline's ratio for another optimiser.
+  const double per_parameter_s =
+      profile->runtime_optimizer_s / static_cast<double>(profile->graph_parameter_count);
+  const double ratio = kind == placement::OptimizerKind::sgd_momentum
+                           ? 1.0
+                           : roofline_optimizer_step_s(cost_model, kind, 1'000'000) /
+                                 roofline_optimizer_step_s(
+                                     cost_model, placement::OptimizerKind::sgd_momentum, 1'000'000);
+  return per_parameter_s * static_cast<double>(parameter_count) * ratio;
 }
 
 Schedule step_schedule(const StepRequest& request, int stage_count) {

@@ -108,6 +108,37 @@ TEST(CostModel, ProfileSuppliesNodeTimesAndLink) {
   EXPECT_EQ(model.device().memory_capacity_bytes, test_device().memory_capacity_bytes);
 }
 
+// The runtime's whole-graph units minus the per-node sums are spread over the compute nodes
+// (the diamond's 4 nodes are all compute nodes here: op "linear").
+TEST(CostModel, ProfileCalibratesNodeTimesToTheRuntimesUnits) {
+  const Graph graph = testing::diamond();
+  Profile profile = sample_profile();
+  double forward_sum = 0.0, backward_sum = 0.0;
+  for (const NodeTiming& n : profile.nodes) {
+    forward_sum += n.forward_s;
+    backward_sum += n.backward_s;
+  }
+  profile.runtime_forward_s = forward_sum + 4 * 0.01;    // 10 ms more per node
+  profile.runtime_backward_s = backward_sum - 4 * 1e-7;  // a little less per node
+  const NodeCosts plain =
+      CostModel::from_profile(sample_profile(), test_device()).node_costs(graph);
+  const NodeCosts calibrated = CostModel::from_profile(profile, test_device()).node_costs(graph);
+  for (NodeId id = 0; id < graph.node_count(); ++id) {
+    EXPECT_NEAR(calibrated.forward_s[id], plain.forward_s[id] + 0.01, 1e-12) << id;
+    // Never below zero (node n1 has a backward time of 0).
+    EXPECT_NEAR(calibrated.backward_s[id], std::max(0.0, plain.backward_s[id] - 1e-7), 1e-12) << id;
+    EXPECT_NEAR(calibrated.backward_input_s[id], std::max(0.0, plain.backward_input_s[id] - 1e-7),
+                1e-12)
+        << id;
+  }
+  // The keys survive the file; a profile without them is read as not calibrated.
+  const Profile back = parse(profile_text(profile));
+  EXPECT_EQ(back.runtime_forward_s, profile.runtime_forward_s);
+  EXPECT_EQ(back.runtime_backward_s, profile.runtime_backward_s);
+  EXPECT_TRUE(std::isnan(back.runtime_optimizer_s));
+  EXPECT_EQ(profile_text(sample_profile()).find("runtime_"), std::string::npos);
+}
+
 TEST(CostModel, ProfileMustMatchGraphAndDevice) {
   const Graph graph = testing::diamond();
   Profile wrong_batch = sample_profile();

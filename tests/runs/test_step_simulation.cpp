@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 
 #include "interplace/kernels/error.hpp"
@@ -133,6 +135,25 @@ TEST(OptimizerStep, MemoryBoundUpdateOfWeightsGradientsAndState) {
   EXPECT_DOUBLE_EQ(optimizer_step_s(momentum, 1000), 1000 * 4 * 5 / 1e9);
   EXPECT_DOUBLE_EQ(optimizer_step_s(adamw, 1000), 1000 * 4 * 7 / 1e9);
   EXPECT_EQ(optimizer_step_s(momentum, 0), 0.0);
+}
+
+// With a calibrated profile the step is the runtime's measured one per parameter (momentum
+// SGD), scaled by the roofline's ratio for another optimiser (AdamW: 7 / 5 here).
+TEST(OptimizerStep, CalibratedProfileChargesTheRuntimesRatePerParameter) {
+  placement::Profile profile;
+  profile.device_name = "dev";
+  profile.graph_parameter_count = 2000;
+  profile.runtime_optimizer_s = 0.004;  // 2 us per parameter
+  const placement::DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
+  const auto momentum =
+      placement::CostModel::from_profile(profile, device, placement::OptimizerKind::sgd_momentum);
+  const auto adamw =
+      placement::CostModel::from_profile(profile, device, placement::OptimizerKind::adamw);
+  EXPECT_DOUBLE_EQ(optimizer_step_s(momentum, 1000), 0.002);
+  EXPECT_DOUBLE_EQ(optimizer_step_s(adamw, 1000), 0.002 * 7.0 / 5.0);
+  profile.runtime_optimizer_s = std::numeric_limits<double>::quiet_NaN();  // not calibrated
+  EXPECT_DOUBLE_EQ(optimizer_step_s(placement::CostModel::from_profile(profile, device), 1000),
+                   1000 * 4 * 5 / 1e9);
 }
 
 TEST(DevicePresets, NamedAndValid) {

@@ -36,6 +36,15 @@ struct Profile {
   // whose totals differ. 0: not recorded (profiles written before these keys existed).
   int64_t graph_parameter_count = 0;
   int64_t graph_forward_flops = 0;
+  // The runtime's own units for the whole graph on one rank (one micro-batch of
+  // batch_size): a forward, a backward pass and an optimiser step, each the median over
+  // training steps of `interplace train`'s records. They include what the per-node times
+  // miss (the loss, gradient sums at fan-outs, buffers, bookkeeping); the cost model
+  // spreads the difference over the nodes (docs/simulator.md, "Calibration"). NaN: not
+  // measured (profiles written before the calibration existed).
+  double runtime_forward_s = std::numeric_limits<double>::quiet_NaN();
+  double runtime_backward_s = std::numeric_limits<double>::quiet_NaN();
+  double runtime_optimizer_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Throws invalid_input naming `source` and the line for anything malformed: a missing or

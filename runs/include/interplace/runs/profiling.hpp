@@ -11,6 +11,7 @@
 #include "interplace/kernels/tensor.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/profile.hpp"
+#include "interplace/placement/zoo.hpp"
 
 namespace interplace::runs {
 
@@ -32,6 +33,27 @@ struct NodeTimingOptions {
 // warmup < 0.
 std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
                                               const NodeTimingOptions& options);
+
+// The runtime's own units for a whole model on one rank: `interplace train` of the graph's
+// model at its batch size in one micro-batch, on MPI_COMM_SELF (synthetic data, momentum
+// SGD), `warmup` + `steps` steps; the medians over the measured steps of the records'
+// forward_s, backward_s and optimizer_s. With the per-node times they calibrate the cost
+// model to what the runtime spends beyond the kernels (docs/simulator.md, "Calibration").
+struct RuntimeUnits {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  double optimizer_s = 0.0;
+};
+struct RuntimeUnitOptions {
+  std::string model;                // a catalog name
+  placement::ModelOptions options;  // options.batch_size: the micro-batch, one per step
+  int warmup = 2;
+  int steps = 5;
+  uint64_t seed = 1;
+  kernels::Device device = kernels::Device::cpu;
+  int threads = 1;  // CPU threads of this rank
+};
+RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
 
 // One message size of the ping-pong: the median over `iterations` round trips, halved.
 struct PingPongSample {

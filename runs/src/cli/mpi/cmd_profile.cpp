@@ -112,6 +112,12 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
+  out +=
+      "runtime on 1 rank, whole model (calibration): forward " +
+      format_seconds(p.runtime_forward_s) + ", backward " + format_seconds(p.runtime_backward_s) +
+      ", optimiser step " + format_seconds(p.runtime_optimizer_s) + " (" + "x" +
+      format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
+      format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) + " the per-node sums)\n";
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
          (run.link.measured ? "measured by ping-pong between world ranks 0 and 1"
@@ -179,6 +185,9 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
              .integer("node_count", graph.node_count())
              .number("total_forward_s", total(p, false))
              .number("total_backward_s", total(p, true))
+             .number("runtime_forward_s", p.runtime_forward_s)
+             .number("runtime_backward_s", p.runtime_backward_s)
+             .number("runtime_optimizer_s", p.runtime_optimizer_s)
              .raw("slowest_nodes", nodes)
              .raw("link", link.str())
              .str() +
@@ -239,6 +248,19 @@ std::string run_profile(const ProfileOptions& o) {
     }
     run.profile.nodes = time_nodes(
         graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed, .device = device});
+    // The same graph through the runtime's own units, to calibrate the cost model.
+    placement::ModelOptions micro = o.model.options;
+    micro.batch_size = graph.batch_size();
+    const RuntimeUnits units = time_runtime_units({.model = o.model.model,
+                                                   .options = micro,
+                                                   .warmup = std::max(1, o.warmup),
+                                                   .steps = o.repeats,
+                                                   .seed = o.seed,
+                                                   .device = device,
+                                                   .threads = run.threads});
+    run.profile.runtime_forward_s = units.forward_s;
+    run.profile.runtime_backward_s = units.backward_s;
+    run.profile.runtime_optimizer_s = units.optimizer_s;
     write_file(o, run);
     output = o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
   } catch (...) {
