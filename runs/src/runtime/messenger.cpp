@@ -43,6 +43,14 @@ Messenger::~Messenger() {
     MPI_Cancel(&receive_);
     MPI_Request_free(&receive_);
   }
+  // Receives posted but never taken (a failed run): cancelled; their buffers outlive them.
+  for (auto& [key, posted] : posted_) {
+    if (posted.request != MPI_REQUEST_NULL) {
+      MPI_Cancel(&posted.request);
+      MPI_Request_free(&posted.request);
+    }
+    orphaned_buffers().push_back(std::move(posted.buffer));
+  }
   const bool failed = failed_ || std::uncaught_exceptions() > 0 || !sends_.empty();
   // Short abort messages go out eagerly; give them a moment, but do not wait for peers
   // that may have left already.
@@ -85,8 +93,45 @@ void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
   sends_.push_back(std::move(s));
 }
 
+void Messenger::post_receive(const kernels::Shape& shape, int source, int tag) {
+  PostedReceive posted;
+  posted.buffer = device_ == kernels::Device::cpu ? kernels::Tensor(shape)
+                                                  : kernels::Tensor::host_staging(shape);
+  if (posted_.count({source, tag}) != 0) {
+    throw_runtime("a receive from rank " + std::to_string(source) + " with tag " +
+                  std::to_string(tag) + " is posted twice");
+  }
+  check_mpi(MPI_Irecv(posted.buffer.data(), static_cast<int>(posted.buffer.numel()), MPI_FLOAT,
+                      source, tag, comm_, &posted.request),
+            "MPI_Irecv");
+  posted_.emplace(std::pair{source, tag}, std::move(posted));
+}
+
+void Messenger::progress() {
+  reap_sends();
+  for (auto& [key, posted] : posted_) {
+    if (posted.request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    check_mpi(MPI_Test(&posted.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
+}
+
 kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int tag) {
   const bool on_host = device_ == kernels::Device::cpu;
+  if (const auto posted = posted_.find({source, tag}); posted != posted_.end()) {
+    if (posted->second.buffer.shape() != shape) {
+      throw_runtime("a receive of " + kernels::to_string(shape) + " from rank " +
+                    std::to_string(source) + " (tag " + std::to_string(tag) + ") was posted as " +
+                    kernels::to_string(posted->second.buffer.shape()));
+    }
+    // On an error the entry stays: the destructor cancels it and keeps its buffer.
+    wait(posted->second.request, nullptr,
+         "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) +
+             " (tag " + std::to_string(tag) + ", posted ahead)");
+    kernels::Tensor tensor = std::move(posted->second.buffer);
+    posted_.erase(posted);
+    return on_host ? tensor : tensor.to(device_);
+  }
   kernels::Tensor tensor = on_host ? kernels::Tensor(shape) : kernels::Tensor::host_staging(shape);
   check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
                       comm_, &receive_),

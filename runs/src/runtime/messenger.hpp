@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,17 @@ class Messenger {
   // Non-blocking for host tensors (kept alive until the send completes); a device tensor
   // is first copied to a staging buffer, which waits for the work that produces it.
   void send(const kernels::Tensor& tensor, int destination, int tag);
-  // Blocks (polling for aborts) until the message arrives; its size must match.
+  // Blocks (polling for aborts) until the message arrives; its size must match. Takes the
+  // receive post_receive posted for (source, tag), if any.
   kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
+  // Posts the receive of a message that a later receive(shape, source, tag) takes, so that
+  // it can land while this rank computes (pre-posted receives, issue #14): a rank that
+  // posts only when it needs a message makes a large one wait for the handshake then.
+  // At most one posted receive per (source, tag).
+  void post_receive(const kernels::Shape& shape, int source, int tag);
+  // Lets MPI move messages (posted receives, outstanding sends) without waiting: called
+  // between the layers of a unit, so transfers progress during compute.
+  void progress();
   // Polls `request` to completion; throws RemoteAbort when another rank failed, and a
   // runtime error naming `what` (the peer, tag, tensor) when it has waited
   // longer than watchdog_s (a peer stopped, hung or lost: without it the other ranks
@@ -84,8 +94,13 @@ class Messenger {
   int size_ = 1;
   int tag_ub_ = 32767;
   std::vector<PendingSend> sends_;
-  MPI_Request receive_ = MPI_REQUEST_NULL;  // the receive being waited for, if any
-  std::string abort_text_;                  // kept alive until its sends complete
+  struct PostedReceive {
+    MPI_Request request = MPI_REQUEST_NULL;
+    kernels::Tensor buffer;
+  };
+  std::map<std::pair<int, int>, PostedReceive> posted_;  // by (source, tag)
+  MPI_Request receive_ = MPI_REQUEST_NULL;               // the receive being waited for, if any
+  std::string abort_text_;                               // kept alive until its sends complete
   std::vector<MPI_Request> abort_sends_;
   bool failed_ = false;  // this rank failed or learnt of a failure: see the destructor
 };

@@ -321,6 +321,7 @@ struct RankModel::Impl {
         for (NodeId p : node.inputs) args.push_back(input_of(p, m));
         outs[static_cast<size_t>(id)] = layers[static_cast<size_t>(id)]->forward(
             args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
+        msg.progress();  // pre-posted receives and sends move between layers
       }
       if (node_messages) {
         for (int peer : remote_consumers[static_cast<size_t>(id)]) {
@@ -426,6 +427,7 @@ struct RankModel::Impl {
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
       const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx, which);
+      msg.progress();
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         const NodeId p = node.inputs[k];
         if (graph.node(p).op == "input") continue;  // no gradient for data
@@ -478,6 +480,24 @@ void RankModel::set_batch(const Batch& batch, int micro_batches) {
     impl_->inputs.push_back(slice_rows(batch.inputs, m * rows, rows).to(impl_->device));
     impl_->labels.push_back(slice_rows(batch.labels, m * rows, rows).to(impl_->device));
   }
+}
+
+bool RankModel::post_receives(const Action& a) {
+  Impl& i = *impl_;
+  if (i.node_messages || a.kind != ActionKind::receive) return false;
+  const int m = a.micro_batch;
+  if (a.payload == Payload::activation) {
+    for (NodeId p : i.remote_inputs) {
+      i.msg.post_receive(i.graph.node(p).output_shape, i.owner(p), i.tag(p, m, false, -1));
+    }
+  } else {
+    for (NodeId id : i.mine) {
+      for (int peer : i.remote_consumers[static_cast<size_t>(id)]) {
+        i.msg.post_receive(i.graph.node(id).output_shape, peer, i.tag(id, m, true, a.loss_stage));
+      }
+    }
+  }
+  return true;
 }
 
 void RankModel::execute(const Action& a) {

@@ -48,6 +48,9 @@ class RankModel {
   void set_batch(const Batch& batch, int micro_batches);
   // Runs one action of the rank's schedule; while training, appends it to executed().
   void execute(const placement::Action& action);
+  // Posts the messages of a later `receive` action (stage-level schedules), so that they
+  // land while this rank computes; false when there is nothing to post.
+  bool post_receives(const placement::Action& action);
   void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
   void end_step();                // drops the step's saved activations
   void set_training(bool training);

@@ -105,9 +105,25 @@ void check_finite_loss(const RankModel& model, int rank, int step, double learni
   }
 }
 
-void run_program(const RankProgram& program, RankModel& model) {
-  for (size_t i = 0; i < program.actions.size(); ++i) {
-    model.execute(program.actions[i]);
+// Executes one step's actions. The receives of the next `window` receive actions are
+// posted ahead (window: one mini-batch's worth, M), so that a message can land while the
+// rank still computes the actions before its receive; a rank that posts a receive only
+// when it reaches it leaves a large message waiting for the rendezvous until then
+// (issue #14: the measured GPipe bubble exceeded the simulator's).
+void run_program(const RankProgram& program, RankModel& model, int window) {
+  const std::vector<placement::Action>& actions = program.actions;
+  std::vector<char> posted(actions.size(), 0);
+  size_t scan = 0;
+  int outstanding = 0;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    for (scan = std::max(scan, i); scan < actions.size() && outstanding < window; ++scan) {
+      if (model.post_receives(actions[scan])) {
+        posted[scan] = 1;
+        ++outstanding;
+      }
+    }
+    model.execute(actions[i]);
+    if (posted[i]) --outstanding;
     for (int m : program.release[i]) model.release(m);
   }
 }
@@ -150,7 +166,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       reset_peak_memory(device);
       maybe_fail(rank, step);
       model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
-      run_program(program, model);
+      run_program(program, model, c.micro_batches);
       check_finite_loss(model, rank, step, c.learning_rate);
       msg.reap_sends();
       const double end = wall_s();
