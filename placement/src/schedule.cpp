@@ -335,6 +335,27 @@ Schedule node_level_schedule(const ScheduleRequest& request,
   return schedule;
 }
 
+std::string grid_label(const Action& action, int micro_batches) {
+  const std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
+  switch (action.kind) {
+    case ActionKind::forward:
+      return "F" + m;
+    case ActionKind::backward:
+      return (action.updates_parameters ? "B" : "b") + m;
+    case ActionKind::aux_forward:
+      return "H" + m;
+    case ActionKind::aux_backward:
+      return "h" + m;
+    case ActionKind::send:
+      return "s" + m;
+    case ActionKind::receive:
+      return "r" + m;
+    case ActionKind::optimizer_step:
+      return "S";
+  }
+  return "?";
+}
+
 std::string to_string(const Action& action) {
   const std::string unit = std::to_string(action.mini_batch) + "." +
                            std::to_string(action.micro_batch) +

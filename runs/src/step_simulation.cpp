@@ -120,6 +120,47 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
                            request.aux_heads);
 }
 
+std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
+                                              const placement::SimulationResult& result) {
+  std::vector<TimelineEvent> events;
+  for (const placement::TraceEvent& e : result.trace) {
+    const placement::Action& a =
+        schedule.stage_actions[static_cast<size_t>(e.stage)][static_cast<size_t>(e.action_index)];
+    if (a.mini_batch != 0 || a.kind == placement::ActionKind::send) continue;
+    const char* kind = nullptr;
+    switch (a.kind) {
+      case placement::ActionKind::forward:
+        kind = "forward";
+        break;
+      case placement::ActionKind::backward:
+        kind = "backward";
+        break;
+      case placement::ActionKind::aux_forward:
+      case placement::ActionKind::aux_backward:
+        kind = "aux";
+        break;
+      case placement::ActionKind::optimizer_step:
+        kind = "optimizer";
+        break;
+      case placement::ActionKind::receive:
+        kind = "comm_wait";  // the time the stage waited for the message
+        break;
+      case placement::ActionKind::send:
+        break;
+    }
+    if (kind == nullptr || !(e.end_s > e.start_s)) continue;
+    events.push_back({.rank = e.stage,
+                      .kind = kind,
+                      .start_s = e.start_s,
+                      .end_s = e.end_s,
+                      .action = placement::grid_label(a, schedule.micro_batches),
+                      .micro_batch = a.mini_batch * schedule.micro_batches + a.micro_batch,
+                      .loss_stage = a.loss_stage,
+                      .peer = a.peer_stage});
+  }
+  return events;
+}
+
 StepReport simulate_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                              const CostModel& cost_model, const Schedule& schedule,
                              const AuxHeadOptions& aux_heads) {
@@ -174,6 +215,7 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                          timeline.idle_s / schedule.mini_batches, timeline.peak_memory_bytes,
                          schedule.has_aux_head[j]};
   }
+  report.timeline = simulated_timeline(schedule, result);
   return report;
 }
 

@@ -23,15 +23,13 @@ namespace {
 
 using namespace interplace::placement;
 
+// The grid shows compute on the body only (heads and transfers are free at unit costs).
 std::string label(const Action& action, int micro_batches) {
-  const std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
   switch (action.kind) {
     case ActionKind::forward:
-      return "F" + m;
     case ActionKind::backward:
-      return (action.updates_parameters ? "B" : "b") + m;
     case ActionKind::optimizer_step:
-      return "S";
+      return grid_label(action, micro_batches);
     default:
       return "";
   }

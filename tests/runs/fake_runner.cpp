@@ -128,7 +128,8 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
     }
     result.steps.push_back(step);
   }
-  result.timeline = {{0, "forward", 0.0, pause / 3}, {0, "backward", pause / 3, pause}};
+  result.timeline = {{0, "forward", 0.0, pause / 3, "F0", 0, -1, -1},
+                     {0, "backward", pause / 3, pause, "B0", 0, 0, -1}};
   result.measured_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - measured_start).count();
   result.samples_per_s = static_cast<double>(c.steps * c.batch_size) / result.measured_wall_s;

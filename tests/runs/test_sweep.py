@@ -8,6 +8,7 @@ BINARY is `interplace` (the real runtime) or `interplace_fake` (the fake runner 
 tests/runs/fake_runner.hpp; INTERPLACE_FAKE_STEP_S sets its seconds per step). Case names
 end in the rank count they run with. Needs h5py and numpy (the project venv); --list does not.
 """
+import re
 import json
 import os
 import signal
@@ -190,8 +191,13 @@ def check_scales(gid, g, k):
         check(g["ranks"]["step_s"].attrs["units"] == "s" and
               g["ranks"]["bytes_sent"].attrs["units"] == "bytes", f"{gid}: units")
         t = g["timeline"]
-        for name in ("rank", "kind", "start_s", "end_s"):
+        for name in ("rank", "kind", "action", "micro_batch", "loss_stage", "peer", "start_s",
+                     "end_s"):
             check(axes(t[name]) == ["event"], f"{gid}: timeline/{name} axes")
+        if "timeline" in g["prediction"]:
+            p = g["prediction"]["timeline"]
+            for name in ("rank", "kind", "action", "start_s", "end_s"):
+                check(axes(p[name]) == ["event"], f"{gid}: prediction/timeline/{name} axes")
 
 
 def check_layout(path, spec_path, world_size):
@@ -303,6 +309,23 @@ def check_layout(path, spec_path, world_size):
                 check(set(x.decode() if isinstance(x, bytes) else x for x in t["kind"][()]) <=
                       {"forward", "backward", "aux", "optimizer", "comm_wait"},
                       f"{gid}: timeline kinds")
+                # Every interval names its schedule action (F3, B3, b3, H3, h3, r3, S): the
+                # compute ones always, waits where they waited in a receive.
+                text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
+                actions = [text(x) for x in t["action"][()]]
+                kinds = [text(x) for x in t["kind"][()]]
+                check(all(re.fullmatch(r"[FBbHh][0-9]+|S", x)
+                          for x, kind in zip(actions, kinds) if kind != "comm_wait"),
+                      f"{gid}: timeline actions {sorted(set(actions))}")
+                # A stage chain's prediction has its simulated timeline beside, in the same
+                # layout: per rank, the first event starts at 0 and the actions are the same
+                # kinds of labels.
+                if a["placer"] in ("stages", "contiguous") and \
+                        text(g["prediction"].attrs["estimator"]) == "event-simulator":
+                    p = g["prediction"]["timeline"]
+                    check(p["rank"].shape[0] > 0 and
+                          set(text(x)[0] for x in p["action"][()]) >= {"F", "S"},
+                          f"{gid}: predicted timeline")
             else:
                 check(a["reason"] != "", f"{gid}: {a['status']} without a reason")
             groups[gid] = a

@@ -120,6 +120,41 @@ h5::Handle make_axis(hid_t parent, const char* name, size_t length, const char* 
   return set;
 }
 
+// A `timeline` group in `parent`: one row per event (measured: the last measured step;
+// predicted: the simulator's first step), with its own `event` scale.
+void write_timeline(hid_t parent, const std::vector<TimelineEvent>& events,
+                    const char* event_long_name) {
+  const size_t e = events.size();
+  std::vector<int64_t> ranks(e), micro_batch(e), loss_stage(e), peer(e);
+  std::vector<std::string> kind(e), action(e);
+  std::vector<double> start(e), end(e);
+  for (size_t i = 0; i < e; ++i) {
+    const TimelineEvent& t = events[i];
+    ranks[i] = t.rank;
+    kind[i] = t.kind;
+    action[i] = t.action;
+    micro_batch[i] = t.micro_batch;
+    loss_stage[i] = t.loss_stage;
+    peer[i] = t.peer;
+    start[i] = t.start_s;
+    end[i] = t.end_s;
+  }
+  const h5::Handle timeline = h5::create_group(parent, "timeline");
+  const h5::Handle event_scale = make_axis(timeline.get(), "event", e, event_long_name);
+  const Axis event{event_scale.get(), e};
+  variable(timeline.get(), "rank", ranks, {event}, {"1", "rank of the event"});
+  variable(timeline.get(), "kind", kind, {event}, {"1", "kind of work"});
+  variable(timeline.get(), "action", action, {event},
+           {"1", "schedule action (F3 forward, B3/b3 backward, H3 head, r3 receive, S step)"});
+  variable(timeline.get(), "micro_batch", micro_batch, {event},
+           {"1", "micro-batch of the action (-1: none)"});
+  variable(timeline.get(), "loss_stage", loss_stage, {event},
+           {"1", "loss stage of a backward or gradient message (-1: none)"});
+  variable(timeline.get(), "peer", peer, {event}, {"1", "peer rank of a message (-1: none)"});
+  variable(timeline.get(), "start_s", start, {event}, {"s", "start from the rank's step start"});
+  variable(timeline.get(), "end_s", end, {event}, {"s", "end from the rank's step start"});
+}
+
 void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   std::vector<int64_t> order(plan.order.begin(), plan.order.end());
   std::vector<int64_t> devices(plan.placement.device_of_node.begin(),
@@ -153,6 +188,9 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   variable(pred.get(), "busy_s", busy, {rank}, {"s", "predicted busy time per step"});
   variable(pred.get(), "idle_s", idle, {rank}, {"s", "predicted idle time per step"});
   variable(pred.get(), "peak_memory_bytes", memory, {rank}, {"bytes", "predicted peak memory"});
+  if (!plan.prediction.timeline.empty()) {
+    write_timeline(pred.get(), plan.prediction.timeline, "event of the simulated first step");
+  }
 
   const placement::GraphStats& s = plan.graph_stats;
   const h5::Handle graph = h5::create_group(g, "graph");
@@ -244,24 +282,7 @@ void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_attr(g, "device_names", result.device_names);
   write_steps(g, result, rank);
 
-  const size_t e = result.timeline.size();
-  std::vector<int64_t> ranks(e);
-  std::vector<std::string> kind(e);
-  std::vector<double> start(e), end(e);
-  for (size_t i = 0; i < e; ++i) {
-    ranks[i] = result.timeline[i].rank;
-    kind[i] = result.timeline[i].kind;
-    start[i] = result.timeline[i].start_s;
-    end[i] = result.timeline[i].end_s;
-  }
-  const h5::Handle timeline = h5::create_group(g, "timeline");
-  const h5::Handle event_scale =
-      make_axis(timeline.get(), "event", e, "event of the last measured step");
-  const Axis event{event_scale.get(), e};
-  variable(timeline.get(), "rank", ranks, {event}, {"1", "rank of the event"});
-  variable(timeline.get(), "kind", kind, {event}, {"1", "kind of work"});
-  variable(timeline.get(), "start_s", start, {event}, {"s", "start from the rank's step start"});
-  variable(timeline.get(), "end_s", end, {event}, {"s", "end from the rank's step start"});
+  write_timeline(g, result.timeline, "event of the last measured step");
 }
 
 void write_record(hid_t file, const ConfigRecord& r) {

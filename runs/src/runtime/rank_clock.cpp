@@ -42,12 +42,24 @@ void RankClock::credit(const char* kind, double start, double end) {
 void RankClock::add_event(const char* kind, double start, double end) {
   if (!record_events) return;
   const double s = start - step_start_s, e = end - step_start_s;
-  // Merge back-to-back intervals of one kind (unit by unit they would be many).
-  if (!events.empty() && events.back().kind == kind && s - events.back().end_s < 1e-6) {
+  TimelineEvent event;
+  event.kind = kind;
+  event.start_s = s;
+  event.end_s = e;
+  if (action != nullptr) {
+    event.action = placement::grid_label(*action, micro_batches);
+    event.micro_batch = action->mini_batch * micro_batches + action->micro_batch;
+    event.loss_stage = action->loss_stage;
+    event.peer = action->peer_stage;
+  }
+  // Merge back-to-back intervals of one kind and action (a unit cut by waits, or the
+  // nodes of a node-level schedule's forward, would be many).
+  if (!events.empty() && events.back().kind == event.kind && events.back().action == event.action &&
+      s - events.back().end_s < 1e-6) {
     events.back().end_s = e;
     return;
   }
-  events.push_back({.rank = 0, .kind = kind, .start_s = s, .end_s = e});
+  events.push_back(std::move(event));
 }
 
 }  // namespace interplace::runs

@@ -16,6 +16,9 @@ struct RankClock {
   bool record_events = false;  // keep the step's timeline (the last step only)
   double step_start_s = 0.0;
   std::vector<TimelineEvent> events;
+  // The schedule action being executed (RankModel::execute), carried by the events.
+  const placement::Action* action = nullptr;
+  int micro_batches = 1;  // of the schedule, to number micro-batches across mini-batches
 
   // kind: "forward", "aux", "backward" or "optimizer"; units do not nest.
   void begin(const char* kind, double now);

@@ -502,6 +502,12 @@ bool RankModel::post_receives(const Action& a) {
 
 void RankModel::execute(const Action& a) {
   Impl& i = *impl_;
+  i.clock.action = &a;  // the timeline's events carry it
+  i.clock.micro_batches = i.plan.schedule.micro_batches;
+  struct Clear {
+    RankClock& clock;
+    ~Clear() { clock.action = nullptr; }
+  } clear{i.clock};
   const int m = a.micro_batch;
   const bool activation = a.payload == Payload::activation;
   switch (a.kind) {

@@ -11,6 +11,9 @@ namespace {
 
 constexpr int kNameChars = 128;
 const std::array<const char*, 5> kKinds = {"forward", "backward", "aux", "optimizer", "comm_wait"};
+// Per timeline event: kind, start, end, the action label's letter, micro-batch, loss stage,
+// peer.
+constexpr int kEventFields = 7;
 
 std::vector<double> pack_steps(const LocalRecords& l) {
   std::vector<double> out;
@@ -95,7 +98,11 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
     double kind = 0;
     for (size_t k = 0; k < kKinds.size(); ++k)
       kind = e.kind == kKinds[k] ? static_cast<double>(k) : kind;
-    events.insert(events.end(), {kind, e.start_s, e.end_s});
+    // The action's label is its letter and the micro-batch ("F3"), or "S", or none.
+    const double letter = e.action.empty() ? 0.0 : static_cast<double>(e.action.front());
+    events.insert(events.end(),
+                  {kind, e.start_s, e.end_s, letter, static_cast<double>(e.micro_batch),
+                   static_cast<double>(e.loss_stage), static_cast<double>(e.peer)});
   }
   int count = static_cast<int>(events.size());
   std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
@@ -141,13 +148,23 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
   }
   if (rank == 0) {
     for (int r = 0; r < size; ++r) {
-      const int n = counts[static_cast<size_t>(r)] / 3;
-      const double* e = all_events.data() + offsets[static_cast<size_t>(r)];
+      const int n = counts[static_cast<size_t>(r)] / kEventFields;
+      const double* rank_events = all_events.data() + offsets[static_cast<size_t>(r)];
       for (int i = 0; i < n; ++i) {
-        result.timeline.push_back({.rank = r,
-                                   .kind = kKinds[static_cast<size_t>(e[3 * i])],
-                                   .start_s = e[3 * i + 1],
-                                   .end_s = e[3 * i + 2]});
+        const double* e = rank_events + static_cast<ptrdiff_t>(kEventFields) * i;
+        TimelineEvent event;
+        event.rank = r;
+        event.kind = kKinds[static_cast<size_t>(e[0])];
+        event.start_s = e[1];
+        event.end_s = e[2];
+        event.micro_batch = static_cast<int>(e[4]);
+        event.loss_stage = static_cast<int>(e[5]);
+        event.peer = static_cast<int>(e[6]);
+        if (const auto letter = static_cast<char>(e[3]); letter != 0) {
+          event.action.push_back(letter);
+          if (letter != 'S') event.action += std::to_string(event.micro_batch);
+        }
+        result.timeline.push_back(std::move(event));
       }
       result.hosts.emplace_back(all_names.data() + r * kNameChars);
       result.device_names.emplace_back(all_devices.data() + r * kNameChars);

@@ -162,6 +162,11 @@ Schedule node_level_schedule(const ScheduleRequest& request,
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).
+// The action in a step x rank grid and on timelines: "F3" forward of micro-batch 3 (numbered
+// across mini-batches: mini_batch * micro_batches + micro_batch), "B3" a backward pass that
+// updates the body, "b3" one that only passes the gradient on, "H3"/"h3" the auxiliary
+// head's forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step.
+std::string grid_label(const Action& action, int micro_batches);
 std::string to_string(const Action& action);
 
 }  // namespace interplace::placement

@@ -20,6 +20,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/schedule.hpp"
+#include "interplace/placement/simulator.hpp"
 #include "interplace/runs/aux_heads.hpp"
 
 namespace interplace::runs {
@@ -46,6 +47,25 @@ struct DeviceStep {
   bool has_aux_head = false;
 };
 
+// One interval of one rank during a step, for timeline plots: measured (the last measured
+// step of a run, TrainResult::timeline) or simulated (the first step of the schedule,
+// StepReport::timeline), in the same layout so that the two can be drawn one above the
+// other.
+struct TimelineEvent {
+  int rank = 0;
+  std::string kind;      // forward | backward | aux | optimizer | comm_wait
+  double start_s = 0.0;  // from that rank's start of the step
+  double end_s = 0.0;
+  // The schedule action the interval belongs to (a comm_wait: the receive it waited in):
+  // placement::grid_label ("F3", "B3", "b3", "H3", "r3", "S"), its micro-batch (numbered
+  // across mini-batches), the loss stage of a backward or gradient message and the peer
+  // of a message; "" and -1 where the interval is not one action's.
+  std::string action;
+  int micro_batch = -1;
+  int loss_stage = -1;
+  int peer = -1;
+};
+
 struct StepReport {
   StepEstimator estimator = StepEstimator::event_simulator;
   std::string fallback_reason;  // list_schedule: why the simulator was not used
@@ -55,7 +75,15 @@ struct StepReport {
   double step_time_s = 0.0;
   double idle_fraction = 0.0;  // idle time over devices x step time
   std::vector<DeviceStep> devices;
+  // The simulated first step, every compute action and every wait of a receive (the event
+  // simulator only; empty for the list schedule's estimate).
+  std::vector<TimelineEvent> timeline;
 };
+
+// The events of the first mini-batch of a simulated schedule (every compute action, and
+// the wait of each receive that waited), as the runtime records its timeline.
+std::vector<TimelineEvent> simulated_timeline(const placement::Schedule& schedule,
+                                              const placement::SimulationResult& result);
 
 // The optimiser step of `parameter_count` fp32 parameters on the cost model's device:
 // a memory-bound update that reads weights, gradients and optimiser state and writes

@@ -131,14 +131,6 @@ struct StepRecord {
   std::vector<RankStepRecord> ranks;
 };
 
-// One interval of one rank during the last measured step, for timeline plots.
-struct TimelineEvent {
-  int rank = 0;
-  std::string kind;      // forward | backward | aux | optimizer | comm_wait
-  double start_s = 0.0;  // from that rank's start of the step
-  double end_s = 0.0;
-};
-
 struct TrainResult {
   std::vector<StepRecord> steps;  // warmup_steps + steps entries
   std::vector<TimelineEvent> timeline;
