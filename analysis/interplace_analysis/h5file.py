@@ -38,6 +38,8 @@ RANK_DATASETS = (
     "comm_wait_s", "idle_s", "overhead_s", "bytes_sent", "peak_memory_bytes",
 )
 TIMELINE_DATASETS = ("rank", "kind", "start_s", "end_s")
+# The schedule action of each event (absent in files written before they were recorded).
+TIMELINE_ACTION_DATASETS = ("action", "micro_batch", "loss_stage", "peer")
 GRAPH_ATTRIBUTES = (
     "node_count", "edge_count", "depth", "max_width",
     "mean_branching_factor", "critical_path_cost_share",
@@ -57,6 +59,8 @@ class ConfigRecord:
     steps: dict[str, np.ndarray] = field(default_factory=dict)  # steps/* ([S] or [S, K])
     ranks: dict[str, np.ndarray] = field(default_factory=dict)  # ranks/* ([S, K])
     timeline: pd.DataFrame | None = None  # rank, kind, start_s, end_s; None if absent
+    # The simulator's first step in the same layout (prediction/timeline); None if absent.
+    predicted_timeline: pd.DataFrame | None = None
     prediction: dict[str, Any] = field(default_factory=dict)  # attributes and [K] arrays
     graph: dict[str, Any] = field(default_factory=dict)
     order: np.ndarray | None = None
@@ -164,6 +168,19 @@ def _check_shapes(rec: ConfigRecord, where: str) -> None:
         raise ResultFormatError(f"{where}: ranks/* present but steps/step_time_s missing")
 
 
+def _read_timeline(group: h5py.Group, where: str) -> pd.DataFrame:
+    """A ``timeline`` subgroup as a frame: the required columns, and the action columns
+    where the file has them."""
+    names = TIMELINE_DATASETS + TIMELINE_ACTION_DATASETS
+    t = _read_subgroup(group, "timeline", names, where)
+    missing = [n for n in TIMELINE_DATASETS if n not in t]
+    if missing:
+        raise ResultFormatError(f"{where}: timeline lacks {', '.join(missing)}")
+    if len({len(v) for v in t.values()}) != 1:
+        raise ResultFormatError(f"{where}: timeline/* datasets differ in length")
+    return pd.DataFrame({n: t[n] for n in names if n in t})
+
+
 def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
     where = f"{path}: /configs/{gid}"
     rec = ConfigRecord(file=path, attrs=_attrs(group))
@@ -177,19 +194,15 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
     rec.steps = _read_subgroup(group, "steps", STEP_DATASETS + STEP_RANK_DATASETS, where)
     rec.ranks = _read_subgroup(group, "ranks", RANK_DATASETS, where)
     if "timeline" in group:
-        t = _read_subgroup(group, "timeline", TIMELINE_DATASETS, where)
-        missing = [n for n in TIMELINE_DATASETS if n not in t]
-        if missing:
-            raise ResultFormatError(f"{where}: timeline lacks {', '.join(missing)}")
-        if len({len(v) for v in t.values()}) != 1:
-            raise ResultFormatError(f"{where}: timeline/* datasets differ in length")
-        rec.timeline = pd.DataFrame({n: t[n] for n in TIMELINE_DATASETS})
+        rec.timeline = _read_timeline(group, where)
     if "prediction" in group:
         p = group["prediction"]
         rec.prediction = _attrs(p)
         for n in ("busy_s", "idle_s", "peak_memory_bytes"):
             if n in p:
                 rec.prediction[n] = _dataset(p, n, f"{where}/prediction")
+        if "timeline" in p:
+            rec.predicted_timeline = _read_timeline(p, f"{where}/prediction")
     if "graph" in group:
         rec.graph = _attrs(group["graph"])
     if "order" in group:

@@ -47,6 +47,8 @@ class Results:
     files: pd.DataFrame  # one row per file: its root attributes
     missing: pd.DataFrame  # configurations absent from the files (index gaps)
     notes: list[str] = field(default_factory=list)
+    # By run id: the simulator's first step of the configuration, the layout of timelines.
+    predicted_timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -187,7 +189,7 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
     records: list[ConfigRecord] = [rec for fc in contents for rec in fc.configs]
     _identify_runs(records, notes)
 
-    config_rows, curves, steps, ranks, timelines = [], [], [], [], {}
+    config_rows, curves, steps, ranks, timelines, predicted = [], [], [], [], {}, {}
     for rec in records:
         config_rows.append(frames.config_row(rec))
         curve = frames.curve_frame(rec)
@@ -199,6 +201,8 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
         ranks.extend(frames.rank_summary_rows(rec))
         if rec.timeline is not None and len(rec.timeline):
             timelines[rec.run_id] = rec.timeline
+        if rec.predicted_timeline is not None and len(rec.predicted_timeline):
+            predicted[rec.run_id] = rec.predicted_timeline
     configs = pd.DataFrame(config_rows)
     if not configs.empty:
         configs = configs.sort_values(["file", "index"], kind="stable").reset_index(drop=True)
@@ -215,4 +219,5 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
         files=pd.DataFrame(file_rows),
         missing=_missing_indices(contents, records, notes),
         notes=notes,
+        predicted_timelines=predicted,
     )

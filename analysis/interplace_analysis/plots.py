@@ -288,7 +288,14 @@ def _draw_timeline(ax, results: Results, config_id: str) -> set[str]:
         if len(last) and "step_s" in last:
             last = last[last["step"] == last["step"].max()]
             ends = dict(zip(last["rank"], last["step_s"]))
-    ranks = sorted(set(ev["rank"]) | set(range(int(cfg["devices"] or 0))))
+    return _draw_events(ax, ev, int(cfg["devices"] or 0), ends)
+
+
+def _draw_events(ax, ev: pd.DataFrame, devices: int, ends: dict) -> set[str]:
+    """Events (rank, kind, start_s, end_s[, action]) as one bar per rank in ms, idle gaps
+    grey up to each rank's end; bars wide enough carry their action label (F3, B3, ...)."""
+    ranks = sorted(set(ev["rank"]) | set(range(devices)))
+    span = float(max(list(ends.values()) + [ev["end_s"].max() if len(ev) else 0.0]))
     drawn: set[str] = set()
     for r in ranks:
         e = ev[ev["rank"] == r]
@@ -303,6 +310,13 @@ def _draw_timeline(ax, results: Results, config_id: str) -> set[str]:
             ax.broken_barh([(a * MS, w * MS) for a, w in gaps], (r - 0.4, 0.8),
                            facecolors=KIND_COLOURS["idle"], label="idle")
             drawn.add("idle")
+        if "action" in e:
+            for _, row in e[e["kind"] != "comm_wait"].iterrows():
+                label = row["action"].decode() if isinstance(row["action"], bytes) \
+                    else str(row["action"])
+                if label and (row["end_s"] - row["start_s"]) > 0.025 * span:
+                    ax.text((row["start_s"] + row["end_s"]) / 2 * MS, r, label, ha="center",
+                            va="center", fontsize=7, color="white")
     ax.set_yticks(ranks, [f"rank {r}" for r in ranks])
     ax.set_ylim(max(ranks) + 0.6, min(ranks) - 0.6)  # rank 0 on top
     return drawn
@@ -328,6 +342,31 @@ def timeline(results: Results, config_id: str) -> plt.Figure | None:
     ax.set_xlabel("time from the rank's start of the step (ms)")
     ax.set_title(f"{cfg['name']}: one measured step", fontsize=10)
     _timeline_legend(fig, ax)
+    fig.tight_layout()
+    return fig
+
+
+def measured_vs_predicted_timeline(results: Results, run_id: str) -> plt.Figure | None:
+    """The last measured step of a run above the simulator's first step of the same
+    configuration, on one time axis in ms, bars labelled with their schedule actions (F3
+    forward of micro-batch 3, B3/b3 backward that trains / passes through, H3 head, S
+    step): where the runtime departs from what the simulator predicted."""
+    ev = results.timelines.get(run_id)
+    pred = results.predicted_timelines.get(run_id)
+    if ev is None or ev.empty or pred is None or pred.empty:
+        return None
+    cfg = results.configs.set_index("run_id").loc[run_id]
+    k = int(cfg["devices"] or 1)
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9, 2 * (0.5 * k + 1.0) + 1.0))
+    _draw_timeline(top, results, run_id)
+    top.set_title(f"measured: step {cfg['step_time_s'] * MS:.4g} ms (median of the run)",
+                  fontsize=9)
+    ends = {r: float(cfg["pred_step_time_s"]) for r in range(k)}
+    _draw_events(bottom, pred, k, ends)
+    bottom.set_title(f"simulated: step {cfg['pred_step_time_s'] * MS:.4g} ms", fontsize=9)
+    bottom.set_xlabel("time from the rank's start of the step (ms)")
+    _timeline_legend(fig, top)
+    fig.suptitle(f"{cfg['name']}: measured and simulated", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -228,6 +228,13 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Figure]:
                " measured step in ms: forward, backward, aux, optimizer, comm_wait and idle"
                " (grey). Grey is the bubble the strategies try to fill.",
                empty_text="(none: no timeline on 2 or more ranks was recorded)"),
+        Figure("timeline_vs_simulator", "Timelines: measured and simulated",
+               "For each run of the timeline figures, its last measured step (top) above the"
+               " simulator's first step of the same configuration (bottom), bars labelled"
+               " with their schedule actions (F3 forward of micro-batch 3, B3 a backward that"
+               " trains, b3 one that only passes the gradient on, H3 the head, S the"
+               " optimiser step): where the runtime departs from the prediction.",
+               empty_text="(none: no run with both a measured and a simulated timeline)"),
     ]
     by = {f.name: f for f in figs}
     for model in models:
@@ -272,6 +279,11 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Figure]:
         fig = plots.timeline_comparison(results, runs, title)
         if fig is not None:
             by["timeline"].paths.append(plots.save(fig, out / f"timeline_{_slug(title)}.png"))
+        for run_id in runs:
+            fig = plots.measured_vs_predicted_timeline(results, run_id)
+            if fig is not None:
+                by["timeline_vs_simulator"].paths.append(
+                    plots.save(fig, out / f"timeline_vs_simulator_{_slug(run_id)}.png"))
     return figs
 
 

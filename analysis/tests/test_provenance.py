@@ -69,7 +69,7 @@ def test_sections_numbered_in_order_and_every_plot_embedded_once(tmp_path):
         "Step time by traversal order", "Speedup vs device count",
         "Simulator: predicted vs measured step time", "Throughput vs accuracy per strategy",
         "Accuracy vs wall time per strategy", "Loss curves per strategy",
-        "Timelines: one placement under each strategy"]
+        "Timelines: one placement under each strategy", "Timelines: measured and simulated"]
     pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
     embedded = re.findall(r"!\[[^\]]*\]\(plots/([^)]+)\)", text)
     assert sorted(embedded) == pngs

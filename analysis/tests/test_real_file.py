@@ -56,3 +56,28 @@ def test_real_result_file_has_named_dimensions():
             assert node["order"].dims == ("node",)
             assert node["ranks/step_s"].attrs["units"] == "s"
         assert not any(d.startswith("phony_dim") for n in tree.subtree for d in n.dims)
+
+
+@pytest.mark.skipif(not REAL, reason="INTERPLACE_RESULT_FILE is not set")
+def test_real_file_measured_and_simulated_timelines_carry_actions():
+    """The C++ writer's timelines name their schedule actions, and a stage chain's run has
+    the simulator's first step beside it: the figure draws both, bars labelled F0, B0, ..."""
+    import matplotlib.pyplot as plt
+
+    from interplace_analysis import plots
+
+    r = load_results([Path(REAL)])
+    both = [rid for rid in r.timelines if rid in r.predicted_timelines]
+    assert both, "no run has both a measured and a simulated timeline"
+    for rid in both:
+        for frame in (r.timelines[rid], r.predicted_timelines[rid]):
+            compute = frame[frame["kind"] != "comm_wait"]
+            labels = {a.decode() if isinstance(a, bytes) else a for a in compute["action"]}
+            assert all(lab == "S" or (lab[0] in "FBbHh" and lab[1:].isdigit())
+                       for lab in labels), labels
+            assert {lab[0] for lab in labels} >= {"F", "S"}, labels
+    fig = plots.measured_vs_predicted_timeline(r, both[0])
+    assert fig is not None and len(fig.axes) == 2
+    texts = {t.get_text() for ax in fig.axes for t in ax.texts}
+    assert any(t.startswith("F") for t in texts), texts
+    plt.close(fig)
