@@ -13,7 +13,7 @@
 namespace interplace::placement {
 namespace {
 
-constexpr std::array<std::pair<OrderKind, const char*>, 13> kOrderNames = {{
+constexpr std::array<std::pair<OrderKind, const char*>, 17> kOrderNames = {{
     {OrderKind::topo, "topo"},
     {OrderKind::topo_rev, "topo-rev"},
     {OrderKind::dfs_pre, "dfs-pre"},
@@ -27,6 +27,10 @@ constexpr std::array<std::pair<OrderKind, const char*>, 13> kOrderNames = {{
     {OrderKind::random, "random"},
     {OrderKind::random_topo, "random-topo"},
     {OrderKind::critical_path, "critical-path"},
+    {OrderKind::topo_lifo, "topo-lifo"},
+    {OrderKind::topo_lifo_rev, "topo-lifo-rev"},
+    {OrderKind::lexical_topo, "lexical-topo"},
+    {OrderKind::bfs_by_name, "bfs-by-name"},
 }};
 
 Order reversed(Order order) {
@@ -117,6 +121,81 @@ Order topological_order(const Graph& graph) {
     order.push_back(node);
     for (NodeId child : graph.nodes()[node].successors) {
       if (--degree[child] == 0) ready.push_back(child);
+    }
+  }
+  return order;
+}
+
+// networkx 2.4's topological_sort: the zero-in-degree nodes in node order form a list used
+// as a stack (list.pop() takes the last); a child whose in-degree drops to zero is appended
+// as it is reached, children in successor order. So the last source comes out first and
+// the most recently freed child is followed next: depth-first-like, unlike `topo`.
+Order topological_order_lifo(const Graph& graph) {
+  std::vector<int> degree = in_degrees(graph);
+  std::vector<NodeId> stack = graph.sources();
+  Order order;
+  order.reserve(graph.node_count());
+  while (!stack.empty()) {
+    const NodeId node = stack.back();
+    stack.pop_back();
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) stack.push_back(child);
+    }
+    order.push_back(node);  // networkx yields after pushing the children; same sequence
+  }
+  return order;
+}
+
+// networkx's lexicographical_topological_sort: a heap of ready nodes keyed by name (names
+// are unique, so the node-order tie-break networkx adds never decides).
+Order lexical_topological_order(const Graph& graph) {
+  auto later = [&](NodeId a, NodeId b) { return graph.nodes()[a].name > graph.nodes()[b].name; };
+  std::priority_queue<NodeId, std::vector<NodeId>, decltype(later)> ready(later);
+  std::vector<int> degree = in_degrees(graph);
+  for (NodeId id : graph.sources()) ready.push(id);
+  Order order;
+  order.reserve(graph.node_count());
+  while (!ready.empty()) {
+    const NodeId node = ready.top();
+    ready.pop();
+    order.push_back(node);
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) ready.push(child);
+    }
+  }
+  return order;
+}
+
+// The study's bfs: for each source (in-degree 0) in name order, the source followed by the
+// targets of networkx bfs_edges from it (a fresh search per source), keeping only the first
+// occurrence of a node reached from several sources.
+Order bfs_by_name_order(const Graph& graph) {
+  std::vector<NodeId> roots = graph.sources();
+  std::sort(roots.begin(), roots.end(),
+            [&](NodeId a, NodeId b) { return graph.nodes()[a].name < graph.nodes()[b].name; });
+  const int n = graph.node_count();
+  std::vector<char> emitted(n, 0);
+  std::vector<int> seen_in(n, -1);  // the root whose search has discovered the node
+  Order order;
+  order.reserve(n);
+  std::deque<NodeId> queue;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    const int search = static_cast<int>(r);
+    auto discover = [&](NodeId node) {
+      seen_in[node] = search;
+      if (!emitted[node]) {
+        emitted[node] = 1;
+        order.push_back(node);
+      }
+      queue.push_back(node);
+    };
+    discover(roots[r]);
+    while (!queue.empty()) {
+      const NodeId node = queue.front();
+      queue.pop_front();
+      for (NodeId child : graph.nodes()[node].successors) {
+        if (seen_in[child] != search) discover(child);
+      }
     }
   }
   return order;
@@ -270,6 +349,14 @@ Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& opti
     case OrderKind::critical_path:
       return options.node_cost.empty() ? critical_path_order(graph, default_costs(graph))
                                        : critical_path_order(graph, options.node_cost);
+    case OrderKind::topo_lifo:
+      return topological_order_lifo(graph);
+    case OrderKind::topo_lifo_rev:
+      return reversed(topological_order_lifo(graph));
+    case OrderKind::lexical_topo:
+      return lexical_topological_order(graph);
+    case OrderKind::bfs_by_name:
+      return bfs_by_name_order(graph);
   }
   throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
 }
