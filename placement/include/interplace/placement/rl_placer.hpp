@@ -1,0 +1,87 @@
+// The learned placer `rl` (Placeto, Addanki et al. 2019, as the traversal-order study uses
+// it; docs/placers.md#rl): a policy over devices for one node at a time, trained with
+// REINFORCE against a step-time estimator. An episode starts from a seeded random
+// placement and visits every node once in the traversal order, moving it to the device
+// the policy samples; the reward of a move is the decrease of the penalised step time.
+//
+// The policy is small and self-contained (no autodiff): node features are propagated
+// parent->child and child->parent for `rounds` rounds by fixed mean aggregation, the node
+// being placed is described by its own embedding and the mean embeddings of its
+// ancestors, descendants and parallel nodes (Placeto's pooling), and a two-layer network
+// with learned weights maps that to a softmax over devices. Its log-probability gradient
+// is analytic (RlPolicy::log_prob_gradient) and checked against finite differences.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace interplace::placement {
+
+struct Placement;
+
+// Lower is better; the same type as placers.hpp's StepTimeEstimator.
+using RlStepEstimator = std::function<double(const Placement&)>;
+
+struct RlOptions {
+  int episodes = 200;                 // training episodes (each visits every node once)
+  int rounds = 8;                     // message-passing rounds (Placeto: 8)
+  int hidden = 32;                    // width of the policy's hidden layer
+  double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
+  double final_learning_rate = 1e-4;  // ... to this (Placeto: 1e-3 to 1e-4)
+  int baseline_window = 10;           // episodes the per-step return baseline averages
+  // Weight of the memory penalty: the penalised cost is step time x (1 + penalty x
+  // sum over devices of bytes above capacity / capacity).
+  double memory_penalty = 10.0;
+  double time_budget_s = 0.0;  // > 0: stop training after this much wall time
+  // Placer whose result every episode starts from; "random" (Placeto's random start) uses
+  // the request's seed. Any other placer name but "rl".
+  std::string start = "random";
+  // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
+  // request's micro-batches. The command line passes the simulator `simulate` uses.
+  RlStepEstimator estimator = {};
+};
+
+// What training did, for reports: one entry per finished episode.
+struct RlTrainingLog {
+  std::vector<double> episode_step_time_s;  // of the episode's final placement
+  std::vector<double> best_step_time_s;     // best memory-feasible placement so far
+  double start_step_time_s = 0.0;           // the random starting placement
+  double greedy_step_time_s = 0.0;  // one episode after training, argmax instead of sampling
+  double best_final_s = 0.0;        // of the returned placement
+  int episodes_run = 0;             // < episodes when the time budget stopped training
+  double wall_s = 0.0;
+};
+
+// Throws invalid_input naming the bad field.
+void check_rl_options(const RlOptions& options);
+
+// The policy network: logits = W2 tanh(W1 z + b1) + b2 over `devices` outputs.
+class RlPolicy {
+ public:
+  RlPolicy(int inputs, int hidden, int devices, uint64_t seed);
+  int inputs() const { return inputs_; }
+  int devices() const { return devices_; }
+  int parameter_count() const { return static_cast<int>(parameters_.size()); }
+  std::span<double> parameters() { return parameters_; }
+  std::span<const double> parameters() const { return parameters_; }
+
+  // Softmax probabilities of the devices for input `z` (inputs() values).
+  std::vector<double> probabilities(std::span<const double> z) const;
+  // log p(action | z).
+  double log_prob(std::span<const double> z, int action) const;
+  // Adds scale * d log p(action | z) / d parameters to `gradient` (parameter_count()).
+  void log_prob_gradient(std::span<const double> z, int action, double scale,
+                         std::span<double> gradient) const;
+
+ private:
+  void hidden_layer(std::span<const double> z, std::vector<double>& h) const;
+  int inputs_;
+  int hidden_;
+  int devices_;
+  std::vector<double> parameters_;  // W1 (hidden x inputs), b1, W2 (devices x hidden), b2
+};
+
+}  // namespace interplace::placement
