@@ -229,6 +229,9 @@ void check_rl_options(const RlOptions& o) {
   if (!(o.memory_penalty >= 0.0) || !std::isfinite(o.memory_penalty)) {
     throw_invalid("rl: memory_penalty must be a finite number >= 0");
   }
+  if (!(o.entropy_weight >= 0.0) || !std::isfinite(o.entropy_weight)) {
+    throw_invalid("rl: entropy_weight must be a finite number >= 0");
+  }
   if (!(o.time_budget_s >= 0.0) || !std::isfinite(o.time_budget_s)) {
     throw_invalid("rl: time_budget_s must be a finite number >= 0 (0: no budget)");
   }
@@ -335,9 +338,12 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       for (const std::vector<double>& past : recent_returns) baseline += past[t];
       if (!recent_returns.empty()) baseline /= static_cast<double>(recent_returns.size());
       const double advantage = returns[t] - baseline;
+      const double per_step = 1.0 / static_cast<double>(steps);
       if (advantage != 0.0) {
-        policy.log_prob_gradient(inputs[t], actions[t], advantage / static_cast<double>(steps),
-                                 gradient);
+        policy.log_prob_gradient(inputs[t], actions[t], advantage * per_step, gradient);
+      }
+      if (o.entropy_weight > 0.0) {
+        policy.entropy_gradient(inputs[t], o.entropy_weight * per_step, gradient);
       }
     }
     const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;

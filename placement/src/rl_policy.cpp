@@ -67,22 +67,50 @@ double RlPolicy::log_prob(std::span<const double> z, int action) const {
   return std::log(probabilities(z)[static_cast<size_t>(action)]);
 }
 
+double RlPolicy::entropy(std::span<const double> z) const {
+  double h = 0.0;
+  for (double p : probabilities(z)) h -= p > 0.0 ? p * std::log(p) : 0.0;
+  return h;
+}
+
 void RlPolicy::log_prob_gradient(std::span<const double> z, int action, double scale,
                                  std::span<double> gradient) const {
+  const std::vector<double> p = probabilities(z);
+  // d log softmax_a / d logit_k = [k == a] - p_k.
+  std::vector<double> dlogits(p.size());
+  for (size_t k = 0; k < p.size(); ++k) {
+    dlogits[k] = scale * ((static_cast<int>(k) == action ? 1.0 : 0.0) - p[k]);
+  }
+  backpropagate(z, dlogits, gradient);
+}
+
+void RlPolicy::entropy_gradient(std::span<const double> z, double scale,
+                                std::span<double> gradient) const {
+  const std::vector<double> p = probabilities(z);
+  double h = 0.0;
+  for (double v : p) h -= v > 0.0 ? v * std::log(v) : 0.0;
+  // H = -sum p log p; dH / d logit_k = -p_k (log p_k + H).
+  std::vector<double> dlogits(p.size());
+  for (size_t k = 0; k < p.size(); ++k) {
+    dlogits[k] = p[k] > 0.0 ? -scale * p[k] * (std::log(p[k]) + h) : 0.0;
+  }
+  backpropagate(z, dlogits, gradient);
+}
+
+void RlPolicy::backpropagate(std::span<const double> z, const std::vector<double>& dlogits,
+                             std::span<double> gradient) const {
   if (static_cast<int>(gradient.size()) != parameter_count()) {
     throw_invalid("rl policy: gradient of the wrong size");
   }
   std::vector<double> h;
   hidden_layer(z, h);
-  const std::vector<double> p = probabilities(z);
   const ptrdiff_t w1_size = static_cast<ptrdiff_t>(hidden_) * inputs_;
   const ptrdiff_t w2_offset = w1_size + hidden_;
   const ptrdiff_t b2_offset = w2_offset + static_cast<ptrdiff_t>(devices_) * hidden_;
   const double* w2 = parameters_.data() + w2_offset;
-  // d log softmax_a / d logit_k = [k == a] - p_k.
   std::vector<double> dh(static_cast<size_t>(hidden_), 0.0);
   for (int k = 0; k < devices_; ++k) {
-    const double g = scale * ((k == action ? 1.0 : 0.0) - p[static_cast<size_t>(k)]);
+    const double g = dlogits[static_cast<size_t>(k)];
     gradient[static_cast<size_t>(b2_offset + k)] += g;
     for (int j = 0; j < hidden_; ++j) {
       const ptrdiff_t at = static_cast<ptrdiff_t>(k) * hidden_ + j;

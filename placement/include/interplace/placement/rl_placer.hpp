@@ -32,6 +32,9 @@ struct RlOptions {
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
   double final_learning_rate = 1e-4;  // ... to this (Placeto: 1e-3 to 1e-4)
   int baseline_window = 10;           // episodes the per-step return baseline averages
+  // Weight of the policy's entropy (per decision) in the objective: keeps the policy from
+  // settling on one device per node before it has seen the alternatives.
+  double entropy_weight = 0.03;
   // Weight of the memory penalty: the penalised cost is step time x (1 + penalty x
   // sum over devices of bytes above capacity / capacity).
   double memory_penalty = 10.0;
@@ -75,9 +78,15 @@ class RlPolicy {
   // Adds scale * d log p(action | z) / d parameters to `gradient` (parameter_count()).
   void log_prob_gradient(std::span<const double> z, int action, double scale,
                          std::span<double> gradient) const;
+  // Entropy of the device distribution, and scale * its gradient added to `gradient`.
+  double entropy(std::span<const double> z) const;
+  void entropy_gradient(std::span<const double> z, double scale, std::span<double> gradient) const;
 
  private:
   void hidden_layer(std::span<const double> z, std::vector<double>& h) const;
+  // Adds the gradient of sum_k dlogits[k] * logit_k to `gradient`.
+  void backpropagate(std::span<const double> z, const std::vector<double>& dlogits,
+                     std::span<double> gradient) const;
   int inputs_;
   int hidden_;
   int devices_;
