@@ -41,6 +41,10 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
                  "learning rate of the last episode (linear decay)")
       ->capture_default_str()
       ->group(rl);
+  app.add_option("--rl-entropy", s.rl.entropy_weight,
+                 "weight of the policy's entropy in the objective")
+      ->capture_default_str()
+      ->group(rl);
   app.add_option("--rl-memory-penalty", s.rl.memory_penalty,
                  "weight of the penalty for bytes above a device's capacity")
       ->capture_default_str()
