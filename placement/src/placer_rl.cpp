@@ -333,6 +333,9 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     double to_go = 0.0;
     for (size_t t = steps; t-- > 0;) returns[t] = (to_go += rewards[t]);
     std::fill(gradient.begin(), gradient.end(), 0.0);
+    const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;
+    // Exploration early, exploitation late: the entropy weight decays linearly to 0.
+    const double entropy_weight = o.entropy_weight * (1.0 - progress);
     for (size_t t = 0; t < steps; ++t) {
       double baseline = 0.0;
       for (const std::vector<double>& past : recent_returns) baseline += past[t];
@@ -342,11 +345,10 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       if (advantage != 0.0) {
         policy.log_prob_gradient(inputs[t], actions[t], advantage * per_step, gradient);
       }
-      if (o.entropy_weight > 0.0) {
-        policy.entropy_gradient(inputs[t], o.entropy_weight * per_step, gradient);
+      if (entropy_weight > 0.0) {
+        policy.entropy_gradient(inputs[t], entropy_weight * per_step, gradient);
       }
     }
-    const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;
     adam.ascend(policy.parameters(), gradient,
                 o.learning_rate + (o.final_learning_rate - o.learning_rate) * progress);
     recent_returns.push_back(std::move(returns));
