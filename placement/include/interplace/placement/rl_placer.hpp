@@ -32,9 +32,10 @@ struct RlOptions {
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
   double final_learning_rate = 1e-4;  // ... to this (Placeto: 1e-3 to 1e-4)
   int baseline_window = 10;           // episodes the per-step return baseline averages
-  // Weight of the policy's entropy (per decision) in the objective: keeps the policy from
+  // Weight of the policy's entropy (per decision) in the objective at the first episode,
+  // decayed linearly to 0 at the last: keeps the policy from
   // settling on one device per node before it has seen the alternatives.
-  double entropy_weight = 0.03;
+  double entropy_weight = 0.0;
   // Weight of the memory penalty: the penalised cost is step time x (1 + penalty x
   // sum over devices of bytes above capacity / capacity).
   double memory_penalty = 10.0;
