@@ -215,7 +215,10 @@ void check_rl_options(const RlOptions& o) {
     if (value < 1)
       throw_invalid(std::string("rl: ") + name + " must be >= 1, got " + std::to_string(value));
   };
-  positive_int("episodes", o.episodes);
+  if (o.episodes < (o.initial ? 0 : 1)) {
+    throw_invalid("rl: episodes must be >= 1 (>= 0 with a loaded policy), got " +
+                  std::to_string(o.episodes));
+  }
   positive_int("hidden", o.hidden);
   positive_int("baseline_window", o.baseline_window);
   if (o.rounds < 0) throw_invalid("rl: rounds must be >= 0, got " + std::to_string(o.rounds));
@@ -265,8 +268,16 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     return total;
   };
 
-  Featurizer featurizer(graph, context.costs, k, o.rounds);
-  RlPolicy policy(featurizer.input_size(), o.hidden, k, request.seed ^ 0x5eed0f9a1ace7011ULL);
+  const int rounds = o.initial ? o.initial->rounds : o.rounds;
+  Featurizer featurizer(graph, context.costs, k, rounds);
+  if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
+    throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
+                  " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
+                  std::to_string(k) + " (" + std::to_string(featurizer.input_size()) + " inputs)");
+  }
+  RlPolicy policy = o.initial ? RlPolicy(*o.initial)
+                              : RlPolicy(featurizer.input_size(), o.hidden, k,
+                                         request.seed ^ 0x5eed0f9a1ace7011ULL);
   Adam adam(static_cast<size_t>(policy.parameter_count()));
   kernels::Rng rng(request.seed);
 
@@ -358,6 +369,11 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     ++log.episodes_run;
   }
   log.greedy_step_time_s = episode(true);
+  log.policy = {.rounds = rounds,
+                .inputs = policy.inputs(),
+                .hidden = o.initial ? o.initial->hidden : o.hidden,
+                .devices = k,
+                .parameters = {policy.parameters().begin(), policy.parameters().end()}};
   log.best_final_s = best_s;
   log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return best;

@@ -1,6 +1,9 @@
 // The rl placer's policy network and its analytic log-probability gradient.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "interplace/kernels/error.hpp"
@@ -25,6 +28,100 @@ RlPolicy::RlPolicy(int inputs, int hidden, int devices, uint64_t seed)
   const auto limit2 = static_cast<float>(std::sqrt(6.0 / (hidden + devices)));
   for (size_t i = 0; i < w2; ++i)
     parameters_[w1 + static_cast<size_t>(hidden) + i] = rng.uniform(-limit2, limit2);
+}
+
+RlPolicy::RlPolicy(const RlSavedPolicy& saved)
+    : RlPolicy(saved.inputs, saved.hidden, saved.devices, 0) {
+  if (saved.parameters.size() != parameters_.size()) {
+    throw_invalid("rl policy: " + std::to_string(saved.parameters.size()) +
+                  " parameters, expected " + std::to_string(parameters_.size()) + " for " +
+                  std::to_string(saved.inputs) + " inputs, " + std::to_string(saved.hidden) +
+                  " hidden, " + std::to_string(saved.devices) + " devices");
+  }
+  parameters_ = saved.parameters;
+}
+
+namespace {
+constexpr const char* kPolicyMagic = "interplace-rl-policy";
+constexpr int kPolicyVersion = 1;
+}  // namespace
+
+void write_rl_policy(const std::string& path, const RlSavedPolicy& policy) {
+  std::ofstream out(path);
+  if (!out) throw_invalid("cannot write the rl policy file '" + path + "'");
+  out << kPolicyMagic << ' ' << kPolicyVersion << '\n'
+      << "rounds " << policy.rounds << '\n'
+      << "inputs " << policy.inputs << '\n'
+      << "hidden " << policy.hidden << '\n'
+      << "devices " << policy.devices << '\n'
+      << "parameters " << policy.parameters.size() << '\n';
+  char text[32];
+  for (double value : policy.parameters) {
+    std::snprintf(text, sizeof text, "%.17g", value);  // round-trips exactly
+    out << text << '\n';
+  }
+  if (!out) throw_invalid("cannot write the rl policy file '" + path + "'");
+}
+
+RlSavedPolicy read_rl_policy(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw_invalid("cannot read the rl policy file '" + path + "'");
+  int line_number = 0;
+  std::string line;
+  auto fail = [&](const std::string& why) -> void {
+    throw_invalid("rl policy file '" + path + "', line " + std::to_string(line_number) + ": " +
+                  why);
+  };
+  auto next = [&]() {
+    if (!std::getline(in, line)) {
+      ++line_number;
+      fail("unexpected end of file");
+    }
+    ++line_number;
+  };
+  next();
+  if (line != std::string(kPolicyMagic) + " " + std::to_string(kPolicyVersion)) {
+    fail("expected '" + std::string(kPolicyMagic) + " " + std::to_string(kPolicyVersion) + "'");
+  }
+  auto field = [&](const char* name, int minimum) {
+    next();
+    std::istringstream words(line);
+    std::string key;
+    long long value = 0;
+    std::string rest;
+    if (!(words >> key >> value) || key != name || (words >> rest) || value < minimum ||
+        value > 100000000) {
+      fail(std::string("expected '") + name + " N' with N >= " + std::to_string(minimum));
+    }
+    return static_cast<int>(value);
+  };
+  RlSavedPolicy policy;
+  policy.rounds = field("rounds", 0);
+  policy.inputs = field("inputs", 1);
+  policy.hidden = field("hidden", 1);
+  policy.devices = field("devices", 1);
+  const int count = field("parameters", 1);
+  policy.parameters.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    next();
+    size_t used = 0;
+    double value = 0.0;
+    try {
+      value = std::stod(line, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != line.size() || !std::isfinite(value)) {
+      fail("expected a finite number");
+    }
+    policy.parameters.push_back(value);
+  }
+  if (std::getline(in, line)) {
+    ++line_number;
+    fail("more lines than the " + std::to_string(count) + " parameters");
+  }
+  RlPolicy check(policy);  // sizes consistent
+  return policy;
 }
 
 void RlPolicy::hidden_layer(std::span<const double> z, std::vector<double>& h) const {

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "graph_fixtures.hpp"
@@ -198,6 +202,76 @@ TEST(RlPlacer, BadOptionsFailClearly) {
   expect_bad([](RlOptions& o) { o.start = "rl"; }, "start");
   expect_bad([](RlOptions& o) { o.start = "nonsense"; }, "nonsense");
   EXPECT_EQ(placer_by_name("rl")(graph, order, rl_request(cost_model, 2, 1)).device_count, 2);
+}
+
+// A policy saved after training and loaded untrained (0 episodes) plays the same greedy
+// episode on the same graph and seed; on a graph of another size it still places.
+TEST(RlPolicyFile, RoundTripsExactlyAndPlacesWithoutTraining) {
+  const Graph graph = testing::random_dag(20, 0.15, 4, 3);
+  const CostModel cost_model = testing::timed_cost_model(graph, std::vector<double>(20, 1.0),
+                                                         std::vector<double>(20, 2.0), {0.2, 1e9});
+  const Order order = topological_order(graph);
+  PlacementRequest request = rl_request(cost_model, 3, 7);
+  request.rl.episodes = 20;
+  request.rl.rounds = 3;
+  RlTrainingLog trained;
+  request.rl_log = &trained;
+  place_rl(graph, order, request);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "interplace_test_rl.policy").string();
+  write_rl_policy(path, trained.policy);
+  const RlSavedPolicy loaded = read_rl_policy(path);
+  EXPECT_EQ(loaded.parameters, trained.policy.parameters);  // bit for bit
+  EXPECT_EQ(loaded.rounds, 3);
+  EXPECT_EQ(loaded.devices, 3);
+
+  request.rl.episodes = 0;
+  request.rl.rounds = 8;  // the file's rounds win
+  request.rl.initial = loaded;
+  RlTrainingLog replay;
+  request.rl_log = &replay;
+  place_rl(graph, order, request);
+  EXPECT_EQ(replay.episodes_run, 0);
+  EXPECT_EQ(replay.greedy_step_time_s, trained.greedy_step_time_s);
+
+  const Graph other = testing::random_dag(35, 0.1, 5, 3);
+  const CostModel other_model =
+      testing::timed_cost_model(other, std::vector<double>(35, 1.0), std::vector<double>(35, 1.0));
+  PlacementRequest unseen = rl_request(other_model, 3, 1);
+  unseen.rl.episodes = 0;
+  unseen.rl.initial = loaded;
+  EXPECT_EQ(place_rl(other, topological_order(other), unseen).device_of_node.size(), 35U);
+  unseen.device_count = 2;
+  EXPECT_THROW(place_rl(other, topological_order(other), unseen), Error);  // 3-device policy
+  std::filesystem::remove(path);
+}
+
+TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "interplace_test_bad.policy").string();
+  auto expect_bad = [&](const std::string& text, const std::string& what) {
+    std::ofstream(path) << text;
+    try {
+      read_rl_policy(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+      EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
+    }
+  };
+  const std::string header = "interplace-rl-policy 1\nrounds 1\ninputs 1\nhidden 1\ndevices 1\n";
+  expect_bad("something else\n", "line 1");
+  expect_bad("interplace-rl-policy 2\n", "line 1");
+  expect_bad(header + "parameters 4\n1\n2\n3\n", "end of file");
+  expect_bad(header + "parameters 4\n1\n2\nnan\n4\n", "line 9");
+  expect_bad(header + "parameters 4\n1\n2\n3x\n4\n", "line 9");
+  expect_bad(header + "parameters 4\n1\n2\n3\n4\n5\n", "more lines");
+  expect_bad(header + "parameters 3\n1\n2\n3\n", "expected 4");  // W1 b1 W2 b2: 4
+  expect_bad("interplace-rl-policy 1\nrounds -1\n", "line 2");
+  std::ofstream(path) << header << "parameters 4\n1\n2\n3\n4\n";
+  EXPECT_EQ(read_rl_policy(path).parameters, (std::vector<double>{1, 2, 3, 4}));
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_rl_policy(path), Error);  // missing
 }
 
 }  // namespace

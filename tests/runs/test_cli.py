@@ -203,6 +203,21 @@ def test_place_rl():
     fails(2, "place", *MODEL, *args[:-2], "--rl-episodes", "0", contains=("episodes",))
     fails(2, "place", *MODEL, *args, "--rl-learning-rate", "-1", contains=("learning_rate",))
     fails(2, "place", *MODEL, *args, "--rl-start", "rl", contains=("start",))
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = os.path.join(tmp, "r.policy")
+        trained = place_json(*args, "--rl-save-policy", policy)
+        with open(policy) as f:
+            check(f.readline() == "interplace-rl-policy 1\n", "policy file header")
+        replay = place_json(*args[:-2], "--rl-episodes", "0", "--rl-policy", policy)
+        check(replay["rl"]["episodes_run"] == 0, replay["rl"])
+        check(replay["rl"]["greedy_step_time_s"] == trained["rl"]["greedy_step_time_s"],
+              (replay["rl"], trained["rl"]))
+        fails(2, "place", *MODEL, *args[:-4], "--devices", "2", "--rl-policy", policy,
+              contains=("3 devices",))
+        fails(2, "place", *MODEL, *args, "--rl-policy", os.path.join(tmp, "none"),
+              contains=("cannot read",))
+        fails(2, "place", *MODEL, "--order", "topo", "--placer", "balanced", "--devices", "2",
+              "--rl-policy", policy, contains=("--placer rl",))
 
 
 

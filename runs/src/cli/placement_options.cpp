@@ -53,6 +53,12 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
                  "seconds after which training stops (0: none; results then depend on speed)")
       ->capture_default_str()
       ->group(rl);
+  app.add_option("--rl-policy", s.rl_policy,
+                 "start from this saved policy (docs/placers.md#policy-files); with "
+                 "--rl-episodes 0 place with it untrained")
+      ->group(rl);
+  app.add_option("--rl-save-policy", s.rl_save_policy, "write the trained policy to this file")
+      ->group(rl);
   app.add_option("--rl-start", s.rl.start,
                  "start of every episode: random, or a placer: " + join(placement::placer_names()))
       ->capture_default_str()
@@ -91,7 +97,13 @@ void check_placement_selection(const PlacementSelection& s) {
   if (s.refine_rounds < 0) {
     throw_invalid("--refine-rounds must be >= 0, got " + std::to_string(s.refine_rounds));
   }
-  if (s.placer == "rl") placement::check_rl_options(s.rl);
+  if (s.placer == "rl") {
+    placement::RlOptions options = s.rl;
+    if (!s.rl_policy.empty()) options.initial = placement::RlSavedPolicy{};
+    placement::check_rl_options(options);
+  } else if (!s.rl_policy.empty() || !s.rl_save_policy.empty()) {
+    throw_invalid("--rl-policy and --rl-save-policy need --placer rl");
+  }
   if (s.placer == "refine") {
     if (s.refine_start == "refine") throw_invalid("--refine-start cannot be refine itself");
     placement::placer_by_name(s.refine_start);
@@ -119,6 +131,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   placement::RlTrainingLog rl_log;
   if (s.placer == "rl") {
     request.rl = s.rl;
+    if (!s.rl_policy.empty()) request.rl.initial = placement::read_rl_policy(s.rl_policy);
     request.rl.estimator = [&graph, &run, &cost_model,
                             micro_batches](const placement::Placement& candidate) {
       StepRequest step;
@@ -132,7 +145,10 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   run.placement = placer(graph, run.order, request);
   run.placer_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (s.placer == "rl") run.rl_log = rl_log;
+  if (s.placer == "rl") {
+    if (!s.rl_save_policy.empty()) placement::write_rl_policy(s.rl_save_policy, rl_log.policy);
+    run.rl_log = rl_log;
+  }
   return run;
 }
 

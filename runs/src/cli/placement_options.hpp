@@ -24,7 +24,9 @@ struct PlacementSelection {
   uint64_t seed = kDefaultSeed;
   int refine_rounds = 2;
   std::string refine_start = "balanced";
-  placement::RlOptions rl;  // --rl-*; the estimator is set by run_placement
+  placement::RlOptions rl;     // --rl-*; the estimator is set by run_placement
+  std::string rl_policy;       // --rl-policy: start from this saved policy
+  std::string rl_save_policy;  // --rl-save-policy: write the trained policy here
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,8 +26,25 @@ struct Placement;
 // Lower is better; the same type as placers.hpp's StepTimeEstimator.
 using RlStepEstimator = std::function<double(const Placement&)>;
 
+// A trained policy, as saved to and read from a policy file (docs/placers.md#policy-files):
+// what the network needs to place another graph on the same number of devices.
+struct RlSavedPolicy {
+  int rounds = 0;  // message-passing rounds the policy was trained with
+  int inputs = 0;
+  int hidden = 0;
+  int devices = 0;
+  std::vector<double> parameters;  // W1, b1, W2, b2 (RlPolicy's layout)
+};
+
+// Throws invalid_input when the file cannot be written, or cannot be read or is not a
+// well-formed policy file (naming the line).
+void write_rl_policy(const std::string& path, const RlSavedPolicy& policy);
+RlSavedPolicy read_rl_policy(const std::string& path);
+
 struct RlOptions {
-  int episodes = 200;                 // training episodes (each visits every node once)
+  // Training episodes (each visits every node once); 0 only with `initial`: place with the
+  // loaded policy without training it.
+  int episodes = 200;
   int rounds = 8;                     // message-passing rounds (Placeto: 8)
   int hidden = 32;                    // width of the policy's hidden layer
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
@@ -46,6 +64,10 @@ struct RlOptions {
   // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
   // request's micro-batches. The command line passes the simulator `simulate` uses.
   RlStepEstimator estimator = {};
+  // Start from a trained policy instead of random weights (Placeto's generalisation: a
+  // policy trained on other graphs of a family). Its rounds and hidden width replace
+  // `rounds` and `hidden`; its device count must equal the request's.
+  std::optional<RlSavedPolicy> initial = std::nullopt;
 };
 
 // What training did, for reports: one entry per finished episode.
@@ -57,6 +79,7 @@ struct RlTrainingLog {
   double best_final_s = 0.0;        // of the returned placement
   int episodes_run = 0;             // < episodes when the time budget stopped training
   double wall_s = 0.0;
+  RlSavedPolicy policy;  // the policy after training, for write_rl_policy
 };
 
 // Throws invalid_input naming the bad field.
@@ -66,6 +89,8 @@ void check_rl_options(const RlOptions& options);
 class RlPolicy {
  public:
   RlPolicy(int inputs, int hidden, int devices, uint64_t seed);
+  // Throws invalid_input when the parameter count does not match the sizes.
+  explicit RlPolicy(const RlSavedPolicy& saved);
   int inputs() const { return inputs_; }
   int devices() const { return devices_; }
   int parameter_count() const { return static_cast<int>(parameters_.size()); }
