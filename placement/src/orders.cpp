@@ -33,6 +33,38 @@ constexpr std::array<std::pair<OrderKind, const char*>, 17> kOrderNames = {{
     {OrderKind::bfs_by_name, "bfs-by-name"},
 }};
 
+// One line each, the summary of docs/orders.md's table (`interplace order --list`).
+constexpr std::array<std::pair<OrderKind, const char*>, 17> kOrderDefinitions = {{
+    {OrderKind::topo, "Kahn's algorithm, FIFO queue seeded with the sources in ascending id"},
+    {OrderKind::topo_rev, "topo reversed"},
+    {OrderKind::dfs_pre,
+     "depth-first from each unvisited node in id order, emit on first visit "
+     "(networkx dfs_preorder_nodes; the study's dfs_preorder)"},
+    {OrderKind::dfs_post,
+     "depth-first, emit when all successors are finished (networkx "
+     "dfs_postorder_nodes; the study's dfs_postorder)"},
+    {OrderKind::dfs_pre_rev, "dfs-pre reversed"},
+    {OrderKind::dfs_post_rev, "dfs-post reversed (topological, one branch at a time)"},
+    {OrderKind::bfs, "breadth-first from each unvisited node in id order, one visited set"},
+    {OrderKind::bfs_rev, "bfs reversed"},
+    {OrderKind::lexical, "sorted by node name, byte-wise (the study's alpha)"},
+    {OrderKind::lexical_rev, "lexical reversed"},
+    {OrderKind::random, "uniform random permutation from --seed"},
+    {OrderKind::random_topo, "Kahn's algorithm taking a random ready node, from --seed"},
+    {OrderKind::critical_path,
+     "Kahn's algorithm taking the ready node with the largest bottom level (ties: lower id)"},
+    {OrderKind::topo_lifo,
+     "Kahn's algorithm with a LIFO stack of ready nodes (networkx 2.4 "
+     "topological_sort; the study's topo)"},
+    {OrderKind::topo_lifo_rev, "topo-lifo reversed (the study's reversed_topo)"},
+    {OrderKind::lexical_topo,
+     "Kahn's algorithm taking the ready node with the smallest name "
+     "(networkx lexicographical_topological_sort)"},
+    {OrderKind::bfs_by_name,
+     "networkx bfs_edges from each source in name order, first "
+     "occurrences kept (the study's bfs)"},
+}};
+
 Order reversed(Order order) {
   std::reverse(order.begin(), order.end());
   return order;
@@ -96,6 +128,13 @@ const std::vector<std::string>& order_names() {
 std::string to_string(OrderKind kind) {
   for (const auto& [k, name] : kOrderNames) {
     if (k == kind) return name;
+  }
+  throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
+}
+
+std::string order_definition(OrderKind kind) {
+  for (const auto& [k, text] : kOrderDefinitions) {
+    if (k == kind) return text;
   }
   throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
 }

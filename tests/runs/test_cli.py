@@ -157,6 +157,15 @@ def test_order_text():
     check(lexical == sorted(names), "lexical order is not sorted by name")
 
 
+def test_order_list():
+    lines = ok("order", "--list").out.splitlines()
+    check([line.split()[0] for line in lines] == order_names(), lines)
+    check(any(line.startswith("topo-lifo ") and "networkx 2.4" in line for line in lines), lines)
+    listed = ok("order", "--list", "--format", "json").json()
+    check([o["name"] for o in listed] == order_names() and all(o["definition"] for o in listed),
+          listed)
+
+
 def test_order_json():
     graph = resnet20_graph()
     n = graph["node_count"]

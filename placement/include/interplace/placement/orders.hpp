@@ -41,6 +41,8 @@ enum class OrderKind {
 // Names as used on the command line and in result files: "topo", "dfs-post-rev", ...
 const std::vector<std::string>& order_names();
 std::string to_string(OrderKind kind);
+// A one-line definition (docs/orders.md has the full ones).
+std::string order_definition(OrderKind kind);
 // Throws invalid_input for an unknown name, listing the valid ones.
 OrderKind order_by_name(std::string_view name);
 
