@@ -13,7 +13,7 @@
 namespace interplace::placement {
 namespace {
 
-constexpr std::array<std::pair<OrderKind, const char*>, 13> kOrderNames = {{
+constexpr std::array<std::pair<OrderKind, const char*>, 17> kOrderNames = {{
     {OrderKind::topo, "topo"},
     {OrderKind::topo_rev, "topo-rev"},
     {OrderKind::dfs_pre, "dfs-pre"},
@@ -27,6 +27,42 @@ constexpr std::array<std::pair<OrderKind, const char*>, 13> kOrderNames = {{
     {OrderKind::random, "random"},
     {OrderKind::random_topo, "random-topo"},
     {OrderKind::critical_path, "critical-path"},
+    {OrderKind::topo_lifo, "topo-lifo"},
+    {OrderKind::topo_lifo_rev, "topo-lifo-rev"},
+    {OrderKind::lexical_topo, "lexical-topo"},
+    {OrderKind::bfs_by_name, "bfs-by-name"},
+}};
+
+// One line each, the summary of docs/orders.md's table (`interplace order --list`).
+constexpr std::array<std::pair<OrderKind, const char*>, 17> kOrderDefinitions = {{
+    {OrderKind::topo, "Kahn's algorithm, FIFO queue seeded with the sources in ascending id"},
+    {OrderKind::topo_rev, "topo reversed"},
+    {OrderKind::dfs_pre,
+     "depth-first from each unvisited node in id order, emit on first visit "
+     "(networkx dfs_preorder_nodes; the study's dfs_preorder)"},
+    {OrderKind::dfs_post,
+     "depth-first, emit when all successors are finished (networkx "
+     "dfs_postorder_nodes; the study's dfs_postorder)"},
+    {OrderKind::dfs_pre_rev, "dfs-pre reversed"},
+    {OrderKind::dfs_post_rev, "dfs-post reversed (topological, one branch at a time)"},
+    {OrderKind::bfs, "breadth-first from each unvisited node in id order, one visited set"},
+    {OrderKind::bfs_rev, "bfs reversed"},
+    {OrderKind::lexical, "sorted by node name, byte-wise (the study's alpha)"},
+    {OrderKind::lexical_rev, "lexical reversed"},
+    {OrderKind::random, "uniform random permutation from --seed"},
+    {OrderKind::random_topo, "Kahn's algorithm taking a random ready node, from --seed"},
+    {OrderKind::critical_path,
+     "Kahn's algorithm taking the ready node with the largest bottom level (ties: lower id)"},
+    {OrderKind::topo_lifo,
+     "Kahn's algorithm with a LIFO stack of ready nodes (networkx 2.4 "
+     "topological_sort; the study's topo)"},
+    {OrderKind::topo_lifo_rev, "topo-lifo reversed (the study's reversed_topo)"},
+    {OrderKind::lexical_topo,
+     "Kahn's algorithm taking the ready node with the smallest name "
+     "(networkx lexicographical_topological_sort)"},
+    {OrderKind::bfs_by_name,
+     "networkx bfs_edges from each source in name order, first "
+     "occurrences kept (the study's bfs)"},
 }};
 
 Order reversed(Order order) {
@@ -96,6 +132,13 @@ std::string to_string(OrderKind kind) {
   throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
 }
 
+std::string order_definition(OrderKind kind) {
+  for (const auto& [k, text] : kOrderDefinitions) {
+    if (k == kind) return text;
+  }
+  throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
+}
+
 OrderKind order_by_name(std::string_view name) {
   for (const auto& [kind, known] : kOrderNames) {
     if (name == known) return kind;
@@ -117,6 +160,81 @@ Order topological_order(const Graph& graph) {
     order.push_back(node);
     for (NodeId child : graph.nodes()[node].successors) {
       if (--degree[child] == 0) ready.push_back(child);
+    }
+  }
+  return order;
+}
+
+// networkx 2.4's topological_sort: the zero-in-degree nodes in node order form a list used
+// as a stack (list.pop() takes the last); a child whose in-degree drops to zero is appended
+// as it is reached, children in successor order. So the last source comes out first and
+// the most recently freed child is followed next: depth-first-like, unlike `topo`.
+Order topological_order_lifo(const Graph& graph) {
+  std::vector<int> degree = in_degrees(graph);
+  std::vector<NodeId> stack = graph.sources();
+  Order order;
+  order.reserve(graph.node_count());
+  while (!stack.empty()) {
+    const NodeId node = stack.back();
+    stack.pop_back();
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) stack.push_back(child);
+    }
+    order.push_back(node);  // networkx yields after pushing the children; same sequence
+  }
+  return order;
+}
+
+// networkx's lexicographical_topological_sort: a heap of ready nodes keyed by name (names
+// are unique, so the node-order tie-break networkx adds never decides).
+Order lexical_topological_order(const Graph& graph) {
+  auto later = [&](NodeId a, NodeId b) { return graph.nodes()[a].name > graph.nodes()[b].name; };
+  std::priority_queue<NodeId, std::vector<NodeId>, decltype(later)> ready(later);
+  std::vector<int> degree = in_degrees(graph);
+  for (NodeId id : graph.sources()) ready.push(id);
+  Order order;
+  order.reserve(graph.node_count());
+  while (!ready.empty()) {
+    const NodeId node = ready.top();
+    ready.pop();
+    order.push_back(node);
+    for (NodeId child : graph.nodes()[node].successors) {
+      if (--degree[child] == 0) ready.push(child);
+    }
+  }
+  return order;
+}
+
+// The study's bfs: for each source (in-degree 0) in name order, the source followed by the
+// targets of networkx bfs_edges from it (a fresh search per source), keeping only the first
+// occurrence of a node reached from several sources.
+Order bfs_by_name_order(const Graph& graph) {
+  std::vector<NodeId> roots = graph.sources();
+  std::sort(roots.begin(), roots.end(),
+            [&](NodeId a, NodeId b) { return graph.nodes()[a].name < graph.nodes()[b].name; });
+  const int n = graph.node_count();
+  std::vector<char> emitted(n, 0);
+  std::vector<int> seen_in(n, -1);  // the root whose search has discovered the node
+  Order order;
+  order.reserve(n);
+  std::deque<NodeId> queue;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    const int search = static_cast<int>(r);
+    auto discover = [&](NodeId node) {
+      seen_in[node] = search;
+      if (!emitted[node]) {
+        emitted[node] = 1;
+        order.push_back(node);
+      }
+      queue.push_back(node);
+    };
+    discover(roots[r]);
+    while (!queue.empty()) {
+      const NodeId node = queue.front();
+      queue.pop_front();
+      for (NodeId child : graph.nodes()[node].successors) {
+        if (seen_in[child] != search) discover(child);
+      }
     }
   }
   return order;
@@ -270,6 +388,14 @@ Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& opti
     case OrderKind::critical_path:
       return options.node_cost.empty() ? critical_path_order(graph, default_costs(graph))
                                        : critical_path_order(graph, options.node_cost);
+    case OrderKind::topo_lifo:
+      return topological_order_lifo(graph);
+    case OrderKind::topo_lifo_rev:
+      return reversed(topological_order_lifo(graph));
+    case OrderKind::lexical_topo:
+      return lexical_topological_order(graph);
+    case OrderKind::bfs_by_name:
+      return bfs_by_name_order(graph);
   }
   throw_invalid("unknown order kind " + std::to_string(static_cast<int>(kind)));
 }

@@ -10,7 +10,7 @@ namespace {
 
 using PlacerFunction = Placement (*)(const Graph&, const Order&, const PlacementRequest&);
 
-constexpr std::array<std::pair<const char*, PlacerFunction>, 7> kPlacers = {{
+constexpr std::array<std::pair<const char*, PlacerFunction>, 8> kPlacers = {{
     {"contiguous", &place_contiguous},
     {"stages", &place_stages},
     {"greedy-eft", &place_greedy_eft},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<const char*, PlacerFunction>, 7> kPlacers = {{
     {"refine", &place_refine},
     {"round-robin", &place_round_robin},
     {"random", &place_random},
+    {"rl", &place_rl},
 }};
 
 }  // namespace

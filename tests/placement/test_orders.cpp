@@ -117,7 +117,7 @@ TEST(Orders, UnknownNameListsValidNames) {
       EXPECT_NE(message.find(name), std::string::npos) << name;
     }
   }
-  EXPECT_EQ(order_names().size(), 13u);
+  EXPECT_EQ(order_names().size(), 17u);
   for (const std::string& name : order_names()) EXPECT_EQ(to_string(order_by_name(name)), name);
 }
 

@@ -157,6 +157,15 @@ def test_order_text():
     check(lexical == sorted(names), "lexical order is not sorted by name")
 
 
+def test_order_list():
+    lines = ok("order", "--list").out.splitlines()
+    check([line.split()[0] for line in lines] == order_names(), lines)
+    check(any(line.startswith("topo-lifo ") and "networkx 2.4" in line for line in lines), lines)
+    listed = ok("order", "--list", "--format", "json").json()
+    check([o["name"] for o in listed] == order_names() and all(o["definition"] for o in listed),
+          listed)
+
+
 def test_order_json():
     graph = resnet20_graph()
     n = graph["node_count"]
@@ -169,7 +178,8 @@ def test_order_json():
         check(sorted(ids) == list(range(n)), f"{order}: not a permutation of the nodes")
         check(all(name_of[node["id"]] == node["name"] for node in doc["nodes"]), order)
         check(doc["order"] == order and doc["node_count"] == n, doc.keys())
-        if order in ("topo", "dfs-post-rev", "random-topo", "critical-path"):
+        if order in ("topo", "dfs-post-rev", "random-topo", "critical-path", "topo-lifo",
+                     "lexical-topo"):
             check(doc["topological"], f"{order} should be topological")
         if order == "topo-rev":
             check(not doc["topological"], "topo-rev is not topological")
@@ -181,6 +191,43 @@ def test_order_json():
 
 
 # ---- place -------------------------------------------------------------------------------
+
+
+def test_place_rl():
+    args = ("--order", "topo-lifo", "--placer", "rl", "--devices", "3", "--rl-episodes", "12")
+    doc = place_json(*args)
+    rl = doc["rl"]
+    check(rl["episodes_run"] == 12, rl)
+    check(len(rl["episode_step_time_s"]) == len(rl["best_so_far_step_time_s"]) == 12, rl)
+    best = rl["best_so_far_step_time_s"]
+    check(all(b >= a for a, b in zip(best[1:], best)), f"best so far increases: {best}")
+    check(rl["best_step_time_s"] <= min(rl["start_step_time_s"], best[-1]), rl)
+    check(place_json(*args)["placement"] == doc["placement"], "same seed, different placement")
+    out = ok("place", *MODEL, *args).out
+    check(re.search(r"^rl: 12 episodes; simulated step time of the start .+, best found .+$",
+                    out, re.M), out)
+    check("rl learning curve" in out, out)
+    check("rl" not in place_json("--order", "topo", "--placer", "balanced", "--devices", "3"),
+          "rl report from another placer")
+    fails(2, "place", *MODEL, *args[:-2], "--rl-episodes", "0", contains=("episodes",))
+    fails(2, "place", *MODEL, *args, "--rl-learning-rate", "-1", contains=("learning_rate",))
+    fails(2, "place", *MODEL, *args, "--rl-start", "rl", contains=("start",))
+    with tempfile.TemporaryDirectory() as tmp:
+        policy = os.path.join(tmp, "r.policy")
+        trained = place_json(*args, "--rl-save-policy", policy)
+        with open(policy) as f:
+            check(f.readline() == "interplace-rl-policy 1\n", "policy file header")
+        replay = place_json(*args[:-2], "--rl-episodes", "0", "--rl-policy", policy)
+        check(replay["rl"]["episodes_run"] == 0, replay["rl"])
+        check(replay["rl"]["greedy_step_time_s"] == trained["rl"]["greedy_step_time_s"],
+              (replay["rl"], trained["rl"]))
+        fails(2, "place", *MODEL, *args[:-4], "--devices", "2", "--rl-policy", policy,
+              contains=("3 devices",))
+        fails(2, "place", *MODEL, *args, "--rl-policy", os.path.join(tmp, "none"),
+              contains=("cannot read",))
+        fails(2, "place", *MODEL, "--order", "topo", "--placer", "balanced", "--devices", "2",
+              "--rl-policy", policy, contains=("--placer rl",))
+
 
 
 def test_place_text():

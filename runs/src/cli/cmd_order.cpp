@@ -1,4 +1,5 @@
 // interplace order: the sequence in which a placer would visit a model's nodes.
+#include <algorithm>
 #include <memory>
 
 #include "commands.hpp"
@@ -17,12 +18,32 @@ struct OrderCommandOptions {
   std::string order;
   uint64_t seed = kDefaultSeed;
   std::string format;
+  bool list = false;
 };
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
 std::string run_order(const OrderCommandOptions& o) {
   require_format(o.format, kFormats);
+  if (o.list) {
+    if (o.format == "json") {
+      return json_array(placement::order_names(),
+                        [](const std::string& name) {
+                          return JsonObject()
+                              .string("name", name)
+                              .string("definition",
+                                      placement::order_definition(placement::order_by_name(name)))
+                              .str();
+                        }) +
+             "\n";
+    }
+    std::string out;
+    for (const std::string& name : placement::order_names()) {
+      out += name + std::string(15 - std::min<size_t>(name.size(), 14), ' ') +
+             placement::order_definition(placement::order_by_name(name)) + "\n";
+    }
+    return out;
+  }
   if (o.order.empty()) {
     throw_invalid("--order is required (valid: " + join(placement::order_names()) + ")");
   }
@@ -61,6 +82,8 @@ Command add_order_command(CLI::App& root) {
                   "traversal order: " + join(placement::order_names()) +
                       " (critical-path weighs nodes by FLOPs here)");
   add_seed_option(*app, options->seed, "seed of random and random-topo");
+  app->add_flag("--list", options->list,
+                "print every order with its definition instead (text or json)");
   add_format_option(*app, options->format, kFormats);
   set_example(*app, "interplace order --model resnet20 --order critical-path");
   return {app, [options] { return run_order(*options); }};

@@ -5,6 +5,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/runs/step_simulation.hpp"
 #include "text_format.hpp"
 
 namespace interplace::runs::cli {
@@ -22,6 +23,46 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
                  "placer whose result refine starts from: " + join(placement::placer_names()))
       ->capture_default_str()
       ->group(group);
+  const char* rl = "Placement: rl placer (docs/placers.md#rl)";
+  app.add_option("--rl-episodes", s.rl.episodes, "training episodes")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-rounds", s.rl.rounds, "message-passing rounds")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-hidden", s.rl.hidden, "width of the policy's hidden layer")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-learning-rate", s.rl.learning_rate,
+                 "Adam learning rate of the first episode")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-final-learning-rate", s.rl.final_learning_rate,
+                 "learning rate of the last episode (linear decay)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-entropy", s.rl.entropy_weight,
+                 "weight of the policy's entropy in the objective")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-memory-penalty", s.rl.memory_penalty,
+                 "weight of the penalty for bytes above a device's capacity")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-time-budget", s.rl.time_budget_s,
+                 "seconds after which training stops (0: none; results then depend on speed)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-policy", s.rl_policy,
+                 "start from this saved policy (docs/placers.md#policy-files); with "
+                 "--rl-episodes 0 place with it untrained")
+      ->group(rl);
+  app.add_option("--rl-save-policy", s.rl_save_policy, "write the trained policy to this file")
+      ->group(rl);
+  app.add_option("--rl-start", s.rl.start,
+                 "start of every episode: random, or a placer: " + join(placement::placer_names()))
+      ->capture_default_str()
+      ->group(rl);
 }
 
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description) {
@@ -56,6 +97,13 @@ void check_placement_selection(const PlacementSelection& s) {
   if (s.refine_rounds < 0) {
     throw_invalid("--refine-rounds must be >= 0, got " + std::to_string(s.refine_rounds));
   }
+  if (s.placer == "rl") {
+    placement::RlOptions options = s.rl;
+    if (!s.rl_policy.empty()) options.initial = placement::RlSavedPolicy{};
+    placement::check_rl_options(options);
+  } else if (!s.rl_policy.empty() || !s.rl_save_policy.empty()) {
+    throw_invalid("--rl-policy and --rl-save-policy need --placer rl");
+  }
   if (s.placer == "refine") {
     if (s.refine_start == "refine") throw_invalid("--refine-start cannot be refine itself");
     placement::placer_by_name(s.refine_start);
@@ -80,11 +128,27 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   request.seed = s.seed;
   request.refine_start = s.refine_start;
   request.refine_rounds = s.refine_rounds;
+  placement::RlTrainingLog rl_log;
+  if (s.placer == "rl") {
+    request.rl = s.rl;
+    if (!s.rl_policy.empty()) request.rl.initial = placement::read_rl_policy(s.rl_policy);
+    request.rl.estimator = [&graph, &run, &cost_model,
+                            micro_batches](const placement::Placement& candidate) {
+      StepRequest step;
+      step.micro_batches = micro_batches;
+      return simulate_step(graph, candidate, run.costs, cost_model, step).step_time_s;
+    };
+    request.rl_log = &rl_log;
+  }
   const placement::Placer placer = placement::placer_by_name(s.placer);
   const auto start = std::chrono::steady_clock::now();
   run.placement = placer(graph, run.order, request);
   run.placer_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (s.placer == "rl") {
+    if (!s.rl_save_policy.empty()) placement::write_rl_policy(s.rl_save_policy, rl_log.policy);
+    run.rl_log = rl_log;
+  }
   return run;
 }
 

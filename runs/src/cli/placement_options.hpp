@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/rl_placer.hpp"
 #include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs::cli {
@@ -22,6 +24,9 @@ struct PlacementSelection {
   uint64_t seed = kDefaultSeed;
   int refine_rounds = 2;
   std::string refine_start = "balanced";
+  placement::RlOptions rl;     // --rl-*; the estimator is set by run_placement
+  std::string rl_policy;       // --rl-policy: start from this saved policy
+  std::string rl_save_policy;  // --rl-save-policy: write the trained policy here
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);
@@ -38,9 +43,11 @@ struct PlacementRun {
   placement::Placement placement;
   placement::NodeCosts costs;
   double placer_wall_s = 0.0;  // the placer call only, not the order or the costs
+  std::optional<placement::RlTrainingLog> rl_log;  // the rl placer's learning curve
 };
 
 // The critical-path order weighs nodes by their forward+backward seconds on the device.
+// The rl placer's reward is the step time `simulate` reports for the global strategy.
 // `micro_batches`: activations kept per device. Throws invalid_input when no placement
 // exists (K > nodes, not enough memory, ...).
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,

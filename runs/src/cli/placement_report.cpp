@@ -1,5 +1,6 @@
 #include "placement_report.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -71,6 +72,21 @@ std::string placement_text(const PlacementContext& c, bool device_table) {
   out += "list-schedule step estimate: " + format_seconds(f.estimated_step_s) +
          " (what refine minimises; `simulate` runs the pipeline schedule)\n";
   out += "placer wall time: " + format_seconds(c.run.placer_wall_s) + "\n";
+  if (const auto& log = c.run.rl_log) {
+    out += "rl: " + std::to_string(log->episodes_run) + " episodes; simulated step time of the " +
+           "start " + format_seconds(log->start_step_time_s) + ", greedy policy " +
+           format_seconds(log->greedy_step_time_s) + ", best found " +
+           format_seconds(log->best_final_s) + "\n";
+    out += "rl learning curve (episode: step time, best so far):";
+    const size_t count = log->episode_step_time_s.size();
+    const size_t stride = std::max<size_t>(1, count / 10);
+    for (size_t e = 0; e < count; e += stride) {
+      if (e + stride >= count) e = count - 1;  // always end on the last episode
+      out += " " + std::to_string(e + 1) + ": " + format_seconds(log->episode_step_time_s[e]) +
+             ", " + format_seconds(log->best_step_time_s[e]) + ";";
+    }
+    out += "\n";
+  }
   return out;
 }
 
@@ -116,6 +132,19 @@ JsonObject placement_json(const PlacementContext& c) {
   optional_string(out, "local_ineligibility", f.local_ineligibility);
   out.number("estimated_step_time_s", f.estimated_step_s)
       .number("placer_wall_s", c.run.placer_wall_s);
+  if (const auto& log = c.run.rl_log) {
+    auto numbers = [](const std::vector<double>& values) {
+      return json_array(values, [](double v) { return json_number(v); });
+    };
+    out.raw("rl", JsonObject()
+                      .integer("episodes_run", log->episodes_run)
+                      .number("start_step_time_s", log->start_step_time_s)
+                      .number("greedy_step_time_s", log->greedy_step_time_s)
+                      .number("best_step_time_s", log->best_final_s)
+                      .raw("episode_step_time_s", numbers(log->episode_step_time_s))
+                      .raw("best_so_far_step_time_s", numbers(log->best_step_time_s))
+                      .str());
+  }
   return out;
 }
 

@@ -18,24 +18,31 @@ namespace interplace::placement {
 using Order = std::vector<NodeId>;
 
 enum class OrderKind {
-  topo,          // Kahn, FIFO queue seeded with the sources in ascending id
-  topo_rev,      // reverse of topo
-  dfs_pre,       // depth-first, emit on first visit
-  dfs_post,      // depth-first, emit on finish
-  dfs_pre_rev,   // reverse of dfs_pre
-  dfs_post_rev,  // reverse of dfs_post (a topological order)
-  bfs,           // breadth-first from each unvisited root, emit on discovery
-  bfs_rev,       // reverse of bfs
-  lexical,       // by node name (byte order)
-  lexical_rev,   // reverse of lexical
-  random,        // seeded random permutation
-  random_topo,   // Kahn with seeded random choice among the ready nodes
-  critical_path  // Kahn, ready node with the largest bottom level first (ties: lower id)
+  topo,           // Kahn, FIFO queue seeded with the sources in ascending id
+  topo_rev,       // reverse of topo
+  dfs_pre,        // depth-first, emit on first visit
+  dfs_post,       // depth-first, emit on finish
+  dfs_pre_rev,    // reverse of dfs_pre
+  dfs_post_rev,   // reverse of dfs_post (a topological order)
+  bfs,            // breadth-first from each unvisited root, emit on discovery
+  bfs_rev,        // reverse of bfs
+  lexical,        // by node name (byte order)
+  lexical_rev,    // reverse of lexical
+  random,         // seeded random permutation
+  random_topo,    // Kahn with seeded random choice among the ready nodes
+  critical_path,  // Kahn, ready node with the largest bottom level first (ties: lower id)
+  // The traversal-order study's orders (networkx 2.4 semantics, docs/orders.md):
+  topo_lifo,      // Kahn with a LIFO stack of ready nodes (networkx 2.4 topological_sort)
+  topo_lifo_rev,  // reverse of topo_lifo (the study's reversed_topo)
+  lexical_topo,   // Kahn taking the ready node with the smallest name
+  bfs_by_name     // bfs_edges from each source in name order, first occurrences kept
 };
 
 // Names as used on the command line and in result files: "topo", "dfs-post-rev", ...
 const std::vector<std::string>& order_names();
 std::string to_string(OrderKind kind);
+// A one-line definition (docs/orders.md has the full ones).
+std::string order_definition(OrderKind kind);
 // Throws invalid_input for an unknown name, listing the valid ones.
 OrderKind order_by_name(std::string_view name);
 
@@ -57,6 +64,9 @@ Order lexical_order(const Graph& graph);
 Order random_order(const Graph& graph, uint64_t seed);
 Order random_topological_order(const Graph& graph, uint64_t seed);
 Order critical_path_order(const Graph& graph, std::span<const double> node_cost);
+Order topological_order_lifo(const Graph& graph);
+Order lexical_topological_order(const Graph& graph);
+Order bfs_by_name_order(const Graph& graph);
 // Longest cost-weighted path from each node to a sink, the node's own cost included.
 std::vector<double> bottom_levels(const Graph& graph, std::span<const double> node_cost);
 

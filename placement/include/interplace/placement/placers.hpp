@@ -15,6 +15,8 @@
 //                (never an earlier device than the previous node's), Baechi's m-TOPO
 //   round-robin  i-th node of the order on device i mod K
 //   random       seeded uniform device per node
+//   rl           Placeto's learned policy trained with REINFORCE against the estimator
+//                (rl_placer.hpp); returns the best memory-feasible placement it visited
 //   refine       starts from another placer's result; for R rounds visits the nodes in the
 //                order and moves each to the device that most lowers the estimated step
 //                time (Placeto's decision process with a greedy policy). Candidate
@@ -42,6 +44,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/rl_placer.hpp"
 
 namespace interplace::placement {
 
@@ -64,6 +67,9 @@ struct PlacementRequest {
   int refine_rounds = 2;
   bool refine_all_devices = false;
   StepTimeEstimator refine_estimator = {};
+  // rl: training options (rl_placer.hpp) and, when set, where the learning curve goes.
+  RlOptions rl = {};
+  RlTrainingLog* rl_log = nullptr;
 
   int64_t capacity_bytes() const {
     return memory_capacity_bytes.value_or(cost_model.device().memory_capacity_bytes);
@@ -80,8 +86,9 @@ Placement place_round_robin(const Graph& graph, const Order& order,
                             const PlacementRequest& request);
 Placement place_random(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_refine(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request);
 
-// "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random".
+// "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random", "rl".
 const std::vector<std::string>& placer_names();
 // Throws invalid_input for an unknown name, listing the valid ones.
 Placer placer_by_name(std::string_view name);

@@ -1,0 +1,122 @@
+// The learned placer `rl` (Placeto, Addanki et al. 2019, as the traversal-order study uses
+// it; docs/placers.md#rl): a policy over devices for one node at a time, trained with
+// REINFORCE against a step-time estimator. An episode starts from a seeded random
+// placement and visits every node once in the traversal order, moving it to the device
+// the policy samples; the reward of a move is the decrease of the penalised step time.
+//
+// The policy is small and self-contained (no autodiff): node features are propagated
+// parent->child and child->parent for `rounds` rounds by fixed mean aggregation, the node
+// being placed is described by its own embedding and the mean embeddings of its
+// ancestors, descendants and parallel nodes (Placeto's pooling), and a two-layer network
+// with learned weights maps that to a softmax over devices. Its log-probability gradient
+// is analytic (RlPolicy::log_prob_gradient) and checked against finite differences.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace interplace::placement {
+
+struct Placement;
+
+// Lower is better; the same type as placers.hpp's StepTimeEstimator.
+using RlStepEstimator = std::function<double(const Placement&)>;
+
+// A trained policy, as saved to and read from a policy file (docs/placers.md#policy-files):
+// what the network needs to place another graph on the same number of devices.
+struct RlSavedPolicy {
+  int rounds = 0;  // message-passing rounds the policy was trained with
+  int inputs = 0;
+  int hidden = 0;
+  int devices = 0;
+  std::vector<double> parameters;  // W1, b1, W2, b2 (RlPolicy's layout)
+};
+
+// Throws invalid_input when the file cannot be written, or cannot be read or is not a
+// well-formed policy file (naming the line).
+void write_rl_policy(const std::string& path, const RlSavedPolicy& policy);
+RlSavedPolicy read_rl_policy(const std::string& path);
+
+struct RlOptions {
+  // Training episodes (each visits every node once); 0 only with `initial`: place with the
+  // loaded policy without training it.
+  int episodes = 200;
+  int rounds = 8;                     // message-passing rounds (Placeto: 8)
+  int hidden = 32;                    // width of the policy's hidden layer
+  double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
+  double final_learning_rate = 1e-4;  // ... to this (Placeto: 1e-3 to 1e-4)
+  int baseline_window = 10;           // episodes the per-step return baseline averages
+  // Weight of the policy's entropy (per decision) in the objective at the first episode,
+  // decayed linearly to 0 at the last: keeps the policy from
+  // settling on one device per node before it has seen the alternatives.
+  double entropy_weight = 0.0;
+  // Weight of the memory penalty: the penalised cost is step time x (1 + penalty x
+  // sum over devices of bytes above capacity / capacity).
+  double memory_penalty = 10.0;
+  double time_budget_s = 0.0;  // > 0: stop training after this much wall time
+  // Placer whose result every episode starts from; "random" (Placeto's random start) uses
+  // the request's seed. Any other placer name but "rl".
+  std::string start = "random";
+  // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
+  // request's micro-batches. The command line passes the simulator `simulate` uses.
+  RlStepEstimator estimator = {};
+  // Start from a trained policy instead of random weights (Placeto's generalisation: a
+  // policy trained on other graphs of a family). Its rounds and hidden width replace
+  // `rounds` and `hidden`; its device count must equal the request's.
+  std::optional<RlSavedPolicy> initial = std::nullopt;
+};
+
+// What training did, for reports: one entry per finished episode.
+struct RlTrainingLog {
+  std::vector<double> episode_step_time_s;  // of the episode's final placement
+  std::vector<double> best_step_time_s;     // best memory-feasible placement so far
+  double start_step_time_s = 0.0;           // the random starting placement
+  double greedy_step_time_s = 0.0;  // one episode after training, argmax instead of sampling
+  double best_final_s = 0.0;        // of the returned placement
+  int episodes_run = 0;             // < episodes when the time budget stopped training
+  double wall_s = 0.0;
+  RlSavedPolicy policy;  // the policy after training, for write_rl_policy
+};
+
+// Throws invalid_input naming the bad field.
+void check_rl_options(const RlOptions& options);
+
+// The policy network: logits = W2 tanh(W1 z + b1) + b2 over `devices` outputs.
+class RlPolicy {
+ public:
+  RlPolicy(int inputs, int hidden, int devices, uint64_t seed);
+  // Throws invalid_input when the parameter count does not match the sizes.
+  explicit RlPolicy(const RlSavedPolicy& saved);
+  int inputs() const { return inputs_; }
+  int devices() const { return devices_; }
+  int parameter_count() const { return static_cast<int>(parameters_.size()); }
+  std::span<double> parameters() { return parameters_; }
+  std::span<const double> parameters() const { return parameters_; }
+
+  // Softmax probabilities of the devices for input `z` (inputs() values).
+  std::vector<double> probabilities(std::span<const double> z) const;
+  // log p(action | z).
+  double log_prob(std::span<const double> z, int action) const;
+  // Adds scale * d log p(action | z) / d parameters to `gradient` (parameter_count()).
+  void log_prob_gradient(std::span<const double> z, int action, double scale,
+                         std::span<double> gradient) const;
+  // Entropy of the device distribution, and scale * its gradient added to `gradient`.
+  double entropy(std::span<const double> z) const;
+  void entropy_gradient(std::span<const double> z, double scale, std::span<double> gradient) const;
+
+ private:
+  void hidden_layer(std::span<const double> z, std::vector<double>& h) const;
+  // Adds the gradient of sum_k dlogits[k] * logit_k to `gradient`.
+  void backpropagate(std::span<const double> z, const std::vector<double>& dlogits,
+                     std::span<double> gradient) const;
+  int inputs_;
+  int hidden_;
+  int devices_;
+  std::vector<double> parameters_;  // W1 (hidden x inputs), b1, W2 (devices x hidden), b2
+};
+
+}  // namespace interplace::placement

@@ -1,0 +1,382 @@
+// The rl placer: Placeto's episode structure and REINFORCE with a per-step baseline
+// (docs/placers.md#rl). The network is in rl_policy.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/random.hpp"
+#include "interplace/placement/rl_placer.hpp"
+#include "interplace/placement/step_estimate.hpp"
+#include "placer_support.hpp"
+
+namespace interplace::placement {
+namespace {
+
+// Ancestor and descendant sets as bitsets: Placeto's pooling needs, for the node being
+// placed, which nodes come before it, after it, or neither (parallel).
+class Reachability {
+ public:
+  explicit Reachability(const Graph& graph)
+      : n_(graph.node_count()),
+        words_((static_cast<size_t>(n_) + 63) / 64),
+        ancestors_(static_cast<size_t>(n_) * words_, 0),
+        descendants_(static_cast<size_t>(n_) * words_, 0) {
+    for (NodeId v = 0; v < n_; ++v) {  // ids are topological: parents are final already
+      for (NodeId u : graph.nodes()[v].predecessors) {
+        set(ancestors_, v, u);
+        for (size_t w = 0; w < words_; ++w) ancestors_[row(v) + w] |= ancestors_[row(u) + w];
+      }
+    }
+    for (NodeId v = n_ - 1; v >= 0; --v) {
+      for (NodeId c : graph.nodes()[v].successors) {
+        set(descendants_, v, c);
+        for (size_t w = 0; w < words_; ++w) {
+          descendants_[row(v) + w] |= descendants_[row(c) + w];
+        }
+      }
+    }
+  }
+  bool is_ancestor(NodeId of, NodeId u) const { return test(ancestors_, of, u); }
+  bool is_descendant(NodeId of, NodeId u) const { return test(descendants_, of, u); }
+
+ private:
+  size_t row(NodeId v) const { return static_cast<size_t>(v) * words_; }
+  void set(std::vector<uint64_t>& bits, NodeId v, NodeId u) {
+    bits[row(v) + static_cast<size_t>(u) / 64] |= uint64_t{1} << (u % 64);
+  }
+  bool test(const std::vector<uint64_t>& bits, NodeId v, NodeId u) const {
+    return (bits[row(v) + static_cast<size_t>(u) / 64] >> (u % 64)) & 1U;
+  }
+  int n_;
+  size_t words_;
+  std::vector<uint64_t> ancestors_;
+  std::vector<uint64_t> descendants_;
+};
+
+// The policy's input for one decision. Node features (F = 4 + K): forward+backward time and
+// output bytes (each over the graph's largest), "is the node being placed", "visited in
+// this episode", current device one-hot. Embedding (3F): the features, their
+// parent->child propagation and their child->parent propagation after `rounds` rounds
+// (down_r(v) = x(v)/2 + mean over parents of down_{r-1} / 2; x(v) at a source; up
+// likewise over children). Input (12F): the embedding of the node being placed and the
+// mean embeddings of its ancestors, descendants and parallel nodes (zeros when a set is
+// empty).
+class Featurizer {
+ public:
+  Featurizer(const Graph& graph, const NodeCosts& costs, int devices, int rounds)
+      : graph_(graph), reach_(graph), devices_(devices), rounds_(rounds) {
+    const int n = graph.node_count();
+    double max_compute = 0.0;
+    double max_bytes = 0.0;
+    for (NodeId v = 0; v < n; ++v) {
+      max_compute = std::max(max_compute, costs.compute_s(v));
+      max_bytes = std::max(max_bytes, static_cast<double>(costs.output_bytes[v]));
+    }
+    compute_.resize(n);
+    bytes_.resize(n);
+    for (NodeId v = 0; v < n; ++v) {
+      compute_[v] = max_compute > 0.0 ? costs.compute_s(v) / max_compute : 0.0;
+      bytes_[v] = max_bytes > 0.0 ? static_cast<double>(costs.output_bytes[v]) / max_bytes : 0.0;
+    }
+  }
+  int features() const { return 4 + devices_; }
+  int input_size() const { return 12 * features(); }
+
+  void input(const Placement& placement, NodeId current, const std::vector<char>& visited,
+             std::vector<double>& z) {
+    const int n = graph_.node_count();
+    const size_t f = static_cast<size_t>(features());
+    x_.assign(static_cast<size_t>(n) * f, 0.0);
+    for (NodeId v = 0; v < n; ++v) {
+      double* row = &x_[static_cast<size_t>(v) * f];
+      row[0] = compute_[v];
+      row[1] = bytes_[v];
+      row[2] = v == current ? 1.0 : 0.0;
+      row[3] = visited[v] ? 1.0 : 0.0;
+      row[4 + placement.device_of_node[v]] = 1.0;
+    }
+    propagate(true, down_);
+    propagate(false, up_);
+    const size_t e = 3 * f;
+    z.assign(4 * e, 0.0);
+    embedding(current, &z[0]);
+    std::vector<double> one(e);
+    int counts[3] = {0, 0, 0};
+    for (NodeId u = 0; u < n; ++u) {
+      if (u == current) continue;
+      const int group = reach_.is_ancestor(current, u)     ? 0
+                        : reach_.is_descendant(current, u) ? 1
+                                                           : 2;
+      embedding(u, one.data());
+      double* sum = &z[e * static_cast<size_t>(1 + group)];
+      for (size_t i = 0; i < e; ++i) sum[i] += one[i];
+      ++counts[group];
+    }
+    for (int group = 0; group < 3; ++group) {
+      if (counts[group] == 0) continue;
+      double* sum = &z[e * static_cast<size_t>(1 + group)];
+      for (size_t i = 0; i < e; ++i) sum[i] /= counts[group];
+    }
+  }
+
+ private:
+  void propagate(bool downwards, std::vector<double>& out) {
+    const int n = graph_.node_count();
+    const size_t f = static_cast<size_t>(features());
+    out = x_;
+    std::vector<double> previous;
+    for (int r = 0; r < rounds_; ++r) {
+      previous.swap(out);
+      out.assign(previous.size(), 0.0);
+      for (NodeId v = 0; v < n; ++v) {
+        const std::vector<NodeId>& from =
+            downwards ? graph_.nodes()[v].predecessors : graph_.nodes()[v].successors;
+        double* row = &out[static_cast<size_t>(v) * f];
+        const double* self = &x_[static_cast<size_t>(v) * f];
+        if (from.empty()) {
+          std::copy(self, self + f, row);
+          continue;
+        }
+        for (NodeId u : from) {
+          const double* other = &previous[static_cast<size_t>(u) * f];
+          for (size_t i = 0; i < f; ++i) row[i] += other[i];
+        }
+        const double mean = 0.5 / static_cast<double>(from.size());
+        for (size_t i = 0; i < f; ++i) row[i] = 0.5 * self[i] + mean * row[i];
+      }
+    }
+  }
+  void embedding(NodeId v, double* out) const {
+    const size_t f = static_cast<size_t>(features());
+    const size_t at = static_cast<size_t>(v) * f;
+    std::copy(&x_[at], &x_[at] + f, out);
+    std::copy(&down_[at], &down_[at] + f, out + f);
+    std::copy(&up_[at], &up_[at] + f, out + 2 * f);
+  }
+
+  const Graph& graph_;
+  Reachability reach_;
+  int devices_;
+  int rounds_;
+  std::vector<double> compute_;
+  std::vector<double> bytes_;
+  std::vector<double> x_;
+  std::vector<double> down_;
+  std::vector<double> up_;
+};
+
+// Adam (Kingma & Ba) ascending the objective.
+class Adam {
+ public:
+  explicit Adam(size_t size) : m_(size, 0.0), v_(size, 0.0) {}
+  void ascend(std::span<double> parameters, std::span<const double> gradient, double rate) {
+    ++step_;
+    const double c1 = 1.0 - std::pow(kBeta1, step_);
+    const double c2 = 1.0 - std::pow(kBeta2, step_);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      m_[i] = kBeta1 * m_[i] + (1.0 - kBeta1) * gradient[i];
+      v_[i] = kBeta2 * v_[i] + (1.0 - kBeta2) * gradient[i] * gradient[i];
+      parameters[i] += rate * (m_[i] / c1) / (std::sqrt(v_[i] / c2) + 1e-8);
+    }
+  }
+
+ private:
+  static constexpr double kBeta1 = 0.9;
+  static constexpr double kBeta2 = 0.999;
+  std::vector<double> m_;
+  std::vector<double> v_;
+  int step_ = 0;
+};
+
+int sample(const std::vector<double>& p, kernels::Rng& rng) {
+  // 53 random bits: a double in [0, 1) the same on every platform.
+  const double u = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53;
+  double cumulative = 0.0;
+  for (size_t k = 0; k < p.size(); ++k) {
+    cumulative += p[k];
+    if (u < cumulative) return static_cast<int>(k);
+  }
+  return static_cast<int>(p.size()) - 1;
+}
+
+int argmax(const std::vector<double>& p) {
+  return static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
+}
+
+}  // namespace
+
+void check_rl_options(const RlOptions& o) {
+  auto positive_int = [](const char* name, int value) {
+    if (value < 1)
+      throw_invalid(std::string("rl: ") + name + " must be >= 1, got " + std::to_string(value));
+  };
+  if (o.episodes < (o.initial ? 0 : 1)) {
+    throw_invalid("rl: episodes must be >= 1 (>= 0 with a loaded policy), got " +
+                  std::to_string(o.episodes));
+  }
+  positive_int("hidden", o.hidden);
+  positive_int("baseline_window", o.baseline_window);
+  if (o.rounds < 0) throw_invalid("rl: rounds must be >= 0, got " + std::to_string(o.rounds));
+  auto rate = [](const char* name, double value) {
+    if (!(value > 0.0) || !std::isfinite(value)) {
+      throw_invalid(std::string("rl: ") + name + " must be a finite number > 0");
+    }
+  };
+  rate("learning_rate", o.learning_rate);
+  rate("final_learning_rate", o.final_learning_rate);
+  if (!(o.memory_penalty >= 0.0) || !std::isfinite(o.memory_penalty)) {
+    throw_invalid("rl: memory_penalty must be a finite number >= 0");
+  }
+  if (!(o.entropy_weight >= 0.0) || !std::isfinite(o.entropy_weight)) {
+    throw_invalid("rl: entropy_weight must be a finite number >= 0");
+  }
+  if (!(o.time_budget_s >= 0.0) || !std::isfinite(o.time_budget_s)) {
+    throw_invalid("rl: time_budget_s must be a finite number >= 0 (0: no budget)");
+  }
+  if (o.start == "rl") throw_invalid("rl: start cannot be rl itself");
+  if (o.start != "random") placer_by_name(o.start);
+}
+
+Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
+  const RlOptions& o = request.rl;
+  check_rl_options(o);
+  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const int n = graph.node_count();
+  const int k = context.device_count;
+  const Placement start = o.start == "random" ? place_random(graph, order, request)
+                                              : placer_by_name(o.start)(graph, order, request);
+  RlStepEstimator estimate = o.estimator;
+  if (!estimate) {
+    estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                    graph, context.costs, request.cost_model.link(), request.micro_batches)](
+                   const Placement& candidate) { return (*list_schedule)(candidate); };
+  }
+  auto overflow = [&](const std::vector<int64_t>& used) {
+    double total = 0.0;
+    for (int64_t bytes : used) {
+      if (bytes > context.capacity_bytes) {
+        total += static_cast<double>(bytes - context.capacity_bytes) /
+                 static_cast<double>(context.capacity_bytes);
+      }
+    }
+    return total;
+  };
+
+  const int rounds = o.initial ? o.initial->rounds : o.rounds;
+  Featurizer featurizer(graph, context.costs, k, rounds);
+  if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
+    throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
+                  " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
+                  std::to_string(k) + " (" + std::to_string(featurizer.input_size()) + " inputs)");
+  }
+  RlPolicy policy = o.initial ? RlPolicy(*o.initial)
+                              : RlPolicy(featurizer.input_size(), o.hidden, k,
+                                         request.seed ^ 0x5eed0f9a1ace7011ULL);
+  Adam adam(static_cast<size_t>(policy.parameter_count()));
+  kernels::Rng rng(request.seed);
+
+  std::vector<int64_t> start_used(static_cast<size_t>(k), 0);
+  for (NodeId v = 0; v < n; ++v) {
+    start_used[static_cast<size_t>(start.device_of_node[v])] += context.node_memory_bytes[v];
+  }
+  const double start_s = estimate(start);
+  const double start_cost = start_s * (1.0 + o.memory_penalty * overflow(start_used));
+  Placement best = start;
+  double best_s = overflow(start_used) > 0.0 ? INFINITY : start_s;
+
+  RlTrainingLog local_log;
+  RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
+  log = {};
+  log.start_step_time_s = start_s;
+
+  const size_t steps = order.size();
+  std::vector<std::vector<double>> inputs(steps);
+  std::vector<int> actions(steps);
+  std::vector<double> rewards(steps);
+  std::deque<std::vector<double>> recent_returns;
+  std::vector<double> gradient(static_cast<size_t>(policy.parameter_count()));
+
+  // One pass over the order; returns the final placement's step time.
+  auto episode = [&](bool greedy) {
+    Placement placement = start;
+    std::vector<int64_t> used = start_used;
+    std::vector<char> visited(static_cast<size_t>(n), 0);
+    double previous_cost = start_cost;
+    double step_s = start_s;
+    for (size_t t = 0; t < steps; ++t) {
+      const NodeId node = order[t];
+      featurizer.input(placement, node, visited, inputs[t]);
+      const std::vector<double> p = policy.probabilities(inputs[t]);
+      const int device = greedy ? argmax(p) : sample(p, rng);
+      actions[t] = device;
+      visited[static_cast<size_t>(node)] = 1;
+      const int home = placement.device_of_node[node];
+      if (device != home) {
+        used[static_cast<size_t>(home)] -= context.node_memory_bytes[node];
+        used[static_cast<size_t>(device)] += context.node_memory_bytes[node];
+        placement.device_of_node[node] = device;
+        step_s = estimate(placement);
+      }
+      const double over = overflow(used);
+      const double cost = step_s * (1.0 + o.memory_penalty * over);
+      rewards[t] = (previous_cost - cost) / start_cost;
+      previous_cost = cost;
+      if (over == 0.0 && step_s < best_s) {
+        best_s = step_s;
+        best = placement;
+      }
+    }
+    return step_s;
+  };
+
+  for (int e = 0; e < o.episodes; ++e) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (o.time_budget_s > 0.0 && elapsed >= o.time_budget_s) break;
+    const double final_s = episode(false);
+    std::vector<double> returns(steps);
+    double to_go = 0.0;
+    for (size_t t = steps; t-- > 0;) returns[t] = (to_go += rewards[t]);
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;
+    // Exploration early, exploitation late: the entropy weight decays linearly to 0.
+    const double entropy_weight = o.entropy_weight * (1.0 - progress);
+    for (size_t t = 0; t < steps; ++t) {
+      double baseline = 0.0;
+      for (const std::vector<double>& past : recent_returns) baseline += past[t];
+      if (!recent_returns.empty()) baseline /= static_cast<double>(recent_returns.size());
+      const double advantage = returns[t] - baseline;
+      const double per_step = 1.0 / static_cast<double>(steps);
+      if (advantage != 0.0) {
+        policy.log_prob_gradient(inputs[t], actions[t], advantage * per_step, gradient);
+      }
+      if (entropy_weight > 0.0) {
+        policy.entropy_gradient(inputs[t], entropy_weight * per_step, gradient);
+      }
+    }
+    adam.ascend(policy.parameters(), gradient,
+                o.learning_rate + (o.final_learning_rate - o.learning_rate) * progress);
+    recent_returns.push_back(std::move(returns));
+    if (static_cast<int>(recent_returns.size()) > o.baseline_window) recent_returns.pop_front();
+    log.episode_step_time_s.push_back(final_s);
+    log.best_step_time_s.push_back(best_s);
+    ++log.episodes_run;
+  }
+  log.greedy_step_time_s = episode(true);
+  log.policy = {.rounds = rounds,
+                .inputs = policy.inputs(),
+                .hidden = o.initial ? o.initial->hidden : o.hidden,
+                .devices = k,
+                .parameters = {policy.parameters().begin(), policy.parameters().end()}};
+  log.best_final_s = best_s;
+  log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return best;
+}
+
+}  // namespace interplace::placement

@@ -1,0 +1,278 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "graph_fixtures.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/kernels/random.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/placement/rl_placer.hpp"
+#include "interplace/placement/step_estimate.hpp"
+
+namespace interplace::placement {
+namespace {
+
+TEST(RlPolicy, LogProbGradientMatchesFiniteDifferences) {
+  RlPolicy policy(7, 5, 3, 11);
+  kernels::Rng rng(3);
+  std::vector<double> z(7);
+  for (double& v : z) v = rng.uniform(-1.0f, 1.0f);
+  // Non-zero biases so that their gradients are exercised away from the initial point.
+  for (double& p : policy.parameters()) p += 0.1 * rng.uniform(-1.0f, 1.0f);
+  for (int action = 0; action < 3; ++action) {
+    std::vector<double> analytic(static_cast<size_t>(policy.parameter_count()), 0.0);
+    policy.log_prob_gradient(z, action, 1.0, analytic);
+    for (int i = 0; i < policy.parameter_count(); ++i) {
+      double& p = policy.parameters()[static_cast<size_t>(i)];
+      const double saved = p;
+      const double h = 1e-6;
+      p = saved + h;
+      const double up = policy.log_prob(z, action);
+      p = saved - h;
+      const double down = policy.log_prob(z, action);
+      p = saved;
+      const double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(analytic[static_cast<size_t>(i)], numeric, 1e-7 + 1e-5 * std::abs(numeric))
+          << "parameter " << i << ", action " << action;
+    }
+  }
+}
+
+TEST(RlPolicy, EntropyGradientMatchesFiniteDifferences) {
+  RlPolicy policy(6, 4, 3, 17);
+  kernels::Rng rng(8);
+  std::vector<double> z(6);
+  for (double& v : z) v = rng.uniform(-2.0f, 2.0f);
+  std::vector<double> analytic(static_cast<size_t>(policy.parameter_count()), 0.0);
+  policy.entropy_gradient(z, 1.0, analytic);
+  for (int i = 0; i < policy.parameter_count(); ++i) {
+    double& p = policy.parameters()[static_cast<size_t>(i)];
+    const double saved = p;
+    const double h = 1e-6;
+    p = saved + h;
+    const double up = policy.entropy(z);
+    p = saved - h;
+    const double down = policy.entropy(z);
+    p = saved;
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(analytic[static_cast<size_t>(i)], numeric, 1e-7 + 1e-5 * std::abs(numeric))
+        << "parameter " << i;
+  }
+}
+
+TEST(RlPolicy, ProbabilitiesAreASoftmax) {
+  RlPolicy policy(4, 3, 5, 1);
+  const std::vector<double> p = policy.probabilities(std::vector<double>{1, 0, -1, 0.5});
+  double total = 0.0;
+  for (double v : p) {
+    EXPECT_GT(v, 0.0);
+    total += v;
+  }
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  EXPECT_THROW(policy.probabilities(std::vector<double>{1, 2}), Error);
+}
+
+PlacementRequest rl_request(const CostModel& cost_model, int devices, uint64_t seed) {
+  PlacementRequest request{.device_count = devices, .cost_model = cost_model};
+  request.seed = seed;
+  request.rl.episodes = 600;
+  request.rl.learning_rate = 3e-3;
+  request.rl.final_learning_rate = 3e-4;
+  request.rl.entropy_weight = 0.03;
+  return request;
+}
+
+// Two independent chains of four equal nodes on two devices, with a slow link: the
+// optimum keeps each chain on its own device, 4 x (1 + 1) s = 8 s.
+TEST(RlPlacer, LearnsToSeparateTwoIndependentChains) {
+  const Graph graph = testing::graph_from_inputs({{}, {0}, {1}, {2}, {}, {4}, {5}, {6}});
+  const std::vector<double> one(8, 1.0);
+  const CostModel cost_model = testing::timed_cost_model(graph, one, one, {0.5, 1e15});
+  const Order order = topological_order(graph);
+  const double optimum_s = 8.0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    PlacementRequest request = rl_request(cost_model, 2, seed);
+    RlTrainingLog log;
+    request.rl_log = &log;
+    const Placement placement = place_rl(graph, order, request);
+    const double step_s =
+        estimate_step_time_s(graph, cost_model.node_costs(graph), cost_model.link(), placement);
+    EXPECT_LE(step_s, 1.05 * optimum_s) << "seed " << seed;
+    // The trained policy itself, not only the best placement seen while exploring.
+    EXPECT_LE(log.greedy_step_time_s, 1.05 * optimum_s) << "seed " << seed;
+    EXPECT_GT(log.start_step_time_s, 1.05 * optimum_s) << "seed " << seed << ": random start";
+    EXPECT_EQ(log.episodes_run, 600);
+    EXPECT_EQ(log.episode_step_time_s.size(), 600U);
+  }
+}
+
+// A chain of unequal nodes pipelined over 4 micro-batches on 2 devices: the best placement
+// is a contiguous split, which the contiguous placer's DP finds.
+TEST(RlPlacer, ReachesTheContiguousSplitOfAPipelinedChain) {
+  const Graph graph = testing::chain(8);
+  const std::vector<double> forward = {1, 3, 1, 2, 2, 1, 3, 1};
+  const CostModel cost_model = testing::timed_cost_model(graph, forward, forward, {0.01, 1e15});
+  const Order order = topological_order(graph);
+  PlacementRequest request = rl_request(cost_model, 2, 5);
+  request.micro_batches = 4;
+  RlTrainingLog log;
+  request.rl_log = &log;
+  const NodeCosts costs = cost_model.node_costs(graph);
+  const double contiguous_s = estimate_step_time_s(graph, costs, cost_model.link(),
+                                                   place_contiguous(graph, order, request), 4);
+  const Placement placement = place_rl(graph, order, request);
+  EXPECT_LE(estimate_step_time_s(graph, costs, cost_model.link(), placement, 4),
+            1.05 * contiguous_s);
+  EXPECT_LE(log.greedy_step_time_s, 1.05 * contiguous_s);
+}
+
+TEST(RlPlacer, SameSeedSamePlacementAndCurve) {
+  const Graph graph = testing::random_dag(25, 0.15, 9, 3);
+  const CostModel cost_model = testing::timed_cost_model(graph, std::vector<double>(25, 1.0),
+                                                         std::vector<double>(25, 2.0), {0.2, 1e9});
+  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  auto run = [&](uint64_t seed, RlTrainingLog& log) {
+    PlacementRequest request = rl_request(cost_model, 3, seed);
+    request.rl.episodes = 600;
+    request.rl_log = &log;
+    return place_rl(graph, order, request);
+  };
+  RlTrainingLog a, b, c;
+  const Placement first = run(4, a);
+  EXPECT_EQ(first.device_of_node, run(4, b).device_of_node);
+  EXPECT_EQ(a.episode_step_time_s, b.episode_step_time_s);
+  run(5, c);
+  EXPECT_NE(a.episode_step_time_s, c.episode_step_time_s);  // the seed matters
+}
+
+// A chain with a free link, where one device would be fastest, but each device holds
+// only three nodes (136 bytes each: parameter state and one activation): the returned
+// placement must fit, whatever the penalised episodes explored.
+TEST(RlPlacer, RespectsMemoryAndTheTimeBudget) {
+  constexpr int64_t kNodeBytes = 136;
+  const Graph graph = testing::chain(6);
+  const std::vector<double> one(6, 1.0);
+  const CostModel cost_model = testing::timed_cost_model(graph, one, one, {}, 3 * kNodeBytes);
+  const Order order = topological_order(graph);
+  for (uint64_t seed : {1, 2}) {
+    const Placement placement = place_rl(graph, order, rl_request(cost_model, 2, seed));
+    const std::vector<int> counts = device_node_counts(placement);
+    EXPECT_LE(counts[0], 3) << "seed " << seed;
+    EXPECT_LE(counts[1], 3) << "seed " << seed;
+  }
+  PlacementRequest request = rl_request(cost_model, 2, 1);
+  request.rl.time_budget_s = 1e-12;
+  RlTrainingLog log;
+  request.rl_log = &log;
+  place_rl(graph, order, request);
+  EXPECT_LT(log.episodes_run, request.rl.episodes);
+}
+
+TEST(RlPlacer, BadOptionsFailClearly) {
+  const Graph graph = testing::chain(4);
+  const std::vector<double> one(4, 1.0);
+  const CostModel cost_model = testing::timed_cost_model(graph, one, one);
+  const Order order = topological_order(graph);
+  auto expect_bad = [&](auto change, const char* what) {
+    PlacementRequest request = rl_request(cost_model, 2, 1);
+    change(request.rl);
+    try {
+      place_rl(graph, order, request);
+      ADD_FAILURE() << "accepted bad " << what;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+      EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
+    }
+  };
+  expect_bad([](RlOptions& o) { o.episodes = 0; }, "episodes");
+  expect_bad([](RlOptions& o) { o.rounds = -1; }, "rounds");
+  expect_bad([](RlOptions& o) { o.hidden = 0; }, "hidden");
+  expect_bad([](RlOptions& o) { o.learning_rate = 0.0; }, "learning_rate");
+  expect_bad([](RlOptions& o) { o.final_learning_rate = std::nan(""); }, "final_learning_rate");
+  expect_bad([](RlOptions& o) { o.time_budget_s = -1.0; }, "time_budget_s");
+  expect_bad([](RlOptions& o) { o.memory_penalty = -1.0; }, "memory_penalty");
+  expect_bad([](RlOptions& o) { o.baseline_window = 0; }, "baseline_window");
+  expect_bad([](RlOptions& o) { o.entropy_weight = -0.5; }, "entropy_weight");
+  expect_bad([](RlOptions& o) { o.start = "rl"; }, "start");
+  expect_bad([](RlOptions& o) { o.start = "nonsense"; }, "nonsense");
+  EXPECT_EQ(placer_by_name("rl")(graph, order, rl_request(cost_model, 2, 1)).device_count, 2);
+}
+
+// A policy saved after training and loaded untrained (0 episodes) plays the same greedy
+// episode on the same graph and seed; on a graph of another size it still places.
+TEST(RlPolicyFile, RoundTripsExactlyAndPlacesWithoutTraining) {
+  const Graph graph = testing::random_dag(20, 0.15, 4, 3);
+  const CostModel cost_model = testing::timed_cost_model(graph, std::vector<double>(20, 1.0),
+                                                         std::vector<double>(20, 2.0), {0.2, 1e9});
+  const Order order = topological_order(graph);
+  PlacementRequest request = rl_request(cost_model, 3, 7);
+  request.rl.episodes = 20;
+  request.rl.rounds = 3;
+  RlTrainingLog trained;
+  request.rl_log = &trained;
+  place_rl(graph, order, request);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "interplace_test_rl.policy").string();
+  write_rl_policy(path, trained.policy);
+  const RlSavedPolicy loaded = read_rl_policy(path);
+  EXPECT_EQ(loaded.parameters, trained.policy.parameters);  // bit for bit
+  EXPECT_EQ(loaded.rounds, 3);
+  EXPECT_EQ(loaded.devices, 3);
+
+  request.rl.episodes = 0;
+  request.rl.rounds = 8;  // the file's rounds win
+  request.rl.initial = loaded;
+  RlTrainingLog replay;
+  request.rl_log = &replay;
+  place_rl(graph, order, request);
+  EXPECT_EQ(replay.episodes_run, 0);
+  EXPECT_EQ(replay.greedy_step_time_s, trained.greedy_step_time_s);
+
+  const Graph other = testing::random_dag(35, 0.1, 5, 3);
+  const CostModel other_model =
+      testing::timed_cost_model(other, std::vector<double>(35, 1.0), std::vector<double>(35, 1.0));
+  PlacementRequest unseen = rl_request(other_model, 3, 1);
+  unseen.rl.episodes = 0;
+  unseen.rl.initial = loaded;
+  EXPECT_EQ(place_rl(other, topological_order(other), unseen).device_of_node.size(), 35U);
+  unseen.device_count = 2;
+  EXPECT_THROW(place_rl(other, topological_order(other), unseen), Error);  // 3-device policy
+  std::filesystem::remove(path);
+}
+
+TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "interplace_test_bad.policy").string();
+  auto expect_bad = [&](const std::string& text, const std::string& what) {
+    std::ofstream(path) << text;
+    try {
+      read_rl_policy(path);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+      EXPECT_NE(std::string(error.what()).find(what), std::string::npos) << error.what();
+    }
+  };
+  const std::string header = "interplace-rl-policy 1\nrounds 1\ninputs 1\nhidden 1\ndevices 1\n";
+  expect_bad("something else\n", "line 1");
+  expect_bad("interplace-rl-policy 2\n", "line 1");
+  expect_bad(header + "parameters 4\n1\n2\n3\n", "end of file");
+  expect_bad(header + "parameters 4\n1\n2\nnan\n4\n", "line 9");
+  expect_bad(header + "parameters 4\n1\n2\n3x\n4\n", "line 9");
+  expect_bad(header + "parameters 4\n1\n2\n3\n4\n5\n", "more lines");
+  expect_bad(header + "parameters 3\n1\n2\n3\n", "expected 4");  // W1 b1 W2 b2: 4
+  expect_bad("interplace-rl-policy 1\nrounds -1\n", "line 2");
+  std::ofstream(path) << header << "parameters 4\n1\n2\n3\n4\n";
+  EXPECT_EQ(read_rl_policy(path).parameters, (std::vector<double>{1, 2, 3, 4}));
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_rl_policy(path), Error);  // missing
+}
+
+}  // namespace
+}  // namespace interplace::placement
