@@ -109,13 +109,15 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
                                             optimizer);
 }
 
-TrainPlan plan_training(const TrainConfig& config) {
+TrainPlan plan_training(const TrainConfig& given) {
+  TrainConfig config = given;
+  resolve_epochs(config);  // steps from epochs; the recipe's epoch units checked
   validate_scalars(config);
   const placement::ModelInfo& info = catalog_entry(config.model);
   placement::order_by_name(config.order);
   placement::placer_by_name(config.placer);
   const int reach = placement::strategy_reach(config.strategy, config.devices);
-  require_name("pipeline", config.pipeline, {"gpipe", "1f1b"});
+  require_name("pipeline", config.pipeline, train_pipeline_names());
   require_name("interlock mode", config.interlock_mode, {"single", "sum"});
   require_name("dataset", config.dataset, dataset_names());
   placement::to_string(config.optimizer);  // rejects values outside the enum
@@ -133,6 +135,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   plan.graph = placement::build_model(config.model, options);
   require_trainable_graph(plan.graph);
   check_dataset_fits(config.dataset, sample_shape(plan.graph));
+  check_augmentation(config.augmentation, sample_shape(plan.graph));
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);
@@ -163,7 +166,7 @@ TrainPlan plan_training(const TrainConfig& config) {
 
   StepRequest step;
   step.strategy = config.strategy;
-  if (global) step.pipeline = placement::pipeline_by_name(config.pipeline);
+  if (global) step.pipeline = config_pipeline(config);
   step.micro_batches = config.micro_batches;
   step.interlock = placement::interlock_mode_by_name(config.interlock_mode);
   step.aux_heads.width_multiplier = config.model_options.width_multiplier;

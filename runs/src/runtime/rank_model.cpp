@@ -166,13 +166,16 @@ struct RankModel::Impl {
             trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
         return;
       case placement::OptimizerKind::sgd:
-      case placement::OptimizerKind::sgd_momentum: {
+      case placement::OptimizerKind::sgd_momentum:
+      case placement::OptimizerKind::sgd_nesterov: {
         // The momentum the cost model's state factor counts (one velocity copy) or none.
-        const float momentum =
-            plan.config.optimizer == placement::OptimizerKind::sgd_momentum ? 0.9f : 0.0f;
-        optimizer = std::make_unique<kernels::Sgd>(
-            trainable,
-            kernels::SgdOptions{.learning_rate = lr, .momentum = momentum, .weight_decay = wd});
+        const bool nesterov = plan.config.optimizer == placement::OptimizerKind::sgd_nesterov;
+        const float momentum = plan.config.optimizer == placement::OptimizerKind::sgd ? 0.0f : 0.9f;
+        optimizer =
+            std::make_unique<kernels::Sgd>(trainable, kernels::SgdOptions{.learning_rate = lr,
+                                                                          .momentum = momentum,
+                                                                          .weight_decay = wd,
+                                                                          .nesterov = nesterov});
         return;
       }
     }
@@ -370,6 +373,10 @@ void RankModel::aux_backward(int m) {
 void RankModel::backward(const BackwardPass& pass) {
   impl_->backward(pass);
 }
+void RankModel::set_learning_rate(double learning_rate) {
+  impl_->optimizer->set_learning_rate(static_cast<float>(learning_rate));
+}
+
 void RankModel::optimizer_step() {
   impl_->optimizer_step();
 }

@@ -54,6 +54,7 @@ class RankModel {
   void aux_backward(int micro_batch);
   void backward(const BackwardPass& pass);
   void optimizer_step();
+  void set_learning_rate(double learning_rate);  // the schedule's rate for the next steps
   void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
   void end_step();                // drops the step's saved activations
   void set_training(bool training);

@@ -42,8 +42,7 @@ RankProgram build_program(const TrainPlan& plan, int rank) {
   }
   placement::ScheduleRequest request;
   request.strategy = c.strategy;
-  request.pipeline =
-      global ? placement::pipeline_by_name(c.pipeline) : placement::PipelineKind::one_f_one_b;
+  request.pipeline = global ? config_pipeline(c) : placement::PipelineKind::one_f_one_b;
   request.interlock = placement::interlock_mode_by_name(c.interlock_mode);
   request.stage_count = k;
   request.micro_batches = c.micro_batches;
