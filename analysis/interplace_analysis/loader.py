@@ -125,6 +125,8 @@ def _recipe_lines(attrs: dict) -> str:
         out += f"eval_epochs={attrs['eval_epochs']}\n"
     if str(attrs.get("augmentation", "none")) != "none":
         out += f"augmentation={attrs['augmentation']}\n"
+    if int(attrs.get("aux_head_capped", 0) or 0) != 0:
+        out += "aux_head_capped=1\n"
     return out
 
 

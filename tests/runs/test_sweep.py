@@ -120,6 +120,8 @@ def canonical(attrs):
         lines.append(f"eval_epochs={attrs['eval_epochs']}\n")
     if attrs["augmentation"] != "none":
         lines.append(f"augmentation={attrs['augmentation']}\n")
+    if int(attrs["aux_head_capped"]) != 0:
+        lines.append("aux_head_capped=1\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 

@@ -169,7 +169,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   if (global) step.pipeline = config_pipeline(config);
   step.micro_batches = config.micro_batches;
   step.interlock = placement::interlock_mode_by_name(config.interlock_mode);
-  step.aux_heads.width_multiplier = config.model_options.width_multiplier;
+  step.aux_heads = config_aux_heads(config);
   plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);
 
   std::vector<double> node_cost(order_options.node_cost);

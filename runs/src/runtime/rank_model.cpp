@@ -144,9 +144,8 @@ struct RankModel::Impl {
   void build_head() {
     const std::vector<NodeId> producers = placement::boundary_producers(graph, plan.placement);
     boundary = producers.at(static_cast<size_t>(rank));
-    AuxHeadOptions options;
-    options.width_multiplier = plan.config.model_options.width_multiplier;
-    const placement::Graph head_graph = aux_head_graph(graph, boundary, options);
+    const placement::Graph head_graph =
+        aux_head_graph(graph, boundary, config_aux_heads(plan.config));
     for (const Node& node : head_graph.nodes()) {
       if (node.op == "input") continue;
       head.push_back(placement::make_layer(node));

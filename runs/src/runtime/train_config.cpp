@@ -74,6 +74,13 @@ placement::PipelineKind config_pipeline(const TrainConfig& c) {
   return placement::PipelineKind::gpipe;
 }
 
+AuxHeadOptions config_aux_heads(const TrainConfig& c) {
+  AuxHeadOptions options;
+  options.width_multiplier = c.model_options.width_multiplier;
+  options.cap_to_input = c.aux_head_capped;
+  return options;
+}
+
 double config_learning_rate(const TrainConfig& c, int step) {
   return learning_rate_at(c.lr_schedule, c.learning_rate, step, c.warmup_steps + c.steps,
                           config_steps_per_epoch(c));

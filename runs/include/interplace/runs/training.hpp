@@ -64,6 +64,9 @@ struct TrainConfig {
   double epochs = 0.0;
   std::vector<double> eval_epochs;  // the whole test split is evaluated after these epochs
   Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
+  // Auxiliary heads' channels capped at the boundary tensor's (aux_heads.hpp); the default
+  // is the study's uncapped 128/64-channel head.
+  bool aux_head_capped = false;
   uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
@@ -169,6 +172,9 @@ int64_t config_steps_per_epoch(const TrainConfig& config);
 // with micro_batches != 1.
 const std::vector<std::string>& train_pipeline_names();
 placement::PipelineKind config_pipeline(const TrainConfig& config);
+// The auxiliary heads' options of the configuration: one place for the plan's prediction
+// and the runtime's heads.
+AuxHeadOptions config_aux_heads(const TrainConfig& config);
 // The learning rate of 0-based step `step` (warm-up steps included).
 double config_learning_rate(const TrainConfig& config, int step);
 
