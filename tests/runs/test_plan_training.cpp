@@ -158,6 +158,22 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 3), 0.1 * 0.1);
 }
 
+// The heads the plan predicts with are the runtime's (config_aux_heads): uncapped by
+// default, which on resnet20's 16-channel boundary costs more than the capped head.
+TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
+  TrainConfig c = base();
+  c.placer = "stages";
+  c.strategy = "local";
+  const TrainPlan uncapped = plan_training(c);
+  c.aux_head_capped = true;
+  const TrainPlan capped = plan_training(c);
+  EXPECT_FALSE(config_aux_heads(uncapped.config).cap_to_input);
+  EXPECT_TRUE(config_aux_heads(capped.config).cap_to_input);
+  EXPECT_GT(uncapped.prediction.devices[0].busy_s, capped.prediction.devices[0].busy_s);
+  EXPECT_GT(uncapped.prediction.devices[0].peak_memory_bytes,
+            capped.prediction.devices[0].peak_memory_bytes);
+}
+
 TEST(PlanTraining, RecipeRefusals) {
   TrainConfig c = base();
   c.augmentation = Augmentation::crop_flip;
