@@ -332,9 +332,14 @@ def test_simulate_strategies():
     # One micro-batch per mini-batch: global leaves each of the two stages idle while the
     # other works; local stages overlap consecutive mini-batches.
     batches = ("--micro-batches", "1", "--mini-batches", "8")
+    # Capped heads: the study's uncapped head on this narrow boundary costs more than the
+    # stage itself, which would hide the overlap this test is about.
     glob = simulate_json(*args, *batches)["simulation"]
-    local = simulate_json(*args, *batches, "--strategy", "local")["simulation"]
+    local = simulate_json(*args, *batches, "--strategy", "local",
+                          "--aux-head-capped")["simulation"]
     pair = simulate_json(*args, *batches, "--strategy", "pairwise")["simulation"]
+    uncapped = simulate_json(*args, *batches, "--strategy", "local")["simulation"]
+    check(uncapped["devices"][0]["busy_s"] > local["devices"][0]["busy_s"], (uncapped, local))
     check(local["reach"] == 0 and local["pipeline"] is None, local)
     check([d["has_aux_head"] for d in local["devices"]] == [True, False], local["devices"])
     check(local["step_time_s"] < 0.8 * glob["step_time_s"], (local, glob))
