@@ -321,6 +321,7 @@ def test_config_key_counts_the_recipe_only_where_it_is_not_the_default():
     for change in ({"lr_schedule": "cosine"}, {"warmup_lr_steps": 5}, {"epochs": 2.0},
                    {"eval_epochs": "1,2"}, {"augmentation": "crop-flip"},
                    {"lr_schedule": "step", "lr_milestones": "3"},
-                   {"lr_schedule": "step", "lr_milestones": "3", "lr_decay": 0.5}):
+                   {"lr_schedule": "step", "lr_milestones": "3", "lr_decay": 0.5},
+                   {"aux_head_capped": 1}, {"weight_decay_all": 1}):
         keys.add(config_key({**defaults, **change}))
-    assert len(keys) == 8  # every recipe is its own configuration
+    assert len(keys) == 10  # every recipe is its own configuration

@@ -695,6 +695,14 @@ def test_train_recipe_flags():
     check(len(rates) == 5 and all(abs(a - b) < 1e-12 for a, b in zip(rates, expected)), rates)
     check(lines[-1]["optimizer"] == "sgd-nesterov", lines[-1])
     check(lines[-1]["evaluations"] == [], lines[-1])
+    # --weight-decay-all decays biases and batch-norm parameters too: a different run.
+    def last_loss(*extra):
+        r = mpirun(1, "train", *TRAIN_SMALL, "--steps", "2", "--warmup-steps", "0",
+                   "--weight-decay", "0.5", "--format", "json", *extra)
+        check(r.code == 0, f"exit {r.code}: {r.err}")
+        return [json.loads(line) for line in r.out.splitlines()][-2]["loss"]
+    check(last_loss() != last_loss("--weight-decay-all"), "--weight-decay-all changes nothing")
+    check(last_loss() == last_loss(), "training is not deterministic")
     train_fails(2, 1, *TRAIN_SMALL, "--lr-schedule", "linear", contains=("cosine",))
     train_fails(2, 1, *TRAIN_SMALL, "--lr-milestones", "5", contains=("step schedule",))
     train_fails(2, 1, *TRAIN_SMALL, "--lr-schedule", "step", "--lr-milestones", "3,x",

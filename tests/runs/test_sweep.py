@@ -122,6 +122,8 @@ def canonical(attrs):
         lines.append(f"augmentation={attrs['augmentation']}\n")
     if int(attrs["aux_head_capped"]) != 0:
         lines.append("aux_head_capped=1\n")
+    if int(attrs["weight_decay_all"]) != 0:
+        lines.append("weight_decay_all=1\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
@@ -417,6 +419,9 @@ lr_decay = 0.5
 warmup_lr_steps = 2
 augmentation = "crop-flip"
 optimizer = "sgd-nesterov"
+weight_decay = 2e-4
+weight_decay_all = 1
+aux_head_capped = 1
 [model_options]
 width_multiplier = 0.25
 image_size = 16

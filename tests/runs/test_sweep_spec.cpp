@@ -211,6 +211,14 @@ optimizers = ["sgd-nesterov"]
   EXPECT_EQ(c.lr_schedule.warmup_steps, 5);
   EXPECT_EQ(c.augmentation, Augmentation::crop_flip);
   EXPECT_EQ(c.optimizer, placement::OptimizerKind::sgd_nesterov);
+  EXPECT_FALSE(c.weight_decay_all);
+  EXPECT_FALSE(c.aux_head_capped);
+  const SweepSpec flags =
+      parse_sweep_spec("weight_decay_all = 1\naux_head_capped = 1\n", "spec.toml");
+  EXPECT_TRUE(flags.configs[0].train.weight_decay_all);
+  EXPECT_TRUE(flags.configs[0].train.aux_head_capped);
+  EXPECT_NE(flags.configs[0].id, parse_sweep_spec("", "spec.toml").configs[0].id);
+  EXPECT_NE(error_of("weight_decay_all = 2\n").find("0 or 1"), std::string::npos);
   EXPECT_NE(error_of("lr_schedule = \"linear\"\n").find("spec.toml:1: unknown learning-rate"),
             std::string::npos);
   EXPECT_NE(error_of("lr_milestones = \"3,2\"\n").find("strictly ascending"), std::string::npos);

@@ -63,6 +63,7 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "eval_epochs", number_list_text(c.eval_epochs));
   write_attr(g, "augmentation", to_string(c.augmentation));
   write_attr(g, "aux_head_capped", int64_t{c.aux_head_capped ? 1 : 0});
+  write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});
   write_attr(g, "seed", static_cast<int64_t>(c.seed));
   write_attr(g, "device", c.device);
   write_attr(g, "cost_device", cost_device_string(c));

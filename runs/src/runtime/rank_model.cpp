@@ -138,6 +138,9 @@ struct RankModel::Impl {
     ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
                                          layers);
     if (with_head) build_head();
+    if (plan.config.weight_decay_all) {
+      for (Parameter* param : trainable) param->weight_decay = true;
+    }
     make_optimizer();
   }
 

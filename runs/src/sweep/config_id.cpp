@@ -93,6 +93,7 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   if (!c.eval_epochs.empty()) line("eval_epochs", number_list_text(c.eval_epochs));
   if (c.augmentation != Augmentation::none) line("augmentation", to_string(c.augmentation));
   if (c.aux_head_capped) line("aux_head_capped", "1");
+  if (c.weight_decay_all) line("weight_decay_all", "1");
   line("repeat", std::to_string(repeat));
   return out;
 }

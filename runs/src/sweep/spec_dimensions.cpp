@@ -202,6 +202,16 @@ std::vector<Dimension> make_dimensions() {
                   [](TrainConfig& c, const DimValue& v) {
                     c.eval_epochs = parse_number_list("eval_epochs", v.text);
                   }});
+  dims.push_back({"weight_decay_all",
+                  "",
+                  ValueKind::integer,
+                  {d.weight_decay_all ? "1" : "0"},
+                  [](const DimValue& v) {
+                    if (v.integer != 0 && v.integer != 1) {
+                      throw_invalid("weight_decay_all is 0 or 1, got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.weight_decay_all = v.integer == 1; }});
   dims.push_back({"aux_head_capped",
                   "",
                   ValueKind::integer,

@@ -58,6 +58,9 @@ struct TrainConfig {
   placement::OptimizerKind optimizer = kDefaultOptimizer;
   double learning_rate = 0.05;  // the base rate the schedule scales
   double weight_decay = 0.0;    // added to the gradient, as PyTorch's SGD
+  // false: weight decay on convolution and linear weights only; true: on every parameter
+  // (biases, norm scales and shifts too), as the study's SGD(model.parameters(), ...).
+  bool weight_decay_all = false;
   LrSchedule lr_schedule = {};  // constant by default (recipe.hpp)
   // > 0: the run's length in epochs of the training split; resolve_epochs() then sets
   // steps = ceil(epochs * floor(train_size / batch_size)) - warmup_steps.

@@ -253,6 +253,10 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--eval-epochs", o->eval_epochs,
                   "evaluate the whole test split after these epochs (\"1,2,5\")")
       ->group(group);
+  app->add_flag("--weight-decay-all", c.weight_decay_all,
+                "weight decay on every parameter (biases, norm parameters), as the study's "
+                "SGD; default: convolution and linear weights only")
+      ->group(group);
   app->add_flag("--aux-head-capped", c.aux_head_capped,
                 "cap the auxiliary heads' channels at the boundary tensor's (default: the "
                 "study's uncapped 128/64-channel heads)")
