@@ -43,17 +43,26 @@ COMPUTE_KINDS = ("forward_s", "backward_s", "aux_s", "optimizer_s")
 
 
 def strategy_label(strategy: str, pipeline: str, interlock_mode: str) -> str:
-    """One name per distinct backprop schedule: ``global/gpipe``, ``pairwise+sum``, ...
+    """One name per distinct backprop schedule: ``global/gpipe``, ``e2e``, ``pairwise+sum``, ...
 
     The pipeline only matters for the global strategy and the interlock mode only for
     strategies with a reach between 0 and K-1, so the label carries them only there.
     """
     strategy = strategy or "global"
+    if strategy == "global" and pipeline == "e2e":
+        # One unpipelined pass (M = 1): the interlocking-backpropagation study's
+        # end-to-end baseline, its own label beside global/gpipe and global/1f1b.
+        return "e2e"
     if strategy == "global":
         return f"global/{pipeline}" if pipeline else "global"
     if strategy != "local" and interlock_mode == "sum":
         return f"{strategy}+sum"
     return strategy
+
+
+def is_global_label(label: str) -> bool:
+    """Whether a strategy label is the global strategy's (``global/...`` or ``e2e``)."""
+    return label == "e2e" or label.startswith("global")
 
 
 def _nan() -> float:

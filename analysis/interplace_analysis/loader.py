@@ -108,13 +108,39 @@ def _canonical_value(key: str, value: object) -> str:
     return str(value)
 
 
+def _recipe_lines(attrs: dict) -> str:
+    """The training recipe's lines of the canonical string: only where they differ from
+    the defaults (docs/results-format.md), so files without them keep their ids."""
+    def real(key: str) -> str:
+        return f"{float(attrs[key]):.17g}"
+    out = ""
+    schedule = str(attrs.get("lr_schedule", "constant"))
+    milestones = str(attrs.get("lr_milestones", ""))
+    warmup = int(attrs.get("warmup_lr_steps", 0) or 0)
+    if schedule != "constant" or warmup != 0 or milestones != "":
+        out += (f"lr_schedule={schedule}\nlr_milestones={milestones}\n"
+                f"lr_milestone_unit={attrs.get('lr_milestone_unit', 'steps')}\n"
+                f"lr_decay={real('lr_decay')}\nwarmup_lr_steps={warmup}\n")
+    if float(attrs.get("epochs", 0.0) or 0.0) != 0.0:
+        out += f"epochs={real('epochs')}\n"
+    if str(attrs.get("eval_epochs", "")):
+        out += f"eval_epochs={attrs['eval_epochs']}\n"
+    if str(attrs.get("augmentation", "none")) != "none":
+        out += f"augmentation={attrs['augmentation']}\n"
+    if int(attrs.get("aux_head_capped", 0) or 0) != 0:
+        out += "aux_head_capped=1\n"
+    if int(attrs.get("weight_decay_all", 0) or 0) != 0:
+        out += "weight_decay_all=1\n"
+    return out
+
+
 def config_key(attrs: dict) -> str:
     """The configuration a run belongs to (module docstring): its id with repeat 0."""
     if "repeat" not in attrs:
         return str(attrs.get("id", ""))
     values = {**attrs, "repeat": 0}
-    return _fnv1a64("".join(f"{k}={_canonical_value(k, values.get(k))}\n"
-                            for k in CANONICAL_KEYS))
+    text = "".join(f"{k}={_canonical_value(k, values.get(k))}\n" for k in CANONICAL_KEYS[:-1])
+    return _fnv1a64(text + _recipe_lines(values) + "repeat=0\n")
 
 
 def _identify_runs(records: list[ConfigRecord], notes: list[str]) -> None:

@@ -296,3 +296,32 @@ def test_the_same_path_twice_is_read_once(tmp_path, configs):
     r = load_results([a, tmp_path / "." / "a.h5"])
     assert len(r.configs) == 3 and r.configs["run_id"].is_unique
     assert any("given twice" in n for n in r.notes)
+
+
+def test_e2e_is_its_own_global_label():
+    from interplace_analysis.frames import is_global_label, strategy_label
+
+    assert strategy_label("global", "e2e", "single") == "e2e"
+    assert strategy_label("global", "gpipe", "single") == "global/gpipe"
+    assert strategy_label("local", "e2e", "single") == "local"  # the pipeline is global's
+    assert is_global_label("e2e") and is_global_label("global/1f1b")
+    assert not is_global_label("pairwise")
+
+
+def test_config_key_counts_the_recipe_only_where_it_is_not_the_default():
+    from interplace_analysis.loader import config_key
+
+    base = {"model": "resnet20", "learning_rate": 0.05, "weight_decay": 0.0, "repeat": 1}
+    defaults = {**base, "lr_schedule": "constant", "lr_milestones": "",
+                "lr_milestone_unit": "steps", "lr_decay": 0.1, "warmup_lr_steps": 0,
+                "epochs": 0.0, "eval_epochs": "", "augmentation": "none"}
+    # Files written before the recipe existed and files with the default recipe agree.
+    assert config_key(base) == config_key(defaults)
+    keys = {config_key(defaults)}
+    for change in ({"lr_schedule": "cosine"}, {"warmup_lr_steps": 5}, {"epochs": 2.0},
+                   {"eval_epochs": "1,2"}, {"augmentation": "crop-flip"},
+                   {"lr_schedule": "step", "lr_milestones": "3"},
+                   {"lr_schedule": "step", "lr_milestones": "3", "lr_decay": 0.5},
+                   {"aux_head_capped": 1}, {"weight_decay_all": 1}):
+        keys.add(config_key({**defaults, **change}))
+    assert len(keys) == 10  # every recipe is its own configuration

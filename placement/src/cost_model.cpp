@@ -12,9 +12,10 @@ namespace {
 
 constexpr int64_t kBytesPerParameter = 4;  // fp32
 
-constexpr std::array<std::pair<OptimizerKind, const char*>, 3> kOptimizerNames = {{
+constexpr std::array<std::pair<OptimizerKind, const char*>, 4> kOptimizerNames = {{
     {OptimizerKind::sgd, "sgd"},
     {OptimizerKind::sgd_momentum, "sgd-momentum"},
+    {OptimizerKind::sgd_nesterov, "sgd-nesterov"},
     {OptimizerKind::adamw, "adamw"},
 }};
 
@@ -75,6 +76,7 @@ int optimizer_state_factor(OptimizerKind kind) {
     case OptimizerKind::sgd:
       return 0;
     case OptimizerKind::sgd_momentum:
+    case OptimizerKind::sgd_nesterov:
       return 1;  // velocity
     case OptimizerKind::adamw:
       return 2;  // first and second moments

@@ -291,7 +291,9 @@ Schedule build_schedule(const ScheduleRequest& request) {
   const int reach = schedule.reach;
   const bool global = reach == k - 1;
   const bool sum = request.interlock == InterlockMode::sum;
-  for (int t = sum ? 0 : reach; t <= k - 2; ++t) schedule.has_aux_head[t] = sum || !global;
+  // Every non-last stage of a local or interlocking strategy has a head, as in the
+  // interlocking-backpropagation study's code; one below the reach trains only itself.
+  for (int t = 0; t <= k - 2; ++t) schedule.has_aux_head[t] = sum || !global;
   const std::vector<Flow> flows = gradient_flows(k, reach, request.interlock);
   for (int stage = 0; stage < k; ++stage) {
     schedule.stage_actions.push_back(StageBuilder(schedule, flows, stage).build());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,9 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
   const kernels::Shape& shape = from.output_shape;
   if (shape.size() == 4) {
     int64_t channels = shape[1];
-    const int64_t c1 =
-        std::min(scaled(options.hidden_channels, options.width_multiplier), channels);
-    const int64_t c2 = std::min(scaled(options.head_channels, options.width_multiplier), channels);
+    const int64_t cap = options.cap_to_input ? channels : std::numeric_limits<int64_t>::max();
+    const int64_t c1 = std::min(scaled(options.hidden_channels, options.width_multiplier), cap);
+    const int64_t c2 = std::min(scaled(options.head_channels, options.width_multiplier), cap);
     int index = 1;
     for (int64_t out : {c1, c2}) {
       const std::string n = std::to_string(index++);
@@ -67,7 +68,8 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
                     {{"in_channels", channels},
                      {"out_channels", out},
                      {"kernel", int64_t{3}},
-                     {"padding", int64_t{1}}},
+                     {"padding", int64_t{1}},
+                     {"bias", int64_t{1}}},  // as the study's nn.Conv2d
                     x);
       x = add_layer(head, "aux.bn" + n, "batch_norm", {{"channels", out}}, x);
       x = add_layer(head, "aux.relu" + n, "relu", {}, x);

@@ -92,13 +92,13 @@ TEST(Schedule, GlobalGPipeRunsAllForwardsFirst) {
 
 TEST(Schedule, PairwiseThreeStages) {
   // Body 0 is trained by stage 1's aux loss (through stage 1's body, not updating it);
-  // bodies 1 and 2 by the network's loss. Only stage 1 has an aux head (stage 0's would
-  // train no body).
+  // bodies 1 and 2 by the network's loss. Stages 0 and 1 have aux heads (as the study's
+  // code): stage 0's trains only itself, so its loss starts no backward pass ("loss0").
   const Schedule schedule = schedule_for("pairwise", 3, 1);
-  EXPECT_EQ(schedule.has_aux_head, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(schedule.has_aux_head, (std::vector<bool>{true, true, false}));
   EXPECT_EQ(texts(schedule.stage_actions[0]),
-            (std::vector<std::string>{"fwd 0.0", "send act>1 0.0", "recv grad1<1 0.0",
-                                      "bwd 0.0 loss1 upd", "step 0"}));
+            (std::vector<std::string>{"fwd 0.0", "send act>1 0.0", "aux-fwd 0.0", "aux-bwd 0.0",
+                                      "recv grad1<1 0.0", "bwd 0.0 loss1 upd", "step 0"}));
   EXPECT_EQ(texts(schedule.stage_actions[1]),
             (std::vector<std::string>{"recv act<0 0.0", "fwd 0.0", "send act>2 0.0", "aux-fwd 0.0",
                                       "aux-bwd 0.0", "bwd 0.0 loss1 prop", "send grad1>0 0.0",

@@ -10,7 +10,11 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/pooling.hpp"
+#include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/layer_factory.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/placement/stage_chain.hpp"
 #include "interplace/placement/zoo.hpp"
 
 namespace interplace::placement {
@@ -35,6 +39,59 @@ const ModelInfo& info_of(const std::string& name) {
                                [&](const ModelInfo& m) { return m.name == name; });
   if (it == catalog.end()) throw std::out_of_range("no catalog entry " + name);
   return *it;
+}
+
+// The interlocking-backprop study's ResNet. PyTorch's count of the same network at
+// 3x32x32 and 10 classes (sum of p.numel() over model.parameters(): convolutions without
+// bias, BN scale and shift, the classifier's weight and bias) is 21282122, computed here
+// by the formula since this machine has no torch; 1152 fewer with a 1-channel stem.
+TEST(ZooCnn, StudyResnetLayoutAndPyTorchCount) {
+  int64_t pytorch = 3 * 64 * 9 + 2 * 64;  // stem conv + BN
+  int64_t in = 64;
+  for (const auto& [c, n] : {std::pair<int64_t, int64_t>{64, 3}, {128, 4}, {256, 6}, {512, 3}}) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t from = i == 0 ? in : c;
+      pytorch += 9 * from * c + 2 * c + 9 * c * c + 2 * c;  // conv1, bn1, conv2, bn2
+      if (from != c) pytorch += from * c + 2 * c;           // 1x1 conv + BN shortcut
+    }
+    in = c;
+  }
+  pytorch += 512 * 10 + 10;      // fc
+  EXPECT_EQ(pytorch, 21282122);  // as torch's sum(p.numel() for p in model.parameters())
+  const Graph cifar = build_model("resnet34-cifar", {.in_channels = 3, .image_size = 32});
+  EXPECT_EQ(cifar.total_parameter_count(), 21282122);
+  EXPECT_EQ(build_model("resnet34-cifar").total_parameter_count(), 21282122 - 2 * 64 * 9);
+  EXPECT_EQ(info_of("resnet34-cifar").reference_parameters, 21282122 - 2 * 64 * 9);
+
+  EXPECT_EQ(shape_of(cifar, "relu1"), (Shape{1, 64, 32, 32}));  // no max-pool
+  EXPECT_EQ(shape_of(cifar, "layer1.2.relu2"), (Shape{1, 64, 32, 32}));
+  EXPECT_EQ(shape_of(cifar, "layer2.3.relu2"), (Shape{1, 128, 16, 16}));
+  EXPECT_EQ(shape_of(cifar, "layer3.5.relu2"), (Shape{1, 256, 8, 8}));
+  EXPECT_EQ(shape_of(cifar, "layer4.2.relu2"), (Shape{1, 512, 4, 4}));
+  EXPECT_FALSE(cifar.find("layer4.3.add").has_value());
+  EXPECT_FALSE(cifar.find("layer1.0.shortcut.conv").has_value());
+  EXPECT_TRUE(cifar.find("layer2.0.shortcut.conv").has_value());
+  const Graph fashion = build_model("resnet34-cifar");
+  EXPECT_EQ(shape_of(fashion, "layer4.2.relu2"), (Shape{1, 512, 4, 4}));  // 28 -> 14 -> 7 -> 4
+  EXPECT_EQ(shape_of(fashion, "fc"), (Shape{1, 10}));
+}
+
+// The `stages` placer splits it into 4 components at single-tensor boundaries (between
+// blocks), each rank a contiguous stage, so local and interlocking strategies can run.
+TEST(ZooCnn, StudyResnetSplitsIntoFourStages) {
+  const Graph graph = build_model("resnet34-cifar", {.batch_size = 8});
+  const DeviceSpec device{.name = "test",
+                          .peak_flops_per_s = 1e12,
+                          .memory_bandwidth_bytes_per_s = 1e11,
+                          .memory_capacity_bytes = int64_t{1} << 40};
+  const PlacementRequest request{.device_count = 4, .cost_model = CostModel(device, {})};
+  const Placement placement =
+      placer_by_name("stages")(graph, compute_order(graph, OrderKind::topo), request);
+  EXPECT_TRUE(is_stage_chain(graph, placement));
+  EXPECT_FALSE(local_strategy_ineligibility(graph, placement).has_value());
+  std::vector<int> nodes(4, 0);
+  for (const int d : placement.device_of_node) ++nodes[static_cast<size_t>(d)];
+  for (const int n : nodes) EXPECT_GT(n, 10);
 }
 
 TEST(ZooCnn, Resnet50StagesAndBottlenecks) {

@@ -74,7 +74,7 @@ TrainPlan fake_plan(const TrainConfig& c) {
   plan.placement = placement::placer_by_name(c.placer)(plan.graph, plan.order, request);
   StepRequest step;
   step.strategy = c.strategy;
-  if (c.strategy == "global") step.pipeline = placement::pipeline_by_name(c.pipeline);
+  if (c.strategy == "global") step.pipeline = config_pipeline(c);
   step.micro_batches = c.micro_batches;
   try {
     plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);

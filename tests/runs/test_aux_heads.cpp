@@ -34,20 +34,36 @@ Graph sequence_graph(kernels::Shape block_shape = {2, 8, 16}) {
   return graph;
 }
 
-TEST(AuxHeads, ConvolutionalHeadNeverWiderThanItsInput) {
+// The study's head by default: conv 3x3 -> 128 with bias, BN, ReLU, conv 3x3 -> 64 with
+// bias, BN, ReLU, global average pool, linear; PyTorch's count of
+// conv128_bn_conv64_bn_gbpl_fc on 16 channels and 10 classes is
+// (16*128*9 + 128) + 256 + (128*64*9 + 64) + 128 + (64*10 + 10) = 93386.
+TEST(AuxHeads, TheStudysHeadByDefault) {
   const Graph resnet = placement::build_model("resnet20");
   const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
   const Graph head = aux_head_graph(resnet, boundary);
   ASSERT_EQ(head.node_count(), 9);
   EXPECT_EQ(head.node(0).op, "input");
   EXPECT_EQ(head.node(0).output_shape, resnet.node(boundary).output_shape);
+  EXPECT_EQ(head.node(head.id_of("aux.conv1")).output_shape, (kernels::Shape{1, 128, 28, 28}));
+  EXPECT_EQ(head.node(head.id_of("aux.conv2")).output_shape, (kernels::Shape{1, 64, 28, 28}));
   EXPECT_EQ(head.nodes().back().output_shape, (kernels::Shape{1, 10}));
-  // Both convolutions 16 -> 16 (128 and 64 capped at 16): 2 x 16*16*9, BN 2 x 32, linear 170.
-  EXPECT_EQ(head.total_parameter_count(), 2 * 2304 + 2 * 32 + 170);
+  EXPECT_EQ(head.total_parameter_count(), 93386);
+}
 
-  // A width multiplier of 0.1 gives 13 and 6 channels.
+TEST(AuxHeads, CappedHeadNeverWiderThanItsInput) {
+  const Graph resnet = placement::build_model("resnet20");
+  const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
+  const Graph head = aux_head_graph(resnet, boundary, {.cap_to_input = true});
+  ASSERT_EQ(head.node_count(), 9);
+  // Both convolutions 16 -> 16 (128 and 64 capped at 16) with bias: 2 x (16*16*9 + 16),
+  // BN 2 x 32, linear 170.
+  EXPECT_EQ(head.total_parameter_count(), 2 * (2304 + 16) + 2 * 32 + 170);
+
+  // A width multiplier of 0.1 gives 13 and 6 channels (capped or not).
   const Graph small = aux_head_graph(resnet, boundary, {.width_multiplier = 0.1});
-  EXPECT_EQ(small.total_parameter_count(), 16 * 13 * 9 + 26 + 13 * 6 * 9 + 12 + 6 * 10 + 10);
+  EXPECT_EQ(small.total_parameter_count(),
+            16 * 13 * 9 + 13 + 26 + 13 * 6 * 9 + 6 + 12 + 6 * 10 + 10);
 }
 
 TEST(AuxHeads, SequenceAndFlatHeads) {

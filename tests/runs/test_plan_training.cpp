@@ -165,3 +165,72 @@ TEST(PlanTraining, BuildsTheGraphPerMicroBatch) {
 
 }  // namespace
 }  // namespace interplace::runs
+
+namespace interplace::runs {
+namespace {
+
+TEST(PlanTraining, EpochsBecomeSteps) {
+  TrainConfig c = base();
+  c.dataset = "fashion-mnist";
+  c.batch_size = 100;  // 600 steps per epoch
+  c.warmup_steps = 2;
+  c.epochs = 1.5;
+  EXPECT_EQ(plan_training(c).config.steps, 900 - 2);
+  c.eval_epochs = {0.5, 1.5};
+  EXPECT_NO_THROW(plan_training(c));
+  c.eval_epochs = {2};  // after the run's end
+  expect_invalid(c, "eval_epochs: epoch 2");
+  c.eval_epochs.clear();
+  c.epochs = 0.001;  // one step, taken by the warm-up
+  expect_invalid(c, "none is left to measure");
+  c.epochs = 0.0;  // steps count
+  c.steps = 7;
+  EXPECT_EQ(plan_training(c).config.steps, 7);
+  // The learning rate of each step follows the schedule in the plan's units.
+  c.lr_schedule.kind = LrScheduleKind::step;
+  c.lr_schedule.milestones = {0.005};  // epochs: from step 3 on
+  c.lr_schedule.unit = MilestoneUnit::epochs;
+  c.learning_rate = 0.1;
+  const TrainPlan plan = plan_training(c);
+  EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 2), 0.1);
+  EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 3), 0.1 * 0.1);
+}
+
+// The heads the plan predicts with are the runtime's (config_aux_heads): uncapped by
+// default, which on resnet20's 16-channel boundary costs more than the capped head.
+TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
+  TrainConfig c = base();
+  c.placer = "stages";
+  c.strategy = "local";
+  const TrainPlan uncapped = plan_training(c);
+  c.aux_head_capped = true;
+  const TrainPlan capped = plan_training(c);
+  EXPECT_FALSE(config_aux_heads(uncapped.config).cap_to_input);
+  EXPECT_TRUE(config_aux_heads(capped.config).cap_to_input);
+  EXPECT_GT(uncapped.prediction.devices[0].busy_s, capped.prediction.devices[0].busy_s);
+  EXPECT_GT(uncapped.prediction.devices[0].peak_memory_bytes,
+            capped.prediction.devices[0].peak_memory_bytes);
+}
+
+TEST(PlanTraining, RecipeRefusals) {
+  TrainConfig c = base();
+  c.augmentation = Augmentation::crop_flip;
+  EXPECT_NO_THROW(plan_training(c));  // resnet20 reads images
+  c.model = "gpt-mini";
+  c.dataset = "text";
+  expect_invalid(c, "needs image samples");
+  c.augmentation = Augmentation::none;
+  c.epochs = 1;
+  expect_invalid(c, "'text' has not");
+  c = base();
+  c.pipeline = "e2e";
+  c.micro_batches = 2;
+  expect_invalid(c, "micro_batches must be 1");
+  c.micro_batches = 1;
+  EXPECT_NO_THROW(plan_training(c));
+  c.pipeline = "zigzag";
+  expect_invalid(c, "e2e");  // the list of names has it
+}
+
+}  // namespace
+}  // namespace interplace::runs

@@ -160,6 +160,63 @@ TEST_F(ResultsFile, ConfigurationsReadBack) {
   expect_scales(file, ok.config.id);
 }
 
+std::vector<double> doubles(const std::string& file, const std::string& dataset) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  std::vector<double> out;
+  if (d >= 0) {
+    const hid_t space = H5Dget_space(d);
+    out.resize(static_cast<size_t>(H5Sget_simple_extent_npoints(space)));
+    H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data());
+    H5Sclose(space);
+    H5Dclose(d);
+  }
+  H5Fclose(f);
+  return out;
+}
+
+// The recipe: the rate of every step, the evaluations during training as their own table
+// with its own scale, and the recipe's options as attributes.
+TEST_F(ResultsFile, LearningRatesAndEvaluations) {
+  const std::string file = path("r.h5");
+  create_results_file(file, provenance());
+  TrainResult trained = result();
+  for (int s = 0; s < 4; ++s) trained.steps[static_cast<size_t>(s)].learning_rate = 0.1 / (s + 1);
+  trained.evaluations = {{.epoch = 0.5, .step = 1, .loss = 1.5, .accuracy = 0.4, .samples = 96},
+                         {.epoch = 1.0, .step = 3, .loss = 1.0, .accuracy = 0.6, .samples = 96}};
+  SweepConfig c = config(1);
+  c.train.lr_schedule.kind = LrScheduleKind::step;
+  c.train.lr_schedule.milestones = {91, 136};
+  c.train.lr_schedule.unit = MilestoneUnit::epochs;
+  c.train.eval_epochs = {0.5, 1};
+  c.train.augmentation = Augmentation::crop_flip;
+  c.id = config_id(c.train, 0);
+  EXPECT_NE(c.id, config(1).id);  // the recipe is part of the question
+  append_config(file, {c, "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained});
+  const std::string g = "/configs/" + c.id + "/";
+  EXPECT_EQ(doubles(file, g + "steps/learning_rate"),
+            (std::vector<double>{0.1, 0.05, 0.1 / 3, 0.025}));
+  EXPECT_EQ(axis_name(file, g + "steps/learning_rate", 0), "step");
+  EXPECT_EQ(string_attribute(file, g + "steps/learning_rate", "units"), "1");
+  EXPECT_EQ(doubles(file, g + "evaluations/epoch"), (std::vector<double>{0.5, 1.0}));
+  EXPECT_EQ(doubles(file, g + "evaluations/step"), (std::vector<double>{1, 3}));
+  EXPECT_EQ(doubles(file, g + "evaluations/accuracy"), (std::vector<double>{0.4, 0.6}));
+  EXPECT_EQ(doubles(file, g + "evaluations/loss"), (std::vector<double>{1.5, 1.0}));
+  EXPECT_EQ(axis_name(file, g + "evaluations/accuracy", 0), "evaluation");
+  EXPECT_EQ(string_attribute(file, g + "evaluations/loss", "long_name"),
+            "test loss (mean over the test split)");
+  EXPECT_EQ(string_attribute(file, g, "lr_schedule"), "step");
+  EXPECT_EQ(string_attribute(file, g, "lr_milestones"), "91,136");
+  EXPECT_EQ(string_attribute(file, g, "lr_milestone_unit"), "epochs");
+  EXPECT_EQ(string_attribute(file, g, "eval_epochs"), "0.5,1");
+  EXPECT_EQ(string_attribute(file, g, "augmentation"), "crop-flip");
+  // Without evaluations the table is absent.
+  const TrainResult plain = result();
+  const SweepConfig other = config(2);
+  append_config(file, {other, "ok", "", "", 1.0, nullptr, &plain});
+  EXPECT_TRUE(doubles(file, "/configs/" + other.id + "/evaluations/epoch").empty());
+}
+
 TEST_F(ResultsFile, NeverOverwritesAndRefusesDuplicateIds) {
   const std::string file = path("r.h5");
   create_results_file(file, provenance());

@@ -102,11 +102,30 @@ CANONICAL_KEYS = ["model", "order", "placer", "devices", "strategy", "pipeline",
 
 def canonical(attrs):
     lines = []
-    for key in CANONICAL_KEYS:
+    for key in CANONICAL_KEYS[:-1]:
         value = attrs[key]
         if key in ("learning_rate", "weight_decay"):
             value = f"{float(value):.17g}"
         lines.append(f"{key}={value}\n")
+    # The recipe's keys, only where they differ from the defaults.
+    if (attrs["lr_schedule"] != "constant" or int(attrs["warmup_lr_steps"]) != 0
+            or attrs["lr_milestones"] != ""):
+        lines.append(f"lr_schedule={attrs['lr_schedule']}\n"
+                     f"lr_milestones={attrs['lr_milestones']}\n"
+                     f"lr_milestone_unit={attrs['lr_milestone_unit']}\n"
+                     f"lr_decay={float(attrs['lr_decay']):.17g}\n"
+                     f"warmup_lr_steps={int(attrs['warmup_lr_steps'])}\n")
+    if float(attrs["epochs"]) != 0.0:
+        lines.append(f"epochs={float(attrs['epochs']):.17g}\n")
+    if attrs["eval_epochs"] != "":
+        lines.append(f"eval_epochs={attrs['eval_epochs']}\n")
+    if attrs["augmentation"] != "none":
+        lines.append(f"augmentation={attrs['augmentation']}\n")
+    if int(attrs["aux_head_capped"]) != 0:
+        lines.append("aux_head_capped=1\n")
+    if int(attrs["weight_decay_all"]) != 0:
+        lines.append("weight_decay_all=1\n")
+    lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
 
@@ -403,6 +422,65 @@ def test_smoke_layout_np2():
                 check(row["median_step_s"] > 0 and row["samples_per_s"] > 0 and
                       row["final_loss"] is not None, f"inspect row {row}")
         print(f"smoke sweep: {wall:.1f} s wall, {os.path.getsize(out)} bytes")
+
+
+RECIPE_SPEC = """
+models = ["resnet20"]
+dataset = "synthetic"
+devices = 2
+placer = "stages"
+strategies = ["global", "local"]
+pipelines = ["e2e", "gpipe"]
+micro_batches = [1, 2]
+batch_size = 4
+warmup_steps = 1
+steps = 3
+learning_rate = 0.2
+lr_schedule = "step"
+lr_milestones = "2"
+lr_decay = 0.5
+warmup_lr_steps = 2
+augmentation = "crop-flip"
+optimizer = "sgd-nesterov"
+weight_decay = 2e-4
+weight_decay_all = 1
+aux_head_capped = 1
+[model_options]
+width_multiplier = 0.25
+image_size = 16
+"""
+
+
+def test_recipe_np2():
+    """The recipe's keys: ids over them (check_layout recomputes each, and so does the
+    analysis' config_key), e2e with one micro-batch, the rate of every step."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "recipe.toml")
+        with open(spec, "w") as f:
+            f.write(RECIPE_SPEC)
+        out = os.path.join(tmp, "recipe.h5")
+        ok(2, "sweep", spec, "--out", out)
+        groups = check_layout(out, spec, 2)
+        # global: e2e (M = 1 once), gpipe M = 1 and 2; local M = 1 and 2.
+        check(len(groups) == 5, f"5 configurations expected, got {len(groups)}")
+        e2e = [a for a in groups.values() if a["pipeline"] == "e2e" and a["strategy"] == "global"]
+        check(len(e2e) == 1 and e2e[0]["micro_batches"] == 1, "one e2e configuration, M = 1")
+        for a in groups.values():
+            check(a["status"] == "ok", f"{a['name']}: {a['status']} {a['reason']}")
+            check(a["lr_schedule"] == "step" and a["lr_milestones"] == "2" and
+                  a["augmentation"] == "crop-flip" and a["optimizer"] == "sgd-nesterov", a)
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "analysis"))
+        from interplace_analysis.loader import config_key
+        for gid, a in groups.items():
+            check(config_key(a) == gid, f"{gid}: the analysis' config_key is {config_key(a)}")
+        if is_fake():
+            return
+        import h5py
+        with h5py.File(out, "r") as f:
+            for gid in groups:
+                rates = list(f["configs"][gid]["steps"]["learning_rate"][()])
+                # Warm-up 0.1, 0.2; x0.5 from step 2.
+                check(rates == [0.1, 0.2, 0.1, 0.1], f"{gid}: rates {rates}")
 
 
 def session_processes(sid):

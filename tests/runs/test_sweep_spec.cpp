@@ -183,6 +183,70 @@ TEST(SweepSpec, OptimizerNamesAreTheCostModels) {
   EXPECT_NE(error_of("optimizer = \"lion\"\n").find("sgd-momentum"), std::string::npos);
 }
 
+// The recipe's keys: names into enums, lists as one string each, epochs into steps.
+TEST(SweepSpec, RecipeKeys) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+dataset = "fashion-mnist"
+batch_size = 128
+warmup_steps = 1
+epochs = 2
+eval_epochs = "1,2"
+lr_schedule = "step"
+lr_milestones = "1, 1.5"
+lr_milestone_unit = "epochs"
+lr_decay = 0.2
+warmup_lr_steps = 5
+augmentation = "crop-flip"
+optimizers = ["sgd-nesterov"]
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 1u);
+  const TrainConfig& c = spec.configs[0].train;
+  EXPECT_EQ(c.steps, 2 * 468 - 1);  // floor(60000 / 128) steps per epoch, less the warm-up
+  EXPECT_EQ(c.eval_epochs, (std::vector<double>{1, 2}));
+  EXPECT_EQ(c.lr_schedule.kind, LrScheduleKind::step);
+  EXPECT_EQ(c.lr_schedule.milestones, (std::vector<double>{1, 1.5}));
+  EXPECT_EQ(c.lr_schedule.unit, MilestoneUnit::epochs);
+  EXPECT_EQ(c.lr_schedule.decay, 0.2);
+  EXPECT_EQ(c.lr_schedule.warmup_steps, 5);
+  EXPECT_EQ(c.augmentation, Augmentation::crop_flip);
+  EXPECT_EQ(c.optimizer, placement::OptimizerKind::sgd_nesterov);
+  EXPECT_FALSE(c.weight_decay_all);
+  EXPECT_FALSE(c.aux_head_capped);
+  const SweepSpec flags =
+      parse_sweep_spec("weight_decay_all = 1\naux_head_capped = 1\n", "spec.toml");
+  EXPECT_TRUE(flags.configs[0].train.weight_decay_all);
+  EXPECT_TRUE(flags.configs[0].train.aux_head_capped);
+  EXPECT_NE(flags.configs[0].id, parse_sweep_spec("", "spec.toml").configs[0].id);
+  EXPECT_NE(error_of("weight_decay_all = 2\n").find("0 or 1"), std::string::npos);
+  EXPECT_NE(error_of("lr_schedule = \"linear\"\n").find("spec.toml:1: unknown learning-rate"),
+            std::string::npos);
+  EXPECT_NE(error_of("lr_milestones = \"3,2\"\n").find("strictly ascending"), std::string::npos);
+  EXPECT_NE(error_of("lr_decay = 1.5\n").find("lr_decay must be in (0, 1]"), std::string::npos);
+  EXPECT_NE(error_of("augmentation = \"mixup\"\n").find("unknown augmentation"), std::string::npos);
+  // Epochs need a data set whose size is known; milestones need the step schedule.
+  EXPECT_NE(error_of("dataset = \"text\"\nmodel = \"gpt-mini\"\nepochs = 1\n").find("'text'"),
+            std::string::npos);
+  EXPECT_NE(error_of("lr_milestones = \"3\"\n").find("step schedule"), std::string::npos);
+}
+
+// e2e: the global strategy as one unpipelined pass, whatever micro_batches lists.
+TEST(SweepSpec, EndToEndBaselineHasOneMicroBatch) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+devices = 2
+strategies = ["global", "local"]
+pipelines = ["e2e", "gpipe"]
+micro_batches = [1, 4]
+)",
+                                          "spec.toml");
+  // global/e2e M=1 (once), global/gpipe M=1 and M=4, local M=1 and M=4.
+  ASSERT_EQ(spec.configs.size(), 5u);
+  EXPECT_EQ(spec.configs[0].train.pipeline, "e2e");
+  EXPECT_EQ(spec.configs[0].train.micro_batches, 1);
+  EXPECT_EQ(spec.configs[1].train.pipeline, "gpipe");
+  EXPECT_EQ(spec.configs[3].train.strategy, "local");
+}
+
 TEST(SweepSpec, ErrorsNameTheFileTheLineAndTheReason) {
   EXPECT_EQ(error_of("models = [\"resnet20\"]\nmodle = 1\n").substr(0, 40),
             "spec.toml:2: unknown key 'modle' (valid:");

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..frames import is_global_label
 from .traversal import BASELINE
 
 COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "runs", "strategy",
@@ -122,7 +123,7 @@ def _strategy_summary(strat: pd.DataFrame) -> pd.DataFrame:
                      "runs": int(g["runs"].min()) if "runs" in g else 1,
                      "faster": verdicts == {"faster"},
                      "metric": g["accuracy_metric"].iloc[0],
-                     "is_global": label.startswith("global")})
+                     "is_global": is_global_label(label)})
     return pd.DataFrame(rows)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import stats
+from ..frames import is_global_label
 from ..loader import Results
 
 BASE_KEY = ["family", "model", "model_options", "order", "placer", "micro_batches",
@@ -32,7 +33,7 @@ def _baseline(at_k: pd.DataFrame, label: str) -> pd.DataFrame:
     same = at_k[at_k["strategy_label"] == label]
     if not same.empty:
         return same
-    glob = at_k[at_k["strategy_label"].str.startswith("global")]
+    glob = at_k[at_k["strategy_label"].map(is_global_label)]
     pick = glob if not glob.empty else at_k
     first = sorted(pick["strategy_label"])[0]
     return pick[pick["strategy_label"] == first]

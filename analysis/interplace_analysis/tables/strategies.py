@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..frames import is_global_label
 from ..loader import Results
 
 GROUP_KEY = ["family", "model", "model_options", "order", "placer", "devices",
@@ -67,7 +68,7 @@ def _at_time(curve: pd.DataFrame, t: float, col: str) -> float:
 
 
 def _baseline_label(group: pd.DataFrame) -> str:
-    glob = group[group["strategy_label"].str.startswith("global")]
+    glob = group[group["strategy_label"].map(is_global_label)]
     if glob.empty:
         return ""
     return "global/gpipe" if (glob["strategy_label"] == "global/gpipe").any() \

@@ -64,6 +64,13 @@ const std::vector<Entry>& entries() {
        [](const ModelOptions& o) { return zoo::build_cifar_resnet("resnet56", 9, o); }},
       {{"resnet110", "resnet", "CIFAR ResNet-110, 16/32/64 channels, 1x28x28 input", 1730426},
        [](const ModelOptions& o) { return zoo::build_cifar_resnet("resnet110", 18, o); }},
+      // PyTorch's count of the same network at 3x32x32 (CIFAR-10) is 21282122: the stem
+      // reads 3 channels, 2 x 64 x 9 = 1152 weights more (tests/placement/test_zoo.cpp).
+      model({"resnet34-cifar", "resnet",
+             "the interlocking-backprop study's ResNet: basic blocks, 64/128/256/512 channels "
+             "x 3/4/6/3 blocks, 3x3 stem, 1x28x28 input (image_size=32, in_channels=3: CIFAR)",
+             21280970},
+            zoo::build_study_resnet),
       model({"resnet50", "resnet", "ImageNet ResNet-50 (torchvision), 3x224x224, 1000 classes",
              25557032},
             zoo::build_resnet50),

@@ -15,6 +15,8 @@ Graph build_gpt(std::string_view name, const TransformerConfig& preset,
                 const ModelOptions& options);
 Graph build_bert(std::string_view name, const TransformerConfig& preset,
                  const ModelOptions& options);
+// The interlocking-backpropagation study's ResNet (resnet_cifar.cpp).
+Graph build_study_resnet(std::string_view name, const ModelOptions& options);
 Graph build_resnet50(std::string_view name, const ModelOptions& options);
 Graph build_vgg16(std::string_view name, const ModelOptions& options);
 Graph build_mobilenet_v2(std::string_view name, const ModelOptions& options);

@@ -22,6 +22,7 @@ struct SimulateOptions {
   std::string strategy = "global";
   std::string pipeline;  // empty: gpipe for the global strategy
   int mini_batches = 1;
+  bool aux_head_capped = false;  // as train's --aux-head-capped
   std::string format;
 };
 
@@ -112,6 +113,7 @@ std::string run_simulate(const SimulateOptions& o) {
   }
   request.mini_batches = o.mini_batches;
   request.aux_heads.width_multiplier = o.model.options.width_multiplier;
+  request.aux_heads.cap_to_input = o.aux_head_capped;
 
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
@@ -137,6 +139,9 @@ Command add_simulate_command(CLI::App& root) {
                   "schedule of the global strategy: " + join(placement::pipeline_names()) +
                       " (default gpipe)")
       ->capture_default_str()
+      ->group("Strategy");
+  app->add_flag("--aux-head-capped", options->aux_head_capped,
+                "cap the auxiliary heads' channels at the boundary tensor's (as train)")
       ->group("Strategy");
   app->add_option("--mini-batches", options->mini_batches,
                   "mini-batches simulated back to back (times are per mini-batch)")

@@ -41,6 +41,13 @@ std::vector<std::string> dataset_names() {
   return {"fashion-mnist", "text", "synthetic"};
 }
 
+int64_t dataset_train_size(const std::string& name) {
+  if (name == "fashion-mnist") return 60000;
+  if (name == "synthetic") return data::kSyntheticTrainSize;
+  if (name == "text") return 0;
+  throw_invalid("unknown data set '" + name + "' (valid: " + names_list() + ")");
+}
+
 std::string default_dataset_directory(const std::string& name) {
   if (name == "fashion-mnist") return "/usr/share/datasets/fashion-mnist";
   if (name == "text") return "/usr/share/games/fortunes";

@@ -13,6 +13,9 @@
 
 namespace interplace::runs::data {
 
+// Nominal size of the synthetic training split: large enough that no run exhausts an epoch.
+constexpr int64_t kSyntheticTrainSize = int64_t{1} << 20;
+
 // The shape is already checked by open_dataset.
 std::unique_ptr<Dataset> open_fashion_mnist(const std::filesystem::path& directory, uint64_t seed);
 std::unique_ptr<Dataset> open_text_corpus(const std::filesystem::path& directory,

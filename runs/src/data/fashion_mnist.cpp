@@ -59,6 +59,7 @@ class FashionMnist final : public Dataset {
   std::string name() const override { return "fashion-mnist"; }
   int64_t train_size() const override { return train_.images.count; }
   int64_t test_size() const override { return test_.images.count; }
+  float background() const override { return table_[0]; }
 
   Batch train_batch(int64_t step, int64_t batch_size) override {
     return gather(train_, shuffle_.batch(name(), step, batch_size));

@@ -10,7 +10,7 @@ namespace interplace::runs::data {
 namespace {
 
 // Nominal sizes: large enough that no run exhausts an epoch.
-constexpr int64_t kTrainSize = int64_t{1} << 20;
+constexpr int64_t kTrainSize = kSyntheticTrainSize;
 constexpr int64_t kTestSize = int64_t{1} << 16;
 
 class Synthetic final : public Dataset {

@@ -53,6 +53,17 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "optimizer", placement::to_string(c.optimizer));
   write_attr(g, "learning_rate", c.learning_rate);
   write_attr(g, "weight_decay", c.weight_decay);
+  write_attr(g, "lr_schedule", to_string(c.lr_schedule.kind));
+  // Lists as the spec writes them ("91,136,182"; "" for none): one string, like the id.
+  write_attr(g, "lr_milestones", number_list_text(c.lr_schedule.milestones));
+  write_attr(g, "lr_milestone_unit", to_string(c.lr_schedule.unit));
+  write_attr(g, "lr_decay", c.lr_schedule.decay);
+  write_attr(g, "warmup_lr_steps", int64_t{c.lr_schedule.warmup_steps});
+  write_attr(g, "epochs", c.epochs);
+  write_attr(g, "eval_epochs", number_list_text(c.eval_epochs));
+  write_attr(g, "augmentation", to_string(c.augmentation));
+  write_attr(g, "aux_head_capped", int64_t{c.aux_head_capped ? 1 : 0});
+  write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});
   write_attr(g, "seed", static_cast<int64_t>(c.seed));
   write_attr(g, "device", c.device);
   write_attr(g, "cost_device", cost_device_string(c));
@@ -219,7 +230,7 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<int64_t> step(s);
   std::vector<int8_t> warmup(s);
-  std::vector<double> step_time(s), loss(s), accuracy(s);
+  std::vector<double> step_time(s), loss(s), accuracy(s), learning_rate(s);
   std::vector<double> aux_loss(s * k, nan), aux_accuracy(s * k, nan);
   std::vector<std::vector<double>> times(8, std::vector<double>(s * k, 0.0));
   std::vector<int64_t> bytes(s * k, 0), memory(s * k, 0);
@@ -230,6 +241,7 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
     step_time[i] = r.step_time_s;
     loss[i] = r.loss;
     accuracy[i] = r.accuracy;
+    learning_rate[i] = r.learning_rate;
     for (size_t j = 0; j < k; ++j) {
       if (j < r.aux_loss.size()) aux_loss[i * k + j] = r.aux_loss[j];
       if (j < r.aux_accuracy.size()) aux_accuracy[i * k + j] = r.aux_accuracy[j];
@@ -250,6 +262,8 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
   variable(steps.get(), "step_time_s", step_time, {at}, {"s", "step time (max over ranks)"});
   variable(steps.get(), "loss", loss, {at}, {"1", "training loss of the mini-batch"});
   variable(steps.get(), "accuracy", accuracy, {at}, {"1", "top-1 accuracy of the mini-batch"});
+  variable(steps.get(), "learning_rate", learning_rate, {at},
+           {"1", "learning rate of the optimiser step"});
   variable(steps.get(), "aux_loss", aux_loss, {at, rank}, {"1", "auxiliary head loss per stage"});
   variable(steps.get(), "aux_accuracy", aux_accuracy, {at, rank},
            {"1", "auxiliary head accuracy per stage"});
@@ -272,6 +286,32 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
            {"bytes", "peak memory during the step"});
 }
 
+// The whole-test-split evaluations during training (eval_epochs), one row each; absent
+// when the configuration asked for none.
+void write_evaluations(hid_t g, const TrainResult& result) {
+  const size_t n = result.evaluations.size();
+  if (n == 0) return;
+  std::vector<double> epoch(n), loss(n), accuracy(n);
+  std::vector<int64_t> step(n), samples(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Evaluation& e = result.evaluations[i];
+    epoch[i] = e.epoch;
+    step[i] = e.step;
+    loss[i] = e.loss;
+    accuracy[i] = e.accuracy;
+    samples[i] = e.samples;
+  }
+  const h5::Handle group = h5::create_group(g, "evaluations");
+  const h5::Handle scale =
+      make_axis(group.get(), "evaluation", n, "evaluation of the test split during training");
+  const Axis at{scale.get(), n};
+  variable(group.get(), "epoch", epoch, {at}, {"1", "epochs trained before the evaluation"});
+  variable(group.get(), "step", step, {at}, {"1", "step after which it ran (0-based)"});
+  variable(group.get(), "loss", loss, {at}, {"1", "test loss (mean over the test split)"});
+  variable(group.get(), "accuracy", accuracy, {at}, {"1", "top-1 test accuracy"});
+  variable(group.get(), "samples", samples, {at}, {"1", "test samples evaluated"});
+}
+
 void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_attr(g, "measured_wall_s", result.measured_wall_s);
   write_attr(g, "samples_per_s", result.samples_per_s);
@@ -281,6 +321,7 @@ void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_attr(g, "hosts", result.hosts);
   write_attr(g, "device_names", result.device_names);
   write_steps(g, result, rank);
+  write_evaluations(g, result);
 
   write_timeline(g, result.timeline, "event of the last measured step");
 }

@@ -115,9 +115,10 @@ void parse_choices(TrainPlan& plan) {
   plan.strategy = placement::Strategy(c.strategy);
   plan.reach = placement::strategy_reach(plan.strategy, c.devices);
   const bool global = plan.reach == c.devices - 1;
-  const placement::PipelineKind pipeline = placement::pipeline_by_name(c.pipeline);
-  // The pipeline only chooses the global schedule; local and interlocking ignore it.
-  plan.pipeline = global ? pipeline : placement::PipelineKind::one_f_one_b;
+  require_name("pipeline", c.pipeline, train_pipeline_names());
+  // The pipeline only chooses the global schedule; local and interlocking ignore it. e2e:
+  // one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1.
+  plan.pipeline = global ? config_pipeline(c) : placement::PipelineKind::one_f_one_b;
   plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
   plan.device = device_by_name(c.device);
   placement::to_string(c.optimizer);  // rejects values outside the enum
@@ -165,7 +166,9 @@ void plan_schedule(TrainPlan& plan) {
                                               c.micro_batches));
 }
 
-TrainPlan plan_training(const TrainConfig& config) {
+TrainPlan plan_training(const TrainConfig& given) {
+  TrainConfig config = given;
+  resolve_epochs(config);  // steps from epochs; the recipe's epoch units checked
   validate_scalars(config);
   const placement::ModelInfo& info = catalog_entry(config.model);
   const placement::OrderKind order = placement::order_by_name(config.order);
@@ -183,6 +186,7 @@ TrainPlan plan_training(const TrainConfig& config) {
   plan.graph = placement::build_model(config.model, options);
   require_trainable_graph(plan.graph);
   check_dataset_fits(config.dataset, sample_shape(plan.graph));
+  check_augmentation(config.augmentation, sample_shape(plan.graph));
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);
@@ -203,10 +207,8 @@ TrainPlan plan_training(const TrainConfig& config) {
   // The prediction simulates the schedule the ranks execute; a node-level schedule has no
   // stage pipeline to simulate and gets the list-scheduled estimate (step_simulation.hpp).
   if (plan.schedule.messages == placement::MessageLevel::stage) {
-    AuxHeadOptions heads;
-    heads.width_multiplier = config.model_options.width_multiplier;
-    plan.prediction =
-        simulate_schedule(plan.graph, plan.placement, costs, cost_model, plan.schedule, heads);
+    plan.prediction = simulate_schedule(plan.graph, plan.placement, costs, cost_model,
+                                        plan.schedule, config_aux_heads(config));
   } else {
     plan.prediction =
         list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,

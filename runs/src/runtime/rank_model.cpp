@@ -172,15 +172,17 @@ struct RankModel::Impl {
     ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
                                          layers);
     if (with_head) build_head();
+    if (plan.config.weight_decay_all) {
+      for (Parameter* param : trainable) param->weight_decay = true;
+    }
     make_optimizer();
   }
 
   void build_head() {
     const std::vector<NodeId> producers = placement::boundary_producers(graph, plan.placement);
     boundary = producers.at(static_cast<size_t>(rank));
-    AuxHeadOptions options;
-    options.width_multiplier = plan.config.model_options.width_multiplier;
-    const placement::Graph head_graph = aux_head_graph(graph, boundary, options);
+    const placement::Graph head_graph =
+        aux_head_graph(graph, boundary, config_aux_heads(plan.config));
     for (const Node& node : head_graph.nodes()) {
       if (node.op == "input") continue;
       head.push_back(placement::make_layer(node));
@@ -200,13 +202,16 @@ struct RankModel::Impl {
             trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
         return;
       case placement::OptimizerKind::sgd:
-      case placement::OptimizerKind::sgd_momentum: {
+      case placement::OptimizerKind::sgd_momentum:
+      case placement::OptimizerKind::sgd_nesterov: {
         // The momentum the cost model's state factor counts (one velocity copy) or none.
-        const float momentum =
-            plan.config.optimizer == placement::OptimizerKind::sgd_momentum ? 0.9f : 0.0f;
-        optimizer = std::make_unique<kernels::Sgd>(
-            trainable,
-            kernels::SgdOptions{.learning_rate = lr, .momentum = momentum, .weight_decay = wd});
+        const bool nesterov = plan.config.optimizer == placement::OptimizerKind::sgd_nesterov;
+        const float momentum = plan.config.optimizer == placement::OptimizerKind::sgd ? 0.0f : 0.9f;
+        optimizer =
+            std::make_unique<kernels::Sgd>(trainable, kernels::SgdOptions{.learning_rate = lr,
+                                                                          .momentum = momentum,
+                                                                          .weight_decay = wd,
+                                                                          .nesterov = nesterov});
         return;
       }
     }
@@ -553,6 +558,10 @@ void RankModel::execute(const Action& a) {
       break;
   }
   if (i.layers_training) executed_.push_back(a);
+}
+
+void RankModel::set_learning_rate(double learning_rate) {
+  impl_->optimizer->set_learning_rate(static_cast<float>(learning_rate));
 }
 
 const std::vector<Action>& RankModel::executed() const {

@@ -51,6 +51,7 @@ class RankModel {
   // Posts the messages of a later `receive` action (stage-level schedules), so that they
   // land while this rank computes; false when there is nothing to post.
   bool post_receives(const placement::Action& action);
+  void set_learning_rate(double learning_rate);  // the schedule's rate for the next steps
   void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
   void end_step();                // drops the step's saved activations
   void set_training(bool training);

@@ -60,6 +60,7 @@ StepRecord new_step_record(int step, const TrainPlan& plan) {
   StepRecord record;
   record.step = step;
   record.warmup = step < plan.config.warmup_steps;
+  record.learning_rate = config_learning_rate(plan.config, step);
   record.loss = record.accuracy = NAN;
   record.aux_loss.assign(static_cast<size_t>(plan.config.devices), NAN);
   record.aux_accuracy.assign(static_cast<size_t>(plan.config.devices), NAN);

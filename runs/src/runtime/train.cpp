@@ -105,6 +105,62 @@ void check_finite_loss(const RankModel& model, int rank, int step, double learni
   }
 }
 
+// The first `chunks` micro-batch sized chunks of the test split (the graph's shapes are
+// per micro-batch) through the network's own head in eval mode (the forward actions of
+// micro-batch 0, forward_only_actions); collective. Training mode
+// is restored after it. The tally is the sink's rank's (empty elsewhere).
+LossTally evaluate(RankModel& model, const std::vector<placement::Action>& eval_actions,
+                   Dataset& data, int64_t chunk, int64_t chunks, Messenger& msg) {
+  model.set_training(false);
+  LossTally eval;
+  for (int64_t i = 0; i < chunks; ++i) {
+    model.set_batch(data.test_batch(i * chunk, chunk), 1);
+    for (const placement::Action& action : eval_actions) model.execute(action);
+    eval.loss_sum += model.loss.loss_sum;
+    eval.correct += model.loss.correct;
+    eval.rows += model.loss.rows;
+    eval.micro_batches += model.loss.micro_batches;
+    model.end_step();
+  }
+  msg.complete_sends();
+  msg.barrier();
+  model.set_training(true);
+  return eval;
+}
+
+// The steps after which the whole test split is evaluated (eval_epochs), with their epoch.
+std::vector<std::pair<int, double>> evaluation_steps(const TrainConfig& c, const Dataset& data) {
+  std::vector<std::pair<int, double>> at;
+  if (c.eval_epochs.empty()) return at;
+  const int64_t per_epoch = config_steps_per_epoch(c);
+  // The plan counted epochs in the data set's nominal size: the files must agree.
+  if (per_epoch != steps_per_epoch(data.train_size(), c.batch_size)) {
+    throw_invalid("data set " + c.dataset + " holds " + std::to_string(data.train_size()) +
+                  " training samples, not the " + std::to_string(dataset_train_size(c.dataset)) +
+                  " its epochs were counted in");
+  }
+  for (const double e : c.eval_epochs) {
+    at.emplace_back(static_cast<int>(last_step_of_epoch(e, per_epoch)), e);
+  }
+  return at;
+}
+
+// Rank 0 gets every evaluation's tally summed over ranks (only the sink's rank has one).
+void reduce_evaluations(std::vector<LossTally>& tallies, MPI_Comm comm, int rank) {
+  std::vector<double> mine, sum(tallies.size() * 4, 0.0);
+  for (const LossTally& t : tallies) {
+    mine.insert(mine.end(), {t.loss_sum, t.correct, t.rows, static_cast<double>(t.micro_batches)});
+  }
+  check_mpi(MPI_Reduce(mine.data(), sum.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_SUM,
+                       0, comm),
+            "MPI_Reduce");
+  if (rank != 0) return;
+  for (size_t i = 0; i < tallies.size(); ++i) {
+    tallies[i] =
+        LossTally{sum[4 * i], sum[4 * i + 1], sum[4 * i + 2], static_cast<int>(sum[4 * i + 3])};
+  }
+}
+
 // Executes one step's actions. The receives of the next `window` receive actions are
 // posted ahead (window: one mini-batch's worth, M), so that a message can land while the
 // rank still computes the actions before its receive; a rank that posts a receive only
@@ -140,8 +196,18 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const RankProgram program = rank_program(plan, rank);
   RankModel model(plan, program.has_aux_head, msg, clock);
   // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
+  // Augmentation (training batches only) is checked by the plan, again here: the plan may
+  // come from another node.
+  check_augmentation(c.augmentation, sample_shape(plan.graph));
   const std::unique_ptr<Dataset> data =
-      open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed);
+      with_augmentation(open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
+                        c.augmentation, c.seed);
+
+  const std::vector<std::pair<int, double>> evaluate_after = evaluation_steps(c, *data);
+  const std::vector<placement::Action> eval_actions = forward_only_actions(program);
+  std::vector<LossTally> evaluations;
+  const int64_t eval_chunk = c.batch_size / c.micro_batches;
+  double evaluation_s = 0.0;  // in measured steps: kept out of the measured time
 
   LocalRecords local;
   local.stages_with_head = program.stages_with_head;
@@ -166,8 +232,10 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       reset_peak_memory(device);
       maybe_fail(rank, step);
       model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
+      const double learning_rate = config_learning_rate(c, step);
+      model.set_learning_rate(learning_rate);
       run_program(program, model, c.micro_batches);
-      check_finite_loss(model, rank, step, c.learning_rate);
+      check_finite_loss(model, rank, step, learning_rate);
       msg.reap_sends();
       const double end = wall_s();
       RankStepRecord r;
@@ -191,6 +259,14 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       stream.post(step, pack_step(local, local.ranks.size() - 1));
       model.end_step();
       previous_end = end;
+      for (const auto& [after, epoch] : evaluate_after) {
+        if (after != step) continue;
+        const double start = wall_s();
+        evaluations.push_back(
+            evaluate(model, eval_actions, *data, eval_chunk, data->test_size() / eval_chunk, msg));
+        previous_end = wall_s();  // nor in the next step's time
+        if (step >= c.warmup_steps) evaluation_s += previous_end - start;
+      }
       // Every rank checks its own clock; the first to pass the limit fails and the others
       // follow within the failure propagation's delay (docs/runtime.md).
       if (c.time_limit_s > 0.0 && end - train_start > c.time_limit_s && step + 1 < total) {
@@ -207,28 +283,13 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
     stream.drain();  // rank 0 hands on the steps every rank finished
     throw;
   }
-  const double measured_wall_s = wall_s() - measured_start;
+  const double measured_wall_s = wall_s() - measured_start - evaluation_s;
   stream.finish(total);
 
-  // Evaluation: the last stage's head only (the network's own), eval mode, micro-batch
-  // sized chunks (the graph's shapes are per micro-batch).
+  // Evaluation at the end: eval_samples of the test split.
   const int64_t chunk = c.batch_size / c.micro_batches;
-  const int64_t available = std::min(c.eval_samples, data->test_size());
-  const int64_t chunks = available >= chunk ? available / chunk : 0;
-  model.set_training(false);
-  LossTally eval;
-  const std::vector<placement::Action> eval_actions = forward_only_actions(program);
-  for (int64_t i = 0; i < chunks; ++i) {
-    model.set_batch(data->test_batch(i * chunk, chunk), 1);
-    for (const placement::Action& action : eval_actions) model.execute(action);
-    eval.loss_sum += model.loss.loss_sum;
-    eval.correct += model.loss.correct;
-    eval.rows += model.loss.rows;
-    eval.micro_batches += model.loss.micro_batches;
-    model.end_step();
-  }
-  msg.complete_sends();
-  msg.barrier();
+  const int64_t chunks = std::min(c.eval_samples, data->test_size()) / chunk;
+  const LossTally eval = evaluate(model, eval_actions, *data, chunk, chunks, msg);
 
   local.eval_loss = chunks > 0 ? eval.mean_loss() : kNaN;
   local.eval_accuracy = chunks > 0 ? eval.accuracy() : kNaN;
@@ -239,6 +300,15 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       measured_wall_s > 0.0 ? static_cast<double>(c.steps * c.batch_size) / measured_wall_s : 0.0;
   result.eval_samples = chunks * chunk;
   result.executed_actions = model.executed();
+  reduce_evaluations(evaluations, msg.comm(), rank);
+  for (size_t i = 0; i < evaluations.size() && rank == 0; ++i) {
+    const LossTally& t = evaluations[i];
+    result.evaluations.push_back({.epoch = evaluate_after[i].second,
+                                  .step = evaluate_after[i].first,
+                                  .loss = t.mean_loss(),
+                                  .accuracy = t.accuracy(),
+                                  .samples = data->test_size() / eval_chunk * eval_chunk});
+  }
   return result;
 }
 

@@ -1,5 +1,7 @@
+#include <cmath>
 #include <sstream>
 
+#include "interplace/kernels/error.hpp"
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
@@ -11,6 +13,77 @@ std::string TrainConfig::display_name() const {
   if (interlock_mode != "single") name << '/' << interlock_mode;
   name << " M=" << micro_batches << " B=" << batch_size;
   return name.str();
+}
+
+int64_t config_steps_per_epoch(const TrainConfig& c) {
+  const int64_t size = dataset_train_size(c.dataset);
+  if (size <= 0 || c.batch_size < 1 || c.batch_size > size) return 0;
+  return steps_per_epoch(size, c.batch_size);
+}
+
+void resolve_epochs(TrainConfig& c) {
+  check_lr_schedule(c.lr_schedule);
+  const bool uses_epochs =
+      c.epochs != 0.0 || !c.eval_epochs.empty() ||
+      (c.lr_schedule.kind == LrScheduleKind::step && c.lr_schedule.unit == MilestoneUnit::epochs);
+  if (!uses_epochs) return;
+  const int64_t per_epoch = config_steps_per_epoch(c);
+  if (per_epoch == 0) {
+    throw_invalid(
+        "epochs (epochs, eval_epochs, epoch milestones) need a data set whose "
+        "training size is known before reading it and at least one batch of " +
+        std::to_string(c.batch_size) + " per epoch; '" + c.dataset +
+        "' has not. HINT: count in steps");
+  }
+  if (c.epochs < 0.0 || !std::isfinite(c.epochs)) {
+    throw_invalid("epochs must be a finite number >= 0 (0: count in steps)");
+  }
+  if (c.epochs > 0.0) {
+    const int64_t total = steps_for_epochs(c.epochs, per_epoch);
+    if (total - c.warmup_steps < 1 || total > 1'000'000'000) {
+      throw_invalid("epochs " + std::to_string(c.epochs) + " make " + std::to_string(total) +
+                    " steps of " + std::to_string(per_epoch) + " per epoch; with " +
+                    std::to_string(c.warmup_steps) + " warm-up steps none is left to measure");
+    }
+    c.steps = static_cast<int>(total - c.warmup_steps);
+  }
+  const int64_t total = int64_t{c.warmup_steps} + c.steps;
+  for (const double e : c.eval_epochs) {
+    if (last_step_of_epoch(e, per_epoch) >= total) {
+      throw_invalid("eval_epochs: epoch " + std::to_string(e) + " ends after the run's " +
+                    std::to_string(total) + " steps (" + std::to_string(per_epoch) + " per epoch)");
+    }
+  }
+}
+
+const std::vector<std::string>& train_pipeline_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = placement::pipeline_names();
+    out.emplace_back("e2e");
+    return out;
+  }();
+  return names;
+}
+
+placement::PipelineKind config_pipeline(const TrainConfig& c) {
+  if (c.pipeline != "e2e") return placement::pipeline_by_name(c.pipeline);
+  if (c.micro_batches != 1) {
+    throw_invalid("pipeline e2e is one unpipelined pass: micro_batches must be 1, got " +
+                  std::to_string(c.micro_batches) + ". HINT: gpipe or 1f1b for M > 1");
+  }
+  return placement::PipelineKind::gpipe;
+}
+
+AuxHeadOptions config_aux_heads(const TrainConfig& c) {
+  AuxHeadOptions options;
+  options.width_multiplier = c.model_options.width_multiplier;
+  options.cap_to_input = c.aux_head_capped;
+  return options;
+}
+
+double config_learning_rate(const TrainConfig& c, int step) {
+  return learning_rate_at(c.lr_schedule, c.learning_rate, step, c.warmup_steps + c.steps,
+                          config_steps_per_epoch(c));
 }
 
 }  // namespace interplace::runs

@@ -80,6 +80,20 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   line("cost_device", cost_device_string(c));
   line("model_options", model_options_string(c.model_options));
   line("data_dir", c.data_dir);
+  // The recipe's keys only where they differ from the defaults, so that the ids of
+  // configurations written before the recipe existed stay the same (resume, merge).
+  if (!c.lr_schedule.is_default() || !c.lr_schedule.milestones.empty()) {
+    line("lr_schedule", to_string(c.lr_schedule.kind));
+    line("lr_milestones", number_list_text(c.lr_schedule.milestones));
+    line("lr_milestone_unit", to_string(c.lr_schedule.unit));
+    line("lr_decay", exact_text(c.lr_schedule.decay));
+    line("warmup_lr_steps", std::to_string(c.lr_schedule.warmup_steps));
+  }
+  if (c.epochs != 0.0) line("epochs", exact_text(c.epochs));
+  if (!c.eval_epochs.empty()) line("eval_epochs", number_list_text(c.eval_epochs));
+  if (c.augmentation != Augmentation::none) line("augmentation", to_string(c.augmentation));
+  if (c.aux_head_capped) line("aux_head_capped", "1");
+  if (c.weight_decay_all) line("weight_decay_all", "1");
   line("repeat", std::to_string(repeat));
   return out;
 }

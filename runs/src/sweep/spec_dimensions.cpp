@@ -88,7 +88,8 @@ std::vector<Dimension> make_dimensions() {
       &TrainConfig::strategy));
   dims.push_back(text_dim(
       "pipeline", "pipelines", d.pipeline,
-      [](const DimValue& v) { placement::pipeline_by_name(v.text); }, &TrainConfig::pipeline));
+      [](const DimValue& v) { require_name("pipeline", v.text, train_pipeline_names()); },
+      &TrainConfig::pipeline));
   dims.push_back(text_dim(
       "interlock_mode", "interlock_modes", d.interlock_mode,
       [](const DimValue& v) {
@@ -143,6 +144,91 @@ std::vector<Dimension> make_dimensions() {
                   {number_text(d.learning_rate)},
                   finite_number("learning_rate", false),
                   [](TrainConfig& c, const DimValue& v) { c.learning_rate = v.number; }});
+  // The recipe (recipe.hpp, docs/cli.md "Training recipe"); lists are one string each
+  // ("91,136,182"), since a TOML array is a list of values to sweep over.
+  dims.push_back({"lr_schedule",
+                  "lr_schedules",
+                  ValueKind::string,
+                  {to_string(d.lr_schedule.kind)},
+                  [](const DimValue& v) { lr_schedule_by_name(v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.lr_schedule.kind = lr_schedule_by_name(v.text);
+                  }});
+  dims.push_back({"lr_milestones",
+                  "",
+                  ValueKind::string,
+                  {""},
+                  [](const DimValue& v) { parse_number_list("lr_milestones", v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.lr_schedule.milestones = parse_number_list("lr_milestones", v.text);
+                  }});
+  dims.push_back({"lr_milestone_unit",
+                  "",
+                  ValueKind::string,
+                  {to_string(d.lr_schedule.unit)},
+                  [](const DimValue& v) { milestone_unit_by_name(v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.lr_schedule.unit = milestone_unit_by_name(v.text);
+                  }});
+  dims.push_back({"lr_decay",
+                  "",
+                  ValueKind::number,
+                  {number_text(d.lr_schedule.decay)},
+                  [](const DimValue& v) {
+                    if (!(v.number > 0.0 && v.number <= 1.0)) {
+                      throw_invalid("lr_decay must be in (0, 1], got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.lr_schedule.decay = v.number; }});
+  dims.push_back({"warmup_lr_steps",
+                  "",
+                  ValueKind::integer,
+                  {std::to_string(d.lr_schedule.warmup_steps)},
+                  int_at_least("warmup_lr_steps", 0),
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.lr_schedule.warmup_steps = static_cast<int>(v.integer);
+                  }});
+  dims.push_back({"epochs",
+                  "",
+                  ValueKind::number,
+                  {number_text(d.epochs)},
+                  finite_number("epochs", true),
+                  [](TrainConfig& c, const DimValue& v) { c.epochs = v.number; }});
+  dims.push_back({"eval_epochs",
+                  "",
+                  ValueKind::string,
+                  {""},
+                  [](const DimValue& v) { parse_number_list("eval_epochs", v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.eval_epochs = parse_number_list("eval_epochs", v.text);
+                  }});
+  dims.push_back({"weight_decay_all",
+                  "",
+                  ValueKind::integer,
+                  {d.weight_decay_all ? "1" : "0"},
+                  [](const DimValue& v) {
+                    if (v.integer != 0 && v.integer != 1) {
+                      throw_invalid("weight_decay_all is 0 or 1, got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.weight_decay_all = v.integer == 1; }});
+  dims.push_back({"aux_head_capped",
+                  "",
+                  ValueKind::integer,
+                  {d.aux_head_capped ? "1" : "0"},
+                  [](const DimValue& v) {
+                    if (v.integer != 0 && v.integer != 1) {
+                      throw_invalid("aux_head_capped is 0 or 1, got " + v.text);
+                    }
+                  },
+                  [](TrainConfig& c, const DimValue& v) { c.aux_head_capped = v.integer == 1; }});
+  dims.push_back(
+      {"augmentation",
+       "augmentations",
+       ValueKind::string,
+       {to_string(d.augmentation)},
+       [](const DimValue& v) { augmentation_by_name(v.text); },
+       [](TrainConfig& c, const DimValue& v) { c.augmentation = augmentation_by_name(v.text); }});
   // Not a dimension of the question (not in the configuration id): how long a rank may
   // wait for another before the configuration fails (TrainConfig::watchdog_s).
   dims.push_back({"watchdog_s",

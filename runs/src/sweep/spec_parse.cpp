@@ -392,6 +392,7 @@ std::vector<SweepConfig> expand(const Sections& s) {
   }
   const int strategy = dimension_index("strategy");
   const int pipeline = dimension_index("pipeline");
+  const int micro_batches = dimension_index("micro_batches");
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
   std::vector<size_t> at(dims.size(), 0);
@@ -406,6 +407,13 @@ std::vector<SweepConfig> expand(const Sections& s) {
       dims[i].apply(config, value);
       texts[i] = value.text;
     }
+    // One unpipelined pass has one micro-batch, whatever micro_batches lists; the
+    // duplicates this makes are dropped by their id below.
+    if (config.strategy == "global" && config.pipeline == "e2e") {
+      config.micro_batches = 1;
+      texts[static_cast<size_t>(micro_batches)] = "1";
+    }
+    resolve_epochs(config);  // steps from epochs, so that the id and the file say them
     const auto options = s.per_model.find(config.model);
     config.model_options = options != s.per_model.end() ? options->second : s.common_options;
     bool kept = false;

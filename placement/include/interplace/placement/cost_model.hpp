@@ -32,8 +32,9 @@ struct DeviceSpec {
   int64_t memory_capacity_bytes = 0;
 };
 
-enum class OptimizerKind { sgd, sgd_momentum, adamw };
-// "sgd" (plain: no momentum), "sgd-momentum" (momentum 0.9), "adamw": one meaning in the
+enum class OptimizerKind { sgd, sgd_momentum, sgd_nesterov, adamw };
+// "sgd" (plain: no momentum), "sgd-momentum" (momentum 0.9), "sgd-nesterov" (Nesterov
+// momentum 0.9, PyTorch's SGD(nesterov=True)), "adamw": one meaning in the
 // cost model, `train` and sweep specs. Throws invalid_input listing them for anything else.
 OptimizerKind optimizer_by_name(std::string_view name);
 const std::vector<std::string>& optimizer_names();  // in the order above

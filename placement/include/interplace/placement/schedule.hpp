@@ -11,8 +11,10 @@
 //    updating every one of them (all are trained by it).
 // A stage therefore runs one backward pass per flow that covers it; a pass through a
 // body it does not update only computes the gradient for the previous stage. Auxiliary
-// heads exist on stages t in [d, K-2] (a head on t < d would train no body, and at
-// inference only the last head is used), so global has none.
+// heads exist on every stage but the last (t in [0, K-2]) for local and interlocking
+// strategies, as in the study's code: a head on t < d trains no body (its loss starts no
+// flow) but itself, on its detached input, so its loss is measured and its cost is paid as
+// there; global has none.
 //
 // Interlock mode `sum`: body k is trained by the sum of the losses of stages
 // k .. min(k+d, K-1). Then every flow t in [0, K-2] runs from the auxiliary loss of stage t

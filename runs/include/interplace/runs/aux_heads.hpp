@@ -3,11 +3,13 @@
 // and activation sizes are those of the heads the runtime trains.
 //
 // A head reads the tensor that crosses a stage boundary; its layers depend on the rank:
-//   [N, C, H, W]  conv3x3 C->c1, BN, ReLU, conv3x3 c1->c2, BN, ReLU, global average pool,
-//                 linear c2->classes, where c1 = min(128 w, C) and c2 = min(64 w, C) for
-//                 the model's width multiplier w: never wider than the tensor read, or a
-//                 head on a 16-channel CIFAR ResNet boundary would cost more than the
-//                 whole network (128 -> 64 channels at 28x28 is 115 MFLOP; resnet20 is 63)
+//   [N, C, H, W]  conv3x3 C->c1 (with bias), BN, ReLU, conv3x3 c1->c2 (with bias), BN,
+//                 ReLU, global average pool, linear c2->classes, where c1 = 128 w and
+//                 c2 = 64 w for the model's width multiplier w: the interlocking-
+//                 backpropagation study's head ("conv128_bn_conv64_bn_gbpl_fc"). With
+//                 cap_to_input, c1 = min(128 w, C) and c2 = min(64 w, C): never wider than
+//                 the tensor read (an uncapped head on a 16-channel CIFAR ResNet boundary
+//                 costs more than the whole network: 115 MFLOP at 28x28, resnet20 is 63)
 //   [N, T, D]     layer norm, linear D->classes   (Transformers: classes = vocabulary)
 //   [N, F]        linear F->classes
 // where classes is the last dimension of the network's output (its last sink).
@@ -24,6 +26,7 @@ struct AuxHeadOptions {
   int64_t hidden_channels = 128;
   int64_t head_channels = 64;
   double width_multiplier = 1.0;  // the model's, so small variants get small heads
+  bool cap_to_input = false;      // channels at most the boundary tensor's (C)
 };
 
 // The head as a graph: node 0 is "aux.input" (the boundary tensor, op "input"), then the

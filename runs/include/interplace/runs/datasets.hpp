@@ -46,6 +46,8 @@ class Dataset {
   virtual Batch train_batch(int64_t step, int64_t batch_size) = 0;
   // Test samples [first, first + count), in file order.
   virtual Batch test_batch(int64_t first, int64_t count) = 0;
+  // The normalised value of a black (0) pixel: what augmentation pads with.
+  virtual float background() const { return 0.0f; }
 };
 
 // Throws invalid_input for an unknown name (listing the valid ones) or a model whose
@@ -57,6 +59,28 @@ std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string
                                       const SampleShape& shape, uint64_t seed);
 
 std::vector<std::string> dataset_names();
+
+// The training split's size without reading it: 60000 for fashion-mnist, the nominal size
+// for synthetic, 0 for text (its windows depend on the corpus read). open_dataset's data
+// set is checked against it where a run depends on it (epochs).
+int64_t dataset_train_size(const std::string& name);
+
+// Augmentation of training batches of image data ([C, H, W] samples):
+//   none       the batch as read
+//   crop-flip  each sample padded by 4 pixels of the value a black pixel normalises to,
+//              cropped back to H x W at a random offset, and mirrored left-right with
+//              probability 1/2 (torchvision's RandomCrop(padding=4) and
+//              RandomHorizontalFlip before ToTensor/Normalize). Drawn per (seed, step,
+//              position in the batch): the same seed gives the same batches.
+enum class Augmentation { none, crop_flip };
+Augmentation augmentation_by_name(const std::string& name);  // invalid_input listing names
+std::string to_string(Augmentation augmentation);
+// Throws invalid_input when the samples are not images ([C, H, W]).
+void check_augmentation(Augmentation augmentation, const SampleShape& shape);
+// The data set with its training batches augmented (test batches as they are, so that
+// evaluation never sees augmented data); `data` itself when augmentation is none.
+std::unique_ptr<Dataset> with_augmentation(std::unique_ptr<Dataset> data, Augmentation augmentation,
+                                           uint64_t seed);
 
 // The shape checks of open_dataset alone, without reading anything: plans call it so that
 // a model the data set cannot feed is refused before any rank trains.

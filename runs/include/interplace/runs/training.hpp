@@ -33,6 +33,8 @@
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/datasets.hpp"
+#include "interplace/runs/recipe.hpp"
 #include "interplace/runs/run_defaults.hpp"
 #include "interplace/runs/step_simulation.hpp"
 
@@ -43,9 +45,11 @@ struct TrainConfig {
   placement::ModelOptions model_options = {};  // batch_size is ignored: see batch_size
   std::string order = "topo";
   std::string placer = "contiguous";
-  int devices = 1;                         // ranks; must equal the communicator's size
-  std::string strategy = "global";         // global | local | pairwise | nwise:N
-  std::string pipeline = "gpipe";          // global only: gpipe | 1f1b
+  int devices = 1;                  // ranks; must equal the communicator's size
+  std::string strategy = "global";  // global | local | pairwise | nwise:N
+  // global only: gpipe | 1f1b | e2e (one unpipelined pass, M = 1: the study's end-to-end
+  // baseline, scheduled as GPipe with one micro-batch but named apart in results)
+  std::string pipeline = "gpipe";
   std::string interlock_mode = "single";   // single | sum (docs/strategies.md)
   int micro_batches = 1;                   // per mini-batch; must divide batch_size
   int64_t batch_size = kDefaultBatchSize;  // samples per mini-batch (one optimiser step)
@@ -56,8 +60,20 @@ struct TrainConfig {
   int64_t eval_samples = 0;                // test-split samples evaluated at the end (0: none)
   // sgd (plain) | sgd-momentum (momentum 0.9) | adamw: the cost model's names and state.
   placement::OptimizerKind optimizer = kDefaultOptimizer;
-  double learning_rate = 0.05;
-  double weight_decay = 0.0;
+  double learning_rate = 0.05;  // the base rate the schedule scales
+  double weight_decay = 0.0;    // added to the gradient, as PyTorch's SGD
+  // false: weight decay on convolution and linear weights only; true: on every parameter
+  // (biases, norm scales and shifts too), as the study's SGD(model.parameters(), ...).
+  bool weight_decay_all = false;
+  LrSchedule lr_schedule = {};  // constant by default (recipe.hpp)
+  // > 0: the run's length in epochs of the training split; resolve_epochs() then sets
+  // steps = ceil(epochs * floor(train_size / batch_size)) - warmup_steps.
+  double epochs = 0.0;
+  std::vector<double> eval_epochs;  // the whole test split is evaluated after these epochs
+  Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
+  // Auxiliary heads' channels capped at the boundary tensor's (aux_heads.hpp); the default
+  // is the study's uncapped 128/64-channel head.
+  bool aux_head_capped = false;
   uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
@@ -126,9 +142,19 @@ struct StepRecord {
   double step_time_s = 0.0;          // max over ranks of RankStepRecord::step_s
   double loss = 0.0;                 // the network's own loss, mean over the mini-batch
   double accuracy = 0.0;             // top-1 on the mini-batch (per token for language models)
+  double learning_rate = 0.0;        // the optimiser's rate in this step (the schedule's)
   std::vector<double> aux_loss;      // per stage; NaN where the stage has no head
   std::vector<double> aux_accuracy;  // per stage; NaN where the stage has no head
   std::vector<RankStepRecord> ranks;
+};
+
+// One evaluation of the whole test split during training (TrainConfig::eval_epochs).
+struct Evaluation {
+  double epoch = 0.0;
+  int step = 0;  // the 0-based step after which it ran
+  double loss = 0.0;
+  double accuracy = 0.0;
+  int64_t samples = 0;
 };
 
 struct TrainResult {
@@ -139,12 +165,31 @@ struct TrainResult {
   double eval_loss = 0.0;        // NaN when eval_samples == 0
   double eval_accuracy = 0.0;    // NaN when eval_samples == 0
   int64_t eval_samples = 0;
+  std::vector<Evaluation> evaluations;    // in step order
   std::vector<std::string> hosts;         // per rank
   std::vector<std::string> device_names;  // per rank ("cpu: 2 threads", "NVIDIA H200")
   // This rank's own actions as it executed them, every training step in order (not
   // gathered; evaluation not included): for tests that the runtime runs the plan's schedule.
   std::vector<placement::Action> executed_actions;
 };
+
+// With epochs > 0 sets steps from them (the data set's training size must be known
+// without reading it: dataset_train_size); checks the recipe's epoch units. Idempotent.
+// The CLI and the sweep call it before a configuration's id is taken; plan_training too.
+void resolve_epochs(TrainConfig& config);
+// The steps per epoch of the configuration's data set and batch size (0 when the data
+// set's size is not known before reading it).
+int64_t config_steps_per_epoch(const TrainConfig& config);
+// The names `pipeline` takes, and the schedule each runs (e2e: GPipe, which with M = 1 is
+// one forward and one backward pass). Throws invalid_input for an unknown name, or for e2e
+// with micro_batches != 1.
+const std::vector<std::string>& train_pipeline_names();
+placement::PipelineKind config_pipeline(const TrainConfig& config);
+// The auxiliary heads' options of the configuration: one place for the plan's prediction
+// and the runtime's heads.
+AuxHeadOptions config_aux_heads(const TrainConfig& config);
+// The learning rate of 0-based step `step` (warm-up steps included).
+double config_learning_rate(const TrainConfig& config, int step);
 
 // Throws invalid_input (the configuration cannot run, with the reason).
 TrainPlan plan_training(const TrainConfig& config);

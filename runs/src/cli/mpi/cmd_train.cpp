@@ -32,7 +32,22 @@ struct TrainOptions {
   TrainConfig config;
   int devices = 0;  // 0: the world size
   std::string format;
+  // The recipe's names and lists, parsed into the config once the flags are read.
+  std::string lr_schedule = "constant";
+  std::string lr_milestones;
+  std::string lr_milestone_unit = "steps";
+  std::string eval_epochs;
+  std::string augmentation = "none";
 };
+
+void apply_recipe_flags(TrainOptions& o) {
+  LrSchedule& s = o.config.lr_schedule;
+  s.kind = lr_schedule_by_name(o.lr_schedule);
+  s.milestones = parse_number_list("--lr-milestones", o.lr_milestones);
+  s.unit = milestone_unit_by_name(o.lr_milestone_unit);
+  o.config.eval_epochs = parse_number_list("--eval-epochs", o.eval_epochs);
+  o.config.augmentation = augmentation_by_name(o.augmentation);
+}
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
@@ -70,6 +85,7 @@ std::string step_json(const StepRecord& s) {
              .boolean("warmup", s.warmup)
              .number("loss", s.loss)
              .number("accuracy", s.accuracy)
+             .number("learning_rate", s.learning_rate)
              .number("step_time_s", s.step_time_s)
              .raw("aux_loss", json_array(s.aux_loss, json_number))
              .raw("ranks", json_array(ranks, [](const std::string& j) { return j; }))
@@ -81,6 +97,16 @@ int64_t predicted_peak_memory_bytes(const TrainPlan& plan) {
   int64_t peak = 0;
   for (const DeviceStep& d : plan.prediction.devices) peak = std::max(peak, d.peak_memory_bytes);
   return peak;
+}
+
+std::string evaluation_json(const Evaluation& e) {
+  return JsonObject()
+      .number("epoch", e.epoch)
+      .integer("step", e.step)
+      .number("loss", e.loss)
+      .number("accuracy", e.accuracy)
+      .integer("samples", e.samples)
+      .str();
 }
 
 std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
@@ -105,6 +131,7 @@ std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
              .integer("eval_samples", result.eval_samples)
              .number("eval_loss", result.eval_loss)
              .number("eval_accuracy", result.eval_accuracy)
+             .raw("evaluations", json_array(result.evaluations, evaluation_json))
              .str() +
          "\n";
 }
@@ -136,6 +163,11 @@ std::string summary_text(const TrainPlan& plan, const TrainResult& result) {
       << format_seconds(plan.prediction.step_time_s) << "), "
       << format_fixed(result.samples_per_s, 1) << " samples/s over "
       << format_seconds(result.measured_wall_s) << "\n";
+  for (const Evaluation& e : result.evaluations) {
+    out << "epoch " << e.epoch << " (after step " << e.step << "): test loss "
+        << format_fixed(e.loss, 4) << ", accuracy " << format_percent(e.accuracy) << " on "
+        << e.samples << " samples\n";
+  }
   if (result.eval_samples > 0) {
     out << "eval on " << result.eval_samples << " samples: loss "
         << format_fixed(result.eval_loss, 4) << ", accuracy "
@@ -148,6 +180,7 @@ std::string run_train(TrainOptions& o) {
   require_format(o.format, kFormats);
   MpiSession mpi(nullptr, nullptr);
   try {
+    apply_recipe_flags(o);
     TrainConfig config = o.config;
     if (o.model.model.empty()) throw_invalid("--model is required");
     selected_micro_batch_size(o.model);  // refused here in the flags' names, not the config's
@@ -155,6 +188,7 @@ std::string run_train(TrainOptions& o) {
     config.model_options = o.model.options;
     config.batch_size = o.model.options.batch_size;
     config.micro_batches = o.model.micro_batches;
+    resolve_epochs(config);
     config.devices = o.devices > 0 ? o.devices : mpi.world_size();
     if (config.devices != mpi.world_size()) {
       throw_invalid("--devices " + std::to_string(config.devices) + " needs as many MPI ranks, " +
@@ -202,7 +236,8 @@ Command add_train_command(CLI::App& root) {
       ->capture_default_str()
       ->group(group);
   app->add_option("--pipeline", c.pipeline,
-                  "schedule of the global strategy: " + join(placement::pipeline_names()))
+                  "schedule of the global strategy: " + join(train_pipeline_names()) +
+                      " (e2e: one unpipelined pass, M = 1)")
       ->capture_default_str()
       ->group(group);
   app->add_option("--interlock-mode", c.interlock_mode,
@@ -210,6 +245,26 @@ Command add_train_command(CLI::App& root) {
       ->capture_default_str()
       ->group(group);
   app->add_option("--steps", c.steps, "measured steps")->capture_default_str()->group(group);
+  app->add_option("--epochs", c.epochs,
+                  "run length in epochs of the training split (replaces --steps: steps = "
+                  "ceil(E * floor(train size / B)) - warm-up steps)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app->add_option("--eval-epochs", o->eval_epochs,
+                  "evaluate the whole test split after these epochs (\"1,2,5\")")
+      ->group(group);
+  app->add_flag("--weight-decay-all", c.weight_decay_all,
+                "weight decay on every parameter (biases, norm parameters), as the study's "
+                "SGD; default: convolution and linear weights only")
+      ->group(group);
+  app->add_flag("--aux-head-capped", c.aux_head_capped,
+                "cap the auxiliary heads' channels at the boundary tensor's (default: the "
+                "study's uncapped 128/64-channel heads)")
+      ->group(group);
+  app->add_option("--augmentation", o->augmentation,
+                  "training-batch augmentation of image data: none, crop-flip")
+      ->capture_default_str()
+      ->group(group);
   app->add_option("--warmup-steps", c.warmup_steps, "warm-up steps (recorded, flagged)")
       ->capture_default_str()
       ->group(group);
@@ -226,6 +281,25 @@ Command add_train_command(CLI::App& root) {
       ->capture_default_str()
       ->group(group);
   app->add_option("--weight-decay", c.weight_decay, "weight decay")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--lr-schedule", o->lr_schedule,
+                  "learning-rate schedule: " + join(lr_schedule_names()))
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--lr-milestones", o->lr_milestones,
+                  "step schedule: where the rate is multiplied by --lr-decay (\"91,136,182\")")
+      ->group(group);
+  app->add_option("--lr-milestone-unit", o->lr_milestone_unit,
+                  "unit of --lr-milestones: "
+                  "steps, epochs")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--lr-decay", c.lr_schedule.decay, "factor per milestone")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--warmup-lr-steps", c.lr_schedule.warmup_steps,
+                  "linear learning-rate warm-up over the first N steps (0: none)")
       ->capture_default_str()
       ->group(group);
   add_seed_option(*app, c.seed, "seed of weights, data order, dropout, random orders/placers")
