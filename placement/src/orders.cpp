@@ -148,61 +148,80 @@ OrderKind order_by_name(std::string_view name) {
   throw_invalid("unknown order '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
-Order topological_order(const Graph& graph) {
-  std::vector<int> degree = in_degrees(graph);
-  std::deque<NodeId> ready;
-  for (NodeId id : graph.sources()) ready.push_back(id);
-  Order order;
-  order.reserve(graph.node_count());
-  while (!ready.empty()) {
-    const NodeId node = ready.front();
-    ready.pop_front();
-    order.push_back(node);
-    for (NodeId child : graph.nodes()[node].successors) {
-      if (--degree[child] == 0) ready.push_back(child);
-    }
-  }
-  return order;
-}
-
-// networkx 2.4's topological_sort: the zero-in-degree nodes in node order form a list used
-// as a stack (list.pop() takes the last); a child whose in-degree drops to zero is appended
-// as it is reached, children in successor order. So the last source comes out first and
-// the most recently freed child is followed next: depth-first-like, unlike `topo`.
-Order topological_order_lifo(const Graph& graph) {
-  std::vector<int> degree = in_degrees(graph);
-  std::vector<NodeId> stack = graph.sources();
-  Order order;
-  order.reserve(graph.node_count());
-  while (!stack.empty()) {
-    const NodeId node = stack.back();
-    stack.pop_back();
-    for (NodeId child : graph.nodes()[node].successors) {
-      if (--degree[child] == 0) stack.push_back(child);
-    }
-    order.push_back(node);  // networkx yields after pushing the children; same sequence
-  }
-  return order;
-}
-
-// networkx's lexicographical_topological_sort: a heap of ready nodes keyed by name (names
-// are unique, so the node-order tie-break networkx adds never decides).
-Order lexical_topological_order(const Graph& graph) {
-  auto later = [&](NodeId a, NodeId b) { return graph.nodes()[a].name > graph.nodes()[b].name; };
-  std::priority_queue<NodeId, std::vector<NodeId>, decltype(later)> ready(later);
+// Kahn's algorithm: a node is ready once all its producers are placed; `Ready` decides
+// which ready node comes next (FIFO, a stack, by name), and with it the order.
+template <typename Ready>
+Order kahn_order(const Graph& graph, Ready ready) {
   std::vector<int> degree = in_degrees(graph);
   for (NodeId id : graph.sources()) ready.push(id);
   Order order;
   order.reserve(graph.node_count());
   while (!ready.empty()) {
-    const NodeId node = ready.top();
-    ready.pop();
+    const NodeId node = ready.take();
     order.push_back(node);
     for (NodeId child : graph.nodes()[node].successors) {
       if (--degree[child] == 0) ready.push(child);
     }
   }
   return order;
+}
+
+struct FifoReady {
+  std::deque<NodeId> nodes;
+  void push(NodeId id) { nodes.push_back(id); }
+  NodeId take() {
+    const NodeId id = nodes.front();
+    nodes.pop_front();
+    return id;
+  }
+  bool empty() const { return nodes.empty(); }
+};
+
+struct StackReady {
+  std::vector<NodeId> nodes;
+  void push(NodeId id) { nodes.push_back(id); }
+  NodeId take() {
+    const NodeId id = nodes.back();
+    nodes.pop_back();
+    return id;
+  }
+  bool empty() const { return nodes.empty(); }
+};
+
+struct ByNameReady {
+  const Graph* graph;
+  std::vector<NodeId> heap;  // a min-heap by node name
+  bool later(NodeId a, NodeId b) const { return graph->nodes()[a].name > graph->nodes()[b].name; }
+  void push(NodeId id) {
+    heap.push_back(id);
+    std::push_heap(heap.begin(), heap.end(), [this](NodeId a, NodeId b) { return later(a, b); });
+  }
+  NodeId take() {
+    std::pop_heap(heap.begin(), heap.end(), [this](NodeId a, NodeId b) { return later(a, b); });
+    const NodeId id = heap.back();
+    heap.pop_back();
+    return id;
+  }
+  bool empty() const { return heap.empty(); }
+};
+
+Order topological_order(const Graph& graph) {
+  return kahn_order(graph, FifoReady{});
+}
+
+// networkx 2.4's topological_sort: the zero-in-degree nodes in node order form a list used
+// as a stack (list.pop() takes the last); a child whose in-degree drops to zero is appended
+// as it is reached, children in successor order. So the last source comes out first and
+// the most recently freed child is followed next: depth-first-like, unlike `topo`.
+// (networkx yields a node after pushing its children; the sequence is the same.)
+Order topological_order_lifo(const Graph& graph) {
+  return kahn_order(graph, StackReady{});
+}
+
+// networkx's lexicographical_topological_sort: a heap of ready nodes keyed by name (names
+// are unique, so the node-order tie-break networkx adds never decides).
+Order lexical_topological_order(const Graph& graph) {
+  return kahn_order(graph, ByNameReady{&graph, {}});
 }
 
 // The study's bfs: for each source (in-degree 0) in name order, the source followed by the
