@@ -82,12 +82,11 @@ double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
   // by the roofline's ratio for another optimiser.
   const double per_parameter_s =
       profile->runtime_optimizer_s / static_cast<double>(profile->graph_parameter_count);
-  const double ratio = kind == placement::OptimizerKind::sgd_momentum
-                           ? 1.0
-                           : roofline_optimizer_step_s(cost_model, kind, 1'000'000) /
-                                 roofline_optimizer_step_s(
-                                     cost_model, placement::OptimizerKind::sgd_momentum, 1'000'000);
-  return per_parameter_s * static_cast<double>(parameter_count) * ratio;
+  const double measured_s = per_parameter_s * static_cast<double>(parameter_count);
+  if (kind == placement::OptimizerKind::sgd_momentum || parameter_count == 0) return measured_s;
+  return measured_s * roofline_optimizer_step_s(cost_model, kind, parameter_count) /
+         roofline_optimizer_step_s(cost_model, placement::OptimizerKind::sgd_momentum,
+                                   parameter_count);
 }
 
 Schedule step_schedule(const StepRequest& request, int stage_count) {

@@ -39,10 +39,6 @@ Messenger::Messenger(MPI_Comm comm, kernels::Device device) : device_(device) {
 }
 
 Messenger::~Messenger() {
-  if (receive_ != MPI_REQUEST_NULL) {
-    MPI_Cancel(&receive_);
-    MPI_Request_free(&receive_);
-  }
   // Receives posted but never taken (a failed run): cancelled; their buffers outlive them.
   for (auto& [key, posted] : posted_) {
     if (posted.request != MPI_REQUEST_NULL) {
@@ -117,37 +113,25 @@ void Messenger::progress() {
 }
 
 kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int tag) {
-  const bool on_host = device_ == kernels::Device::cpu;
-  if (const auto posted = posted_.find({source, tag}); posted != posted_.end()) {
-    if (posted->second.buffer.shape() != shape) {
-      throw_runtime("a receive of " + kernels::to_string(shape) + " from rank " +
-                    std::to_string(source) + " (tag " + std::to_string(tag) + ") was posted as " +
-                    kernels::to_string(posted->second.buffer.shape()));
-    }
-    // On an error the entry stays: the destructor cancels it and keeps its buffer.
-    wait(posted->second.request, nullptr,
-         "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) +
-             " (tag " + std::to_string(tag) + ", posted ahead)");
-    kernels::Tensor tensor = std::move(posted->second.buffer);
-    posted_.erase(posted);
-    return on_host ? tensor : tensor.to(device_);
+  // One path: a receive nobody posted ahead is posted now, then taken like the others.
+  auto posted = posted_.find({source, tag});
+  if (posted == posted_.end()) {
+    post_receive(shape, source, tag);
+    posted = posted_.find({source, tag});
+  } else if (posted->second.buffer.shape() != shape) {
+    throw_runtime("a receive of " + kernels::to_string(shape) + " from rank " +
+                  std::to_string(source) + " (tag " + std::to_string(tag) + ") was posted as " +
+                  kernels::to_string(posted->second.buffer.shape()));
   }
-  kernels::Tensor tensor = on_host ? kernels::Tensor(shape) : kernels::Tensor::host_staging(shape);
-  check_mpi(MPI_Irecv(tensor.data(), static_cast<int>(tensor.numel()), MPI_FLOAT, source, tag,
-                      comm_, &receive_),
-            "MPI_Irecv");
-  try {
-    wait(receive_, nullptr,
-         "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) +
-             " (tag " + std::to_string(tag) + ")");
-  } catch (...) {
-    // The receive stays posted (the destructor cancels and frees it, but a message
-    // already arriving cannot be cancelled): its buffer must outlive it. AddressSanitizer
-    // saw the tensor freed here, then written by MPI, after a watchdog failure (#16).
-    orphaned_buffers().push_back(std::move(tensor));
-    throw;
-  }
-  return on_host ? tensor : tensor.to(device_);
+  // On an error the entry stays posted: the destructor cancels it and keeps its buffer
+  // alive (a message already arriving cannot be cancelled; AddressSanitizer saw a freed
+  // buffer written by MPI after a watchdog failure, #16).
+  wait(posted->second.request, nullptr,
+       "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) + " (tag " +
+           std::to_string(tag) + ")");
+  kernels::Tensor tensor = std::move(posted->second.buffer);
+  posted_.erase(posted);
+  return device_ == kernels::Device::cpu ? tensor : tensor.to(device_);
 }
 
 void Messenger::check_abort() {

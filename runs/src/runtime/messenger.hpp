@@ -99,7 +99,6 @@ class Messenger {
     kernels::Tensor buffer;
   };
   std::map<std::pair<int, int>, PostedReceive> posted_;  // by (source, tag)
-  MPI_Request receive_ = MPI_REQUEST_NULL;               // the receive being waited for, if any
   std::string abort_text_;                               // kept alive until its sends complete
   std::vector<MPI_Request> abort_sends_;
   bool failed_ = false;  // this rank failed or learnt of a failure: see the destructor

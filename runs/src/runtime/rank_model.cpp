@@ -274,23 +274,36 @@ struct RankModel::Impl {
     }
   }
 
-  // `recv act`: every tensor of another rank that this rank consumes.
-  void receive_activations(int m) {
-    for (NodeId p : remote_inputs) {
-      outputs[static_cast<size_t>(m)][static_cast<size_t>(p)] =
-          msg.receive(graph.node(p).output_shape, owner(p), tag(p, m, false, -1));
+  // The messages of a stage-level `receive` action, as fn(node, source rank, tag): for
+  // `recv act` every tensor of another rank that this rank consumes; for `recv grad` the
+  // gradients of this rank's tensors from every rank that consumed them. Receiving and
+  // posting ahead (post_receives) walk the same list.
+  template <typename Fn>
+  void for_each_incoming(const Action& a, Fn fn) const {
+    const int m = a.micro_batch;
+    if (a.payload == Payload::activation) {
+      for (NodeId p : remote_inputs) fn(p, owner(p), tag(p, m, false, -1));
+      return;
+    }
+    for (NodeId id : mine) {
+      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
+        fn(id, peer, tag(id, m, true, a.loss_stage));
+      }
     }
   }
 
-  // `recv grad`: the gradients of this rank's tensors from every rank that consumed them.
-  void receive_gradients(int m, int loss_stage) {
-    auto& into = received_grads[{m, loss_stage}];
-    for (NodeId id : mine) {
-      for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-        into.emplace_back(
-            id, msg.receive(graph.node(id).output_shape, peer, tag(id, m, true, loss_stage)));
-      }
+  void receive(const Action& a) {
+    const auto m = static_cast<size_t>(a.micro_batch);
+    if (a.payload == Payload::activation) {
+      for_each_incoming(a, [&](NodeId p, int source, int t) {
+        outputs[m][static_cast<size_t>(p)] = msg.receive(graph.node(p).output_shape, source, t);
+      });
+      return;
     }
+    auto& into = received_grads[{a.micro_batch, a.loss_stage}];
+    for_each_incoming(a, [&](NodeId id, int source, int t) {
+      into.emplace_back(id, msg.receive(graph.node(id).output_shape, source, t));
+    });
   }
 
   // `send grad`: what the backward pass computed for the producers on other ranks.
@@ -490,18 +503,9 @@ void RankModel::set_batch(const Batch& batch, int micro_batches) {
 bool RankModel::post_receives(const Action& a) {
   Impl& i = *impl_;
   if (i.node_messages || a.kind != ActionKind::receive) return false;
-  const int m = a.micro_batch;
-  if (a.payload == Payload::activation) {
-    for (NodeId p : i.remote_inputs) {
-      i.msg.post_receive(i.graph.node(p).output_shape, i.owner(p), i.tag(p, m, false, -1));
-    }
-  } else {
-    for (NodeId id : i.mine) {
-      for (int peer : i.remote_consumers[static_cast<size_t>(id)]) {
-        i.msg.post_receive(i.graph.node(id).output_shape, peer, i.tag(id, m, true, a.loss_stage));
-      }
-    }
-  }
+  i.for_each_incoming(a, [&i](NodeId node, int source, int tag) {
+    i.msg.post_receive(i.graph.node(node).output_shape, source, tag);
+  });
   return true;
 }
 
@@ -547,11 +551,7 @@ void RankModel::execute(const Action& a) {
       break;
     case ActionKind::receive:
       if (i.node_messages) throw_runtime("a receive action in a node-level schedule");
-      if (activation) {
-        i.receive_activations(m);
-      } else {
-        i.receive_gradients(m, a.loss_stage);
-      }
+      i.receive(a);
       break;
     case ActionKind::optimizer_step:
       i.optimizer_step();
