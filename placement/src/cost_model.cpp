@@ -101,6 +101,19 @@ CostModel CostModel::from_profile(Profile profile, DeviceSpec device, OptimizerK
   return model;
 }
 
+void CostModel::set_ranks_per_host(int ranks) {
+  if (ranks < 0) {
+    throw_invalid("ranks per host must be >= 0 (0: all on one host), got " + std::to_string(ranks));
+  }
+  ranks_per_host_ = ranks;
+}
+
+ComputeSharing CostModel::compute_sharing(int devices) const {
+  if (!profile_ || profile_->host_sharing.empty()) return {};
+  return ComputeSharing::consecutive(devices, ranks_per_host_ > 0 ? ranks_per_host_ : devices,
+                                     profile_->host_sharing);
+}
+
 double CostModel::transfer_s(int64_t bytes) const {
   return link_.latency_s + static_cast<double>(bytes) / link_.bandwidth_bytes_per_s;
 }

@@ -1,5 +1,6 @@
 #include "interplace/placement/profile.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -110,7 +111,39 @@ std::string format_number(double value) {
   return detail::json_number(value);
 }
 
+// host_sharing<TAB>P<TAB>factor for n = 1<TAB>...<TAB>factor for n = P
+void read_host_sharing(Profile& profile, const std::vector<std::string_view>& fields,
+                       const LineReader& reader) {
+  if (fields.size() < 3) {
+    reader.fail("a host_sharing line is host_sharing, P, then P slowdown factors");
+  }
+  const int64_t ranks = reader.non_negative_integer(fields[1], "host_sharing ranks");
+  if (ranks < 1 || ranks > 4096) reader.fail("host_sharing ranks must be in 1..4096");
+  if (static_cast<int64_t>(fields.size()) != ranks + 2) {
+    reader.fail("host_sharing for " + std::to_string(ranks) + " ranks needs " +
+                std::to_string(ranks) + " factors (n = 1.." + std::to_string(ranks) + "), got " +
+                std::to_string(fields.size() - 2));
+  }
+  std::vector<double> factors;
+  for (size_t i = 2; i < fields.size(); ++i) {
+    const double factor = reader.number(fields[i], "host_sharing factor");
+    if (!(factor > 0.0) || !std::isfinite(factor)) {
+      reader.fail("host_sharing factors must be finite and > 0, got " + std::string(fields[i]));
+    }
+    factors.push_back(factor);
+  }
+  if (!profile.host_sharing.slowdown.emplace(static_cast<int>(ranks), factors).second) {
+    reader.fail("host_sharing for " + std::to_string(ranks) + " ranks appears twice");
+  }
+}
+
 }  // namespace
+
+double HostSharing::factor(int ranks_on_host, int busy) const {
+  const auto it = slowdown.find(ranks_on_host);
+  if (it == slowdown.end() || busy < 1) return 1.0;
+  return it->second[static_cast<size_t>(std::min(busy, ranks_on_host) - 1)];
+}
 
 Profile read_profile(std::istream& in, std::string_view source) {
   Profile profile;
@@ -154,6 +187,10 @@ Profile read_profile(std::istream& in, std::string_view source) {
       if (fields.size() == 5) {
         node.backward_input_s = reader.non_negative_time(fields[4], "backward_input_s");
       }
+      continue;
+    }
+    if (fields[0] == "host_sharing") {
+      read_host_sharing(profile, fields, reader);
       continue;
     }
     if (kHeaderKeys.count(fields[0]) == 0 && kOptionalKeys.count(fields[0]) == 0) {
@@ -230,6 +267,20 @@ void write_profile(std::ostream& out, const Profile& profile) {
     if (std::isnan(value)) continue;
     check_time(value, key);
     text << key << '\t' << format_number(value) << '\n';
+  }
+  for (const auto& [ranks, factors] : profile.host_sharing.slowdown) {
+    if (ranks < 1 || factors.size() != static_cast<size_t>(ranks)) {
+      throw_invalid("profile: host_sharing for " + std::to_string(ranks) + " ranks needs " +
+                    std::to_string(ranks) + " factors");
+    }
+    text << "host_sharing\t" << ranks;
+    for (double factor : factors) {
+      if (!(factor > 0.0) || !std::isfinite(factor)) {
+        throw_invalid("profile: host_sharing factors must be finite and > 0");
+      }
+      text << '\t' << format_number(factor);
+    }
+    text << '\n';
   }
   std::set<std::string_view> names;
   for (const NodeTiming& node : profile.nodes) {

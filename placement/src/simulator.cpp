@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "interplace/kernels/error.hpp"
+#include "shared_compute_clock.hpp"
 
 namespace interplace::placement {
 namespace {
@@ -80,7 +81,12 @@ std::map<std::pair<int, int>, size_t> last_backward_index(const std::vector<Acti
 
 struct StageState {
   size_t next = 0;
+  // When the stage reached its current action; for a receive whose message arrives later,
+  // that arrival (the stage resumes then).
   double clock_s = 0.0;
+  double waiting_since_s = -1.0;  // start of the current receive's wait; -1: none
+  bool computing = false;
+  double compute_start_s = 0.0;
   int64_t live_bytes = 0;
   bool started = false;
   std::map<std::pair<int, int>, size_t> frees_at;
@@ -98,62 +104,100 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
     state[j].frees_at = last_backward_index(schedule.stage_actions[j]);
     result.stages[j].peak_memory_bytes = costs.stages[j].parameter_state_bytes;
   }
+  detail::SharedComputeClock compute(k, costs.sharing);
   std::map<MessageKey, double> in_flight;  // message -> arrival time
   std::map<std::pair<int, int>, double> link_free_s;
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int j = 0; j < k; ++j) {
-      const std::vector<Action>& actions = schedule.stage_actions[j];
-      StageState& s = state[j];
-      StageTimeline& timeline = result.stages[j];
-      const StageCosts& c = costs.stages[j];
-      while (s.next < actions.size()) {
-        const Action& action = actions[s.next];
-        TraceEvent event{j, static_cast<int>(s.next), s.clock_s, s.clock_s};
-        if (action.kind == ActionKind::receive) {
-          const auto it = in_flight.find(key_of(action.peer_stage, j, action));
-          if (it == in_flight.end()) break;  // blocked until the peer sends
-          s.clock_s = std::max(s.clock_s, it->second);
-          in_flight.erase(it);
-        } else if (action.kind == ActionKind::send) {
-          const int to = action.peer_stage;
-          const auto bytes = c.output_bytes;  // a gradient is as big as the activation
-          const int64_t message_bytes =
-              action.payload == Payload::activation ? bytes : costs.stages[to].output_bytes;
-          double& link = link_free_s[{j, to}];
-          const double start_s = std::max(s.clock_s, link);
-          link = start_s + costs.link.latency_s +
-                 static_cast<double>(message_bytes) / costs.link.bandwidth_bytes_per_s;
-          if (!in_flight.emplace(key_of(j, to, action), link).second) {
-            throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
-                          std::to_string(j));
-          }
-        } else {
-          const double length_s = duration_s(action, c);
-          if (!s.started) timeline.first_start_s = s.clock_s;
-          s.started = true;
-          s.clock_s += length_s;
-          timeline.busy_s += length_s;
-          timeline.last_end_s = s.clock_s;
-          if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
-          if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
-          timeline.peak_memory_bytes =
-              std::max(timeline.peak_memory_bytes, c.parameter_state_bytes + s.live_bytes);
-          if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
-          const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch});
-          if (action.kind == ActionKind::backward && frees != s.frees_at.end() &&
-              frees->second == s.next) {
-            s.live_bytes -= c.activation_bytes;
-          }
-          if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(s.clock_s);
-        }
-        event.end_s = s.clock_s;
-        result.trace.push_back(event);
-        ++s.next;
-        progress = true;
-      }
+
+  // A compute action ends: its stage's bookkeeping, in the stage's program order.
+  const auto finish_compute = [&](int j, double now_s) {
+    StageState& s = state[j];
+    StageTimeline& timeline = result.stages[j];
+    const StageCosts& c = costs.stages[j];
+    const Action& action = schedule.stage_actions[j][s.next];
+    compute.finish(j, now_s);
+    s.computing = false;
+    s.clock_s = now_s;
+    timeline.busy_s += now_s - s.compute_start_s;
+    timeline.last_end_s = now_s;
+    if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
+    if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
+    timeline.peak_memory_bytes =
+        std::max(timeline.peak_memory_bytes, c.parameter_state_bytes + s.live_bytes);
+    if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
+    const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch});
+    if (action.kind == ActionKind::backward && frees != s.frees_at.end() &&
+        frees->second == s.next) {
+      s.live_bytes -= c.activation_bytes;
     }
+    if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(now_s);
+    result.trace.push_back({j, static_cast<int>(s.next), s.compute_start_s, now_s});
+    ++s.next;
+  };
+
+  // Runs stage j's actions that take no time at now_s and starts its next compute action.
+  // Returns whether anything happened.
+  const auto advance = [&](int j, double now_s) {
+    StageState& s = state[j];
+    const std::vector<Action>& actions = schedule.stage_actions[j];
+    const StageCosts& c = costs.stages[j];
+    bool moved = false;
+    while (!s.computing && s.clock_s <= now_s && s.next < actions.size()) {
+      const Action& action = actions[s.next];
+      if (action.kind == ActionKind::receive) {
+        if (s.waiting_since_s < 0.0) s.waiting_since_s = s.clock_s;
+        const auto it = in_flight.find(key_of(action.peer_stage, j, action));
+        if (it == in_flight.end()) break;  // blocked until the peer sends
+        if (it->second > now_s) {          // resume when it arrives
+          s.clock_s = it->second;
+          break;
+        }
+        s.clock_s = std::max(s.clock_s, it->second);
+        in_flight.erase(it);
+        result.trace.push_back({j, static_cast<int>(s.next), s.waiting_since_s, s.clock_s});
+        s.waiting_since_s = -1.0;
+      } else if (action.kind == ActionKind::send) {
+        const int to = action.peer_stage;
+        const auto bytes = c.output_bytes;  // a gradient is as big as the activation
+        const int64_t message_bytes =
+            action.payload == Payload::activation ? bytes : costs.stages[to].output_bytes;
+        double& link = link_free_s[{j, to}];
+        const double start_s = std::max(s.clock_s, link);
+        link = start_s + costs.link.latency_s +
+               static_cast<double>(message_bytes) / costs.link.bandwidth_bytes_per_s;
+        if (!in_flight.emplace(key_of(j, to, action), link).second) {
+          throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
+                        std::to_string(j));
+        }
+        result.trace.push_back({j, static_cast<int>(s.next), s.clock_s, s.clock_s});
+      } else {
+        if (!s.started) result.stages[j].first_start_s = s.clock_s;
+        s.started = true;
+        s.computing = true;
+        s.compute_start_s = s.clock_s;
+        compute.start(j, s.clock_s, duration_s(action, c));
+        return true;
+      }
+      ++s.next;
+      moved = true;
+    }
+    return moved;
+  };
+
+  // Global time order: compute actions that run at once on one host share it.
+  double now_s = 0.0;
+  for (;;) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int j = 0; j < k; ++j) moved = advance(j, now_s) || moved;
+    }
+    const auto [ending, end_s] = compute.next_end();
+    double next_s = end_s;
+    for (const StageState& s : state) {
+      if (!s.computing && s.clock_s > now_s) next_s = std::min(next_s, s.clock_s);
+    }
+    if (!std::isfinite(next_s)) break;  // done, or every stage blocked
+    now_s = next_s;
+    if (ending >= 0 && end_s <= now_s) finish_compute(ending, now_s);
   }
   std::string stuck;
   for (int j = 0; j < k; ++j) {

@@ -1,11 +1,14 @@
 #include "interplace/placement/step_estimate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 
 #include "interplace/kernels/error.hpp"
+#include "shared_compute_clock.hpp"
 
 namespace interplace::placement {
 
@@ -116,7 +119,8 @@ std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const
 }
 
 double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
-                              const Placement& placement, const Schedule& schedule) {
+                              const Placement& placement, const Schedule& schedule,
+                              const ComputeSharing& sharing) {
   require_valid_placement(graph, placement);
   const int k = placement.device_count;
   if (schedule.messages != MessageLevel::node || schedule.stage_count != k) {
@@ -124,84 +128,96 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
                   " stages is needed");
   }
   const int64_t n = graph.node_count();
-  // End time of each task of the current mini-batch, by ((m * 2) + phase) * n + node; NaN
-  // while not run. Mini-batches follow one another on each device.
-  const auto task_of = [n](const Action& a) {
-    return (static_cast<int64_t>(a.micro_batch) * 2 + (a.kind == ActionKind::backward)) * n +
+  const int64_t tasks_per_batch = 2 * n * schedule.micro_batches;
+  // End time of each task, by mini-batch, then ((m * 2) + phase) * n + node; -1 while not
+  // run. Each device runs its list in order, mini-batch after mini-batch.
+  const auto task_of = [&](const Action& a) {
+    return a.mini_batch * tasks_per_batch +
+           (static_cast<int64_t>(a.micro_batch) * 2 + (a.kind == ActionKind::backward)) * n +
            a.node;
   };
   const auto transfer_s = [&](NodeId producer) {
     return link.latency_s +
            static_cast<double>(costs.output_bytes[producer]) / link.bandwidth_bytes_per_s;
   };
+  std::vector<std::vector<const Action*>> lists(static_cast<size_t>(k));
+  for (int d = 0; d < k; ++d) {
+    for (const Action& a : schedule.stage_actions[static_cast<size_t>(d)]) {
+      if (a.kind != ActionKind::forward && a.kind != ActionKind::backward) continue;
+      if (a.node < 0 || a.node >= n || placement.device_of_node[a.node] != d || a.mini_batch < 0 ||
+          a.mini_batch >= schedule.mini_batches || a.micro_batch < 0 ||
+          a.micro_batch >= schedule.micro_batches) {
+        throw_invalid("simulate_node_schedule: action '" + to_string(a) + "' on device " +
+                      std::to_string(d) + " is not one of its nodes");
+      }
+      lists[static_cast<size_t>(d)].push_back(&a);
+    }
+  }
+  std::vector<double> end_s(static_cast<size_t>(tasks_per_batch * schedule.mini_batches), -1.0);
+  // Ready time of a task, or -1 while an input is missing.
+  const auto ready_s = [&](const Action& a) {
+    const Node& node = graph.node(a.node);
+    const int64_t base =
+        a.mini_batch * tasks_per_batch + static_cast<int64_t>(a.micro_batch) * 2 * n;
+    double ready = 0.0;
+    const auto need = [&](int64_t task, NodeId from, NodeId producer) {
+      const double end = end_s[static_cast<size_t>(task)];
+      if (end < 0.0) return false;
+      const bool remote = placement.device_of_node[from] != placement.device_of_node[a.node];
+      ready = std::max(ready, end + (remote ? transfer_s(producer) : 0.0));
+      return true;
+    };
+    if (a.kind == ActionKind::forward) {
+      for (NodeId p : node.predecessors) {
+        if (!need(base + p, p, p)) return -1.0;
+      }
+    } else {
+      if (!need(base + a.node, a.node, a.node)) return -1.0;
+      for (NodeId c : node.successors) {
+        if (!need(base + n + c, c, a.node)) return -1.0;
+      }
+    }
+    return ready;
+  };
+  detail::SharedComputeClock compute(k, sharing);
+  std::vector<size_t> next(static_cast<size_t>(k), 0);
   std::vector<double> device_free_s(static_cast<size_t>(k), 0.0);
   double makespan_s = 0.0;
-  for (int b = 0; b < schedule.mini_batches; ++b) {
-    std::vector<double> end_s(static_cast<size_t>(2 * n * schedule.micro_batches), -1.0);
-    std::vector<size_t> next(static_cast<size_t>(k), 0);
-    // The actions of mini-batch b on each device.
-    std::vector<std::vector<const Action*>> lists(static_cast<size_t>(k));
+  // Global time order, so that tasks running at once on one host share it.
+  for (double now_s = 0.0;;) {
+    double next_s = std::numeric_limits<double>::infinity();
     for (int d = 0; d < k; ++d) {
-      for (const Action& a : schedule.stage_actions[static_cast<size_t>(d)]) {
-        if (a.mini_batch != b) continue;
-        if (a.kind != ActionKind::forward && a.kind != ActionKind::backward) continue;
-        if (a.node < 0 || a.node >= n || placement.device_of_node[a.node] != d) {
-          throw_invalid("simulate_node_schedule: action '" + to_string(a) + "' on device " +
-                        std::to_string(d) + " is not one of its nodes");
-        }
-        lists[static_cast<size_t>(d)].push_back(&a);
+      const auto dd = static_cast<size_t>(d);
+      if (compute.running(d) || next[dd] >= lists[dd].size()) continue;
+      const Action& a = *lists[dd][next[dd]];
+      const double ready = ready_s(a);
+      if (ready < 0.0) continue;  // an input is still being computed
+      const double start = std::max(ready, device_free_s[dd]);
+      if (start > now_s) {
+        next_s = std::min(next_s, start);
+        continue;
       }
+      compute.start(
+          d, now_s,
+          a.kind == ActionKind::backward ? costs.backward_s[a.node] : costs.forward_s[a.node]);
     }
-    // Ready time of a task, or -1 while an input is missing.
-    const auto ready_s = [&](const Action& a) {
-      const Node& node = graph.node(a.node);
-      const int64_t base = static_cast<int64_t>(a.micro_batch) * 2 * n;
-      double ready = 0.0;
-      const auto need = [&](int64_t task, NodeId from, NodeId producer) {
-        const double end = end_s[static_cast<size_t>(task)];
-        if (end < 0.0) return false;
-        const bool remote = placement.device_of_node[from] != placement.device_of_node[a.node];
-        ready = std::max(ready, end + (remote ? transfer_s(producer) : 0.0));
-        return true;
-      };
-      if (a.kind == ActionKind::forward) {
-        for (NodeId p : node.predecessors) {
-          if (!need(base + p, p, p)) return -1.0;
-        }
-      } else {
-        if (!need(base + a.node, a.node, a.node)) return -1.0;
-        for (NodeId c : node.successors) {
-          if (!need(base + n + c, c, a.node)) return -1.0;
-        }
-      }
-      return ready;
-    };
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (int d = 0; d < k; ++d) {
-        auto& list = lists[static_cast<size_t>(d)];
-        size_t& i = next[static_cast<size_t>(d)];
-        while (i < list.size()) {
-          const Action& a = *list[i];
-          const double ready = ready_s(a);
-          if (ready < 0.0) break;
-          const double start = std::max(ready, device_free_s[static_cast<size_t>(d)]);
-          const double end = start + (a.kind == ActionKind::backward ? costs.backward_s[a.node]
-                                                                     : costs.forward_s[a.node]);
-          device_free_s[static_cast<size_t>(d)] = end;
-          end_s[static_cast<size_t>(task_of(a))] = end;
-          makespan_s = std::max(makespan_s, end);
-          ++i;
-          progress = true;
-        }
-      }
-    }
-    for (int d = 0; d < k; ++d) {
-      if (next[static_cast<size_t>(d)] < lists[static_cast<size_t>(d)].size()) {
-        throw_runtime(
-            "node-level schedule deadlocks: device " + std::to_string(d) + " waits forever at '" +
-            to_string(*lists[static_cast<size_t>(d)][next[static_cast<size_t>(d)]]) + "'");
-      }
+    const auto [ending, end] = compute.next_end();
+    next_s = std::min(next_s, end);
+    if (!std::isfinite(next_s)) break;
+    now_s = next_s;
+    if (ending < 0 || end > now_s) continue;
+    const auto dd = static_cast<size_t>(ending);
+    compute.finish(ending, now_s);
+    end_s[static_cast<size_t>(task_of(*lists[dd][next[dd]]))] = now_s;
+    device_free_s[dd] = now_s;
+    makespan_s = std::max(makespan_s, now_s);
+    ++next[dd];
+  }
+  for (int d = 0; d < k; ++d) {
+    const auto dd = static_cast<size_t>(d);
+    if (next[dd] < lists[dd].size()) {
+      throw_runtime("node-level schedule deadlocks: device " + std::to_string(d) +
+                    " waits forever at '" + to_string(*lists[dd][next[dd]]) + "'");
     }
   }
   return makespan_s / schedule.mini_batches;

@@ -36,6 +36,21 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
   report.reach = placement.device_count - 1;
   report.step_time_s =
       estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
+  const placement::ComputeSharing sharing = cost_model.compute_sharing(placement.device_count);
+  if (sharing.active()) {
+    // Ranks on one host slow each other down: replay the list schedule (the one the
+    // runtime executes) with that, instead of the estimate's fixed node times.
+    ScheduleRequest request;
+    request.strategy = placement::Strategy{};
+    request.pipeline = placement::PipelineKind::gpipe;
+    request.stage_count = placement.device_count;
+    request.micro_batches = micro_batches;
+    const Schedule schedule = placement::node_level_schedule(
+        request,
+        placement::list_schedule_tasks(graph, costs, cost_model.link(), placement, micro_batches));
+    report.step_time_s = placement::simulate_node_schedule(graph, costs, cost_model.link(),
+                                                           placement, schedule, sharing);
+  }
   const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);
   for (const Node& node : graph.nodes()) {
@@ -181,6 +196,7 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   }
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
+  pipeline.sharing = cost_model.compute_sharing(k);
   std::vector<int64_t> parameters(k, 0);
   for (const Node& node : graph.nodes()) {
     parameters[placement.device_of_node[node.id]] += node.parameter_count;

@@ -208,6 +208,27 @@ TEST(Profile, RoundTripsExactly) {
   EXPECT_TRUE(std::isinf(parse(profile_text(infinite_link)).link.bandwidth_bytes_per_s));
 }
 
+TEST(Profile, HostSharingRoundTripsAndIsChecked) {
+  Profile profile;
+  profile.device_name = "cpu";
+  profile.host_sharing.slowdown[2] = {1.05, 1.3};
+  profile.host_sharing.slowdown[3] = {1.1, 1.4, 1.75};
+  std::stringstream text;
+  write_profile(text, profile);
+  const Profile back = read_profile(text);
+  EXPECT_EQ(back.host_sharing.slowdown, profile.host_sharing.slowdown);
+  EXPECT_DOUBLE_EQ(back.host_sharing.factor(3, 2), 1.4);
+  EXPECT_DOUBLE_EQ(back.host_sharing.factor(4, 2), 1.0);  // not measured for 4 ranks
+  const std::string head =
+      "format\tinterplace-profile\t1\ndevice\tcpu\nbatch_size\t1\nlink_latency_s\t0\n"
+      "link_bandwidth_bytes_per_s\t1\nnode_count\t0\n";
+  for (const char* bad : {"host_sharing\t2\t1.0\n", "host_sharing\t2\t1\t0\n", "host_sharing\t0\n",
+                          "host_sharing\t2\t1\tx\n", "host_sharing\t1\t1\nhost_sharing\t1\t1\n"}) {
+    std::istringstream in(head + std::string(bad));
+    EXPECT_THROW(read_profile(in), Error) << bad;
+  }
+}
+
 TEST(Profile, FileRoundTripAndMissingFile) {
   const auto path = std::filesystem::temp_directory_path() / "interplace_profile_test.tsv";
   write_profile_file(path, sample_profile());

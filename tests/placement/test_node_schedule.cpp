@@ -67,6 +67,35 @@ TEST(NodeSchedule, SimulatingTheListScheduleGivesTheEstimate) {
   }
 }
 
+// Ranks on one host that compute at once slow each other down (factor 2 with both busy):
+// worked by hand from the list order 0 3 2 4 b4 b2 b3 b0 on device 0 and 1 b1 on device 1.
+// Node 1 and node 3 start together at 1 and share: node 1 ends at 3, node 3 has 3 s of work
+// left, alone, so ends at 6; 2 [6, 7], 4 [7, 8], b4 [8, 9], b2 [9, 10]; then b1 and b3 share
+// from 10: b1 ends at 12, b3 at 15; b0 [15, 16]. Without sharing the step is 14.
+TEST(NodeSchedule, RanksSharingAHostSlowEachOtherDown) {
+  const Branches b;
+  const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1);
+  const Schedule schedule = node_level_schedule(request(1), tasks);
+  HostSharing table;
+  table.slowdown[2] = {1.0, 2.0};
+  const ComputeSharing one_host = ComputeSharing::consecutive(2, 2, table);
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule),
+                   14.0);
+  EXPECT_DOUBLE_EQ(
+      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, one_host),
+      16.0);
+  // One rank per host: nothing is shared.
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                                          ComputeSharing::consecutive(2, 1, table)),
+                   14.0);
+  // A table for another number of ranks per host does not apply.
+  HostSharing other;
+  other.slowdown[3] = {1.0, 2.0, 3.0};
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                                          ComputeSharing::consecutive(2, 2, other)),
+                   14.0);
+}
+
 TEST(NodeSchedule, ListOrderUsesBranchParallelismAscendingOrderDoesNot) {
   const Branches b;
   // Hand-computed, M = 1: list: device 0 runs F0 [0,1], F3 [1,5] while device 1 runs F1

@@ -42,6 +42,37 @@ TEST(Simulator, GPipeIdleFractionIsTheBubbleFormula) {
   }
 }
 
+// Two stages on one host that slow each other down by 2 while both compute, GPipe, M = 2,
+// forward 1, backward 2, by hand: F0 [0, 1] alone; F1 on stage 0 and F0 on stage 1 share
+// from 1 to 3; stage 1's F1 [3, 4] and first backward [4, 6] alone; then both stages run a
+// backward of 2 at once, [6, 10]; stage 0's last backward alone [10, 12]. Unshared: 9.
+TEST(Simulator, StagesSharingAHostSlowEachOtherDown) {
+  PipelineCosts costs = uniform(2, 1.0, 2.0);
+  const SimulationResult alone = run("global", costs, 2, 1, PipelineKind::gpipe);
+  EXPECT_DOUBLE_EQ(alone.makespan_s, 9.0);
+  costs.sharing.table.slowdown[2] = {1.0, 2.0};
+  costs.sharing.host_of_device = {0, 0};
+  const SimulationResult shared = run("global", costs, 2, 1, PipelineKind::gpipe);
+  EXPECT_DOUBLE_EQ(shared.makespan_s, 12.0);
+  for (const StageTimeline& stage : shared.stages) EXPECT_DOUBLE_EQ(stage.busy_s, 9.0);
+  // Fill and drain run alone: the K = 2, M = 1 chain never computes on both stages at once.
+  EXPECT_DOUBLE_EQ(run("global", costs, 1, 1, PipelineKind::gpipe).makespan_s,
+                   run("global", uniform(2, 1.0, 2.0), 1, 1, PipelineKind::gpipe).makespan_s);
+  // Factors of 1, or stages on separate hosts, change nothing, trace included.
+  costs.sharing.table.slowdown[2] = {1.0, 1.0};
+  const SimulationResult ones = run("global", costs, 2, 1, PipelineKind::gpipe);
+  costs.sharing.table.slowdown[2] = {1.0, 2.0};
+  costs.sharing.host_of_device = {0, 1};
+  const SimulationResult apart = run("global", costs, 2, 1, PipelineKind::gpipe);
+  for (const SimulationResult* other : {&ones, &apart}) {
+    EXPECT_DOUBLE_EQ(other->makespan_s, alone.makespan_s);
+    ASSERT_EQ(other->trace.size(), alone.trace.size());
+    for (size_t i = 0; i < alone.trace.size(); ++i) {
+      EXPECT_DOUBLE_EQ(other->trace[i].end_s, alone.trace[i].end_s) << i;
+    }
+  }
+}
+
 TEST(Simulator, OneFOneBMatchesGPipeTimeWithLessActivationMemory) {
   const int k = 4;
   const int m = 8;

@@ -64,6 +64,7 @@ def test_profile_1_rank():
         link = doc["link"]
         check(link["measured"] is False and "preset" in link["source"], link)
         check(link["ping_pong"] == [], link)
+        check(doc["host_sharing"] == {}, doc["host_sharing"])  # one rank: nothing shared
         check(doc["total_forward_s"] > 0 and doc["total_backward_s"] > 0, doc)
         check(len(doc["slowest_nodes"]) == 10, doc["slowest_nodes"])
         costs = [n["forward_s"] + n["backward_s"] for n in doc["slowest_nodes"]]
@@ -158,6 +159,10 @@ def test_profile_2_ranks():
         check(float(header["link_bandwidth_bytes_per_s"]) == link["bandwidth_bytes_per_s"], header)
         check(any("measured by an MPI ping-pong" in c for c in comments), comments)
         check_nodes(nodes, SMALL)
+        # Two ranks on one host: how they slow each other down, for n = 1 and 2 computing.
+        factors = doc["host_sharing"]["2"]
+        check(len(factors) == 2 and all(1.0 <= f < 20.0 for f in factors), doc["host_sharing"])
+        check(header["host_sharing"] == "2", header)
         # Bad input fails on every rank before MPI communicates, so mpirun ends too.
         bad = subprocess.run([mpirun, "--oversubscribe", "-np", "2", cli.BINARY, "profile",
                               "--model", "nope", "--out", path],

@@ -58,6 +58,11 @@ void add_device_options(CLI::App& app, DeviceSelection& s) {
                  "measured per-node times and link (docs/profile-format.md) instead of the "
                  "roofline; --link-* flags still override its link")
       ->group(group);
+  app.add_option("--ranks-per-host", s.ranks_per_host,
+                 "devices (ranks) per host, consecutive devices filling a host; a profile's "
+                 "host_sharing slows down ranks computing at once on one host (0: all on one)")
+      ->capture_default_str()
+      ->group(group);
   add_optimizer_option(app, s.optimizer, "optimiser whose state the memory estimate counts")
       ->group(group);
 }
@@ -113,13 +118,20 @@ placement::CostModel make_cost_model(const DeviceSelection& s) {
     link.bandwidth_bytes_per_s = positive("--link-bandwidth-gbs", s.link_bandwidth_gbs, true) * 1e9;
   }
   const placement::OptimizerKind optimizer = s.optimizer;
+  if (s.ranks_per_host < 0) {
+    throw_invalid("--ranks-per-host must be >= 0 (0: every device on one host), got " +
+                  std::to_string(s.ranks_per_host));
+  }
   if (s.profile.empty()) return placement::CostModel(device, link, optimizer);
   placement::Profile profile = placement::read_profile_file(s.profile);
   if (given(s.latency_option)) profile.link.latency_s = link.latency_s;
   if (given(s.link_bandwidth_option))
     profile.link.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
   device.name.clear();  // the profile names the device it was measured on
-  return placement::CostModel::from_profile(std::move(profile), device, optimizer);
+  placement::CostModel model =
+      placement::CostModel::from_profile(std::move(profile), device, optimizer);
+  model.set_ranks_per_host(s.ranks_per_host);
+  return model;
 }
 
 std::string link_json(const placement::LinkSpec& link) {

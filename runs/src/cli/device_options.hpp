@@ -20,6 +20,7 @@ struct DeviceSelection {
   double link_latency_us = 0.0;
   double link_bandwidth_gbs = 0.0;
   std::string profile;
+  int ranks_per_host = 0;  // 0: every device on one host
   placement::OptimizerKind optimizer = kDefaultOptimizer;
   // Which of the numbers were given (the others come from the preset or the profile).
   CLI::Option* flops_option = nullptr;

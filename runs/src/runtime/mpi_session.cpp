@@ -69,6 +69,10 @@ NodeLocal node_local(MPI_Comm comm) {
   return local;
 }
 
+bool world_node_local_recorded() {
+  return recorded_world_node_local().has_value();
+}
+
 NodeLocal world_node_local() {
   if (!recorded_world_node_local()) {
     throw_runtime("world_node_local: no MpiSession recorded the node-local ranks");

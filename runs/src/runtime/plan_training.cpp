@@ -19,6 +19,7 @@
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
+#include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/name_choices.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
@@ -106,8 +107,14 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
   if (c.profile_path.empty()) return placement::CostModel(preset.device, preset.link, optimizer);
   placement::DeviceSpec device = preset.device;
   device.name.clear();  // the profile names the device it was measured on
-  return placement::CostModel::from_profile(placement::read_profile_file(c.profile_path), device,
-                                            optimizer);
+  placement::CostModel model = placement::CostModel::from_profile(
+      placement::read_profile_file(c.profile_path), device, optimizer);
+  // The run's ranks share hosts as MPI placed them (consecutive ranks on one host); the
+  // profile's host_sharing then slows down ranks that compute at once on one host.
+  if (world_node_local_recorded()) {
+    model.set_ranks_per_host(std::min(c.devices, world_node_local().size));
+  }
+  return model;
 }
 
 void parse_choices(TrainPlan& plan) {
@@ -215,7 +222,8 @@ TrainPlan plan_training(const TrainConfig& given) {
                            *placement::stage_chain_violation(plan.graph, plan.placement));
     // The same number, as the replay of the schedule the ranks execute.
     plan.prediction.step_time_s = placement::simulate_node_schedule(
-        plan.graph, costs, cost_model.link(), plan.placement, plan.schedule);
+        plan.graph, costs, cost_model.link(), plan.placement, plan.schedule,
+        cost_model.compute_sharing(config.devices));
   }
 
   std::vector<double> node_cost(order_options.node_cost);

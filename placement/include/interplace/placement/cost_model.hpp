@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "interplace/placement/compute_sharing.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/profile.hpp"
 
@@ -76,6 +77,15 @@ class CostModel {
   OptimizerKind optimizer() const { return optimizer_; }
   const std::optional<Profile>& profile() const { return profile_; }
 
+  // How many of a placement's devices share one host, consecutive devices filling a host
+  // (mpirun's and srun's default); 0, the default: all of them. Where the profile measured
+  // how ranks on one host slow each other down (Profile::host_sharing), the simulators
+  // apply it to the devices of each host (compute_sharing.hpp). Throws invalid_input < 0.
+  void set_ranks_per_host(int ranks);
+  int ranks_per_host() const { return ranks_per_host_; }
+  // The sharing of `devices` devices under this model; inactive without a measured table.
+  ComputeSharing compute_sharing(int devices) const;
+
   double transfer_s(int64_t bytes) const;
   double roofline_s(int64_t flops, int64_t bytes) const;
   int64_t parameter_state_bytes(int64_t parameter_count) const;
@@ -89,6 +99,7 @@ class CostModel {
   LinkSpec link_;
   OptimizerKind optimizer_;
   std::optional<Profile> profile_;
+  int ranks_per_host_ = 0;
 };
 
 }  // namespace interplace::placement

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,20 @@ struct NodeTiming {
   // A backward for the input gradient alone (kernels::Gradients::inputs_only); NaN when
   // the profile does not have it (written before it was measured).
   double backward_input_s = std::numeric_limits<double>::quiet_NaN();
+};
+
+// How much longer a compute unit takes when several ranks on one host compute at once: they
+// share its cores, caches and memory bandwidth (on a GPU node each rank has its own GPU and
+// the factors are about 1). factor(P, n) is for P ranks on the host of which n compute while
+// the others wait for messages the way the runtime waits; `interplace profile` run with R
+// ranks on one host measures P = 2..R (docs/simulator.md, "Ranks sharing a host").
+struct HostSharing {
+  std::map<int, std::vector<double>> slowdown;  // P -> factors for n = 1..P
+
+  bool empty() const { return slowdown.empty(); }
+  bool covers(int ranks_on_host) const { return slowdown.count(ranks_on_host) != 0; }
+  // 1 when P = ranks_on_host was not measured, or busy < 1.
+  double factor(int ranks_on_host, int busy) const;
 };
 
 struct Profile {
@@ -45,6 +60,8 @@ struct Profile {
   double runtime_forward_s = std::numeric_limits<double>::quiet_NaN();
   double runtime_backward_s = std::numeric_limits<double>::quiet_NaN();
   double runtime_optimizer_s = std::numeric_limits<double>::quiet_NaN();
+  // Empty: not measured (a profile of one rank, or written before it existed).
+  HostSharing host_sharing;
 };
 
 // Throws invalid_input naming `source` and the line for anything malformed: a missing or

@@ -3,12 +3,13 @@
 // and peak memory.
 //
 // Timing rules: compute actions (forward, backward, aux, optimiser step) occupy their stage
-// for their duration. A send costs its stage no time; the message crosses the directed
-// link (stage i -> i+1 or i+1 -> i) as soon as that link is free, taking
+// for their duration; with PipelineCosts::sharing, stretched while other stages of the same
+// host compute at the same time (compute_sharing.hpp). A send costs its stage no time; the message
+// crosses the directed link (stage i -> i+1 or i+1 -> i) as soon as that link is free, taking
 // latency_s + bytes / bandwidth_bytes_per_s, one message at a time per direction. A
 // receive blocks its stage until the message has arrived; that wait is idle time.
-// Every backward pass costs the body's full backward_s (the model does not split input
-// and parameter gradients). Memory: parameter state, plus activation_bytes from a
+// A backward pass that updates the body costs backward_s, one that only carries a gradient
+// through costs backward_input_s. Memory: parameter state, plus activation_bytes from a
 // micro-batch's forward until its last backward pass on that stage, plus
 // aux_activation_bytes from an aux forward to its aux backward.
 #pragma once
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "interplace/placement/compute_sharing.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/schedule.hpp"
 
@@ -41,6 +43,9 @@ struct StageCosts {
 struct PipelineCosts {
   std::vector<StageCosts> stages;
   LinkSpec link;
+  // Stages (ranks) that share a host and slow each other down while they compute at once;
+  // by default none do.
+  ComputeSharing sharing;
 };
 
 struct TraceEvent {

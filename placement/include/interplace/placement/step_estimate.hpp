@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "interplace/placement/compute_sharing.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
@@ -36,10 +37,12 @@ std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const
 // device is free and its inputs are there (same-device at once, others transfer_s after
 // the producer ends: for a forward its producers' forwards, for a backward its own forward
 // and its consumers' backwards); the optimiser step is not modelled. Returns the makespan
-// per mini-batch. Throws runtime when the lists deadlock, invalid_input when the schedule
-// is not node-level for this placement.
+// per mini-batch. With `sharing`, tasks of devices on one host that run at once slow each
+// other down (compute_sharing.hpp). Throws runtime when the lists deadlock, invalid_input
+// when the schedule is not node-level for this placement.
 double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
-                              const Placement& placement, const Schedule& schedule);
+                              const Placement& placement, const Schedule& schedule,
+                              const ComputeSharing& sharing = {});
 
 // The same estimate for many placements of one graph (refine calls it thousands of
 // times): keeps its buffers between calls. Holds references to `graph` and `costs`,

@@ -47,6 +47,8 @@ NodeLocal node_local(MPI_Comm comm);
 // MpiSession at start-up (when every rank takes part), so that a configuration running
 // on a sub-communicator needs no collective over the world.
 NodeLocal world_node_local();
+// Whether an MpiSession recorded it (false in a process that never started MPI).
+bool world_node_local_recorded();
 
 // Library versions for result files: MPI_Get_library_version's first line.
 std::string mpi_library_version();

@@ -78,6 +78,15 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 // only. Throws runtime for MPI errors.
 LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20);
 
+// How ranks on one host slow each other down (placement::HostSharing): collective over
+// `host` (the ranks of one host). For every P = 2..size and n = 1..P, host ranks 0..n-1
+// run time_runtime_units(options) at once while ranks n..P-1 wait in MPI the way the
+// runtime waits for a message (a spinning MPI_Wait) and the others sleep; factor(P, n)
+// is the median over the n ranks of (forward + backward) / solo_s, solo_s being the same
+// units measured with every other rank asleep. The result is complete on host rank 0.
+placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOptions& options,
+                                            double solo_s);
+
 // A barrier that waits without spinning (a non-blocking barrier polled every millisecond),
 // so that ranks waiting for rank 0 leave the cores to its timings.
 void quiet_barrier(MPI_Comm comm);

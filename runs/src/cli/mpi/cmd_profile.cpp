@@ -123,6 +123,20 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
          (run.link.measured ? "measured by ping-pong between world ranks 0 and 1"
                             : "NOT measured: 1 rank; values of " + run.link_source) +
          ")\n";
+  if (p.host_sharing.empty()) {
+    out += "host sharing: not measured (one rank on rank 0's host)\n";
+  } else {
+    out +=
+        "host sharing (slowdown of the runtime's units while n of P ranks on one host "
+        "compute at once):\n";
+    for (const auto& [ranks, factors] : p.host_sharing.slowdown) {
+      out += "  P = " + std::to_string(ranks) + ":";
+      for (size_t n = 0; n < factors.size(); ++n) {
+        out += " n=" + std::to_string(n + 1) + " x" + format_fixed(factors[n], 2);
+      }
+      out += "\n";
+    }
+  }
   out += "written to " + o.out + "\n\nslowest nodes:\n";
   TextTable table({"node", "op", "forward", "backward", "share"}, {1});
   for (size_t i : slowest(p, o.top)) {
@@ -164,6 +178,12 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
         .number("half_round_trip_s", s.half_round_trip_s)
         .str();
   });
+  std::string sharing = "{";
+  for (const auto& [ranks, factors] : p.host_sharing.slowdown) {
+    sharing += (sharing.size() > 1 ? "," : "") + std::string("\"") + std::to_string(ranks) +
+               "\":" + json_array(factors, [](double f) { return json_number(f); });
+  }
+  sharing += "}";
   JsonObject link;
   link.boolean("measured", run.link.measured).string("source", run.link_source);
   link.number("latency_s", p.link.latency_s)
@@ -188,6 +208,7 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
              .number("runtime_forward_s", p.runtime_forward_s)
              .number("runtime_backward_s", p.runtime_backward_s)
              .number("runtime_optimizer_s", p.runtime_optimizer_s)
+             .raw("host_sharing", sharing)
              .raw("slowest_nodes", nodes)
              .raw("link", link.str())
              .str() +
@@ -210,6 +231,30 @@ void check_options(const ProfileOptions& o) {
   }
 }
 
+// Collective over MPI_COMM_WORLD: the ranks on world rank 0's host measure how they slow
+// each other down (measure_host_sharing) into run.profile on rank 0; skipped when rank 0
+// failed or runs alone on its host.
+void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& options,
+                                   bool rank0_failed) {
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  int go = rank0_failed ? 0 : 1;
+  double solo_s = run.profile.runtime_forward_s + run.profile.runtime_backward_s;
+  MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&solo_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &host);
+  int lowest = world_rank;
+  MPI_Allreduce(&world_rank, &lowest, 1, MPI_INT, MPI_MIN, host);
+  int host_size = 1;
+  MPI_Comm_size(host, &host_size);
+  if (go && lowest == 0 && host_size > 1 && solo_s > 0.0) {
+    kernels::set_cpu_threads(options.threads);
+    run.profile.host_sharing = measure_host_sharing(host, options, solo_s);
+  }
+  MPI_Comm_free(&host);
+}
+
 std::string run_profile(const ProfileOptions& o) {
   // Every rank checks the input before MPI starts, so bad input fails alike everywhere.
   check_options(o);
@@ -221,54 +266,56 @@ std::string run_profile(const ProfileOptions& o) {
   ProfileRun run;
   run.ranks = mpi.world_size();
   run.link = measure_link(MPI_COMM_WORLD);
+  quiet_barrier(MPI_COMM_WORLD);  // ranks 2.. wait off the cores while 0 and 1 ping-pong
   const NodeLocal local = node_local(MPI_COMM_WORLD);
-  if (mpi.world_rank() != 0) {
-    quiet_barrier(MPI_COMM_WORLD);  // rank 0 reports; the others print nothing
-    return "";
-  }
+  run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
+  const kernels::Device device = device_by_name(o.device);
+  // The graph through the runtime's own units, to calibrate the cost model; the same units
+  // on several ranks of rank 0's host at once measure how they slow each other down.
+  placement::ModelOptions micro = o.model.options;
+  micro.batch_size = graph.batch_size();
+  const RuntimeUnitOptions unit_options{.model = o.model.model,
+                                        .options = micro,
+                                        .warmup = std::max(1, o.warmup),
+                                        .steps = o.repeats,
+                                        .seed = o.seed,
+                                        .device = device,
+                                        .threads = run.threads};
   std::exception_ptr failure;
   std::string output;
-  try {
-    run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
-    kernels::set_cpu_threads(run.threads);
-    const kernels::Device device = device_by_name(o.device);
-    start_device(device);
-    run.profile.device_name = device == kernels::Device::cpu
-                                  ? cpu_device_name(run.threads)
-                                  : device_description(device, run.threads);
-    run.profile.batch_size = graph.batch_size();
-    run.profile.graph_parameter_count = graph.total_parameter_count();
-    run.profile.graph_forward_flops = graph.total_forward_flops();
-    if (run.link.measured) {
-      run.profile.link = run.link.link;
-      run.link_source = "ping-pong";
-    } else {
-      run.profile.link = preset.link;
-      run.link_source = "device preset " + preset.name;
+  if (mpi.world_rank() == 0) {
+    try {
+      kernels::set_cpu_threads(run.threads);
+      start_device(device);
+      run.profile.device_name = device == kernels::Device::cpu
+                                    ? cpu_device_name(run.threads)
+                                    : device_description(device, run.threads);
+      run.profile.batch_size = graph.batch_size();
+      run.profile.graph_parameter_count = graph.total_parameter_count();
+      run.profile.graph_forward_flops = graph.total_forward_flops();
+      if (run.link.measured) {
+        run.profile.link = run.link.link;
+        run.link_source = "ping-pong";
+      } else {
+        run.profile.link = preset.link;
+        run.link_source = "device preset " + preset.name;
+      }
+      run.profile.nodes = time_nodes(
+          graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed, .device = device});
+      const RuntimeUnits units = time_runtime_units(unit_options);
+      run.profile.runtime_forward_s = units.forward_s;
+      run.profile.runtime_backward_s = units.backward_s;
+      run.profile.runtime_optimizer_s = units.optimizer_s;
+    } catch (...) {
+      failure = std::current_exception();
     }
-    run.profile.nodes = time_nodes(
-        graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed, .device = device});
-    // The same graph through the runtime's own units, to calibrate the cost model.
-    placement::ModelOptions micro = o.model.options;
-    micro.batch_size = graph.batch_size();
-    const RuntimeUnits units = time_runtime_units({.model = o.model.model,
-                                                   .options = micro,
-                                                   .warmup = std::max(1, o.warmup),
-                                                   .steps = o.repeats,
-                                                   .seed = o.seed,
-                                                   .device = device,
-                                                   .threads = run.threads});
-    run.profile.runtime_forward_s = units.forward_s;
-    run.profile.runtime_backward_s = units.backward_s;
-    run.profile.runtime_optimizer_s = units.optimizer_s;
-    write_file(o, run);
-    output = o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
-  } catch (...) {
-    failure = std::current_exception();
   }
-  quiet_barrier(MPI_COMM_WORLD);  // release the waiting ranks before failing
+  quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait without taking the cores
+  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr);
+  if (mpi.world_rank() != 0) return "";  // rank 0 reports; the others print nothing
   if (failure) std::rethrow_exception(failure);
-  return output;
+  write_file(o, run);
+  return o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
 }
 
 }  // namespace
