@@ -211,7 +211,9 @@ def best_table(study: OrderStudy, seed: int = 0) -> pd.DataFrame:
                    order_sd_ms=means.std(ddof=1) * 1e3 if len(orders) > 1 else math.nan,
                    seed_sd_ms=float(np.sqrt(x.var(axis=1, ddof=1).mean())) * 1e3
                    if x.shape[1] > 1 else math.nan,
-                   order_share=between / total if total > 0 else math.nan)
+                   # Below rounding noise every order gave the same times: no share.
+                   order_share=between / total if total > (1e-9 * grand) ** 2 * x.size
+                   else math.nan)
         lo, hi = _interval(boot[second] / boot[best])
         row["runner_up_low"], row["runner_up_high"] = lo, hi
         if REFERENCE_ORDER in orders:
@@ -266,7 +268,8 @@ def feature_table(study: OrderStudy, best: pd.DataFrame) -> pd.DataFrame:
 
 def feature_correlations(study: OrderStudy, orders: pd.DataFrame) -> pd.DataFrame:
     """Spearman's rho over the models between each feature and each order's mean step time
-    relative to the mean over the model's orders (per cost device and devices; 4+ models)."""
+    relative to the mean over the model's orders (per cost device and devices; 4+ models, 3+
+    distinct values of each)."""
     from scipy import stats as st
     rows = []
     feats = study.models.set_index(["cost_device", "model"])
@@ -276,7 +279,9 @@ def feature_correlations(study: OrderStudy, orders: pd.DataFrame) -> pd.DataFram
         for feature in FEATURES:
             x = [feats.loc[(cost, m), feature] for m in g["model"]]
             y = list(g["relative"])
-            if len(set(x)) < 2 or len(set(y)) < 2:
+            # Models where every order ties give y = 1 whatever the feature: with fewer
+            # than 3 distinct values a rank correlation of +-1 says nothing.
+            if len(set(x)) < 3 or len(set(np.round(y, 9))) < 3:
                 continue
             res = st.spearmanr(x, y)
             rows.append(dict(cost_device=cost, devices=k, order=order, feature=feature,
