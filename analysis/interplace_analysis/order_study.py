@@ -341,7 +341,8 @@ def heatmap(orders: pd.DataFrame, cost: str, k: int):
     for (i, j), v in np.ndenumerate(m.to_numpy()):
         if np.isfinite(v):
             ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
-                    color="white" if v > np.nanmedian(m.to_numpy()) else "black")
+                    color="white" if v > (np.nanmin(m.to_numpy()) + np.nanmax(m.to_numpy())) / 2
+                    else "black")
     fig.colorbar(im, ax=ax, label="mean step time / best order's")
     ax.set_title(f"rl placer, mean over seeds: order vs best ({cost}, K={k})")
     fig.tight_layout()
