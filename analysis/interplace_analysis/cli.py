@@ -1,6 +1,7 @@
 """Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``,
 ``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]`` and
-``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR``.
+``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR`` and
+``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (order-study files).
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
 other-version file) is one line on stderr and exit status 2, not a traceback.
@@ -55,7 +56,35 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
     e.add_argument("--format", choices=FORMATS, required=True, help="file format")
     e.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    o = sub.add_parser("order-study", help="the traversal-order study's tables and plots",
+                       description="Loads order-study files (interplace order-study) and"
+                                   " writes DIR/report.md, DIR/tables/* and DIR/plots/*: best"
+                                   " order per model and family with 95%% intervals over"
+                                   " seeds, the order effect (Friedman test), graph features"
+                                   " per order, learning curves.")
+    o.add_argument("files", nargs="+", metavar="FILE", help="order-study files (HDF5)")
+    o.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    o.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    o.add_argument("--quiet", action="store_true", help="do not print the report")
     return p
+
+
+def _order_study(args: argparse.Namespace, argv: list[str]) -> int:
+    from . import order_study
+    try:
+        study = order_study.load_order_study(args.files)
+    except ResultFormatError as e:
+        print(f"interplace_analysis: {e}", file=sys.stderr)
+        return 2
+    try:
+        text = order_study.write_report(study, args.out, seed=args.seed,
+                                        command=command_line(argv))
+    except OSError as e:
+        print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(text)
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -107,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "order-study":
+        return _order_study(args, argv)
     try:
         results = load_results(args.files)
     except ResultFormatError as e:

@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "device_options.hpp"
+#include "interplace/placement/placement_file.hpp"
 #include "model_options.hpp"
 #include "placement_options.hpp"
 #include "placement_report.hpp"
@@ -15,6 +16,7 @@ struct PlaceOptions {
   DeviceSelection device;
   PlacementSelection placement;
   std::string format;
+  std::string save_placement;  // --save-placement FILE
 };
 
 const std::vector<std::string> kFormats = {"text", "json"};
@@ -25,6 +27,9 @@ std::string run_place(const PlaceOptions& o) {
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
   const PlacementRun run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
+  if (!o.save_placement.empty()) {
+    placement::write_placement_file(o.save_placement, graph, run.placement);
+  }
   const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
   if (o.format == "json") return placement_json(context).str() + "\n";
   return placement_text(context, true);
@@ -39,6 +44,9 @@ Command add_place_command(CLI::App& root) {
   add_model_options(*app, options->model);
   add_placement_options(*app, options->placement);
   add_device_options(*app, options->device);
+  app->add_option("--save-placement", options->save_placement,
+                  "write the placement to this file, for train --placement "
+                  "(docs/placers.md#placement-files)");
   add_format_option(*app, options->format, kFormats);
   set_example(*app, "interplace place --model resnet20 --order topo --placer balanced --devices 4");
   return {app, [options] { return run_place(*options); }};

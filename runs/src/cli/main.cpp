@@ -18,7 +18,8 @@
 
 #ifdef INTERPLACE_HAVE_RUNTIME
 namespace interplace::runs::cli {
-Command add_profile_command(CLI::App& root);  // mpi/cmd_profile.cpp
+Command add_profile_command(CLI::App& root);      // mpi/cmd_profile.cpp
+Command add_order_study_command(CLI::App& root);  // mpi/cmd_order_study.cpp
 }  // namespace interplace::runs::cli
 #endif
 
@@ -77,6 +78,7 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_sweep_command(app, interplace::runs::runtime_runner()));
   commands.push_back(cli::add_inspect_command(app));
   commands.push_back(cli::add_merge_command(app));
+  commands.push_back(cli::add_order_study_command(app));
 #endif
   try {
     app.parse(argc, argv);

@@ -9,6 +9,43 @@
 #include "text_format.hpp"
 
 namespace interplace::runs::cli {
+void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
+  const char* rl = "Placement: rl placer (docs/placers.md#rl)";
+  app.add_option("--rl-episodes", rl_options.episodes, "training episodes")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-rounds", rl_options.rounds, "message-passing rounds")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-hidden", rl_options.hidden, "width of the policy's hidden layer")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-learning-rate", rl_options.learning_rate,
+                 "Adam learning rate of the first episode")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-final-learning-rate", rl_options.final_learning_rate,
+                 "learning rate of the last episode (linear decay)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-entropy", rl_options.entropy_weight,
+                 "weight of the policy's entropy in the objective")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-memory-penalty", rl_options.memory_penalty,
+                 "weight of the penalty for bytes above a device's capacity")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-time-budget", rl_options.time_budget_s,
+                 "seconds after which training stops (0: none; results then depend on speed)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-start", rl_options.start,
+                 "start of every episode: random, or a placer: " + join(placement::placer_names()))
+      ->capture_default_str()
+      ->group(rl);
+}
+
 void add_placement_options(CLI::App& app, PlacementSelection& s) {
   const char* group = "Placement";
   app.add_option("--order", s.order, "traversal order: " + join(placement::order_names()))
@@ -23,45 +60,13 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
                  "placer whose result refine starts from: " + join(placement::placer_names()))
       ->capture_default_str()
       ->group(group);
+  add_rl_options(app, s.rl);
   const char* rl = "Placement: rl placer (docs/placers.md#rl)";
-  app.add_option("--rl-episodes", s.rl.episodes, "training episodes")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-rounds", s.rl.rounds, "message-passing rounds")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-hidden", s.rl.hidden, "width of the policy's hidden layer")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-learning-rate", s.rl.learning_rate,
-                 "Adam learning rate of the first episode")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-final-learning-rate", s.rl.final_learning_rate,
-                 "learning rate of the last episode (linear decay)")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-entropy", s.rl.entropy_weight,
-                 "weight of the policy's entropy in the objective")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-memory-penalty", s.rl.memory_penalty,
-                 "weight of the penalty for bytes above a device's capacity")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-time-budget", s.rl.time_budget_s,
-                 "seconds after which training stops (0: none; results then depend on speed)")
-      ->capture_default_str()
-      ->group(rl);
   app.add_option("--rl-policy", s.rl_policy,
                  "start from this saved policy (docs/placers.md#policy-files); with "
                  "--rl-episodes 0 place with it untrained")
       ->group(rl);
   app.add_option("--rl-save-policy", s.rl_save_policy, "write the trained policy to this file")
-      ->group(rl);
-  app.add_option("--rl-start", s.rl.start,
-                 "start of every episode: random, or a placer: " + join(placement::placer_names()))
-      ->capture_default_str()
       ->group(rl);
 }
 

@@ -30,6 +30,9 @@ struct PlacementSelection {
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);
+// The rl placer's --rl-* training options (not its policy files), for `place`, `simulate`
+// and `order-study`.
+void add_rl_options(CLI::App& app, placement::RlOptions& rl_options);
 // --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped. Sets
 // `seed` to kDefaultSeed first, so that every subcommand defaults to the same seed.
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description);

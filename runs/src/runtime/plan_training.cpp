@@ -11,6 +11,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/orders.hpp"
+#include "interplace/placement/placement_file.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -208,7 +209,16 @@ TrainPlan plan_training(const TrainConfig& given) {
   placement::PlacementRequest request{.device_count = config.devices, .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
   request.seed = config.seed;
-  plan.placement = placer(plan.graph, plan.order, request);
+  if (config.placement_path.empty()) {
+    plan.placement = placer(plan.graph, plan.order, request);
+  } else {
+    plan.placement = placement::read_placement_file(config.placement_path, plan.graph);
+    if (plan.placement.device_count != config.devices) {
+      throw_invalid("the placement file " + config.placement_path + " places on " +
+                    std::to_string(plan.placement.device_count) + " devices, the run has " +
+                    std::to_string(config.devices));
+    }
+  }
 
   plan_schedule(plan);
   // The prediction simulates the schedule the ranks execute; a node-level schedule has no

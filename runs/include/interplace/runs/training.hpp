@@ -45,6 +45,9 @@ struct TrainConfig {
   placement::ModelOptions model_options = {};  // batch_size is ignored: see batch_size
   std::string order = "topo";
   std::string placer = "contiguous";
+  // A placement file (docs/placers.md#placement-files) trained as it is instead of running
+  // the placer (train --placement; not a sweep key). Empty: run the placer.
+  std::string placement_path;
   int devices = 1;                  // ranks; must equal the communicator's size
   std::string strategy = "global";  // global | local | pairwise | nwise:N
   // global only: gpipe | 1f1b | e2e (one unpipelined pass, M = 1: the study's end-to-end

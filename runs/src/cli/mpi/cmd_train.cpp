@@ -229,6 +229,10 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--placer", c.placer, "placer: " + join(placement::placer_names()))
       ->capture_default_str()
       ->group(group);
+  app->add_option("--placement", c.placement_path,
+                  "train this placement file (place --save-placement) instead of running the "
+                  "placer; --order and --placer then only label the run")
+      ->group(group);
   app->add_option("--devices", o->devices, "devices = MPI ranks (default: the world size)")
       ->group(group);
   app->add_option("--strategy", c.strategy,

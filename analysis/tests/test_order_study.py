@@ -1,0 +1,149 @@
+"""The order-study analysis (interplace_analysis.order_study) on files written here in the
+format of docs/results-format.md ("Order-study files"), with planted effects: the tables
+must find them, and must not find effects that are not there."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+from interplace_analysis import order_study as st
+from interplace_analysis.cli import main
+from interplace_analysis.h5file import ResultFormatError
+
+ORDERS = ["lexical", "topo-lifo", "dfs-pre"]
+
+
+@pytest.fixture(autouse=True)
+def fewer_resamples(monkeypatch):
+    """2,000 bootstrap resamples instead of 10,000: the planted effects are large."""
+    monkeypatch.setattr(st, "RESAMPLES", 2000)
+
+
+def _strings(g, name, values):
+    g.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
+
+
+def write_study(path, times, models=None, episodes=4, cost="h100", version=1):
+    """times: {(model, order, seed): step seconds}; devices 3."""
+    models = models or sorted({m for m, _, _ in times})
+    keys = sorted(times)
+    with h5py.File(path, "w") as f:
+        f.attrs["format_name"] = st.FORMAT_NAME
+        f.attrs["format_version"] = np.int64(version)
+        f.attrs["cost_device"] = cost
+        f.attrs["command_line"] = "interplace order-study --models " + ",".join(models)
+        m = f.create_group("models")
+        _strings(m, "name", models)
+        _strings(m, "family", [name.split("-")[0] for name in models])
+        for i, feat in enumerate(st.FEATURES):
+            m.create_dataset(feat, data=np.array([10.0 * (j + 1) + i for j in range(len(models))]))
+        r = f.create_group("runs")
+        _strings(r, "model", [k[0] for k in keys])
+        _strings(r, "order", [k[1] for k in keys])
+        r.create_dataset("devices", data=np.full(len(keys), 3, dtype=np.int64))
+        r.create_dataset("seed", data=np.array([k[2] for k in keys], dtype=np.int64))
+        _strings(r, "status", ["ok"] * len(keys))
+        _strings(r, "reason", [""] * len(keys))
+        t = np.array([times[k] for k in keys])
+        for name in ("step_time_s", "start_step_time_s", "greedy_step_time_s"):
+            r.create_dataset(name, data=t)
+        r.create_dataset("placer_wall_s", data=np.ones(len(keys)))
+        r.create_dataset("episodes_run", data=np.full(len(keys), episodes, dtype=np.int64))
+        curve = np.repeat(t[:, None], episodes, axis=1) * np.linspace(1.5, 1.0, episodes)
+        r.create_dataset("episode_step_time_s", data=curve)
+        r.create_dataset("best_so_far_step_time_s", data=curve)
+        b = f.create_group("baselines")
+        pairs = sorted({(k[0], k[1]) for k in keys})
+        _strings(b, "model", [p[0] for p in pairs])
+        _strings(b, "order", [p[1] for p in pairs])
+        b.create_dataset("devices", data=np.full(len(pairs), 3, dtype=np.int64))
+        _strings(b, "placer", ["greedy-eft"] * len(pairs))
+        b.create_dataset("step_time_s", data=np.full(len(pairs), 0.01))
+        _strings(b, "reason", [""] * len(pairs))
+
+
+def planted(models=("resnet-a", "resnet-b", "gpt-a", "gpt-b"), effect=None, seeds=10, rng=0):
+    """Step times with seed noise (sd 2%) and `effect[(model, order)]` multiplying the mean;
+    each seed's start is shared by every order (a block effect)."""
+    gen = np.random.default_rng(rng)
+    effect = effect or {}
+    times = {}
+    for m in models:
+        block = gen.normal(1.0, 0.05, seeds)
+        for o in ORDERS:
+            noise = gen.normal(1.0, 0.02, seeds)
+            for s in range(seeds):
+                times[(m, o, s + 1)] = 0.01 * effect.get((m, o), 1.0) * block[s] * noise[s]
+    return times
+
+
+def test_planted_best_order_found_with_interval(tmp_path):
+    eff = {(m, "dfs-pre"): 0.8 for m in ("resnet-a", "resnet-b")}
+    write_study(tmp_path / "s.h5", planted(effect=eff))
+    study = st.load_order_study([tmp_path / "s.h5"])
+    best = st.best_table(study).set_index("model")
+    for m in ("resnet-a", "resnet-b"):
+        assert best.loc[m, "best_order"] == "dfs-pre"
+        # 1 / 0.8 = 1.25 faster than topo-lifo; the interval holds it and excludes 1.
+        assert best.loc[m, "speedup_low"] < 1.25 < best.loc[m, "speedup_high"]
+        assert best.loc[m, "speedup_low"] > 1.1
+        assert best.loc[m, "friedman_p"] < 0.001
+        assert best.loc[m, "order_share"] > 0.5
+    fam = st.family_table(study)
+    winner = fam[(fam["family"] == "resnet") & fam["is_best"]]
+    assert list(winner["order"]) == ["dfs-pre"] and winner["ci_high"].iloc[0] < 0.95
+
+
+def test_no_effect_is_not_significant(tmp_path):
+    write_study(tmp_path / "s.h5", planted(rng=3))
+    best = st.best_table(st.load_order_study([tmp_path / "s.h5"]))
+    assert (best["friedman_p"] > 0.01).all(), best[["model", "friedman_p"]]
+    # Intervals of the advantage over topo-lifo include 1 (no order is really better).
+    assert ((best["speedup_low"] <= 1.0) & (1.0 <= best["speedup_high"])).all()
+
+
+def test_identical_orders_give_no_test(tmp_path):
+    times = {(m, o, s): 0.01 for m in ("gpt-a",) for o in ORDERS for s in range(1, 5)}
+    write_study(tmp_path / "s.h5", times)
+    best = st.best_table(st.load_order_study([tmp_path / "s.h5"]))
+    assert np.isnan(best["friedman_p"].iloc[0]) and best["speedup_vs_topo"].iloc[0] == 1.0
+    assert best["best_order"].iloc[0] == "tie: all" and best["tied"].iloc[0] == 3
+
+
+def test_feature_correlation_sign(tmp_path):
+    # dfs-pre gains more the deeper the model (depth grows with the model's index).
+    models = [f"resnet-{i}" for i in range(6)]
+    eff = {(m, "dfs-pre"): 1.0 - 0.05 * i for i, m in enumerate(models)}
+    write_study(tmp_path / "s.h5", planted(models=models, effect=eff))
+    study = st.load_order_study([tmp_path / "s.h5"])
+    corr = st.feature_correlations(study, st.order_table(study))
+    row = corr[(corr["order"] == "dfs-pre") & (corr["feature"] == "depth")].iloc[0]
+    assert row["spearman_rho"] < -0.8 and row["models"] == 6
+
+
+def test_report_cli_writes_tables_and_plots(tmp_path, capsys):
+    write_study(tmp_path / "a.h5", planted(models=("resnet-a", "gpt-a")))
+    write_study(tmp_path / "b.h5", planted(models=("resnet-a",)), cost="profile:p/<model>.tsv")
+    out = tmp_path / "rep"
+    assert main(["order-study", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"), "--out",
+                 str(out), "--quiet"]) == 0
+    csv = pd.read_csv(out / "tables" / "order_study_best.csv")
+    assert set(csv["cost_device"]) == {"h100", "cpu-profile"} and len(csv) == 3
+    assert (out / "plots" / "order_study_curves_h100_k3.png").is_file()
+    assert "Friedman" in (out / "report.md").read_text()
+
+
+def test_bad_files_fail_clearly(tmp_path, capsys):
+    (tmp_path / "x.h5").write_text("not hdf5")
+    assert main(["order-study", str(tmp_path / "x.h5"), "--out", str(tmp_path / "o")]) == 2
+    assert "not an HDF5 file" in capsys.readouterr().err
+    write_study(tmp_path / "v.h5", planted(models=("gpt-a",)), version=9)
+    with pytest.raises(ResultFormatError, match="version 9"):
+        st.load_order_study([tmp_path / "v.h5"])
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        f.attrs["format_name"] = "interplace-results"
+    with pytest.raises(ResultFormatError, match="not an order-study file"):
+        st.load_order_study([tmp_path / "r.h5"])

@@ -1,0 +1,340 @@
+// interplace order-study: the traversal-order study's experiment (issue 18; docs/cli.md,
+// "order-study"). For every model x device count x traversal order x seed it trains the rl
+// placer against the simulator and keeps the learned placement's simulated step time, its
+// learning curve and the placer's wall time, beside heuristic placers for scale and the
+// graphs' structural features, in an order-study file (docs/results-format.md).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "device_options.hpp"
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_stats.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+#include "interplace/runs/order_study_file.hpp"
+#include "interplace/runs/results_file.hpp"
+#include "interplace/runs/step_simulation.hpp"
+#include "json_writer.hpp"
+#include "model_options.hpp"
+#include "placement_options.hpp"
+#include "text_format.hpp"
+
+namespace interplace::runs::cli {
+namespace {
+
+// The seven orders of the study, under this suite's names (docs/orders.md).
+const std::vector<std::string> kStudyOrders = {
+    "lexical", "topo-lifo", "topo-lifo-rev", "lexical-topo", "dfs-pre", "dfs-post", "bfs-by-name"};
+const std::vector<std::string> kFormats = {"text", "json"};
+
+struct StudyOptions {
+  std::vector<std::string> models;
+  std::vector<std::string> orders = kStudyOrders;
+  std::vector<int> devices = {3};
+  int seeds = 10;
+  std::vector<std::string> baselines = {"greedy-eft"};
+  int64_t batch_size = 32;
+  int micro_batches = 1;
+  DeviceSelection device;
+  std::string profile_dir;
+  placement::RlOptions rl;
+  std::string out;
+  bool quiet = false;
+  std::string format;
+  CLI::App* app = nullptr;  // for recording the command line
+};
+
+void check_options(const StudyOptions& o) {
+  require_format(o.format, kFormats);
+  if (o.models.empty()) throw_invalid("--models is required: zoo models, comma-separated");
+  for (const std::string& m : o.models) model_info(m);
+  if (o.orders.empty()) throw_invalid("--orders is empty");
+  for (const std::string& order : o.orders) placement::order_by_name(order);
+  for (int k : o.devices) {
+    if (k < 1) throw_invalid("--devices must be >= 1, got " + std::to_string(k));
+  }
+  ModelSelection sizes{.model = o.models.front(), .options = {}, .micro_batches = o.micro_batches};
+  sizes.options.batch_size = o.batch_size;
+  selected_micro_batch_size(sizes);  // --micro-batches must divide --batch-size
+  if (o.seeds < 1) throw_invalid("--seeds must be >= 1, got " + std::to_string(o.seeds));
+  for (const std::string& b : o.baselines) {
+    if (b == "rl") throw_invalid("--baselines takes heuristic placers, not rl");
+    placement::placer_by_name(b);
+  }
+  placement::check_rl_options(o.rl);
+  if (!o.device.profile.empty() && o.models.size() > 1) {
+    throw_invalid("--profile holds one model's times; with several --models use --profile-dir");
+  }
+  if (!o.device.profile.empty() && !o.profile_dir.empty()) {
+    throw_invalid("--profile and --profile-dir exclude each other");
+  }
+  if (!o.profile_dir.empty()) {
+    for (const std::string& m : o.models) {
+      const std::string path = o.profile_dir + "/" + m + ".tsv";
+      if (!std::filesystem::exists(path)) {
+        throw_invalid("--profile-dir: no profile " + path +
+                      " (make it with: interplace profile --model " + m + " --out " + path + ")");
+      }
+    }
+  }
+  if (o.out.empty()) throw_invalid("--out FILE is required");
+  if (std::filesystem::exists(o.out)) {
+    throw_invalid(o.out + " exists already; results are never overwritten (choose another --out)");
+  }
+}
+
+// What was given on the command line, to store with the results.
+std::string command_line(const CLI::App& app) {
+  std::string text = "interplace " + app.get_name();
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0 || option->get_name() == "--help") continue;
+    text += " " + option->get_name();
+    if (option->get_expected_max() == 0) continue;  // a flag
+    text += " " + join(option->results(), ",");
+  }
+  return text;
+}
+
+std::string cost_device_name(const StudyOptions& o) {
+  if (!o.profile_dir.empty()) return "profile:" + o.profile_dir + "/<model>.tsv";
+  if (!o.device.profile.empty()) return "profile:" + o.device.profile;
+  return o.device.preset.empty() ? "cpu-core" : o.device.preset;
+}
+
+double simulated_step_s(const placement::Graph& graph, const placement::Placement& placement,
+                        const placement::NodeCosts& costs, const placement::CostModel& cost_model,
+                        int micro_batches) {
+  StepRequest step;
+  step.micro_batches = micro_batches;
+  return simulate_step(graph, placement, costs, cost_model, step).step_time_s;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// One line per model x devices x order: the median and range over the seeds.
+struct SummaryRow {
+  std::string model;
+  int devices = 0;
+  std::string order;
+  int ok = 0;
+  double median_s = 0.0;
+  double min_s = 0.0;
+  double max_s = 0.0;
+  double wall_s = 0.0;  // all seeds together
+};
+
+std::string run_study(StudyOptions& o) {
+  check_options(o);
+  const auto started = std::chrono::steady_clock::now();
+  OrderStudySetup setup;
+  setup.created_utc = utc_now();
+  setup.interplace_version = build_version();
+  setup.git_commit = build_git_commit();
+  setup.command_line = command_line(*o.app);
+  setup.cost_device = cost_device_name(o);
+  setup.batch_size = o.batch_size;
+  setup.micro_batches = o.micro_batches;
+  setup.optimizer = placement::to_string(o.device.optimizer);
+  setup.rl_episodes = o.rl.episodes;
+  setup.rl_rounds = o.rl.rounds;
+  setup.rl_hidden = o.rl.hidden;
+  setup.rl_learning_rate = o.rl.learning_rate;
+  setup.rl_final_learning_rate = o.rl.final_learning_rate;
+  setup.rl_entropy = o.rl.entropy_weight;
+  setup.rl_memory_penalty = o.rl.memory_penalty;
+  setup.rl_time_budget_s = o.rl.time_budget_s;
+  setup.rl_start = o.rl.start;
+
+  std::vector<OrderStudyModel> models;
+  std::vector<OrderStudyRun> runs;
+  std::vector<OrderStudyBaseline> baselines;
+  std::vector<SummaryRow> summary;
+  const size_t blocks = o.models.size() * o.devices.size() * o.orders.size();
+  size_t block = 0;
+  for (const std::string& name : o.models) {
+    ModelSelection model{.model = name, .options = {}, .micro_batches = o.micro_batches};
+    model.options.batch_size = o.batch_size;
+    const placement::Graph graph = build_selected_model(model);
+    DeviceSelection device = o.device;
+    if (!o.profile_dir.empty()) device.profile = o.profile_dir + "/" + name + ".tsv";
+    const placement::CostModel cost_model = make_cost_model(device);
+    const placement::NodeCosts costs = cost_model.node_costs(graph);
+    const placement::GraphStats stats = placement::compute_graph_stats(graph);
+    models.push_back({.name = name,
+                      .family = model_info(name).family,
+                      .node_count = stats.node_count,
+                      .edge_count = stats.edge_count,
+                      .depth = stats.depth,
+                      .max_width = stats.max_width,
+                      .mean_branching_factor = stats.mean_branching_factor,
+                      .critical_path_cost_share = stats.critical_path_cost_share,
+                      .parameter_count = graph.total_parameter_count()});
+    for (int k : o.devices) {
+      for (const std::string& order : o.orders) {
+        const auto block_start = std::chrono::steady_clock::now();
+        PlacementSelection selection;
+        selection.order = order;
+        selection.devices = k;
+        for (const std::string& placer : o.baselines) {
+          selection.placer = placer;
+          OrderStudyBaseline row;
+          row.model = name;
+          row.order = order;
+          row.devices = k;
+          row.placer = placer;
+          try {
+            const PlacementRun run = run_placement(graph, cost_model, selection, o.micro_batches);
+            row.step_time_s =
+                simulated_step_s(graph, run.placement, run.costs, cost_model, o.micro_batches);
+          } catch (const std::exception& e) {
+            row.step_time_s = std::numeric_limits<double>::quiet_NaN();
+            row.reason = e.what();
+          }
+          baselines.push_back(row);
+        }
+        selection.placer = "rl";
+        selection.rl = o.rl;
+        SummaryRow line;
+        line.model = name;
+        line.devices = k;
+        line.order = order;
+        std::vector<double> times;
+        for (int seed = 1; seed <= o.seeds; ++seed) {
+          selection.seed = static_cast<uint64_t>(seed);
+          OrderStudyRun row;
+          row.model = name;
+          row.order = order;
+          row.devices = k;
+          row.seed = seed;
+          try {
+            const PlacementRun run = run_placement(graph, cost_model, selection, o.micro_batches);
+            const placement::RlTrainingLog& log = *run.rl_log;
+            row.status = "ok";
+            row.step_time_s =
+                simulated_step_s(graph, run.placement, run.costs, cost_model, o.micro_batches);
+            row.start_step_time_s = log.start_step_time_s;
+            row.greedy_step_time_s = log.greedy_step_time_s;
+            row.placer_wall_s = run.placer_wall_s;
+            row.episodes_run = log.episodes_run;
+            row.episode_step_time_s = log.episode_step_time_s;
+            row.best_so_far_step_time_s = log.best_step_time_s;
+            times.push_back(row.step_time_s);
+            line.wall_s += run.placer_wall_s;
+          } catch (const std::exception& e) {
+            const double nan = std::numeric_limits<double>::quiet_NaN();
+            row.status = "failed";
+            row.reason = e.what();
+            row.step_time_s = row.start_step_time_s = row.greedy_step_time_s = nan;
+          }
+          runs.push_back(std::move(row));
+        }
+        line.ok = static_cast<int>(times.size());
+        line.median_s = median(times);
+        line.min_s = times.empty() ? line.median_s : *std::min_element(times.begin(), times.end());
+        line.max_s = times.empty() ? line.median_s : *std::max_element(times.begin(), times.end());
+        summary.push_back(line);
+        ++block;
+        if (!o.quiet) {
+          const double took =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - block_start).count();
+          std::cerr << "[" + std::to_string(block) + "/" + std::to_string(blocks) + "] " + name +
+                           " K=" + std::to_string(k) + " " + order + ": median " +
+                           format_seconds(line.median_s) + " over " + std::to_string(line.ok) +
+                           " seeds, " + format_fixed(took, 1) + " s\n"
+                    << std::flush;
+        }
+      }
+    }
+    // After each model, so that a stopped study keeps every finished model.
+    write_order_study_file(o.out, setup, models, runs, baselines);
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto failed = std::count_if(runs.begin(), runs.end(),
+                                    [](const OrderStudyRun& r) { return r.status != "ok"; });
+  if (o.format == "json") {
+    const std::string rows = json_array(summary, [](const SummaryRow& r) {
+      return JsonObject()
+          .string("model", r.model)
+          .integer("devices", r.devices)
+          .string("order", r.order)
+          .integer("ok", r.ok)
+          .number("median_step_time_s", r.median_s)
+          .number("min_step_time_s", r.min_s)
+          .number("max_step_time_s", r.max_s)
+          .number("placer_wall_s", r.wall_s)
+          .str();
+    });
+    return JsonObject()
+               .string("out", o.out)
+               .integer("runs", static_cast<int64_t>(runs.size()))
+               .integer("failed", failed)
+               .number("wall_s", wall_s)
+               .raw("summary", rows)
+               .str() +
+           "\n";
+  }
+  TextTable table({"model", "K", "order", "ok", "median", "min", "max", "placer wall"}, {2});
+  for (const SummaryRow& r : summary) {
+    table.add_row({r.model, std::to_string(r.devices), r.order, std::to_string(r.ok),
+                   format_seconds(r.median_s), format_seconds(r.min_s), format_seconds(r.max_s),
+                   format_fixed(r.wall_s, 1) + " s"});
+  }
+  return o.out + ": " + std::to_string(runs.size()) + " rl runs (" + std::to_string(failed) +
+         " failed) in " + format_fixed(wall_s, 1) + " s\n\n" + table.str();
+}
+
+}  // namespace
+
+Command add_order_study_command(CLI::App& root) {
+  auto o = std::make_shared<StudyOptions>();
+  CLI::App* app = root.add_subcommand(
+      "order-study",
+      "The traversal-order study: the rl placer on every model x devices x order x seed, "
+      "into an order-study file (docs/results-format.md)");
+  o->app = app;
+  app->add_option("--models", o->models, "zoo models, comma-separated (--list-models)")
+      ->delimiter(',')
+      ->required();
+  app->add_option("--orders", o->orders,
+                  "traversal orders, comma-separated (default: the study's seven: " +
+                      join(kStudyOrders, ",") + ")")
+      ->delimiter(',');
+  app->add_option("--devices", o->devices, "device counts K, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--seeds", o->seeds, "seeds 1..N per setting (the study's repetitions)")
+      ->capture_default_str();
+  app->add_option("--baselines", o->baselines,
+                  "heuristic placers recorded per model x K x order, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  app->add_option("--batch-size", o->batch_size, "samples per mini-batch")->capture_default_str();
+  app->add_option("--micro-batches", o->micro_batches, "micro-batches per mini-batch")
+      ->capture_default_str();
+  add_device_options(*app, o->device);
+  app->add_option("--profile-dir", o->profile_dir,
+                  "measured profiles DIR/<model>.tsv, one per model (interplace profile)");
+  add_rl_options(*app, o->rl);
+  app->add_option("--out", o->out, "order-study file to write (HDF5; must not exist)");
+  app->add_flag("--quiet", o->quiet, "no progress lines on stderr");
+  add_format_option(*app, o->format, kFormats);
+  set_example(*app,
+              "interplace order-study --models resnet20 --orders topo-lifo,lexical --seeds 2 "
+              "--rl-episodes 5 --out study.h5");
+  return {app, [o] { return run_study(*o); }};
+}
+
+}  // namespace interplace::runs::cli
