@@ -4,6 +4,8 @@
 # profile. Uses gpu-check's step, note, to_file and its variables root, build, out, python,
 # device (cuda, or cpu in a dry run) and dry_run.
 # shellcheck shell=bash
+# The variables come from gpu-check, which sources this file; failed is read there.
+# shellcheck disable=SC2154,SC2034
 
 runtime_steps() {
   local mpirun=${MPIEXEC:-$(command -v mpirun)}
@@ -58,6 +60,18 @@ runtime_steps() {
       "$out/train_${device}_global_1f1b.jsonl" --min-steps "$steps" &&
     tail -n 1 "$out/losses_cpu_vs_gpu.md" | sed 's/^/    /' | tee -a "$summary"
 
+  # The measured profile (node times on the device, the link between the two ranks) and the
+  # simulator's step from it, to set beside the measured steps of train above. A profile
+  # fits one model at one micro-batch size, so the sweep (two models) keeps the h200
+  # preset; a sweep of this model alone would take cost_device = "profile:PATH".
+  local profile="$out/profile_resnet20_${device}.tsv"
+  rm -f "$profile"
+  step profile 120 "${np2[@]}" "$interplace" profile "${model[@]}" --device "$device" \
+    --out "$profile" &&
+    step simulate_from_profile 30 bash -c 'to_file "$@"' - "$out/simulate_from_profile.json" \
+      "$interplace" simulate "${model[@]}" --order topo --placer contiguous --devices 2 \
+      --strategy global --pipeline 1f1b --profile "$profile" --format json
+
   # A small sweep with device cuda to HDF5, inspected and reported.
   rm -f "$out/sweep.h5"
   step sweep 150 "${np2[@]}" "$interplace" sweep "$root/bench/gpu-sweep.toml" \
@@ -66,8 +80,4 @@ runtime_steps() {
       "$out/sweep.h5" &&
     step report 120 env PYTHONPATH="$root/analysis${PYTHONPATH:+:$PYTHONPATH}" MPLBACKEND=Agg \
       "$python" -m interplace_analysis report "$out/sweep.h5" --out "$out/report"
-
-  # The measured profile (node times and the link between the two ranks) the h200 runs use.
-  step profile 120 "${np2[@]}" "$interplace" profile "${model[@]}" --device "$device" \
-    --out "$out/profile_resnet20_${device}.tsv"
 }
