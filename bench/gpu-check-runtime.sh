@@ -1,7 +1,7 @@
 # The runtime steps of bench/gpu-check (sourced by it; one concern per file): the MPI
 # runtime's CUDA tests, training on the GPU under mpirun, the losses of the same run on the
-# CPU and the GPU compared over 20 steps, a small sweep to HDF5 with its report, and a
-# profile. Uses gpu-check's step, note, to_file and its variables root, build, out, python,
+# CPU and the GPU compared over 20 steps, a profile and a simulation from it, the transfer
+# benchmark (host-staged against CUDA IPC), and a small sweep to HDF5 with its report. Uses gpu-check's step, note, to_file and its variables root, build, out, python,
 # device (cuda, or cpu in a dry run) and dry_run.
 # shellcheck shell=bash
 # The variables come from gpu-check, which sources this file; failed is read there.
@@ -71,6 +71,14 @@ runtime_steps() {
     step simulate_from_profile 30 bash -c 'to_file "$@"' - "$out/simulate_from_profile.json" \
       "$interplace" simulate "${model[@]}" --order topo --placer contiguous --devices 2 \
       --strategy global --pipeline 1f1b --profile "$profile" --format json
+
+  # Device-to-device transfers between the two ranks, the runtime's host staging against
+  # CUDA IPC, 64 KiB to 64 MiB (the IPC path is measured here; the runtime does not use it
+  # yet). Needs a GPU: not in the dry run.
+  if ((!dry_run)); then
+    step transfer_gpu 90 bash -c 'to_file "$@"' - "$out/transfer_gpu.txt" "${np2[@]}" \
+      "$build/bench/bench_transfer_gpu" && grep -v '^{' "$out/transfer_gpu.txt" | sed 's/^/    /'
+  fi
 
   # A small sweep with device cuda to HDF5, inspected and reported.
   rm -f "$out/sweep.h5"
