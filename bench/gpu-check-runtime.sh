@@ -36,9 +36,10 @@ runtime_steps() {
   if [[ -f $out/mpi_cuda_tests.log ]]; then
     grep -E 'tests passed|Skipped|Passed|Failed' "$out/mpi_cuda_tests.log" | sed 's/^/    /' |
       tee -a "$summary" > /dev/null
-    # On the GPU machine a skipped CUDA test is a test that did not run: a failure.
-    if ((!dry_run)) && grep -q 'Skipped' "$out/mpi_cuda_tests.log"; then
-      note "mpi_cuda_tests: FAILED, some CUDA tests were skipped (no GPU seen by the ranks?)"
+    # On the GPU machine a skipped GPU test did not run: a failure (the no-GPU test skips
+    # there by design).
+    if ((!dry_run)) && grep -qE 'cuda_matches_cpu.*Skipped' "$out/mpi_cuda_tests.log"; then
+      note "mpi_cuda_tests: FAILED, runs.mpi.cuda_matches_cpu was skipped (no GPU seen by the ranks?)"
       failed=1
     fi
   fi
