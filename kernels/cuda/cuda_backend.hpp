@@ -95,6 +95,10 @@ class CudaBackend final : public Backend {
   void swap_axes_12(const Tensor& x, Tensor& y) override;
   double squared_norm(const Tensor& x) override;
 
+  void sgd_step_group(std::span<const SgdTensor> tensors, float lr, float momentum,
+                      bool nesterov) override;
+  void update_running_statistics(const Tensor& mean, const Tensor& variance, float momentum,
+                                 float unbias, Tensor& running_mean, Tensor& running_var) override;
   void sgd_step(Tensor& param, const Tensor& grad, Tensor& velocity, float lr, float momentum,
                 float weight_decay, bool nesterov) override;
   void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,

@@ -4,9 +4,13 @@
 // variance. cuDNN's documented outputs are its running statistics (the cache it fills
 // for backward "should not be used directly"): with exponentialAverageFactor = 1 the
 // running mean is the batch mean and the running variance the *unbiased* batch variance
-// (as PyTorch's running_var), so forward scales it by (n - 1) / n. Backward passes no
-// cache, and cuDNN recomputes mean and inverse deviation from x: by the interface's
-// contract x is the input whose statistics forward wrote, so nothing is lost.
+// (as PyTorch's running_var), so forward scales it by (n - 1) / n. Backward passes the
+// saved mean and inverse deviation cuDNN documents as the forward's cache: the batch mean
+// as forward wrote it, and 1 / sqrt(biased variance + epsilon) computed from the batch
+// variance (one launch over C values). Without them cuDNN recomputes both from x, a
+// second pass over the input (5.93 ms against PyTorch's 4.77 for resnet20's 21 batch-norm
+// backwards at batch 512, results/gpu-h200-2026-11-29). By the interface's contract x is
+// the input whose statistics forward wrote, and gamma is unchanged, as cuDNN requires.
 //
 // cuDNN 9 marks these calls deprecated (see cuda_conv.cpp); warnings are silenced here.
 #include "cuda_backend.hpp"
@@ -125,11 +129,17 @@ void CudaBackend::batch_norm_backward(const Tensor& x, const Tensor& dy, const T
   require_numel(dx, x.numel(), op, "input gradient");
   require_per_channel({&gamma, &batch_mean, &batch_variance, &dgamma, &dbeta}, l, x);
   const BatchNormDescriptors d(l);
+  // cuDNN normalises with the epsilon it is given; the saved inverse deviation must use
+  // the same one, and cuDNN refuses epsilons below CUDNN_BN_MIN_EPSILON either way.
+  Tensor inv_std({l.channels}, Device::cuda);
+  check_cuda(
+      launch_inverse_std(batch_variance.data(), l.channels, epsilon, inv_std.data(), stream_),
+      "batch_norm inverse deviation kernel");
   // Data and parameter gradients both overwritten (betas 0).
   INTERPLACE_CUDNN_CHECK(cudnnBatchNormalizationBackward(
       cudnn_, CUDNN_BATCHNORM_SPATIAL, &kOne, &kZero, &kOne, &kZero, d.data(), x.data(), d.data(),
       dy.data(), d.data(), dx.data(), d.channels(), gamma.data(), dgamma.data(), dbeta.data(),
-      epsilon, /*savedMean=*/nullptr, /*savedInvVariance=*/nullptr));
+      epsilon, /*savedMean=*/batch_mean.data(), /*savedInvVariance=*/inv_std.data()));
 }
 
 }  // namespace interplace::kernels::cuda

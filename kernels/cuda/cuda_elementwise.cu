@@ -130,6 +130,75 @@ cudaError_t launch_sgd_step(float* param, const float* grad, float* velocity, in
   });
 }
 
+namespace {
+
+// A launch's share of a fused SGD step, passed by value (kernel parameters may hold 4 KiB;
+// 32 tensors take 1.2 KiB).
+constexpr int kSgdChunk = 32;
+struct SgdChunk {
+  SgdPointers tensors[kSgdChunk];
+  int count;
+};
+
+// Block row blockIdx.y updates tensor blockIdx.y with a grid-stride loop over its elements;
+// the formula is launch_sgd_step's, element for element.
+__global__ void sgd_step_many_kernel(SgdChunk chunk, float lr, float momentum, bool nesterov) {
+  const SgdPointers t = chunk.tensors[blockIdx.y];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < t.n;
+       i += stride) {
+    float d = t.grad[i] + t.weight_decay * t.param[i];
+    if (t.velocity != nullptr) {
+      t.velocity[i] = momentum * t.velocity[i] + d;
+      d = nesterov ? d + momentum * t.velocity[i] : t.velocity[i];
+    }
+    t.param[i] -= lr * d;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_sgd_step_many(const SgdPointers* tensors, int count, float lr, float momentum,
+                                 bool nesterov, cudaStream_t stream) {
+  for (int first = 0; first < count; first += kSgdChunk) {
+    SgdChunk chunk{};
+    chunk.count = count - first < kSgdChunk ? count - first : kSgdChunk;
+    int64_t largest = 0;
+    for (int k = 0; k < chunk.count; ++k) {
+      chunk.tensors[k] = tensors[first + k];
+      if (chunk.tensors[k].n > largest) largest = chunk.tensors[k].n;
+    }
+    if (largest == 0) continue;
+    // Enough blocks for the largest tensor (capped by blocks_for); the rows of smaller
+    // tensors leave their surplus blocks idle, which costs less than another launch.
+    const dim3 grid(blocks_for(largest), static_cast<unsigned int>(chunk.count));
+    sgd_step_many_kernel<<<grid, kThreads, 0, stream>>>(chunk, lr, momentum, nesterov);
+    const cudaError_t status = cudaGetLastError();
+    if (status != cudaSuccess) return status;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t launch_running_statistics(const float* mean, const float* variance, int64_t n,
+                                      float momentum, float unbias, float* running_mean,
+                                      float* running_var, cudaStream_t stream) {
+  const float keep = 1.0f - momentum;
+  const float variance_weight = momentum * unbias;
+  return for_each(n, stream, [=] __device__(int64_t i) {
+    // As the default's scale then axpy: the kept part rounded first.
+    const float kept_mean = keep * running_mean[i];
+    running_mean[i] = kept_mean + momentum * mean[i];
+    const float kept_var = keep * running_var[i];
+    running_var[i] = kept_var + variance_weight * variance[i];
+  });
+}
+
+cudaError_t launch_inverse_std(const float* variance, int64_t n, float epsilon, float* inv_std,
+                               cudaStream_t stream) {
+  return for_each(n, stream,
+                  [=] __device__(int64_t i) { inv_std[i] = 1.0f / sqrtf(variance[i] + epsilon); });
+}
+
 cudaError_t launch_adamw_step(float* param, const float* grad, float* m, float* v, int64_t n,
                               float beta1, float beta2, float epsilon, float decay, float step_size,
                               float sqrt_correction2, cudaStream_t stream) {

@@ -2,6 +2,7 @@
 // checks as the CPU backend's (plus device checks), then one kernel launch each.
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "cuda_backend.hpp"
 #include "cuda_check.hpp"
@@ -153,6 +154,39 @@ void CudaBackend::swap_axes_12(const Tensor& x, Tensor& y) {
   const int64_t a = x.dim(0), b = x.dim(1), c = x.dim(2), d = x.dim(3);
   check_shape(y, {a, c, b, d}, "swap_axes_12 output");
   check_cuda(launch_swap_axes_12(x.data(), y.data(), a, b, c, d, stream_), "swap_axes_12 kernel");
+}
+
+void CudaBackend::sgd_step_group(std::span<const SgdTensor> tensors, float lr, float momentum,
+                                 bool nesterov) {
+  std::vector<SgdPointers> pointers;
+  pointers.reserve(tensors.size());
+  for (const SgdTensor& t : tensors) {
+    const int64_t n = t.param->numel();
+    const bool with_velocity = momentum != 0.0f;
+    if (t.grad->numel() != n ||
+        (with_velocity && (t.velocity == nullptr || t.velocity->numel() != n))) {
+      throw_invalid("sgd_step: parameter, gradient and velocity sizes differ");
+    }
+    require_cuda({t.param, t.grad}, "sgd_step");
+    if (with_velocity) require_cuda({t.velocity}, "sgd_step");
+    pointers.push_back({t.param->data(), t.grad->data(),
+                        with_velocity ? t.velocity->data() : nullptr, n, t.weight_decay});
+  }
+  check_cuda(launch_sgd_step_many(pointers.data(), static_cast<int>(pointers.size()), lr, momentum,
+                                  nesterov, stream_),
+             "sgd_step kernel (fused)");
+}
+
+void CudaBackend::update_running_statistics(const Tensor& mean, const Tensor& variance,
+                                            float momentum, float unbias, Tensor& running_mean,
+                                            Tensor& running_var) {
+  require_cuda({&mean, &variance, &running_mean, &running_var}, "batch_norm running statistics");
+  require_same_numel(mean, running_mean, "batch_norm running mean");
+  require_same_numel(variance, running_var, "batch_norm running variance");
+  require_same_numel(mean, variance, "batch_norm statistics");
+  check_cuda(launch_running_statistics(mean.data(), variance.data(), mean.numel(), momentum, unbias,
+                                       running_mean.data(), running_var.data(), stream_),
+             "batch_norm running statistics kernel");
 }
 
 void CudaBackend::sgd_step(Tensor& param, const Tensor& grad, Tensor& velocity, float lr,

@@ -30,6 +30,26 @@ cudaError_t launch_dropout_mask(uint64_t key, float p, float keep, float* mask, 
                                 cudaStream_t stream);
 
 // velocity may be null when momentum is 0.
+// One parameter of a fused SGD step (launch_sgd_step_many); velocity null without momentum.
+struct SgdPointers {
+  float* param;
+  const float* grad;
+  float* velocity;
+  int64_t n;
+  float weight_decay;
+};
+// sgd_step on `count` tensors in ceil(count / 32) launches (a multi-tensor kernel: the
+// pointers travel as a kernel parameter, one block row per tensor).
+cudaError_t launch_sgd_step_many(const SgdPointers* tensors, int count, float lr, float momentum,
+                                 bool nesterov, cudaStream_t stream);
+// Batch norm's running statistics, both in one launch (Backend::update_running_statistics).
+cudaError_t launch_running_statistics(const float* mean, const float* variance, int64_t n,
+                                      float momentum, float unbias, float* running_mean,
+                                      float* running_var, cudaStream_t stream);
+// inv_std[i] = 1 / sqrt(variance[i] + epsilon): the saved inverse deviation cuDNN's
+// batch-norm backward takes.
+cudaError_t launch_inverse_std(const float* variance, int64_t n, float epsilon, float* inv_std,
+                               cudaStream_t stream);
 cudaError_t launch_sgd_step(float* param, const float* grad, float* velocity, int64_t n, float lr,
                             float momentum, float weight_decay, bool nesterov, cudaStream_t stream);
 // decay = 1 - lr * wd, step_size = lr / (1 - beta1^t), sqrt_correction2 = sqrt(1 - beta2^t).

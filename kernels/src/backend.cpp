@@ -92,4 +92,22 @@ Backend& backend_for(Device device) {
   return *backend;
 }
 
+void Backend::sgd_step_group(std::span<const SgdTensor> tensors, float lr, float momentum,
+                             bool nesterov) {
+  for (const SgdTensor& t : tensors) {
+    Tensor none;
+    sgd_step(*t.param, *t.grad, t.velocity != nullptr ? *t.velocity : none, lr, momentum,
+             t.weight_decay, nesterov);
+  }
+}
+
+void Backend::update_running_statistics(const Tensor& mean, const Tensor& variance, float momentum,
+                                        float unbias, Tensor& running_mean, Tensor& running_var) {
+  const float keep = 1.0f - momentum;
+  scale(keep, running_mean);
+  axpy(momentum, mean, running_mean);
+  scale(keep, running_var);
+  axpy(momentum * unbias, variance, running_var);
+}
+
 }  // namespace interplace::kernels

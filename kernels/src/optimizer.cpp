@@ -45,12 +45,22 @@ Sgd::Sgd(std::vector<Parameter*> parameters, const SgdOptions& options)
 }
 
 void Sgd::step() {
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    Parameter& p = *parameters_[i];
-    if (p.grad_is_zero) continue;
-    backend_for(p.value.device())
-        .sgd_step(p.value, p.grad, velocity_[i], learning_rate_, options_.momentum,
-                  p.weight_decay ? options_.weight_decay : 0.0f, options_.nesterov);
+  // One group per device (a model split over devices has parameters on each), so that a
+  // backend can update the group in few launches.
+  std::vector<Backend::SgdTensor> group;
+  group.reserve(parameters_.size());
+  for (const Device device : {Device::cpu, Device::cuda}) {
+    group.clear();
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      Parameter& p = *parameters_[i];
+      if (p.grad_is_zero || p.value.device() != device) continue;
+      group.push_back({&p.value, &p.grad, velocity_[i].defined() ? &velocity_[i] : nullptr,
+                       p.weight_decay ? options_.weight_decay : 0.0f});
+    }
+    if (!group.empty()) {
+      backend_for(device).sgd_step_group(group, learning_rate_, options_.momentum,
+                                         options_.nesterov);
+    }
   }
 }
 

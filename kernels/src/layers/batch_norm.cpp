@@ -87,13 +87,9 @@ Tensor BatchNorm2d::run_forward(Backend& backend, std::span<const Tensor> inputs
 
 void BatchNorm2d::update_running_statistics(Backend& backend, const Tensor& mean,
                                             const Tensor& variance, int64_t count) {
-  const float keep = 1.0f - momentum_;
   const auto unbias =
       static_cast<float>(static_cast<double>(count) / static_cast<double>(count - 1));
-  backend.scale(keep, running_mean_);
-  backend.axpy(momentum_, mean, running_mean_);
-  backend.scale(keep, running_var_);
-  backend.axpy(momentum_ * unbias, variance, running_var_);
+  backend.update_running_statistics(mean, variance, momentum_, unbias, running_mean_, running_var_);
 }
 
 std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& grad_output,

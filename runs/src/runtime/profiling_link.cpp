@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/tensor.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/profiling.hpp"
 
@@ -29,7 +30,7 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes) {
   return sizes;
 }
 
-LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes) {
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, kernels::Device device) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
@@ -37,23 +38,40 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes) {
   if (size < 2 || rank > 1) return result;
   const std::vector<int64_t> sizes = ping_pong_sizes(max_bytes);
   if (max_bytes > int64_t{1} << 30) throw_invalid("largest ping-pong message must be <= 1 GiB");
-  std::vector<char> buffer(static_cast<size_t>(max_bytes), 1);
+  const bool on_device = device != kernels::Device::cpu;
+  std::vector<char> buffer(on_device ? 0 : static_cast<size_t>(max_bytes), 1);
   const int peer = 1 - rank;
-  for (int64_t bytes : sizes) {
+  for (int64_t requested : sizes) {
+    // On a device: whole floats, a device tensor and its pinned staging buffer, as the
+    // Messenger's send (copy out, then MPI) and receive (MPI, then copy in).
+    const int64_t floats = (requested + 3) / 4;
+    const int64_t bytes = on_device ? floats * 4 : requested;
+    kernels::Tensor device_tensor, staging;
+    if (on_device) {
+      device_tensor = kernels::Tensor::full({floats}, 1.0f, device);
+      staging = kernels::Tensor::host_staging({floats});
+    }
+    void* data = on_device ? static_cast<void*>(staging.data()) : buffer.data();
     const int count = static_cast<int>(bytes);
+    auto send = [&] {
+      if (on_device) staging.copy_from(device_tensor);
+      check_mpi(MPI_Send(data, count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
+    };
+    auto receive = [&] {
+      check_mpi(MPI_Recv(data, count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      if (on_device) device_tensor.copy_from(staging);
+    };
     const int trips = round_trips(bytes);
     std::vector<double> half_round_trip_s;
     for (int trip = 0; trip < kWarmupRoundTrips + trips; ++trip) {
       if (rank == 0) {
         const double start = MPI_Wtime();
-        check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
-        check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
+        send();
+        receive();
         if (trip >= kWarmupRoundTrips) half_round_trip_s.push_back((MPI_Wtime() - start) / 2);
       } else {
-        check_mpi(MPI_Recv(buffer.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
-        check_mpi(MPI_Send(buffer.data(), count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
+        receive();
+        send();
       }
     }
     if (rank != 0) continue;

@@ -83,6 +83,72 @@ TEST_F(CudaOptimizer, AdamW) {
       5));
 }
 
+// The fused SGD step on more tensors than one launch takes (70: three chunks of 32), of
+// sizes from 1 to 70,000 elements, half without weight decay, against the CPU's per-tensor
+// step; with momentum (plain and Nesterov, three steps so the velocity matters) and without.
+TEST_F(CudaOptimizer, FusedSgdGroupMatchesTheCpu) {
+  Backend& cpu = backend_for(Device::cpu);
+  Backend& cuda = backend_for(Device::cuda);
+  constexpr int kTensors = 70;
+  for (const float momentum : {0.0f, 0.9f}) {
+    for (const bool nesterov : {false, true}) {
+      if (nesterov && momentum == 0.0f) continue;
+      std::vector<Tensor> p, g, v, gp, gg, gv;
+      for (int i = 0; i < kTensors; ++i) {
+        const int64_t n = 1 + (static_cast<int64_t>(i) * 7919) % 70000;
+        p.push_back(random_tensor({n}, 100 + static_cast<uint64_t>(i)));
+        g.push_back(random_tensor({n}, 300 + static_cast<uint64_t>(i)));
+        v.push_back(momentum != 0.0f ? random_tensor({n}, 500 + static_cast<uint64_t>(i))
+                                     : Tensor());
+        gp.push_back(p.back().to(Device::cuda));
+        gg.push_back(g.back().to(Device::cuda));
+        gv.push_back(momentum != 0.0f ? v.back().to(Device::cuda) : Tensor());
+      }
+      std::vector<Backend::SgdTensor> host, device;
+      for (int i = 0; i < kTensors; ++i) {
+        const auto k = static_cast<size_t>(i);
+        const float wd = i % 2 == 0 ? 1e-2f : 0.0f;
+        host.push_back({&p[k], &g[k], momentum != 0.0f ? &v[k] : nullptr, wd});
+        device.push_back({&gp[k], &gg[k], momentum != 0.0f ? &gv[k] : nullptr, wd});
+      }
+      for (int step = 0; step < 3; ++step) {
+        cpu.sgd_step_group(host, 0.05f, momentum, nesterov);
+        cuda.sgd_step_group(device, 0.05f, momentum, nesterov);
+      }
+      const std::string what = "fused SGD, momentum " + std::to_string(momentum) +
+                               (nesterov ? ", Nesterov" : "") + ", tensor ";
+      for (size_t k = 0; k < p.size(); ++k) {
+        EXPECT_TRUE(close_to(gp[k], p[k], 1e-6, what + std::to_string(k)));
+        if (momentum != 0.0f) {
+          EXPECT_TRUE(close_to(gv[k], v[k], 1e-6, what + std::to_string(k) + " velocity"));
+        }
+      }
+    }
+  }
+}
+
+// Batch norm's running statistics in one launch against the CPU's scale and axpy.
+TEST_F(CudaElementwise, RunningStatisticsMatchTheCpu) {
+  Backend& cpu = backend_for(Device::cpu);
+  Backend& cuda = backend_for(Device::cuda);
+  const Tensor mean = random_tensor({96}, 11), variance = random_tensor({96}, 12);
+  Tensor running_mean = random_tensor({96}, 13), running_var = random_tensor({96}, 14);
+  Tensor grunning_mean = running_mean.to(Device::cuda), grunning_var = running_var.to(Device::cuda);
+  const float unbias = 512.0f / 511.0f;
+  cpu.update_running_statistics(mean, variance, 0.1f, unbias, running_mean, running_var);
+  cuda.update_running_statistics(mean.to(Device::cuda), variance.to(Device::cuda), 0.1f, unbias,
+                                 grunning_mean, grunning_var);
+  EXPECT_TRUE(close_to(grunning_mean, running_mean, 1e-7, "running mean"));
+  EXPECT_TRUE(close_to(grunning_var, running_var, 1e-7, "running variance"));
+  Tensor short_var({95}, Device::cuda);
+  testing::expect_invalid(
+      [&] {
+        cuda.update_running_statistics(mean.to(Device::cuda), variance.to(Device::cuda), 0.1f,
+                                       unbias, grunning_mean, short_var);
+      },
+      "running variance");
+}
+
 TEST_F(CudaElementwise, HelpersMatchTheCpu) {
   Backend& cpu = backend_for(Device::cpu);
   Backend& cuda = backend_for(Device::cuda);

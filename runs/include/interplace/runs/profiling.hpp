@@ -75,8 +75,13 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 
 // Collective over `comm`: ranks 0 and 1 play ping-pong (blocking send/receive) over
 // ping_pong_sizes(max_bytes); other ranks return at once. The result is complete on rank 0
-// only. Throws runtime for MPI errors.
-LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20);
+// only. Throws runtime for MPI errors. With a device other than the CPU (whose backend
+// the caller has started on ranks 0 and 1) each message goes from device memory to device
+// memory the way the runtime's Messenger sends it: copied into a pinned host staging
+// buffer, sent, received into one and copied to the device, each copy waited for; sizes
+// are then rounded up to whole floats (1 B becomes 4 B).
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20,
+                             kernels::Device device = kernels::Device::cpu);
 
 // How ranks on one host slow each other down (placement::HostSharing): collective over
 // `host` (the ranks of one host). For every P = 2..size and n = 1..P, host ranks 0..n-1

@@ -265,11 +265,25 @@ std::string run_profile(const ProfileOptions& o) {
   MpiSession mpi(nullptr, nullptr);
   ProfileRun run;
   run.ranks = mpi.world_size();
-  run.link = measure_link(MPI_COMM_WORLD);
+  // On a GPU the link is timed device to device through the runtime's staging, so ranks 0
+  // and 1 start their devices first. All ranks agree whether both could: if one could not,
+  // the link is timed between host buffers and rank 0 fails below with the reason.
+  const kernels::Device device = device_by_name(o.device);
+  int device_ready = 1;
+  if (device != kernels::Device::cpu && mpi.world_rank() <= 1) {
+    try {
+      start_device(device);
+    } catch (const Error&) {
+      device_ready = 0;
+    }
+  }
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &device_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  run.link = measure_link(MPI_COMM_WORLD, int64_t{64} << 20,
+                          device_ready != 0 ? device : kernels::Device::cpu);
   quiet_barrier(MPI_COMM_WORLD);  // ranks 2.. wait off the cores while 0 and 1 ping-pong
   const NodeLocal local = node_local(MPI_COMM_WORLD);
   run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
-  const kernels::Device device = device_by_name(o.device);
   // The graph through the runtime's own units, to calibrate the cost model; the same units
   // on several ranks of rank 0's host at once measure how they slow each other down.
   placement::ModelOptions micro = o.model.options;
