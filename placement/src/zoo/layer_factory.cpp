@@ -10,6 +10,7 @@
 #include "interplace/kernels/layers/combine.hpp"
 #include "interplace/kernels/layers/conv2d.hpp"
 #include "interplace/kernels/layers/dropout.hpp"
+#include "interplace/kernels/layers/elementwise.hpp"
 #include "interplace/kernels/layers/embedding.hpp"
 #include "interplace/kernels/layers/layer_norm.hpp"
 #include "interplace/kernels/layers/linear.hpp"
@@ -98,6 +99,17 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"relu6", [](const Args&) { return std::make_unique<kernels::ReLU6>(); }},
       {"gelu", [](const Args&) { return std::make_unique<kernels::GELU>(); }},
       {"tanh", [](const Args&) { return std::make_unique<kernels::Tanh>(); }},
+      {"sigmoid", [](const Args&) { return std::make_unique<kernels::Sigmoid>(); }},
+      {"multiply", [](const Args&) { return std::make_unique<kernels::Multiply>(); }},
+      {"affine",
+       [](const Args& a) {
+         return std::make_unique<kernels::Affine>(static_cast<float>(a.real("scale", 1.0)),
+                                                  static_cast<float>(a.real("shift", 0.0)));
+       }},
+      {"slice",
+       [](const Args& a) {
+         return std::make_unique<kernels::Slice>(a.integer("offset"), a.integer("length"));
+       }},
       {"max_pool",
        [](const Args& a) {
          return std::make_unique<kernels::MaxPool2d>(a.integer("kernel"), a.integer("stride"),
