@@ -5,6 +5,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/activation.hpp"
+#include "interplace/kernels/layers/attend.hpp"
 #include "interplace/kernels/layers/attention.hpp"
 #include "interplace/kernels/layers/batch_norm.hpp"
 #include "interplace/kernels/layers/combine.hpp"
@@ -161,6 +162,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
          return std::make_unique<kernels::SelfAttention>(a.integer("dim"), a.integer("heads"),
                                                          /*causal=*/false);
        }},
+      {"attend", [](const Args&) { return std::make_unique<kernels::Attend>(); }},
       {"select_token",
        [](const Args& a) { return std::make_unique<kernels::SelectToken>(a.integer("index", 0)); }},
       // Unbound: whoever runs the graph binds it to the parameter named by "tied_parameter"

@@ -13,7 +13,7 @@ namespace {
 std::string catalog_names() {
   std::string names;
   for (const placement::ModelInfo& info : placement::model_catalog()) {
-    names += (names.empty() ? "" : ", ") + info.name;
+    names += (names.empty() ? "" : ", ") + info.name + (info.seeded ? "[:SEED]" : "");
   }
   return names;
 }
@@ -50,10 +50,7 @@ void add_model_options(CLI::App& app, ModelSelection& selection) {
 }
 
 const placement::ModelInfo& model_info(std::string_view name) {
-  for (const placement::ModelInfo& info : placement::model_catalog()) {
-    if (info.name == name) return info;
-  }
-  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + catalog_names() + ")");
+  return placement::find_model(name);  // "enas-cnn:7" included
 }
 
 int64_t selected_micro_batch_size(const ModelSelection& selection) {

@@ -13,6 +13,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
+#include "interplace/placement/zoo.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "spec_dimensions.hpp"
 
@@ -210,6 +211,19 @@ void read_exclusions(const Parser& p, const Value& list, Sections& s) {
   }
 }
 
+// "enas-cnn:0..31" as its 32 members, in seed order (other names as they are).
+std::vector<DimValue> expand_model_sets(const std::vector<DimValue>& models) {
+  std::vector<DimValue> expanded;
+  for (const DimValue& d : models) {
+    for (const std::string& name : placement::expand_model_names(d.text)) {
+      DimValue member = d;
+      member.text = name;
+      expanded.push_back(member);
+    }
+  }
+  return expanded;
+}
+
 Sections read_sections(const Parser& p, const Value& root) {
   const std::vector<Dimension>& dims = sweep::dimensions();
   Sections s;
@@ -232,6 +246,7 @@ Sections read_sections(const Parser& p, const Value& root) {
     }
     given[index] = &v;
     s.lists[index] = p.values(dims[index], key, v);
+    if (dims[index].key == "model") s.lists[index] = expand_model_sets(s.lists[index]);
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (given[i] != nullptr) continue;

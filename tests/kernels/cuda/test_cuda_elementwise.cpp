@@ -1,8 +1,10 @@
-// The op-level elementwise layers (Multiply, Affine, Slice) on CUDA against the CPU backend.
+// The op-level layers of the recurrent families (Multiply, Affine, Slice, Attend) on CUDA against
+// the CPU backend.
 #include <gtest/gtest.h>
 
 #include "cuda_compare.hpp"
 #include "gradcheck.hpp"
+#include "interplace/kernels/layers/attend.hpp"
 #include "interplace/kernels/layers/elementwise.hpp"
 
 namespace interplace::kernels {
@@ -28,6 +30,11 @@ TEST_F(CudaElementwise, AffineOneMinusXAndScaled) {
 TEST_F(CudaElementwise, SliceOfTimeAndOfChannels) {
   EXPECT_TRUE(matches_cpu(maker<Slice>(2, 1), {random_tensor({4, 5, 8}, 5)}));
   EXPECT_TRUE(matches_cpu(maker<Slice>(0, 3), {random_tensor({2, 6, 4, 4}, 6)}));
+}
+
+TEST_F(CudaElementwise, AttendOverAMemory) {
+  EXPECT_TRUE(
+      matches_cpu(maker<Attend>(), {random_tensor({3, 1, 16}, 7), random_tensor({3, 9, 16}, 8)}));
 }
 
 }  // namespace
