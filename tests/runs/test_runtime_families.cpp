@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <numeric>
 
 #include "mpi_test_support.hpp"
@@ -20,7 +21,7 @@ TrainConfig small_recurrent() {
   TrainConfig c;
   c.model = "enas-rnn-small:3";
   c.model_options.sequence_length = 4;
-  c.model_options.dim = 16;
+  c.model_options.dim = 64;  // the cell, not the head, dominates: contiguous splits steps
   c.batch_size = 4;
   c.warmup_steps = 0;
   c.steps = 6;
@@ -45,11 +46,13 @@ int heads_away_from_owner(const TrainPlan& plan) {
 }
 
 // The unrolled recurrent cell's weights are shared by every step; with the steps spread
-// over the ranks (round-robin: every rank holds heads of every weight; contiguous: the
-// later steps' heads sit on the later ranks) a P-rank run's losses equal the 1-rank run's.
+// over the ranks (random: heads of most weights on every rank; contiguous: the later
+// steps' heads on the later ranks) a P-rank run's losses equal the 1-rank run's.
+// (round-robin would not do: every step has an even number of nodes, so on 2 ranks each
+// head lands on its owner's rank.)
 TEST(Runtime, GlobalMatchesSingleRecurrentWithSharedWeightsAcrossRanks) {
   const int p = world_size();
-  for (const char* placer : {"round-robin", "contiguous"}) {
+  for (const char* placer : {"random", "contiguous"}) {
     for (int m : {1, 2}) {
       TrainConfig c = small_recurrent();
       c.placer = placer;
@@ -93,6 +96,8 @@ TEST(Runtime, FamiliesSmallPresetsLearnOnRealData) {
     // Means of the first and last 10 steps: single batches are noisy.
     const double first = std::accumulate(l.begin(), l.begin() + 10, 0.0) / 10;
     const double last = std::accumulate(l.end() - 10, l.end(), 0.0) / 10;
+    std::cout << k.model << " on " << k.dataset << ": mean loss of steps 0-9 " << first
+              << ", of steps 40-49 " << last << "\n";
     EXPECT_LT(last, 0.85 * first) << k.model << ": first " << first << ", last " << last;
   }
 }
