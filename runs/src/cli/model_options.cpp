@@ -88,8 +88,9 @@ std::string model_options_json(const ModelSelection& selection) {
 std::string catalog_text() {
   TextTable table({"model", "family", "reference params", "description"}, {1, 3});
   for (const placement::ModelInfo& info : placement::model_catalog()) {
-    table.add_row(
-        {info.name, info.family, format_count(info.reference_parameters), info.description});
+    // A seeded family is named NAME:SEED (docs/models.md); its count is seed 0's.
+    table.add_row({info.name + (info.seeded ? "[:SEED]" : ""), info.family,
+                   format_count(info.reference_parameters), info.description});
   }
   return table.str();
 }
@@ -101,6 +102,7 @@ std::string catalog_json() {
         .string("family", info.family)
         .integer("reference_parameters", info.reference_parameters)
         .string("description", info.description)
+        .boolean("seeded", info.seeded)
         .str();
   });
 }

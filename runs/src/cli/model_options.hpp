@@ -38,6 +38,6 @@ const placement::ModelInfo& model_info(std::string_view name);
 std::string model_options_json(const ModelSelection& selection);
 
 std::string catalog_text();
-std::string catalog_json();  // [{"name", "family", "reference_parameters", "description"}]
+std::string catalog_json();  // [{"name", "family", "reference_parameters", "description", "seeded"}]
 
 }  // namespace interplace::runs::cli
