@@ -11,6 +11,8 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/loss.hpp"
 #include "interplace/kernels/optimizer.hpp"
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/placement.hpp"
 #include "interplace/placement/zoo.hpp"
 
 namespace interplace::placement {
@@ -134,6 +136,30 @@ TEST(ZooFamilies, RecurrentWeightsAreSharedAcrossSteps) {
   EXPECT_EQ(build_model("enas-rnn-small:2").total_parameter_count(), expected);
   EXPECT_EQ(build_model("enas-rnn-small:2", {.sequence_length = 16}).total_parameter_count(),
             expected + 8 * d);  // only the position table grows
+}
+
+// The cost model charges a shared weight once on its owner's device (parameter_count)
+// and one replica (values and gradient) on every other device holding heads of it,
+// however many: enas-rnn-small's 14 D x D weights all have heads after step 0.
+TEST(ZooFamilies, CostModelChargesOneReplicaPerDeviceAndWeight) {
+  const Graph g = build_model("enas-rnn-small:2");
+  const CostModel model({"d", 1e12, 1e11, int64_t{1} << 34}, {});
+  const NodeCosts costs = model.node_costs(g);
+  Placement heads_apart{2, std::vector<int>(static_cast<size_t>(g.node_count()), 0)};
+  int64_t nodes_on_1 = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op != "tied_linear") continue;
+    heads_apart.device_of_node[static_cast<size_t>(n.id)] = 1;
+    nodes_on_1 += costs.memory_bytes(n.id, 1);
+  }
+  const int64_t d = 32, replicas = 14 * 2 * 4 * d * d;
+  const std::vector<int64_t> apart = device_memory_bytes(heads_apart, costs, 1);
+  EXPECT_EQ(apart[1], nodes_on_1 + replicas);
+  int64_t all = 0;
+  for (const Node& n : g.nodes()) all += costs.memory_bytes(n.id, 1);
+  EXPECT_EQ(apart[0], all - nodes_on_1);
+  const Placement together{2, std::vector<int>(static_cast<size_t>(g.node_count()), 0)};
+  EXPECT_EQ(device_memory_bytes(together, costs, 1)[0], all);  // bound: no replica
 }
 
 TEST(ZooFamilies, NmtSeedsDrawShapesWithinTheirRanges) {
