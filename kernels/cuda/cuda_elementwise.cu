@@ -80,6 +80,8 @@ cudaError_t launch_activation_forward(ActivationKind kind, const float* x, float
       return for_each(n, stream, [=] __device__(int64_t i) { y[i] = gelu(x[i]); });
     case ActivationKind::tanh:
       return for_each(n, stream, [=] __device__(int64_t i) { y[i] = tanhf(x[i]); });
+    case ActivationKind::sigmoid:
+      return for_each(n, stream, [=] __device__(int64_t i) { y[i] = 1.0f / (1.0f + expf(-x[i])); });
   }
   return cudaErrorInvalidValue;
 }
@@ -101,6 +103,11 @@ cudaError_t launch_activation_backward(ActivationKind kind, const float* x, cons
       return for_each(n, stream, [=] __device__(int64_t i) {
         const float t = tanhf(x[i]);
         dx[i] = dy[i] * (1.0f - t * t);
+      });
+    case ActivationKind::sigmoid:
+      return for_each(n, stream, [=] __device__(int64_t i) {
+        const float s = 1.0f / (1.0f + expf(-x[i]));
+        dx[i] = dy[i] * s * (1.0f - s);
       });
   }
   return cudaErrorInvalidValue;

@@ -30,6 +30,8 @@ ActivationKind kind_of(Activation a) {
       return ActivationKind::gelu;
     case Activation::tanh:
       return ActivationKind::tanh;
+    case Activation::sigmoid:
+      return ActivationKind::sigmoid;
   }
   throw_invalid("activation: unknown kind " + std::to_string(static_cast<int>(a)));
 }

@@ -18,7 +18,7 @@ cudaError_t launch_multiply(const float* a, const float* b, float* y, int64_t n,
 cudaError_t launch_axpy(float alpha, const float* x, float* y, int64_t n, cudaStream_t stream);
 cudaError_t launch_scale(float alpha, float* x, int64_t n, cudaStream_t stream);
 
-enum class ActivationKind { relu, relu6, gelu, tanh };
+enum class ActivationKind { relu, relu6, gelu, tanh, sigmoid };
 cudaError_t launch_activation_forward(ActivationKind kind, const float* x, float* y, int64_t n,
                                       cudaStream_t stream);
 cudaError_t launch_activation_backward(ActivationKind kind, const float* x, const float* dy,

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
+#include <string>
 #include <utility>
+#include <variant>
 
 #include "interplace/kernels/error.hpp"
 
@@ -159,6 +162,30 @@ void calibrate_to_runtime(const Graph& graph, const Profile& profile, NodeCosts&
   }
 }
 
+// A tied head's owner and its shared weight's replica (values and gradient; replicas
+// are not stepped, so no optimiser state): in x out parameters.
+void record_replicas(const Graph& graph, NodeCosts& costs) {
+  for (const Node& node : graph.nodes()) {
+    if (node.op != "tied_linear") continue;
+    if (costs.replica_owner.empty()) {
+      costs.replica_owner.assign(static_cast<size_t>(graph.node_count()), -1);
+      costs.replica_bytes.assign(static_cast<size_t>(graph.node_count()), 0);
+    }
+    const auto text = node.attributes.find("tied_to");
+    const auto in = node.attributes.find("in_features");
+    const auto out = node.attributes.find("out_features");
+    if (text == node.attributes.end() || in == node.attributes.end() ||
+        out == node.attributes.end() || !std::holds_alternative<std::string>(text->second) ||
+        !std::holds_alternative<int64_t>(in->second) ||
+        !std::holds_alternative<int64_t>(out->second)) {
+      throw_invalid("tied head " + node.name + ": needs tied_to, in_features and out_features");
+    }
+    costs.replica_owner[node.id] = graph.id_of(std::get<std::string>(text->second));
+    costs.replica_bytes[node.id] =
+        2 * kBytesPerParameter * std::get<int64_t>(in->second) * std::get<int64_t>(out->second);
+  }
+}
+
 NodeCosts require_finite_times(const Graph& graph, NodeCosts costs) {
   for (const Node& node : graph.nodes()) {
     for (double t :
@@ -207,6 +234,7 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
     costs.parameter_state_bytes[node.id] = parameter_state_bytes(node.parameter_count);
     costs.output_bytes[node.id] = node.output_bytes;
   }
+  record_replicas(graph, costs);
   if (!profile_) {
     for (const Node& node : graph.nodes()) {
       const int64_t bytes =
@@ -255,6 +283,21 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
   }
   calibrate_to_runtime(graph, *profile_, costs);
   return require_finite_times(graph, std::move(costs));
+}
+
+std::vector<int64_t> NodeCosts::replica_bytes_per_device(const std::vector<int>& device_of_node,
+                                                         int device_count) const {
+  std::vector<int64_t> bytes(static_cast<size_t>(std::max(device_count, 0)), 0);
+  std::set<std::pair<int, NodeId>> held;  // (device, owner) replicas counted
+  for (size_t id = 0; id < replica_owner.size() && id < device_of_node.size(); ++id) {
+    const NodeId owner = replica_owner[id];
+    if (owner < 0) continue;
+    const int device = device_of_node[id];
+    if (device == device_of_node.at(static_cast<size_t>(owner))) continue;
+    if (held.insert({device, owner}).second)
+      bytes.at(static_cast<size_t>(device)) += replica_bytes[id];
+  }
+  return bytes;
 }
 
 }  // namespace interplace::placement

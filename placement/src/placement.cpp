@@ -34,7 +34,8 @@ std::vector<int> device_node_counts(const Placement& placement) {
 
 std::vector<int64_t> device_memory_bytes(const Placement& placement, const NodeCosts& costs,
                                          int in_flight_micro_batches) {
-  std::vector<int64_t> memory(std::max(placement.device_count, 0), 0);
+  std::vector<int64_t> memory =
+      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
   for (size_t id = 0; id < placement.device_of_node.size(); ++id) {
     memory.at(placement.device_of_node[id]) +=
         costs.memory_bytes(static_cast<NodeId>(id), in_flight_micro_batches);

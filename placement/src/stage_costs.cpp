@@ -31,6 +31,11 @@ PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, con
       pipeline.stages[boundary].output_bytes += costs.output_bytes[node.id];
     }
   }
+  const std::vector<int64_t> replicas =
+      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
+  for (int stage = 0; stage < placement.device_count; ++stage) {
+    pipeline.stages[stage].parameter_state_bytes += replicas[static_cast<size_t>(stage)];
+  }
   return pipeline;
 }
 

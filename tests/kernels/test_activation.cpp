@@ -48,6 +48,23 @@ TEST(Activation, ForwardMatchesReference) {
   EXPECT_TRUE(all_close(ReLU6().forward(x, ctx), relu6, 0, 0));
   EXPECT_TRUE(all_close(GELU().forward(x, ctx), gelu_ref, 1e-5, 1e-6));
   EXPECT_TRUE(all_close(Tanh().forward(x, ctx), tanh_ref, 1e-5, 1e-6));
+  std::vector<double> sigmoid_ref;
+  for (float v : x.to_vector()) sigmoid_ref.push_back(1.0 / (1.0 + std::exp(-double(v))));
+  EXPECT_TRUE(all_close(Sigmoid().forward(x, ctx), sigmoid_ref, 1e-5, 1e-6));
+}
+
+TEST(Activation, SigmoidGradientMatchesTheClosedForm) {
+  const Tensor x = random_tensor({3, 7}, 4, 2.0f);
+  const Tensor dy = random_tensor({3, 7}, 5);
+  Sigmoid layer;
+  Context ctx;
+  layer.forward(x, ctx);
+  std::vector<double> expected;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double s = 1.0 / (1.0 + std::exp(-double(x.data()[i])));
+    expected.push_back(dy.data()[i] * s * (1.0 - s));
+  }
+  EXPECT_TRUE(all_close(layer.backward(dy, ctx)[0], expected, 1e-5, 1e-6));
 }
 
 // Tanh saturates for |x| >~ 3; its gradient is checked where it is far from flat too.
@@ -70,7 +87,9 @@ TEST(Activation, GradientsMatchFiniteDifferences) {
   ReLU6 relu6;
   GELU gelu_layer;
   Tanh tanh_layer;
-  for (Layer* layer : std::initializer_list<Layer*>{&relu, &relu6, &gelu_layer, &tanh_layer}) {
+  Sigmoid sigmoid_layer;
+  for (Layer* layer :
+       std::initializer_list<Layer*>{&relu, &relu6, &gelu_layer, &tanh_layer, &sigmoid_layer}) {
     EXPECT_TRUE(check_gradients(*layer, {away_from_kinks({3, 4, 9}, 2)})) << layer->type();
   }
 }
@@ -104,6 +123,9 @@ TEST(Activation, NamesFlopsAndNoParameters) {
   EXPECT_EQ(gelu_layer.flops(shape).backward_flops, 18 * 96);
   EXPECT_EQ(Tanh().flops(shape).forward_flops, 96);
   EXPECT_EQ(Tanh().flops(shape).backward_flops, 4 * 96);
+  EXPECT_EQ(Sigmoid().type(), "Sigmoid");
+  EXPECT_EQ(Sigmoid().flops(shape).forward_flops, 4 * 96);
+  EXPECT_EQ(Sigmoid().flops(shape).backward_flops, 4 * 96);
 }
 
 TEST(Activation, BackendRejectsMismatchedSizes) {

@@ -52,9 +52,7 @@ TrainPlan fake_plan(const TrainConfig& c) {
   }
   TrainPlan plan;
   plan.config = c;
-  for (const placement::ModelInfo& info : placement::model_catalog()) {
-    if (info.name == c.model) plan.family = info.family;
-  }
+  plan.family = placement::find_model(c.model).family;
   placement::ModelOptions options = c.model_options;
   options.batch_size = micro_batch_size(c.batch_size, c.micro_batches);
   plan.graph = placement::build_model(c.model, options);

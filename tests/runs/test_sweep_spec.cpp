@@ -164,6 +164,36 @@ sequence_length = 32
   EXPECT_TRUE(model_option_values(placement::ModelOptions{}).empty());
 }
 
+// A seeded family's set stands for its members; a table named by the family applies to
+// all of them, a member's own table wins (docs/models.md).
+TEST(SweepSpec, FamilySetsExpandToTheirMembers) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+models = ["enas-rnn:0..2", "resnet20", "nmt:5"]
+[model_options.enas-rnn]
+sequence_length = 12
+[model_options."enas-rnn:1"]
+sequence_length = 6
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 5u);
+  EXPECT_EQ(spec.configs[0].train.model, "enas-rnn:0");
+  EXPECT_EQ(spec.configs[2].train.model, "enas-rnn:2");
+  EXPECT_EQ(spec.configs[3].train.model, "resnet20");
+  EXPECT_EQ(spec.configs[4].train.model, "nmt:5");
+  EXPECT_EQ(spec.configs[0].train.model_options.sequence_length, 12);
+  EXPECT_EQ(spec.configs[1].train.model_options.sequence_length, 6);
+  EXPECT_EQ(spec.configs[2].train.model_options.sequence_length, 12);
+  EXPECT_EQ(spec.configs[3].train.model_options.sequence_length, 0);
+  EXPECT_EQ(spec.configs[4].train.model_options.sequence_length, 0);
+  EXPECT_NE(spec.configs[0].id, spec.configs[1].id);
+  EXPECT_NE(error_of("models = [\"enas-cnn:3..1\"]\n").find("spec.toml:1: model set"),
+            std::string::npos);
+  EXPECT_NE(error_of("models = [\"resnet20:0..3\"]\n").find("no seeded family"), std::string::npos);
+  EXPECT_NE(error_of("models = [\"nmt:1\"]\n[model_options.enas-cnn]\nlayers = 1\n")
+                .find("model_options.enas-cnn is for a model the spec does not sweep"),
+            std::string::npos);
+}
+
 TEST(SweepSpec, ProfileCostDevices) {
   const SweepSpec spec = parse_sweep_spec("cost_device = \"profile:/tmp/p.tsv\"\n", "spec.toml");
   EXPECT_EQ(spec.configs[0].train.profile_path, "/tmp/p.tsv");

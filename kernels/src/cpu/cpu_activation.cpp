@@ -29,6 +29,8 @@ EltwiseOp eltwise_op(Activation a) {
       return {dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f, "gelu"};
     case Activation::tanh:
       return {dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f, "tanh"};
+    case Activation::sigmoid:
+      return {dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f, "sigmoid"};
   }
   throw_invalid("activation: unknown kind " + std::to_string(static_cast<int>(a)));
 }

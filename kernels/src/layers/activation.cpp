@@ -14,6 +14,8 @@ FlopCount flops_per_element(Activation kind) {
       return {9, 18};
     case Activation::tanh:
       return {1, 4};
+    case Activation::sigmoid:
+      return {4, 4};
   }
   return {0, 0};
 }

@@ -1,4 +1,7 @@
+#include <charconv>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -24,6 +27,8 @@ constexpr zoo::TransformerConfig kBertMini{
 struct Entry {
   ModelInfo info;
   std::function<Graph(const ModelOptions&)> build;
+  // Seeded families only: the graph of a seed (`build` is seed 0's).
+  std::function<Graph(const ModelOptions&, uint64_t)> build_seeded = {};
 };
 
 // The caller's options over a preset's: set sizes win, multipliers multiply.
@@ -48,6 +53,20 @@ Entry preset(ModelInfo info, Builder build, ModelOptions options) {
   const std::string name = info.name;
   return {std::move(info),
           [=](const ModelOptions& o) { return build(name, over_preset(o, options)); }};
+}
+
+using SeededBuilder = Graph (*)(std::string_view, const ModelOptions&, uint64_t);
+
+// A seeded family at `preset` options (all zero: the family's own defaults); graphs are
+// named "NAME:SEED".
+Entry family(ModelInfo info, SeededBuilder build, ModelOptions options = {}) {
+  info.published_reference = false;
+  info.seeded = true;
+  const std::string name = info.name;
+  auto seeded = [=](const ModelOptions& o, uint64_t seed) {
+    return build(name + ":" + std::to_string(seed), over_preset(o, options), seed);
+  };
+  return {std::move(info), [=](const ModelOptions& o) { return seeded(o, 0); }, seeded};
 }
 
 // A catalog entry for `build` at its own defaults.
@@ -129,6 +148,30 @@ const std::vector<Entry>& entries() {
         "BERT with 4 layers, 128 dim, 4 heads, byte-level 256 tokens, 256 positions", 875648,
         false},
        [](const ModelOptions& o) { return zoo::build_bert("bert-mini", kBertMini, o); }},
+      // The families of the device-placement literature (docs/models.md), one graph per seed.
+      family({"enas-cnn", "enas-cnn",
+              "ENAS micro-search CNN (Pham et al. 2018): seeded normal and reduction cells of 5 "
+              "nodes, 2 normal cells per stage, width 20, 3x32x32, 10 classes",
+              332510},
+             zoo::build_enas_cnn),
+      family({"enas-cnn-small", "enas-cnn",
+              "enas-cnn with 1 normal cell per stage, width 8, 1x28x28 (Fashion-MNIST)", 44946},
+             zoo::build_enas_cnn,
+             {.in_channels = 1, .image_size = 28, .layers = 1, .width_multiplier = 0.4}),
+      family({"enas-rnn", "enas-rnn",
+              "ENAS recurrent cell (Pham et al. 2018): a seeded 12-node cell unrolled over 35 "
+              "steps, weights shared across steps, dim 256, byte-level 256 tokens",
+              1844224},
+             zoo::build_enas_rnn),
+      family({"enas-rnn-small", "enas-rnn", "enas-rnn with a 6-node cell, 8 steps, dim 32", 31232},
+             zoo::build_enas_rnn, {.sequence_length = 8, .dim = 32, .depth_multiplier = 0.5}),
+      family({"nmt", "nmt",
+              "attention encoder-decoder, LSTM layers unrolled over time; the seed draws 1-4 "
+              "layers per side, dim 64-512, 8-24 steps; byte-level 256 tokens",
+              321920},
+             zoo::build_nmt),
+      family({"nmt-small", "nmt", "nmt with 1 layer per side, dim 32, 8 steps", 43776},
+             zoo::build_nmt, {.sequence_length = 8, .layers = 1, .dim = 32}),
   };
   return table;
 }
@@ -144,9 +187,82 @@ const std::vector<ModelInfo>& model_catalog() {
   return infos;
 }
 
-Graph build_model(std::string_view name, const ModelOptions& options) {
+namespace {
+
+std::string valid_names() {
+  std::string valid;
   for (const Entry& e : entries()) {
-    if (e.info.name != name) continue;
+    valid += (valid.empty() ? "" : ", ") + e.info.name + (e.info.seeded ? "[:SEED]" : "");
+  }
+  return valid;
+}
+
+uint64_t parse_seed(std::string_view model, std::string_view text) {
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      value > std::numeric_limits<uint32_t>::max()) {
+    throw_invalid("model " + std::string(model) + ": seed '" + std::string(text) +
+                  "' must be a decimal integer in 0..4294967295");
+  }
+  return value;
+}
+
+struct Resolved {
+  const Entry* entry;
+  std::optional<uint64_t> seed;
+};
+
+Resolved resolve(std::string_view name) {
+  const size_t colon = name.find(':');
+  const std::string_view base = name.substr(0, colon);
+  for (const Entry& e : entries()) {
+    if (e.info.name != base) continue;
+    if (colon == std::string_view::npos) return {&e, std::nullopt};
+    if (!e.info.seeded) {
+      throw_invalid("model " + std::string(base) + " is no seeded family: '" + std::string(name) +
+                    "' names a seed it does not take");
+    }
+    return {&e, parse_seed(name, name.substr(colon + 1))};
+  }
+  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + valid_names() + ")");
+}
+
+}  // namespace
+
+const ModelInfo& find_model(std::string_view name) {
+  return resolve(name).entry->info;
+}
+
+std::vector<std::string> expand_model_names(std::string_view pattern) {
+  const size_t dots = pattern.find("..");
+  if (dots == std::string_view::npos) {
+    find_model(pattern);
+    return {std::string(pattern)};
+  }
+  const size_t colon = pattern.find(':');
+  if (colon == std::string_view::npos || colon > dots) {
+    throw_invalid("model set '" + std::string(pattern) + "' must read NAME:FIRST..LAST");
+  }
+  const std::string base(pattern.substr(0, colon));
+  const uint64_t first = parse_seed(pattern, pattern.substr(colon + 1, dots - colon - 1));
+  const uint64_t last = parse_seed(pattern, pattern.substr(dots + 2));
+  if (last < first || last - first >= 4096) {
+    throw_invalid("model set '" + std::string(pattern) +
+                  "': FIRST..LAST must be ascending and at most 4096 seeds");
+  }
+  std::vector<std::string> names;
+  for (uint64_t seed = first; seed <= last; ++seed) {
+    names.push_back(base + ":" + std::to_string(seed));
+    find_model(names.back());
+  }
+  return names;
+}
+
+Graph build_model(std::string_view name, const ModelOptions& options) {
+  const Resolved resolved = resolve(name);
+  {
+    const Entry& e = *resolved.entry;
     // The caller's options first (a preset multiplies the multipliers, so that inf
     // would otherwise be checked as a product); the builders check the merged ones.
     try {
@@ -154,11 +270,9 @@ Graph build_model(std::string_view name, const ModelOptions& options) {
     } catch (const Error& error) {
       throw_invalid("model " + std::string(name) + ": " + error.what());
     }
+    if (resolved.seed) return e.build_seeded(options, *resolved.seed);
     return e.build(options);
   }
-  std::string valid;
-  for (const Entry& e : entries()) valid += (valid.empty() ? "" : ", ") + e.info.name;
-  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
 }  // namespace interplace::placement

@@ -5,11 +5,13 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/activation.hpp"
+#include "interplace/kernels/layers/attend.hpp"
 #include "interplace/kernels/layers/attention.hpp"
 #include "interplace/kernels/layers/batch_norm.hpp"
 #include "interplace/kernels/layers/combine.hpp"
 #include "interplace/kernels/layers/conv2d.hpp"
 #include "interplace/kernels/layers/dropout.hpp"
+#include "interplace/kernels/layers/elementwise.hpp"
 #include "interplace/kernels/layers/embedding.hpp"
 #include "interplace/kernels/layers/layer_norm.hpp"
 #include "interplace/kernels/layers/linear.hpp"
@@ -98,6 +100,17 @@ const std::map<std::string, Factory, std::less<>>& factories() {
       {"relu6", [](const Args&) { return std::make_unique<kernels::ReLU6>(); }},
       {"gelu", [](const Args&) { return std::make_unique<kernels::GELU>(); }},
       {"tanh", [](const Args&) { return std::make_unique<kernels::Tanh>(); }},
+      {"sigmoid", [](const Args&) { return std::make_unique<kernels::Sigmoid>(); }},
+      {"multiply", [](const Args&) { return std::make_unique<kernels::Multiply>(); }},
+      {"affine",
+       [](const Args& a) {
+         return std::make_unique<kernels::Affine>(static_cast<float>(a.real("scale", 1.0)),
+                                                  static_cast<float>(a.real("shift", 0.0)));
+       }},
+      {"slice",
+       [](const Args& a) {
+         return std::make_unique<kernels::Slice>(a.integer("offset"), a.integer("length"));
+       }},
       {"max_pool",
        [](const Args& a) {
          return std::make_unique<kernels::MaxPool2d>(a.integer("kernel"), a.integer("stride"),
@@ -149,6 +162,7 @@ const std::map<std::string, Factory, std::less<>>& factories() {
          return std::make_unique<kernels::SelfAttention>(a.integer("dim"), a.integer("heads"),
                                                          /*causal=*/false);
        }},
+      {"attend", [](const Args&) { return std::make_unique<kernels::Attend>(); }},
       {"select_token",
        [](const Args& a) { return std::make_unique<kernels::SelectToken>(a.integer("index", 0)); }},
       // Unbound: whoever runs the graph binds it to the parameter named by "tied_parameter"

@@ -111,6 +111,12 @@ void check_options(std::string_view model, const ModelOptions& options) {
   }
 }
 
+std::string indexed(std::string_view prefix, int64_t index) {
+  std::string out(prefix);
+  out += std::to_string(index);
+  return out;
+}
+
 int64_t or_default(int64_t value, int64_t fallback) {
   return value > 0 ? value : fallback;
 }

@@ -43,6 +43,9 @@ int64_t scaled_width(int64_t channels, const ModelOptions& options);
 int64_t scaled_depth(int64_t repeats, const ModelOptions& options);
 // Validates the generic options (positive batch and multipliers).
 void check_options(std::string_view model, const ModelOptions& options);
+// prefix followed by the decimal index ("t" 3 -> "t3"); also spares GCC 12 its false
+// -Wrestrict on "literal" + std::to_string(...).
+std::string indexed(std::string_view prefix, int64_t index);
 // `value` if set (> 0), else `fallback`.
 int64_t or_default(int64_t value, int64_t fallback);
 

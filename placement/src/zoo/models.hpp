@@ -1,6 +1,7 @@
 // The builders behind the catalog, one file per family. `name` becomes the graph's name.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "interplace/placement/graph.hpp"
@@ -22,5 +23,10 @@ Graph build_vgg16(std::string_view name, const ModelOptions& options);
 Graph build_mobilenet_v2(std::string_view name, const ModelOptions& options);
 Graph build_inception_v3(std::string_view name, const ModelOptions& options);
 Graph build_nasnet_a_mobile(std::string_view name, const ModelOptions& options);
+// The seeded families (docs/models.md): `seed` draws the architecture (enas-cnn,
+// enas-rnn) or the shape (nmt).
+Graph build_enas_cnn(std::string_view name, const ModelOptions& options, uint64_t seed);
+Graph build_enas_rnn(std::string_view name, const ModelOptions& options, uint64_t seed);
+Graph build_nmt(std::string_view name, const ModelOptions& options, uint64_t seed);
 
 }  // namespace interplace::placement::zoo

@@ -13,7 +13,7 @@ namespace {
 std::string catalog_names() {
   std::string names;
   for (const placement::ModelInfo& info : placement::model_catalog()) {
-    names += (names.empty() ? "" : ", ") + info.name;
+    names += (names.empty() ? "" : ", ") + info.name + (info.seeded ? "[:SEED]" : "");
   }
   return names;
 }
@@ -50,10 +50,7 @@ void add_model_options(CLI::App& app, ModelSelection& selection) {
 }
 
 const placement::ModelInfo& model_info(std::string_view name) {
-  for (const placement::ModelInfo& info : placement::model_catalog()) {
-    if (info.name == name) return info;
-  }
-  throw_invalid("unknown model '" + std::string(name) + "' (valid: " + catalog_names() + ")");
+  return placement::find_model(name);  // "enas-cnn:7" included
 }
 
 int64_t selected_micro_batch_size(const ModelSelection& selection) {
@@ -91,8 +88,9 @@ std::string model_options_json(const ModelSelection& selection) {
 std::string catalog_text() {
   TextTable table({"model", "family", "reference params", "description"}, {1, 3});
   for (const placement::ModelInfo& info : placement::model_catalog()) {
-    table.add_row(
-        {info.name, info.family, format_count(info.reference_parameters), info.description});
+    // A seeded family is named NAME:SEED (docs/models.md); its count is seed 0's.
+    table.add_row({info.name + (info.seeded ? "[:SEED]" : ""), info.family,
+                   format_count(info.reference_parameters), info.description});
   }
   return table.str();
 }
@@ -104,6 +102,7 @@ std::string catalog_json() {
         .string("family", info.family)
         .integer("reference_parameters", info.reference_parameters)
         .string("description", info.description)
+        .boolean("seeded", info.seeded)
         .str();
   });
 }

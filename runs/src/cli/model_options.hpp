@@ -38,6 +38,7 @@ const placement::ModelInfo& model_info(std::string_view name);
 std::string model_options_json(const ModelSelection& selection);
 
 std::string catalog_text();
-std::string catalog_json();  // [{"name", "family", "reference_parameters", "description"}]
+// [{"name", "family", "reference_parameters", "description", "seeded"}]
+std::string catalog_json();
 
 }  // namespace interplace::runs::cli

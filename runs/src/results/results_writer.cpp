@@ -24,10 +24,11 @@ using h5::write_attr;
 using h5::write_dataset;
 
 std::string family_of(const std::string& model) {
-  for (const placement::ModelInfo& info : placement::model_catalog()) {
-    if (info.name == model) return info.family;
+  try {
+    return placement::find_model(model).family;
+  } catch (const Error&) {
+    return "";  // a result of a model no longer in the catalog
   }
-  return "";
 }
 
 void write_parameters(hid_t g, const ConfigRecord& r) {

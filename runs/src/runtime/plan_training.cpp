@@ -29,12 +29,7 @@ namespace interplace::runs {
 namespace {
 
 const placement::ModelInfo& catalog_entry(const std::string& model) {
-  std::vector<std::string> names;
-  for (const placement::ModelInfo& info : placement::model_catalog()) {
-    if (info.name == model) return info;
-    names.push_back(info.name);
-  }
-  throw_invalid("unknown model '" + model + "' (valid: " + join_names(names) + ")");
+  return placement::find_model(model);  // "enas-cnn:7" included
 }
 
 // What one rank may use: MemAvailable of /proc/meminfo divided among the job's ranks,

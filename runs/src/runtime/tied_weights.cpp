@@ -1,5 +1,9 @@
 #include "runtime/tied_weights.hpp"
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/layers/tied_linear.hpp"
 #include "interplace/placement/layer_factory.hpp"
@@ -23,39 +27,61 @@ TiedWeights::TiedWeights(const placement::Graph& graph, const placement::Placeme
   const auto owner = [&](placement::NodeId id) {
     return placement.device_of_node[static_cast<size_t>(id)];
   };
-  int index = 0;
+  // The shared weights (owner node, parameter) in order of their first head, with the
+  // heads of each: every rank computes the same list.
+  struct Shared {
+    placement::NodeId source;
+    std::string name;
+    std::vector<placement::NodeId> heads;
+  };
+  std::vector<Shared> shared;
   for (const placement::Node& node : graph.nodes()) {
     if (node.op != "tied_linear") continue;
     const placement::NodeId source =
         graph.id_of(std::get<std::string>(node.attributes.at("tied_to")));
     const auto& name = std::get<std::string>(node.attributes.at("tied_parameter"));
-    const int tag = Messenger::kFirstTiedTag + index++;
-    if (tag >= Messenger::kFirstDataTag) throw_invalid("too many tied weights");
-    const bool head_here = owner(node.id) == rank, owner_here = owner(source) == rank;
-    if (!head_here && !owner_here) continue;
-    Tie tie;
-    tie.tag = tag;
-    if (head_here && owner_here) {
-      dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)])
-          .bind(named_parameter(*layers[static_cast<size_t>(source)], name));
+    auto it = std::find_if(shared.begin(), shared.end(),
+                           [&](const Shared& s) { return s.source == source && s.name == name; });
+    if (it == shared.end()) it = shared.insert(shared.end(), Shared{source, name, {}});
+    it->heads.push_back(node.id);
+  }
+  const int tags = Messenger::kFirstDataTag - Messenger::kFirstTiedTag;
+  for (size_t index = 0; index < shared.size(); ++index) {
+    const Shared& s = shared[index];
+    const int tag = Messenger::kFirstTiedTag + static_cast<int>(index) % tags;
+    const int owner_rank = owner(s.source);
+    const auto bind = [&](placement::NodeId head, kernels::Parameter& weight) {
+      dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(head)]).bind(weight);
+    };
+    if (owner_rank == rank) {
+      kernels::Parameter& weight = named_parameter(*layers[static_cast<size_t>(s.source)], s.name);
+      std::set<int> peers;
+      for (placement::NodeId head : s.heads) {
+        if (owner(head) == rank) {
+          bind(head, weight);
+        } else {
+          peers.insert(owner(head));
+        }
+      }
+      for (int peer : peers) ties_.push_back({&weight, nullptr, peer, tag});
       continue;
     }
-    if (head_here) {
-      // The replica starts from the owner's initial values: both come from the owner
-      // node's seed (weight_seeds.hpp), so no message is needed before the first step.
-      auto twin = placement::make_layer(graph.node(source));
-      kernels::Rng rng(node_seed(seed, source));
-      twin->init_parameters(rng);
-      twin->to(device);
-      tie.replica = std::make_unique<kernels::Parameter>(named_parameter(*twin, name));
-      tie.replica->grad = kernels::Tensor();
-      tie.peer = owner(source);
-      dynamic_cast<kernels::TiedLinear&>(*layers[static_cast<size_t>(node.id)]).bind(*tie.replica);
-    } else {
-      tie.owner = &named_parameter(*layers[static_cast<size_t>(source)], name);
-      tie.peer = owner(node.id);
+    std::shared_ptr<kernels::Parameter> replica;
+    for (placement::NodeId head : s.heads) {
+      if (owner(head) != rank) continue;
+      if (!replica) {
+        // The replica starts from the owner's initial values: both come from the owner
+        // node's seed (weight_seeds.hpp), so no message is needed before the first step.
+        auto twin = placement::make_layer(graph.node(s.source));
+        kernels::Rng rng(node_seed(seed, s.source));
+        twin->init_parameters(rng);
+        twin->to(device);
+        replica = std::make_shared<kernels::Parameter>(named_parameter(*twin, s.name));
+        replica->grad = kernels::Tensor();
+        ties_.push_back({nullptr, replica, owner_rank, tag});
+      }
+      bind(head, *replica);
     }
-    ties_.push_back(std::move(tie));
   }
 }
 

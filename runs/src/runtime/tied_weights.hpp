@@ -1,7 +1,10 @@
-// Tied weights across ranks (zoo.hpp): GPT's LM head ("tied_linear") shares the token
-// table of "embed". On one rank the head is bound to the owner's parameter. Across ranks
-// the owner's copy is authoritative: the head's rank binds a replica, sends its gradient
-// contribution to the owner before the optimiser step and receives the updated values
+// Tied weights across ranks (zoo.hpp): a "tied_linear" node uses the parameter
+// "tied_parameter" of the node "tied_to" (GPT's LM head shares the token table of
+// "embed"; the unrolled recurrent families share every cell weight across time steps, so
+// one owner has many heads). On one rank the heads are bound to the owner's parameter.
+// Across ranks the owner's copy is authoritative: every other rank with heads of it keeps
+// one replica (however many heads it holds), bound to all of them, sends the replica's
+// summed gradient to the owner before the optimiser step and receives the updated values
 // after it.
 #pragma once
 
@@ -17,8 +20,11 @@ namespace interplace::runs {
 
 class TiedWeights {
  public:
-  // `layers` by node id, null where not on this rank; tags from kFirstTiedTag up to kFirstDataTag.
-  // `layers` are the rank's, already on `device`, where replicas are made too.
+  // `layers` by node id, null where not on this rank. `layers` are the rank's, already on
+  // `device`, where replicas are made too. The shared weights take the tags
+  // kFirstTiedTag .. kFirstDataTag - 1 in turn; several weights may share a tag, because
+  // every rank walks them in the same (graph) order and MPI keeps messages of one tag
+  // between two ranks in order.
   TiedWeights(const placement::Graph& graph, const placement::Placement& placement, int rank,
               uint64_t seed, kernels::Device device,
               std::vector<std::unique_ptr<kernels::Layer>>& layers);
@@ -28,8 +34,8 @@ class TiedWeights {
 
  private:
   struct Tie {
-    kernels::Parameter* owner = nullptr;  // ours, replicated on `peer`
-    std::unique_ptr<kernels::Parameter> replica;
+    kernels::Parameter* owner = nullptr;          // ours, replicated on `peer`
+    std::shared_ptr<kernels::Parameter> replica;  // the owner's, on `peer`
     int peer = -1;
     int tag = 0;
   };

@@ -16,12 +16,6 @@
 namespace interplace::runs::sweep {
 namespace {
 
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const placement::ModelInfo& info : placement::model_catalog()) names.push_back(info.name);
-  return names;
-}
-
 std::function<void(const DimValue&)> at_least(const std::string& key, int64_t minimum) {
   return [key, minimum](const DimValue& v) {
     if (v.integer < minimum) {
@@ -61,8 +55,9 @@ std::vector<Dimension> make_dimensions() {
   std::vector<Dimension> dims;
   dims.push_back(text_dim(
       "model", "models", d.model,
-      [](const DimValue& v) { require_name("model", v.text, model_names()); },
-      &TrainConfig::model));
+      // A seeded family's set ("enas-cnn:0..31") stands for its members: read_sections
+      // expands it; every member is checked here.
+      [](const DimValue& v) { placement::expand_model_names(v.text); }, &TrainConfig::model));
   dims.push_back(text_dim(
       "dataset", "datasets", d.dataset,
       [](const DimValue& v) { require_name("dataset", v.text, dataset_names()); },

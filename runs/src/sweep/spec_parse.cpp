@@ -13,6 +13,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
+#include "interplace/placement/zoo.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "spec_dimensions.hpp"
 
@@ -166,6 +167,11 @@ std::string valid_top_level_keys() {
   return valid + ", repeats, description, [model_options], [[exclude]]";
 }
 
+// The family of a seeded model name ("enas-cnn" of "enas-cnn:7"); other names as they are.
+std::string family_base(const std::string& model) {
+  return model.substr(0, model.find(':'));
+}
+
 void read_model_options(const Parser& p, const Value& table, Sections& s,
                         const std::set<std::string>& models) {
   if (!table.is_table()) p.fail(table, "model_options must be a table, got " + type_name(table));
@@ -174,7 +180,12 @@ void read_model_options(const Parser& p, const Value& table, Sections& s,
   }
   for (const auto& [key, v] : table.as_table()) {
     if (!v.is_table()) continue;
-    if (models.count(key) == 0) {
+    // A seeded family's name applies to every member swept ([model_options.enas-rnn]
+    // for "enas-rnn:0..31"); a member's own table wins.
+    const bool family = std::any_of(models.begin(), models.end(), [&](const std::string& m) {
+      return m != key && family_base(m) == key;
+    });
+    if (models.count(key) == 0 && !family) {
       p.fail(v, "model_options." + key + " is for a model the spec does not sweep");
     }
     placement::ModelOptions options = s.common_options;
@@ -210,6 +221,19 @@ void read_exclusions(const Parser& p, const Value& list, Sections& s) {
   }
 }
 
+// "enas-cnn:0..31" as its 32 members, in seed order (other names as they are).
+std::vector<DimValue> expand_model_sets(const std::vector<DimValue>& models) {
+  std::vector<DimValue> expanded;
+  for (const DimValue& d : models) {
+    for (const std::string& name : placement::expand_model_names(d.text)) {
+      DimValue member = d;
+      member.text = name;
+      expanded.push_back(member);
+    }
+  }
+  return expanded;
+}
+
 Sections read_sections(const Parser& p, const Value& root) {
   const std::vector<Dimension>& dims = sweep::dimensions();
   Sections s;
@@ -232,6 +256,7 @@ Sections read_sections(const Parser& p, const Value& root) {
     }
     given[index] = &v;
     s.lists[index] = p.values(dims[index], key, v);
+    if (dims[index].key == "model") s.lists[index] = expand_model_sets(s.lists[index]);
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (given[i] != nullptr) continue;
@@ -317,7 +342,9 @@ void drop_unswept_model_options(Value& root, const Value& models) {
   if (options == table.end() || !options->second.is_table()) return;
   std::set<std::string> swept;
   for (const Value& m : models.is_array() ? models.as_array() : std::vector<Value>{models}) {
-    if (m.is_string()) swept.insert(m.as_string().str);
+    if (!m.is_string()) continue;
+    swept.insert(m.as_string().str);
+    swept.insert(family_base(m.as_string().str));  // a set keeps its family's table
   }
   auto& per_model = options->second.as_table();
   for (auto at = per_model.begin(); at != per_model.end();) {
@@ -414,7 +441,8 @@ std::vector<SweepConfig> expand(const Sections& s) {
       texts[static_cast<size_t>(micro_batches)] = "1";
     }
     resolve_epochs(config);  // steps from epochs, so that the id and the file say them
-    const auto options = s.per_model.find(config.model);
+    auto options = s.per_model.find(config.model);
+    if (options == s.per_model.end()) options = s.per_model.find(family_base(config.model));
     config.model_options = options != s.per_model.end() ? options->second : s.common_options;
     bool kept = false;
     for (int repeat = 0; repeat < s.repeats; ++repeat) {

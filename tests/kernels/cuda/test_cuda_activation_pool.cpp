@@ -39,6 +39,10 @@ TEST_F(CudaActivation, GeluTanh) {
   EXPECT_TRUE(matches_cpu(maker<GELU>(), {activation_input()}));
 }
 
+TEST_F(CudaActivation, Sigmoid) {
+  EXPECT_TRUE(matches_cpu(maker<Sigmoid>(), {activation_input()}));
+}
+
 TEST_F(CudaActivation, KinksHaveZeroGradient) {
   Backend& cuda = backend_for(Device::cuda);
   const float values[] = {0.0f, 6.0f, -1.0f, 3.0f, 7.0f};

@@ -47,7 +47,7 @@ struct Pad2dGeometry {
   std::string key() const;
 };
 
-enum class Activation { relu, relu6, gelu /* tanh approximation, as GPT-2 */, tanh };
+enum class Activation { relu, relu6, gelu /* tanh approximation, as GPT-2 */, tanh, sigmoid };
 
 // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b in [0, batch), row-major,
 // op(X) = X or X^T. A is [batch, M, K] (or [batch, K, M] when transposed), etc.

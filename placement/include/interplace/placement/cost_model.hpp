@@ -51,13 +51,25 @@ struct NodeCosts {
   std::vector<double> backward_input_s;
   std::vector<int64_t> parameter_state_bytes;  // weights + gradients + optimizer state
   std::vector<int64_t> output_bytes;           // sent to consumers, kept for backward
+  // Tied weights (zoo.hpp): for a "tied_linear" head, the node owning its weight
+  // (replica_owner) and the bytes of a replica, its values and gradient (replica_bytes);
+  // -1 and 0 for other nodes, and both may be empty (no tied weights). A device holding
+  // heads of a weight owned elsewhere keeps one replica of it: device_memory_bytes and
+  // pipeline_costs charge it once per device and weight, node memory_bytes does not.
+  std::vector<NodeId> replica_owner;
+  std::vector<int64_t> replica_bytes;
 
   int node_count() const { return static_cast<int>(forward_s.size()); }
   double compute_s(NodeId id) const { return forward_s[id] + backward_s[id]; }
-  // Memory the node adds to its device with `in_flight_micro_batches` activations kept.
+  // Memory the node adds to its device with `in_flight_micro_batches` activations kept
+  // (a tied head's replica is the device's, not the node's: replica_bytes).
   int64_t memory_bytes(NodeId id, int in_flight_micro_batches) const {
     return parameter_state_bytes[id] + output_bytes[id] * in_flight_micro_batches;
   }
+  // Per device: the replicas of tied weights its heads need (one per weight owned by
+  // another device), in bytes.
+  std::vector<int64_t> replica_bytes_per_device(const std::vector<int>& device_of_node,
+                                                int device_count) const;
 };
 
 class CostModel {

@@ -87,6 +87,11 @@ struct ModelInfo {
   // 5,326,716) includes these non-trainable weights, while Graph::total_parameter_count()
   // counts trainable parameters only. Compare against trainable + buffer elements.
   bool reference_counts_batch_norm_statistics = false;
+  // A family of seeded graphs (enas-cnn, enas-rnn, nmt and their -small presets): the
+  // model is named "NAME:SEED" (SEED a decimal integer in 0..2^32-1; "NAME" alone is seed
+  // 0), a set of them "NAME:FIRST..LAST" (expand_model_names). The reference count is
+  // seed 0's.
+  bool seeded = false;
 };
 
 // Presets ("vgg16-small") are a family model at other default options: the options a
@@ -97,5 +102,14 @@ const std::vector<ModelInfo>& model_catalog();
 // that do not fit it (an image too small for its downsampling, a sequence longer than
 // its positions, options out of range: check_model_options).
 Graph build_model(std::string_view name, const ModelOptions& options = {});
+
+// The catalog entry of a model name, "NAME:SEED" of a seeded family included; throws
+// invalid_input listing the valid names for an unknown one, a seed on a model that takes
+// none, or a malformed seed.
+const ModelInfo& find_model(std::string_view name);
+// A model name or a set of a seeded family, "NAME:FIRST..LAST" (both inclusive, FIRST <=
+// LAST, at most 4096 graphs), as the model names it stands for: "enas-cnn:0..31" is
+// enas-cnn:0, ..., enas-cnn:31. Every name is checked as find_model checks it.
+std::vector<std::string> expand_model_names(std::string_view pattern);
 
 }  // namespace interplace::placement

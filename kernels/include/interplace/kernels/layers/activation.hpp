@@ -1,10 +1,12 @@
 // Elementwise activations, any input shape: ReLU, ReLU6 (clip to [0, 6]), GELU (tanh
-// approximation, as GPT-2: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) and Tanh
-// (BERT's pooler). At the kinks (x = 0, 6) the gradient is 0, as in PyTorch.
+// approximation, as GPT-2: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))), Tanh
+// (BERT's pooler) and Sigmoid 1 / (1 + exp(-x)) (the gates of the ENAS recurrent cell and
+// of LSTMs). At the kinks (x = 0, 6) the gradient is 0, as in PyTorch.
 //
 // FLOPs per element (tanh counted as one): ReLU forward 1, backward 1; ReLU6 forward 2,
 // backward 2; GELU forward 9, backward 18; Tanh forward 1, backward 4 (backward starts
-// from the input: tanh, square, subtract from 1, multiply).
+// from the input: tanh, square, subtract from 1, multiply); Sigmoid forward 4 (negate, exp,
+// add, divide), backward 4 (from the input: sigmoid counted as one, 1 - s, two multiplies).
 #pragma once
 
 #include "interplace/kernels/backend.hpp"
@@ -50,6 +52,12 @@ class Tanh final : public ActivationLayer {
  public:
   Tanh() : ActivationLayer(Activation::tanh) {}
   std::string type() const override { return "Tanh"; }
+};
+
+class Sigmoid final : public ActivationLayer {
+ public:
+  Sigmoid() : ActivationLayer(Activation::sigmoid) {}
+  std::string type() const override { return "Sigmoid"; }
 };
 
 }  // namespace interplace::kernels
