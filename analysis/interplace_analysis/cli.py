@@ -1,6 +1,7 @@
 """Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``,
 ``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]`` and
-``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR``.
+``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR`` and
+``python -m interplace_analysis strategies FILE [FILE...] --out DIR [--step-times CSV]``.
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
 other-version file) is one line on stderr and exit status 2, not a traceback.
@@ -55,7 +56,41 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
     e.add_argument("--format", choices=FORMATS, required=True, help="file format")
     e.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    t = sub.add_parser("strategies", help="the backprop-strategies comparison (issue #17)",
+                       description="Per model: final test accuracy per strategy over seeds"
+                                   " (t intervals), paired differences, time per step and"
+                                   " epoch, per-rank times, accuracy against epochs and"
+                                   " against a comparable time. Writes DIR/strategies.md,"
+                                   " DIR/tables/* and DIR/plots/*.")
+    t.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
+    t.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    t.add_argument("--step-times", type=Path, metavar="CSV",
+                   help="comparable step time per strategy: columns model, strategy_label,"
+                        " step_time_s[, source] (default: the measured wall-clock times)")
+    t.add_argument("--title", default="Backprop strategies", help="the report's heading")
+    t.add_argument("--quiet", action="store_true", help="do not print the report")
     return p
+
+
+def _strategies(args: argparse.Namespace, argv: list[str]) -> int:
+    from . import strategy_study as strategies
+    try:
+        results = load_results(args.files)
+        step_times = (strategies.read_step_times(args.step_times)
+                      if args.step_times is not None else None)
+    except (ResultFormatError, ValueError, OSError) as e:
+        print(f"interplace_analysis: {e}", file=sys.stderr)
+        return 2
+    report = strategies.build(results, step_times)
+    try:
+        text, written = strategies.write(report, args.out, args.title, command_line(argv))
+    except OSError as e:
+        print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(text)
+    print(f"interplace_analysis: wrote {len(written)} files under {args.out}", file=sys.stderr)
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -107,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "strategies":
+        return _strategies(args, argv)
     try:
         results = load_results(args.files)
     except ResultFormatError as e:
