@@ -121,10 +121,16 @@ def accuracy_table(runs: pd.DataFrame, model: str) -> Table:
                          "test_samples"])
 
 
-def difference_table(runs: pd.DataFrame, model: str, pairs: list[tuple[str, str]]) -> Table:
-    """Paired (by seed) differences of final test accuracy, A - B, with t intervals."""
+def difference_table(runs: pd.DataFrame, model: str, pairs: list[tuple[str, str]],
+                     metric: str = "eval_accuracy") -> Table:
+    """Paired (by seed) differences of a final test metric, A - B, with t intervals:
+    ``eval_accuracy`` (in percentage points, higher is better) or ``eval_loss`` (lower
+    is better; where accuracy saturates, as a small language model's at the most common
+    byte)."""
     rows = []
-    by = {label: g.set_index("seed")["eval_accuracy"]
+    higher_better = metric == "eval_accuracy"
+    scale, unit = (100.0, "percentage points") if higher_better else (1.0, "nats")
+    by = {label: g.set_index("seed")[metric]
           for label, g in runs.groupby("strategy_label", sort=False)}
     for a, b in pairs:
         if a not in by or b not in by:
@@ -135,18 +141,19 @@ def difference_table(runs: pd.DataFrame, model: str, pairs: list[tuple[str, str]
         if n < 2:
             verdict = "not enough seeds"
         elif lo > 0:
-            verdict = f"{a} higher"
+            verdict = f"{a} {'better' if higher_better else 'worse'}"
         elif hi < 0:
-            verdict = f"{a} lower"
+            verdict = f"{a} {'worse' if higher_better else 'better'}"
         else:
             verdict = "no difference shown"
         rows.append({"a": a, "b": b, "seeds": n,
-                     "difference_pp": _pm(m, lo, hi), "mean": m, "low": lo, "high": hi,
-                     "verdict": verdict})
-    return Table(f"accuracy_differences_{_slug(model)}",
-                 f"{model}: test accuracy A - B in percentage points, paired by seed, mean ±"
+                     "difference": _pm(m, lo, hi, scale=scale, digits=2 if higher_better else 3),
+                     "mean": m, "low": lo, "high": hi, "verdict": verdict})
+    name = "accuracy" if higher_better else "loss"
+    return Table(f"{name}_differences_{_slug(model)}",
+                 f"{model}: test {name} A - B in {unit}, paired by seed, mean ±"
                  f" half-width of the {LEVEL:.0%} t interval",
-                 pd.DataFrame(rows), ["a", "b", "seeds", "difference_pp", "verdict"])
+                 pd.DataFrame(rows), ["a", "b", "seeds", "difference", "verdict"])
 
 
 def time_table(runs: pd.DataFrame, results: Results, model: str,
@@ -155,7 +162,9 @@ def time_table(runs: pd.DataFrame, results: Results, model: str,
     the slowest rank's compute per step, and the comparable step time and epoch time."""
     rows = []
     for label, g in runs.groupby("strategy_label", sort=False):
-        spe = np.nanmedian([steps_per_epoch(r, results) for _, r in g.iterrows()])
+        per_run = [steps_per_epoch(r, results) for _, r in g.iterrows()]
+        spe = float(np.median([x for x in per_run if np.isfinite(x)])) if any(
+            np.isfinite(x) for x in per_run) else math.nan
         if not np.isfinite(spe):
             spe = float(g["steps"].iloc[0] + g["warmup_steps"].iloc[0])  # one "epoch": the run
         measured = float(np.median(g["step_time_s"]))
@@ -168,7 +177,7 @@ def time_table(runs: pd.DataFrame, results: Results, model: str,
         row = {"strategy": label, "seeds": len(g), "steps_per_epoch": spe,
                "measured_step_s": measured, "measured_epoch_s": measured * spe,
                "max_rank_compute_step_s": compute}
-        comparable, source = math.nan, ""
+        comparable, source, hit = math.nan, "", pd.DataFrame()
         if step_times is not None and not step_times.empty:
             hit = step_times[(step_times["model"] == model)
                              & (step_times["strategy_label"] == label)]
@@ -178,6 +187,11 @@ def time_table(runs: pd.DataFrame, results: Results, model: str,
         row["comparable_step_s"] = comparable
         row["comparable_epoch_s"] = comparable * spe
         row["comparable_source"] = source
+        # Further step times of the CSV (what-ifs such as capped_heads_step_time_s).
+        if step_times is not None and not step_times.empty and not hit.empty:
+            for col in step_times.columns:
+                if col.endswith("_step_time_s") and col != "step_time_s":
+                    row[col.replace("_step_time_s", "_epoch_s")] = float(hit[col].iloc[0]) * spe
         rows.append(row)
     frame = pd.DataFrame(rows)
     base = frame.set_index("strategy")["comparable_epoch_s"] if not frame.empty else None
@@ -190,7 +204,9 @@ def time_table(runs: pd.DataFrame, results: Results, model: str,
                  " sharing cores; comparable: see its source)",
                  frame, ["strategy", "seeds", "steps_per_epoch", "measured_step_s",
                          "max_rank_compute_step_s", "comparable_step_s", "comparable_epoch_s",
-                         "epoch_time_vs_e2e", "epoch_time_vs_global_1f1b"])
+                         "epoch_time_vs_e2e", "epoch_time_vs_global_1f1b"]
+                 + [c for c in frame.columns if c.endswith("_epoch_s")
+                    and c not in ("comparable_epoch_s", "measured_epoch_s")])
 
 
 def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
@@ -395,6 +411,7 @@ def build(results: Results, step_times: pd.DataFrame | None = None) -> Strategie
         pairs = [(a, b) for a in ("pairwise", "nwise:3") for b in ("local", "e2e", "global/1f1b")]
         pairs += [("local", "e2e"), ("global/1f1b", "e2e")]
         report.tables.append(difference_table(g, model, pairs))
+        report.tables.append(difference_table(g, model, pairs, "eval_loss"))
         report.tables.append(time_table(g, results, model, step_times))
         report.tables.append(rank_table(g, results, model))
         report.tables.append(passthrough_table(g, results, model))

@@ -40,7 +40,8 @@ def study_file(tmp_path_factory):
 def report(study_file):
     times = pd.DataFrame({"model": ["resnet20"] * 3,
                           "strategy_label": ["e2e", "local", "pairwise"],
-                          "step_time_s": [2.0, 1.0, 1.2], "source": ["sim"] * 3})
+                          "step_time_s": [2.0, 1.0, 1.2], "source": ["sim"] * 3,
+                          "capped_step_time_s": [2.0, 0.5, 0.6]})
     return study.build(load_results([study_file]), times)
 
 
@@ -71,8 +72,8 @@ def test_paired_difference(report):
     # pairwise - local is exactly 2 points on every seed: a zero-width interval above 0.
     assert d.loc[("pairwise", "local"), "mean"] == pytest.approx(0.02)
     assert d.loc[("pairwise", "local"), "low"] == pytest.approx(0.02)
-    assert d.loc[("pairwise", "local"), "verdict"] == "pairwise higher"
-    assert d.loc[("pairwise", "e2e"), "verdict"] == "pairwise lower"
+    assert d.loc[("pairwise", "local"), "verdict"] == "pairwise better"
+    assert d.loc[("pairwise", "e2e"), "verdict"] == "pairwise worse"
     assert ("nwise:3", "local") not in d.index  # no such runs
 
 
@@ -81,6 +82,10 @@ def test_times_use_the_comparable_step_time(report):
     assert t.loc["local", "steps_per_epoch"] == pytest.approx(4)
     assert t.loc["local", "comparable_epoch_s"] == pytest.approx(4.0)
     assert t.loc["pairwise", "epoch_time_vs_e2e"] == pytest.approx(1.2 / 2.0)
+    assert t.loc["pairwise", "capped_epoch_s"] == pytest.approx(4 * 0.6)  # a what-if column
+    # The loss differences: every run has eval_loss 0.5 in the fixture.
+    d = _table(report, "loss_differences").set_index(["a", "b"])
+    assert d.loc[("pairwise", "local"), "mean"] == pytest.approx(0.0)
     assert t.loc["e2e", "measured_step_s"] == pytest.approx(sorted(PATTERN)[len(PATTERN) // 2],
                                                            rel=0.2)
     r = _table(report, "ranks_")
