@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
+from . import stats  # noqa: E402
 from .loader import Results  # noqa: E402
 from .render import Table, to_markdown, write_table  # noqa: E402
 
@@ -95,7 +96,7 @@ def steps_per_epoch(run: pd.Series, results: Results) -> float:
     e = e[e["epoch"] > 0]
     if e.empty:
         return math.nan
-    return float(np.median((e["step"] + 1) / e["epoch"]))
+    return float(stats.median((e["step"] + 1) / e["epoch"]))
 
 
 def accuracy_table(runs: pd.DataFrame, model: str) -> Table:
@@ -163,17 +164,17 @@ def time_table(runs: pd.DataFrame, results: Results, model: str,
     rows = []
     for label, g in runs.groupby("strategy_label", sort=False):
         per_run = [steps_per_epoch(r, results) for _, r in g.iterrows()]
-        spe = float(np.median([x for x in per_run if np.isfinite(x)])) if any(
+        spe = float(stats.median([x for x in per_run if np.isfinite(x)])) if any(
             np.isfinite(x) for x in per_run) else math.nan
         if not np.isfinite(spe):
             spe = float(g["steps"].iloc[0] + g["warmup_steps"].iloc[0])  # one "epoch": the run
-        measured = float(np.median(g["step_time_s"]))
+        measured = float(stats.median(g["step_time_s"]))
         rs = results.rank_summary
         rs = rs[rs["run_id"].isin(g["run_id"])]
         compute = math.nan
         if not rs.empty and all(c in rs for c in COMPUTE):
             per_run = rs.assign(c=rs[list(COMPUTE)].sum(axis=1)).groupby("run_id")["c"].max()
-            compute = float(np.median(per_run))
+            compute = float(stats.median(per_run))
         row = {"strategy": label, "seeds": len(g), "steps_per_epoch": spe,
                "measured_step_s": measured, "measured_epoch_s": measured * spe,
                "max_rank_compute_step_s": compute}
@@ -219,7 +220,8 @@ def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
     rs = rs.assign(compute_s=rs[list(COMPUTE)].sum(axis=1))
     cols = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "compute_s",
             "comm_wait_s", "idle_s", "utilisation"]
-    frame = (rs.groupby(["strategy_label", "rank"], sort=False)[cols].median().reset_index()
+    frame = (rs.groupby(["strategy_label", "rank"], sort=False)[cols]
+             .agg(lambda v: stats.median(v.to_numpy(dtype=float))).reset_index()
              .rename(columns={"strategy_label": "strategy"}))
     frame = frame.sort_values(["strategy", "rank"],
                               key=lambda s: s.map(label_key) if s.name == "strategy" else s)
@@ -328,7 +330,7 @@ def evaluation_curves(runs: pd.DataFrame, results: Results, model: str,
         values = table.to_numpy(dtype=float) * 100
         _band(ax_e, epochs, values, label)
         step_s = step_times.get(label, math.nan)
-        spe = float(np.median((g["step"] + 1) / g["epoch"]))
+        spe = float(stats.median((g["step"] + 1) / g["epoch"]))
         if np.isfinite(step_s):
             _band(ax_t, epochs * spe * step_s / 60.0, values, label)
     ax_e.set_xlabel("epoch")
@@ -405,7 +407,7 @@ def build(results: Results, step_times: pd.DataFrame | None = None) -> Strategie
             if "source" in hit and not hit.empty:
                 source = str(hit["source"].iloc[0])
         if not times:
-            times = {lab: float(np.median(g[g["strategy_label"] == lab]["step_time_s"]))
+            times = {lab: float(stats.median(g[g["strategy_label"] == lab]["step_time_s"]))
                      for lab in labels}
         report.tables.append(accuracy_table(g, model))
         pairs = [(a, b) for a in ("pairwise", "nwise:3") for b in ("local", "e2e", "global/1f1b")]
