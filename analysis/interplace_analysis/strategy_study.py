@@ -299,14 +299,14 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text)
 
 
-def _band(ax, x, values: np.ndarray, label: str):
+def _band(ax, x, values: np.ndarray, label: str, marker: str | None = "o"):
     """Mean over seeds (rows) with its t interval as a band."""
     m = np.nanmean(values, axis=0)
     n = np.sum(np.isfinite(values), axis=0)
     sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.zeros_like(m)
     half = np.where(n > 1, sps.t.ppf(0.5 + LEVEL / 2, np.maximum(n - 1, 1)) * sd
                     / np.sqrt(np.maximum(n, 1)), 0.0)
-    line = ax.plot(x, m, marker="o", markersize=3, label=f"{label} (n={int(n.max())})")[0]
+    line = ax.plot(x, m, marker=marker, markersize=3, label=f"{label} (n={int(n.max())})")[0]
     ax.fill_between(x, m - half, m + half, alpha=0.15, color=line.get_color())
 
 
@@ -333,6 +333,8 @@ def evaluation_curves(runs: pd.DataFrame, results: Results, model: str,
         spe = float(stats.median((g["step"] + 1) / g["epoch"]))
         if np.isfinite(step_s):
             _band(ax_t, epochs * spe * step_s / 60.0, values, label)
+    for ax in (ax_e, ax_t):  # accuracies: a band past 0 or 100 % says only "few seeds"
+        ax.set_ylim(0, 100)
     ax_e.set_xlabel("epoch")
     ax_e.set_ylabel("test accuracy (%)")
     ax_e.set_title(f"{model}: test accuracy during training")
@@ -369,10 +371,10 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
         length = min(len(c) for c in curves)
         values = np.vstack([c[:length] for c in curves])
         steps = np.arange(length)
-        _band(ax_s, steps, values, label)
+        _band(ax_s, steps, values, label, marker=None)
         step_s = step_times.get(label, math.nan)
         if np.isfinite(step_s):
-            _band(ax_t, (steps + 1) * step_s / 60.0, values, label)
+            _band(ax_t, (steps + 1) * step_s / 60.0, values, label, marker=None)
     for ax in (ax_s, ax_t):
         ax.set_ylabel(f"training loss (running mean of {window} steps)")
         ax.grid(alpha=0.3)
