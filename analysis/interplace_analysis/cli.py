@@ -1,7 +1,8 @@
 """Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``,
 ``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]`` and
 ``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR`` and
-``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (order-study files).
+``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (order-study files) and
+``python -m interplace_analysis strategies FILE [FILE...] --out DIR [--step-times CSV]``.
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
 other-version file) is one line on stderr and exit status 2, not a traceback.
@@ -66,6 +67,19 @@ def _parser() -> argparse.ArgumentParser:
     o.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     o.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     o.add_argument("--quiet", action="store_true", help="do not print the report")
+    t = sub.add_parser("strategies", help="the backprop-strategies comparison (issue #17)",
+                       description="Per model: final test accuracy per strategy over seeds"
+                                   " (t intervals), paired differences, time per step and"
+                                   " epoch, per-rank times, accuracy against epochs and"
+                                   " against a comparable time. Writes DIR/strategies.md,"
+                                   " DIR/tables/* and DIR/plots/*.")
+    t.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
+    t.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
+    t.add_argument("--step-times", type=Path, metavar="CSV",
+                   help="comparable step time per strategy: columns model, strategy_label,"
+                        " step_time_s[, source] (default: the measured wall-clock times)")
+    t.add_argument("--title", default="Backprop strategies", help="the report's heading")
+    t.add_argument("--quiet", action="store_true", help="do not print the report")
     return p
 
 
@@ -84,6 +98,27 @@ def _order_study(args: argparse.Namespace, argv: list[str]) -> int:
         return 1
     if not args.quiet:
         print(text)
+    return 0
+
+
+def _strategies(args: argparse.Namespace, argv: list[str]) -> int:
+    from . import strategy_study as strategies
+    try:
+        results = load_results(args.files)
+        step_times = (strategies.read_step_times(args.step_times)
+                      if args.step_times is not None else None)
+    except (ResultFormatError, ValueError, OSError) as e:
+        print(f"interplace_analysis: {e}", file=sys.stderr)
+        return 2
+    report = strategies.build(results, step_times)
+    try:
+        text, written = strategies.write(report, args.out, args.title, command_line(argv))
+    except OSError as e:
+        print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(text)
+    print(f"interplace_analysis: wrote {len(written)} files under {args.out}", file=sys.stderr)
     return 0
 
 
@@ -138,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "order-study":
         return _order_study(args, argv)
+    if args.command == "strategies":
+        return _strategies(args, argv)
     try:
         results = load_results(args.files)
     except ResultFormatError as e:

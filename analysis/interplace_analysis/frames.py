@@ -12,6 +12,8 @@ Four frames, each with ``config_id`` as the key that joins them:
   elapsed measured wall time at the end of the step (:func:`elapsed_times`; what loss
   curves and the equal-wall-time comparison need).
 * ``rank_summary``: one row per (configuration, rank) with per-rank medians.
+* ``evaluations``: one row per (configuration, evaluation during training): the epoch,
+  step, test loss and accuracy and the samples evaluated (:func:`evaluation_frame`).
 
 Medians, not means: a step time distribution has a long right tail (a page fault, a
 late message), and the median is what a steady-state pipeline delivers.
@@ -259,3 +261,25 @@ def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
     return [{"config_id": rec.id, "run_id": rec.run_id,
              **{n: v[r].item() for n, v in cols.items()}}
             for r in range(k)]
+
+
+def evaluation_frame(rec: ConfigRecord) -> pd.DataFrame:
+    """The ``evaluations`` table of one run (test-split evaluations after chosen epochs),
+    with its strategy label and seed so that curves group without a join; empty when the
+    run has none."""
+    e = rec.evaluations
+    if not e or "accuracy" not in e:
+        return pd.DataFrame()
+    n = len(e["accuracy"])
+    a = rec.attrs
+    return pd.DataFrame({
+        "config_id": rec.id, "run_id": rec.run_id,
+        "strategy_label": strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
+                                         a.get("interlock_mode", "")),
+        "seed": a.get("seed", -1),
+        "epoch": np.asarray(e.get("epoch", np.full(n, np.nan)), dtype=float),
+        "step": np.asarray(e.get("step", np.full(n, -1)), dtype=int),
+        "loss": np.asarray(e.get("loss", np.full(n, np.nan)), dtype=float),
+        "accuracy": np.asarray(e["accuracy"], dtype=float),
+        "samples": np.asarray(e.get("samples", np.full(n, -1)), dtype=int),
+    })

@@ -37,6 +37,8 @@ RANK_DATASETS = (
     "step_s", "forward_s", "backward_s", "aux_s", "optimizer_s",
     "comm_wait_s", "idle_s", "overhead_s", "bytes_sent", "peak_memory_bytes",
 )
+# The test-split evaluations during training (eval_epochs; absent before they existed).
+EVALUATION_DATASETS = ("epoch", "step", "loss", "accuracy", "samples")
 TIMELINE_DATASETS = ("rank", "kind", "start_s", "end_s")
 # The schedule action of each event (absent in files written before they were recorded).
 TIMELINE_ACTION_DATASETS = ("action", "micro_batch", "loss_stage", "peer")
@@ -63,6 +65,7 @@ class ConfigRecord:
     predicted_timeline: pd.DataFrame | None = None
     prediction: dict[str, Any] = field(default_factory=dict)  # attributes and [K] arrays
     graph: dict[str, Any] = field(default_factory=dict)
+    evaluations: dict[str, np.ndarray] = field(default_factory=dict)  # evaluations/* ([V])
     order: np.ndarray | None = None
     placement: np.ndarray | None = None
     run_id: str = ""  # unique among the loaded runs; set by the loader (default: the id)
@@ -203,6 +206,9 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
                 rec.prediction[n] = _dataset(p, n, f"{where}/prediction")
         if "timeline" in p:
             rec.predicted_timeline = _read_timeline(p, f"{where}/prediction")
+    rec.evaluations = _read_subgroup(group, "evaluations", EVALUATION_DATASETS, where)
+    if len({len(v) for v in rec.evaluations.values()}) > 1:
+        raise ResultFormatError(f"{where}: evaluations/* datasets differ in length")
     if "graph" in group:
         rec.graph = _attrs(group["graph"])
     if "order" in group:

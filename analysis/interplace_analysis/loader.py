@@ -49,6 +49,8 @@ class Results:
     notes: list[str] = field(default_factory=list)
     # By run id: the simulator's first step of the configuration, the layout of timelines.
     predicted_timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # Test-split evaluations during training (frames.evaluation_frame); empty if none.
+    evaluations: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -125,6 +127,10 @@ def _recipe_lines(attrs: dict) -> str:
         out += f"epochs={real('epochs')}\n"
     if str(attrs.get("eval_epochs", "")):
         out += f"eval_epochs={attrs['eval_epochs']}\n"
+    if int(attrs.get("eval_epoch_samples", 0) or 0) != 0:
+        out += f"eval_epoch_samples={int(attrs['eval_epoch_samples'])}\n"
+    if int(attrs.get("train_samples", 0) or 0) != 0:
+        out += f"train_samples={int(attrs['train_samples'])}\n"
     if str(attrs.get("augmentation", "none")) != "none":
         out += f"augmentation={attrs['augmentation']}\n"
     if int(attrs.get("aux_head_capped", 0) or 0) != 0:
@@ -216,6 +222,7 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
     _identify_runs(records, notes)
 
     config_rows, curves, steps, ranks, timelines, predicted = [], [], [], [], {}, {}
+    evaluations = []
     for rec in records:
         config_rows.append(frames.config_row(rec))
         curve = frames.curve_frame(rec)
@@ -225,6 +232,9 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
             if not sr.empty:
                 steps.append(sr)
         ranks.extend(frames.rank_summary_rows(rec))
+        ev = frames.evaluation_frame(rec)
+        if not ev.empty:
+            evaluations.append(ev)
         if rec.timeline is not None and len(rec.timeline):
             timelines[rec.run_id] = rec.timeline
         if rec.predicted_timeline is not None and len(rec.predicted_timeline):
@@ -246,4 +256,6 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
         missing=_missing_indices(contents, records, notes),
         notes=notes,
         predicted_timelines=predicted,
+        evaluations=(pd.concat(evaluations, ignore_index=True) if evaluations
+                     else pd.DataFrame()),
     )

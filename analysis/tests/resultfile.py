@@ -78,6 +78,8 @@ class Cfg:
     repeat: int | None = None  # written as the `repeat` attribute (and in the id) when set
     group_name: str | None = None  # /configs/<group_name> instead of /configs/<id>
     model_options: str = ""  # the model_options attribute (k=v,...; part of the id)
+    # The evaluations table, (epoch, step, loss, accuracy, samples) each (None: absent).
+    evaluations: list[tuple[float, int, float, float, int]] | None = None
 
     def params(self) -> dict:
         return {"model": self.model, "family": self.family, "order": self.order,
@@ -233,6 +235,10 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
     rk.create_dataset("bytes_sent", data=np.full((s, k), 1000, dtype=np.int64))
     rk.create_dataset("peak_memory_bytes",
                       data=np.tile(np.arange(1, k + 1, dtype=np.int64) << 20, (s, 1)))
+    if c.evaluations is not None:
+        ev = g.create_group("evaluations")
+        for i, name in enumerate(("epoch", "step", "loss", "accuracy", "samples")):
+            ev.create_dataset(name, data=np.array([e[i] for e in c.evaluations]))
     if c.timeline is not None:
         tl = g.create_group("timeline")
         tl.create_dataset("rank", data=np.array([e[0] for e in c.timeline], dtype=np.int64))

@@ -89,15 +89,53 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
   return head;
 }
 
-AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model) {
+HeadCalibration::Ratio HeadCalibration::of(const std::string& op) const {
+  if (const auto it = by_op.find(op); it != by_op.end()) return it->second;
+  if (const auto it = by_op.find(""); it != by_op.end()) return it->second;
+  return {};
+}
+
+HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts& costs,
+                                 const placement::CostModel& cost_model) {
+  HeadCalibration calibration;
+  if (!cost_model.profile()) return calibration;
+  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
+                                      cost_model.optimizer());
+  const placement::NodeCosts ideal = roofline.node_costs(graph);
+  struct Sums {
+    double forward = 0.0, backward = 0.0, ideal_forward = 0.0, ideal_backward = 0.0;
+  };
+  std::map<std::string, Sums> sums;
+  for (const placement::Node& node : graph.nodes()) {
+    if (node.op == "input") continue;
+    for (const std::string& key : {node.op, std::string()}) {
+      Sums& s = sums[key];
+      s.forward += costs.forward_s[node.id];
+      s.backward += costs.backward_s[node.id];
+      s.ideal_forward += ideal.forward_s[node.id];
+      s.ideal_backward += ideal.backward_s[node.id];
+    }
+  }
+  for (const auto& [op, s] : sums) {
+    // An op the roofline prices at 0 (or a profile at 0) gives no usable ratio.
+    if (s.ideal_forward > 0.0 && s.ideal_backward > 0.0 && s.forward > 0.0 && s.backward > 0.0) {
+      calibration.by_op[op] = {s.forward / s.ideal_forward, s.backward / s.ideal_backward};
+    }
+  }
+  return calibration;
+}
+
+AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model,
+                            const HeadCalibration& calibration) {
   const placement::CostModel roofline(cost_model.device(), cost_model.link(),
                                       cost_model.optimizer());
   const placement::NodeCosts costs = roofline.node_costs(head);
   AuxHeadCosts total;
   for (const placement::Node& node : head.nodes()) {
     if (node.op == "input") continue;
-    total.forward_s += costs.forward_s[node.id];
-    total.backward_s += costs.backward_s[node.id];
+    const HeadCalibration::Ratio ratio = calibration.of(node.op);
+    total.forward_s += costs.forward_s[node.id] * ratio.forward;
+    total.backward_s += costs.backward_s[node.id] * ratio.backward;
     total.parameter_count += node.parameter_count;
     total.activation_bytes += node.output_bytes;
   }

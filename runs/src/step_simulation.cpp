@@ -203,11 +203,13 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   }
   const std::vector<NodeId> boundaries =
       global ? std::vector<NodeId>{} : boundary_producers(graph, placement);
+  const HeadCalibration calibration =
+      global ? HeadCalibration{} : head_calibration(graph, costs, cost_model);
   for (int j = 0; j < k; ++j) {
     StageCosts& stage = pipeline.stages[j];
     if (schedule.has_aux_head[j]) {
       const AuxHeadCosts head =
-          aux_head_costs(aux_head_graph(graph, boundaries[j], aux_heads), cost_model);
+          aux_head_costs(aux_head_graph(graph, boundaries[j], aux_heads), cost_model, calibration);
       stage.aux_forward_s = head.forward_s;
       stage.aux_backward_s = head.backward_s;
       stage.aux_activation_bytes = head.activation_bytes;

@@ -5,6 +5,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/profile.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/aux_heads.hpp"
 
@@ -90,6 +91,37 @@ TEST(AuxHeads, CostsAreTheRooflineOfItsLayers) {
   EXPECT_DOUBLE_EQ(costs.backward_s, nodes.backward_s[1] + nodes.backward_s[2]);
   EXPECT_EQ(costs.parameter_count, head.total_parameter_count());
   EXPECT_EQ(costs.activation_bytes, 2 * (2 * 8 * 16 * 4) - 2 * 8 * 16 * 4 + 2 * 8 * 100 * 4);
+}
+
+// With a profile, a head's roofline time is scaled per op by how far the profiled nodes of
+// that op are from their roofline (the machine's efficiency), falling back to the ratio
+// over all nodes for an op the model lacks; without one the roofline is used as it is.
+TEST(AuxHeads, ProfiledCostsScaleTheRooflinePerOp) {
+  const Graph seq = sequence_graph();
+  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  const placement::CostModel roofline(device, {});
+  const placement::NodeCosts ideal = roofline.node_costs(seq);
+  placement::Profile profile;
+  profile.device_name = "dev";
+  profile.batch_size = 2;
+  for (const placement::Node& node : seq.nodes()) {
+    // Linear layers run at a third of the roofline forward, half backward.
+    const double f = node.op == "input" ? 0.0 : 3.0, b = node.op == "input" ? 0.0 : 2.0;
+    profile.nodes.push_back(
+        {node.name, f * ideal.forward_s[node.id], b * ideal.backward_s[node.id]});
+  }
+  const auto measured = placement::CostModel::from_profile(profile, device);
+  const HeadCalibration calibration = head_calibration(seq, measured.node_costs(seq), measured);
+  ASSERT_EQ(calibration.by_op.count("linear"), 1u);
+  EXPECT_DOUBLE_EQ(calibration.of("linear").forward, 3.0);
+  EXPECT_DOUBLE_EQ(calibration.of("linear").backward, 2.0);
+  EXPECT_DOUBLE_EQ(calibration.of("layer_norm").forward, 3.0);  // the overall ratio
+  const Graph head = aux_head_graph(seq, 1);                    // layer norm, linear
+  const AuxHeadCosts plain = aux_head_costs(head, measured);
+  const AuxHeadCosts scaled = aux_head_costs(head, measured, calibration);
+  EXPECT_DOUBLE_EQ(scaled.forward_s, 3.0 * plain.forward_s);
+  EXPECT_DOUBLE_EQ(scaled.backward_s, 2.0 * plain.backward_s);
+  EXPECT_TRUE(head_calibration(seq, ideal, roofline).by_op.empty());
 }
 
 }  // namespace

@@ -170,6 +170,41 @@ def test_profile_2_ranks():
         check(bad.returncode != 0 and "unknown model 'nope'" in bad.stderr, bad.stderr)
 
 
+def test_profile_cpu_clock():
+    """--clock cpu times nodes in thread CPU time: a profile without runtime units (the
+    runtime times the wall clock) that the cost model still reads; one thread only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cpu.tsv")
+        doc = ok("profile", *SMALL, *QUICK, "--clock", "cpu", "--out", path,
+                 "--format", "json").json()
+        check(doc["total_forward_s"] > 0 and doc["total_backward_s"] > 0, doc)
+        check(doc["runtime_forward_s"] is None, doc)
+        header, nodes, comments = read_profile(path)
+        check("runtime_forward_s" not in header, header)
+        check(any("thread CPU time" in c for c in comments), comments)
+        check_nodes(nodes, SMALL)
+        text = ok("profile", *SMALL, *QUICK, "--clock", "cpu", "--out", path).out
+        check("not measured (--clock cpu" in text, text)
+        sim = ok("simulate", *SMALL, "--order", "topo", "--placer", "contiguous", "--devices",
+                 "2", "--profile", path, "--format", "json").json()
+        check(sim["simulation"]["step_time_s"] > 0, sim["simulation"])
+        # --place-with: the roofline's placement, timed with the profile.
+        place = ["--order", "topo", "--placer", "stages", "--devices", "2", "--format", "json"]
+        roofline = ok("simulate", *SMALL, *place).json()
+        mixed = ok("simulate", *SMALL, *place, "--profile", path, "--place-with",
+                   "cpu-core").json()
+        check(mixed["placement"] == roofline["placement"], (mixed["placement"],
+                                                            roofline["placement"]))
+        check(mixed["simulation"]["step_time_s"] != roofline["simulation"]["step_time_s"],
+              "the profile's times should differ from the roofline's")
+        fails(2, "simulate", *SMALL, *place, "--profile", path, "--place-with", "abacus",
+              contains=("abacus",))
+        fails(2, "profile", *SMALL, "--repeats", "1", "--threads", "2", "--clock", "cpu",
+              "--out", path, contains=("--clock cpu", "--threads 1"))
+        fails(2, "profile", *SMALL, *QUICK, "--clock", "sundial", "--out", path,
+              contains=("--clock", "wall or cpu"))
+
+
 def test_profile_errors():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "p.tsv")

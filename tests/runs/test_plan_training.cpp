@@ -180,6 +180,19 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   EXPECT_NO_THROW(plan_training(c));
   c.eval_epochs = {2};  // after the run's end
   expect_invalid(c, "eval_epochs: epoch 2");
+  // A training subset: epochs count in it (250 samples: 2 steps of 100 per epoch).
+  c.train_samples = 250;
+  c.eval_epochs = {0.5, 1.5};
+  EXPECT_EQ(plan_training(c).config.steps, 3 - 2);
+  c.eval_epoch_samples = 50;  // less than a micro-batch of 100
+  expect_invalid(c, "eval_epoch_samples 50 is less than one micro-batch of 100");
+  c.eval_epoch_samples = -1;
+  expect_invalid(c, "eval_epoch_samples must be >= 0");
+  c.eval_epoch_samples = 100;
+  EXPECT_NO_THROW(plan_training(c));
+  c.train_samples = 60001;
+  expect_invalid(c, "train_samples 60001 is more than the 60000 training samples");
+  c.train_samples = 0;
   c.eval_epochs.clear();
   c.epochs = 0.001;  // one step, taken by the warm-up
   expect_invalid(c, "none is left to measure");

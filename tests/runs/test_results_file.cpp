@@ -88,6 +88,18 @@ std::string axis_name(const std::string& file, const std::string& dataset, unsig
   return name;
 }
 
+int64_t int_attribute(const std::string& file, const std::string& object, const char* name) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
+  const hid_t a = H5Aopen(o, name, H5P_DEFAULT);
+  int64_t value = -1;
+  if (a < 0 || H5Aread(a, H5T_NATIVE_INT64, &value) < 0) value = -1;
+  if (a >= 0) H5Aclose(a);
+  H5Oclose(o);
+  H5Fclose(f);
+  return value;
+}
+
 std::string string_attribute(const std::string& file, const std::string& object, const char* name) {
   const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   const hid_t o = H5Oopen(f, object.c_str(), H5P_DEFAULT);
@@ -190,6 +202,8 @@ TEST_F(ResultsFile, LearningRatesAndEvaluations) {
   c.train.lr_schedule.unit = MilestoneUnit::epochs;
   c.train.eval_epochs = {0.5, 1};
   c.train.augmentation = Augmentation::crop_flip;
+  c.train.train_samples = 4000;
+  c.train.eval_epoch_samples = 2048;
   c.id = config_id(c.train, 0);
   EXPECT_NE(c.id, config(1).id);  // the recipe is part of the question
   append_config(file, {c, "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained});
@@ -210,6 +224,8 @@ TEST_F(ResultsFile, LearningRatesAndEvaluations) {
   EXPECT_EQ(string_attribute(file, g, "lr_milestone_unit"), "epochs");
   EXPECT_EQ(string_attribute(file, g, "eval_epochs"), "0.5,1");
   EXPECT_EQ(string_attribute(file, g, "augmentation"), "crop-flip");
+  EXPECT_EQ(int_attribute(file, g, "train_samples"), 4000);
+  EXPECT_EQ(int_attribute(file, g, "eval_epoch_samples"), 2048);
   // Without evaluations the table is absent.
   const TrainResult plain = result();
   const SweepConfig other = config(2);

@@ -243,6 +243,20 @@ optimizers = ["sgd-nesterov"]
   EXPECT_EQ(c.optimizer, placement::OptimizerKind::sgd_nesterov);
   EXPECT_FALSE(c.weight_decay_all);
   EXPECT_FALSE(c.aux_head_capped);
+  EXPECT_EQ(c.train_samples, 0);
+  EXPECT_EQ(c.eval_epoch_samples, 0);
+  // A training subset: epochs count in its 1000 samples (7 steps of 128).
+  const SweepSpec subset = parse_sweep_spec(
+      "dataset = \"fashion-mnist\"\nbatch_size = 128\nepochs = 2\ntrain_samples = 1000\n"
+      "eval_epochs = \"1,2\"\neval_epoch_samples = 256\n",
+      "spec.toml");
+  EXPECT_EQ(subset.configs[0].train.steps, 2 * 7 - 1);
+  EXPECT_EQ(subset.configs[0].train.train_samples, 1000);
+  EXPECT_EQ(subset.configs[0].train.eval_epoch_samples, 256);
+  EXPECT_NE(error_of("train_samples = -1\n").find("train_samples must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of("dataset = \"text\"\nmodel = \"gpt-mini\"\ntrain_samples = 10\n")
+                .find("takes no training subset"),
+            std::string::npos);
   const SweepSpec flags =
       parse_sweep_spec("weight_decay_all = 1\naux_head_capped = 1\n", "spec.toml");
   EXPECT_TRUE(flags.configs[0].train.weight_decay_all);

@@ -24,6 +24,10 @@ struct SimulateOptions {
   int mini_batches = 1;
   bool aux_head_capped = false;  // as train's --aux-head-capped
   std::string format;
+  // A device preset whose roofline orders and places the graph while the device options
+  // (a profile) time the step: to simulate, with measured costs, the placement that a run
+  // planned on that preset trained on (its cost_device). Empty: one cost model for both.
+  std::string place_with;
 };
 
 const std::vector<std::string> kFormats = {"text", "json"};
@@ -117,7 +121,16 @@ std::string run_simulate(const SimulateOptions& o) {
 
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
-  const PlacementRun run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
+  PlacementRun run;
+  if (o.place_with.empty()) {
+    run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
+  } else {
+    DeviceSelection planner;
+    planner.preset = o.place_with;
+    planner.optimizer = o.device.optimizer;
+    run = run_placement(graph, make_cost_model(planner), o.placement, o.model.micro_batches);
+    run.costs = cost_model.node_costs(graph);
+  }
   const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
   const StepReport step = simulate_step(graph, run.placement, run.costs, cost_model, request);
   return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
@@ -139,6 +152,11 @@ Command add_simulate_command(CLI::App& root) {
                   "schedule of the global strategy: " + join(placement::pipeline_names()) +
                       " (default gpipe)")
       ->capture_default_str()
+      ->group("Strategy");
+  app->add_option("--place-with", options->place_with,
+                  "order and place on this device preset's roofline, then simulate with the "
+                  "device options (e.g. --profile): the placement of a run planned on that "
+                  "preset (its cost_device)")
       ->group("Strategy");
   app->add_flag("--aux-head-capped", options->aux_head_capped,
                 "cap the auxiliary heads' channels at the boundary tensor's (as train)")

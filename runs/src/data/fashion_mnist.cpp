@@ -65,6 +65,16 @@ class FashionMnist final : public Dataset {
     return gather(train_, shuffle_.batch(name(), step, batch_size));
   }
 
+  Batch train_samples(const std::vector<int64_t>& indices) override {
+    for (const int64_t i : indices) {
+      if (i < 0 || i >= train_size()) {
+        throw_invalid(name() + ": training sample " + std::to_string(i) + " is not within the " +
+                      std::to_string(train_size()) + " training samples");
+      }
+    }
+    return gather(train_, indices);
+  }
+
   Batch test_batch(int64_t first, int64_t count) override {
     check_test_request(name(), first, count, test_size());
     std::vector<int64_t> indices(static_cast<size_t>(count));

@@ -62,6 +62,8 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "warmup_lr_steps", int64_t{c.lr_schedule.warmup_steps});
   write_attr(g, "epochs", c.epochs);
   write_attr(g, "eval_epochs", number_list_text(c.eval_epochs));
+  write_attr(g, "eval_epoch_samples", c.eval_epoch_samples);
+  write_attr(g, "train_samples", c.train_samples);
   write_attr(g, "augmentation", to_string(c.augmentation));
   write_attr(g, "aux_head_capped", int64_t{c.aux_head_capped ? 1 : 0});
   write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -128,7 +129,7 @@ LossTally evaluate(RankModel& model, const std::vector<placement::Action>& eval_
   return eval;
 }
 
-// The steps after which the whole test split is evaluated (eval_epochs), with their epoch.
+// The steps after which the test split is evaluated (eval_epochs), with their epoch.
 std::vector<std::pair<int, double>> evaluation_steps(const TrainConfig& c, const Dataset& data) {
   std::vector<std::pair<int, double>> at;
   if (c.eval_epochs.empty()) return at;
@@ -136,8 +137,8 @@ std::vector<std::pair<int, double>> evaluation_steps(const TrainConfig& c, const
   // The plan counted epochs in the data set's nominal size: the files must agree.
   if (per_epoch != steps_per_epoch(data.train_size(), c.batch_size)) {
     throw_invalid("data set " + c.dataset + " holds " + std::to_string(data.train_size()) +
-                  " training samples, not the " + std::to_string(dataset_train_size(c.dataset)) +
-                  " its epochs were counted in");
+                  " training samples, but its epochs were counted as " + std::to_string(per_epoch) +
+                  " batches of " + std::to_string(c.batch_size));
   }
   for (const double e : c.eval_epochs) {
     at.emplace_back(static_cast<int>(last_step_of_epoch(e, per_epoch)), e);
@@ -199,14 +200,25 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   // Augmentation (training batches only) is checked by the plan, again here: the plan may
   // come from another node.
   check_augmentation(c.augmentation, sample_shape(plan.graph));
-  const std::unique_ptr<Dataset> data =
-      with_augmentation(open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
-                        c.augmentation, c.seed);
+  const std::unique_ptr<Dataset> data = with_augmentation(
+      with_train_subset(open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
+                        c.train_samples, c.seed),
+      c.augmentation, c.seed);
 
   const std::vector<std::pair<int, double>> evaluate_after = evaluation_steps(c, *data);
   const std::vector<placement::Action> eval_actions = forward_only_actions(program);
   std::vector<LossTally> evaluations;
   const int64_t eval_chunk = c.batch_size / c.micro_batches;
+  // eval_epoch_samples (0: all) of the test split, in whole micro-batch chunks.
+  const int64_t eval_epoch_chunks =
+      (c.eval_epoch_samples > 0 ? std::min(c.eval_epoch_samples, data->test_size())
+                                : data->test_size()) /
+      eval_chunk;
+  if (!evaluate_after.empty() && eval_epoch_chunks < 1) {
+    throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +
+                  " is less than one micro-batch of " + std::to_string(eval_chunk) +
+                  " test samples");
+  }
   double evaluation_s = 0.0;  // in measured steps: kept out of the measured time
 
   LocalRecords local;
@@ -263,7 +275,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
         if (after != step) continue;
         const double start = wall_s();
         evaluations.push_back(
-            evaluate(model, eval_actions, *data, eval_chunk, data->test_size() / eval_chunk, msg));
+            evaluate(model, eval_actions, *data, eval_chunk, eval_epoch_chunks, msg));
         previous_end = wall_s();  // nor in the next step's time
         if (step >= c.warmup_steps) evaluation_s += previous_end - start;
       }
@@ -307,7 +319,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
                                   .step = evaluate_after[i].first,
                                   .loss = t.mean_loss(),
                                   .accuracy = t.accuracy(),
-                                  .samples = data->test_size() / eval_chunk * eval_chunk});
+                                  .samples = eval_epoch_chunks * eval_chunk});
   }
   return result;
 }

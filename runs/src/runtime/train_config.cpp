@@ -16,13 +16,25 @@ std::string TrainConfig::display_name() const {
 }
 
 int64_t config_steps_per_epoch(const TrainConfig& c) {
-  const int64_t size = dataset_train_size(c.dataset);
+  const int64_t size = c.train_samples > 0 ? c.train_samples : dataset_train_size(c.dataset);
   if (size <= 0 || c.batch_size < 1 || c.batch_size > size) return 0;
   return steps_per_epoch(size, c.batch_size);
 }
 
 void resolve_epochs(TrainConfig& c) {
   check_lr_schedule(c.lr_schedule);
+  check_train_subset(c.dataset, c.train_samples);
+  if (c.eval_epoch_samples < 0) {
+    throw_invalid("eval_epoch_samples must be >= 0 (0: the whole test split), got " +
+                  std::to_string(c.eval_epoch_samples));
+  }
+  if (c.eval_epoch_samples > 0 && c.micro_batches >= 1 &&
+      c.eval_epoch_samples < c.batch_size / c.micro_batches) {
+    throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +
+                  " is less than one micro-batch of " +
+                  std::to_string(c.batch_size / c.micro_batches) +
+                  " test samples (evaluation runs in micro-batches)");
+  }
   const bool uses_epochs =
       c.epochs != 0.0 || !c.eval_epochs.empty() ||
       (c.lr_schedule.kind == LrScheduleKind::step && c.lr_schedule.unit == MilestoneUnit::epochs);

@@ -91,6 +91,8 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   }
   if (c.epochs != 0.0) line("epochs", exact_text(c.epochs));
   if (!c.eval_epochs.empty()) line("eval_epochs", number_list_text(c.eval_epochs));
+  if (c.eval_epoch_samples != 0) line("eval_epoch_samples", std::to_string(c.eval_epoch_samples));
+  if (c.train_samples != 0) line("train_samples", std::to_string(c.train_samples));
   if (c.augmentation != Augmentation::none) line("augmentation", to_string(c.augmentation));
   if (c.aux_head_capped) line("aux_head_capped", "1");
   if (c.weight_decay_all) line("weight_decay_all", "1");

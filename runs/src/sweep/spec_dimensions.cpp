@@ -197,6 +197,18 @@ std::vector<Dimension> make_dimensions() {
                   [](TrainConfig& c, const DimValue& v) {
                     c.eval_epochs = parse_number_list("eval_epochs", v.text);
                   }});
+  dims.push_back({"eval_epoch_samples",
+                  "",
+                  ValueKind::integer,
+                  {std::to_string(d.eval_epoch_samples)},
+                  int_at_least("eval_epoch_samples", 0),
+                  [](TrainConfig& c, const DimValue& v) { c.eval_epoch_samples = v.integer; }});
+  dims.push_back({"train_samples",
+                  "",
+                  ValueKind::integer,
+                  {std::to_string(d.train_samples)},
+                  int_at_least("train_samples", 0),
+                  [](TrainConfig& c, const DimValue& v) { c.train_samples = v.integer; }});
   dims.push_back({"weight_decay_all",
                   "",
                   ValueKind::integer,

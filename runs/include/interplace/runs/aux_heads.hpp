@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
@@ -41,8 +43,26 @@ struct AuxHeadCosts {
   int64_t activation_bytes = 0;  // outputs of its layers (the input belongs to the stage)
 };
 
-// Roofline costs of the head's layers on the cost model's device (a profile holds no
-// times for heads, so the device description is used even when the model has one).
-AuxHeadCosts aux_head_costs(const placement::Graph& head, const placement::CostModel& cost_model);
+// How far measured node times are from the roofline, per op: forward and backward time of
+// the model's own nodes under a profile over their roofline time on the same device,
+// summed per op ("" holds the ratio over all nodes). A profile holds no times for heads,
+// whose layers are ops the model has too (convolution, batch norm, linear, ...), so a
+// head's roofline time times its op's ratio is its time on the profiled machine.
+struct HeadCalibration {
+  struct Ratio {
+    double forward = 1.0;
+    double backward = 1.0;
+  };
+  std::map<std::string, Ratio> by_op;     // op -> ratio; "" -> over all nodes
+  Ratio of(const std::string& op) const;  // the op's, else the overall, else 1
+};
+// Empty (every ratio 1) when the cost model has no profile: roofline costs need none.
+HeadCalibration head_calibration(const placement::Graph& graph, const placement::NodeCosts& costs,
+                                 const placement::CostModel& cost_model);
+
+// Costs of the head's layers: the roofline on the cost model's device, times the
+// calibration's ratio for each layer's op (none: the roofline itself).
+AuxHeadCosts aux_head_costs(const placement::Graph& head, const placement::CostModel& cost_model,
+                            const HeadCalibration& calibration = {});
 
 }  // namespace interplace::runs

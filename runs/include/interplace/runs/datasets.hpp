@@ -48,6 +48,10 @@ class Dataset {
   virtual Batch test_batch(int64_t first, int64_t count) = 0;
   // The normalised value of a black (0) pixel: what augmentation pads with.
   virtual float background() const { return 0.0f; }
+  // Training samples by index (0 .. train_size-1), unshuffled and unaugmented: what a
+  // training subset (with_train_subset) draws its batches from. Data sets whose samples
+  // have no index (the text corpus's windows start at random offsets) throw invalid_input.
+  virtual Batch train_samples(const std::vector<int64_t>& indices);
 };
 
 // Throws invalid_input for an unknown name (listing the valid ones) or a model whose
@@ -80,6 +84,18 @@ void check_augmentation(Augmentation augmentation, const SampleShape& shape);
 // The data set with its training batches augmented (test batches as they are, so that
 // evaluation never sees augmented data); `data` itself when augmentation is none.
 std::unique_ptr<Dataset> with_augmentation(std::unique_ptr<Dataset> data, Augmentation augmentation,
+                                           uint64_t seed);
+
+// A fixed training subset, for runs that cannot afford whole epochs: the first
+// `train_samples` samples of the training split in file order, shuffled anew each epoch
+// like the whole split (EpochShuffle, drop-last), so train_size() is `train_samples` and an
+// epoch is floor(train_samples / B) steps. Test batches and the normalisation (computed
+// over the whole training split) are the data set's own. `data` itself when
+// train_samples is 0. check_train_subset refuses (invalid_input) a negative count, a data
+// set without indexed samples (only fashion-mnist has them) and more samples than the
+// split holds.
+void check_train_subset(const std::string& dataset, int64_t train_samples);
+std::unique_ptr<Dataset> with_train_subset(std::unique_ptr<Dataset> data, int64_t train_samples,
                                            uint64_t seed);
 
 // The shape checks of open_dataset alone, without reading anything: plans call it so that

@@ -20,6 +20,11 @@ struct NodeTimingOptions {
   int repeats = 5;    // timed pairs per node; the median is kept
   uint64_t seed = 1;  // weights and random inputs
   kernels::Device device = kernels::Device::cpu;
+  // Time with the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of the wall
+  // clock: on a machine whose cores other processes share, a node's wall time counts the
+  // time slices other processes took, its CPU time does not. Only for one CPU thread
+  // (other threads' work is not the caller's CPU time): `interplace profile --clock cpu`.
+  bool cpu_time = false;
 };
 
 // Times every node of `graph` as its own kernel layer (placement::make_layer) at the

@@ -72,7 +72,13 @@ struct TrainConfig {
   // > 0: the run's length in epochs of the training split; resolve_epochs() then sets
   // steps = ceil(epochs * floor(train_size / batch_size)) - warmup_steps.
   double epochs = 0.0;
-  std::vector<double> eval_epochs;  // the whole test split is evaluated after these epochs
+  std::vector<double> eval_epochs;  // the test split is evaluated after these epochs
+  // > 0: only the first eval_epoch_samples test samples are evaluated after each of
+  // eval_epochs (cheaper curves on a small machine); 0: the whole test split.
+  int64_t eval_epoch_samples = 0;
+  // > 0: train on the first train_samples samples of the training split only, shuffled
+  // each epoch (with_train_subset); epochs count in this subset. 0: the whole split.
+  int64_t train_samples = 0;
   Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
   // Auxiliary heads' channels capped at the boundary tensor's (aux_heads.hpp); the default
   // is the study's uncapped 128/64-channel head.

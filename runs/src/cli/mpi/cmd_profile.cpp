@@ -4,6 +4,7 @@
 // file while the other ranks wait quietly; with one rank the link values are the device
 // preset's, and the file says so.
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -40,7 +41,10 @@ struct ProfileOptions {
   uint64_t seed = kDefaultSeed;
   std::string preset;  // link values when there is no second rank
   std::string format;
+  std::string clock = "wall";  // wall | cpu (NodeTimingOptions::cpu_time)
 };
+
+const std::vector<std::string> kClocks = {"wall", "cpu"};
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
@@ -72,7 +76,9 @@ void write_file(const ProfileOptions& o, const ProfileRun& run) {
        << o.model.options.batch_size << " --micro-batches " << o.model.micro_batches
        << " (nodes timed at micro-batch size " << run.profile.batch_size << "): median of "
        << o.repeats << " runs after " << o.warmup << " warm-up runs per node, " << run.threads
-       << " CPU threads\n"
+       << " CPU threads, "
+       << (o.clock == "cpu" ? "thread CPU time (--clock cpu; no runtime units)" : "wall clock")
+       << "\n"
        << link_comment(run);
   placement::write_profile(text, run.profile);  // throws for values the format cannot hold
   std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
@@ -112,12 +118,19 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
-  out +=
-      "runtime on 1 rank, whole model (calibration): forward " +
-      format_seconds(p.runtime_forward_s) + ", backward " + format_seconds(p.runtime_backward_s) +
-      ", optimiser step " + format_seconds(p.runtime_optimizer_s) + " (" + "x" +
-      format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
-      format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) + " the per-node sums)\n";
+  if (std::isnan(p.runtime_forward_s)) {
+    out +=
+        "runtime on 1 rank (calibration): not measured (--clock cpu: the runtime times the "
+        "wall clock)\n";
+  } else {
+    out += "runtime on 1 rank, whole model (calibration): forward " +
+           format_seconds(p.runtime_forward_s) + ", backward " +
+           format_seconds(p.runtime_backward_s) + ", optimiser step " +
+           format_seconds(p.runtime_optimizer_s) + " (" + "x" +
+           format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
+           format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
+           " the per-node sums)\n";
+  }
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
          (run.link.measured ? "measured by ping-pong between world ranks 0 and 1"
@@ -221,6 +234,14 @@ void check_options(const ProfileOptions& o) {
   if (o.repeats < 1) throw_invalid("--repeats must be >= 1, got " + std::to_string(o.repeats));
   if (o.warmup < 0) throw_invalid("--warmup must be >= 0, got " + std::to_string(o.warmup));
   check_thread_count("--threads", o.threads);
+  if (std::find(kClocks.begin(), kClocks.end(), o.clock) == kClocks.end()) {
+    throw_invalid("--clock must be wall or cpu, got '" + o.clock + "'");
+  }
+  if (o.clock == "cpu" && (o.threads != 1 || o.device != "cpu")) {
+    throw_invalid(
+        "--clock cpu times one thread's CPU time: it needs --threads 1 and --device "
+        "cpu");
+  }
   if (o.top < 1) throw_invalid("--top must be >= 1, got " + std::to_string(o.top));
   device_by_name(o.device);
   // Fail before minutes of timing, not after.
@@ -314,12 +335,19 @@ std::string run_profile(const ProfileOptions& o) {
         run.profile.link = preset.link;
         run.link_source = "device preset " + preset.name;
       }
-      run.profile.nodes = time_nodes(
-          graph, {.warmup = o.warmup, .repeats = o.repeats, .seed = o.seed, .device = device});
-      const RuntimeUnits units = time_runtime_units(unit_options);
-      run.profile.runtime_forward_s = units.forward_s;
-      run.profile.runtime_backward_s = units.backward_s;
-      run.profile.runtime_optimizer_s = units.optimizer_s;
+      run.profile.nodes = time_nodes(graph, {.warmup = o.warmup,
+                                             .repeats = o.repeats,
+                                             .seed = o.seed,
+                                             .device = device,
+                                             .cpu_time = o.clock == "cpu"});
+      // The runtime times the wall clock, so a CPU-time profile has no runtime units (cost
+      // model: no calibration) and no host sharing (docs/simulator.md).
+      if (o.clock != "cpu") {
+        const RuntimeUnits units = time_runtime_units(unit_options);
+        run.profile.runtime_forward_s = units.forward_s;
+        run.profile.runtime_backward_s = units.backward_s;
+        run.profile.runtime_optimizer_s = units.optimizer_s;
+      }
     } catch (...) {
       failure = std::current_exception();
     }
@@ -352,6 +380,11 @@ Command add_profile_command(CLI::App& root) {
       ->group(group);
   app->add_option("--threads", options->threads,
                   "CPU threads (0: the node's cores divided among its ranks)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--clock", options->clock,
+                  "what a node's time is: wall (the wall clock) or cpu (the thread's CPU time, "
+                  "for machines whose cores others share; needs --threads 1; no runtime units)")
       ->capture_default_str()
       ->group(group);
   app->add_option("--device", options->device,

@@ -257,6 +257,14 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--eval-epochs", o->eval_epochs,
                   "evaluate the whole test split after these epochs (\"1,2,5\")")
       ->group(group);
+  app->add_option("--eval-epoch-samples", c.eval_epoch_samples,
+                  "evaluate only the first N test samples at --eval-epochs (0: the whole test "
+                  "split)")
+      ->group(group);
+  app->add_option("--train-samples", c.train_samples,
+                  "train on the first N training samples only, reshuffled each epoch; epochs "
+                  "count in them (0: the whole split; fashion-mnist)")
+      ->group(group);
   app->add_flag("--weight-decay-all", c.weight_decay_all,
                 "weight decay on every parameter (biases, norm parameters), as the study's "
                 "SGD; default: convolution and linear weights only")

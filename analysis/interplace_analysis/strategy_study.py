@@ -1,0 +1,469 @@
+"""The backprop-strategies comparison of the interlocking-backpropagation study (issue #17):
+per model, each strategy's final test accuracy over seeds, its accuracy during training
+against epochs and against a comparable time, and its per-rank step time and utilisation.
+
+``python -m interplace_analysis strategies FILE... --out DIR [--step-times CSV]`` writes
+``DIR/strategies.md``, ``DIR/tables/*`` and ``DIR/plots/*`` (docs/analysis.md).
+
+Seeds, not steps, are the unit: a run with one seed is one sample of what training
+reaches. The interval of a mean over n seeds is Student's t interval (95%, n - 1 degrees
+of freedom): with 3 seeds it is wide, as it should be. A difference between two strategies
+is taken over the seeds both ran (the same seed gives both the same initial weights and
+data order, so the difference is paired), with the t interval of the mean difference.
+
+Time. Where ranks share cores the measured wall time is not the time of one device per
+rank: a strategy that keeps every rank busy (local, interlocking, a pipeline) is slowed by
+its own ranks' contention more than one that computes on one rank at a time (e2e). The
+comparable time per step is therefore supplied from outside (``--step-times``: a CSV with
+``model, strategy_label, step_time_s`` and a free-text ``source``, e.g. the simulator
+run with a profile measured on the machine); without it the tables give the measured
+times only and say so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats as sps  # noqa: E402
+
+from . import stats  # noqa: E402
+from .loader import Results  # noqa: E402
+from .render import Table, to_markdown, write_table  # noqa: E402
+
+LEVEL = 0.95
+# Reading order of the labels: the baselines first, then by growing reach.
+LABEL_ORDER = ("e2e", "global/gpipe", "global/1f1b", "local", "pairwise", "nwise:3",
+               "pairwise+sum", "nwise:3+sum")
+COMPUTE = ("forward_s", "backward_s", "aux_s", "optimizer_s")
+
+
+def label_key(label: str) -> tuple[int, str]:
+    return (LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
+
+
+def mean_interval(values) -> tuple[float, float, float, int]:
+    """Mean, and the bounds of its Student t interval, of the finite values; the bounds
+    are NaN with fewer than 2 values."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    m = float(v.mean())
+    if n < 2:
+        return m, math.nan, math.nan, n
+    half = float(sps.t.ppf(0.5 + LEVEL / 2, n - 1) * v.std(ddof=1) / math.sqrt(n))
+    return m, m - half, m + half, n
+
+
+def _pm(m: float, lo: float, hi: float, scale: float = 100.0, digits: int = 2) -> str:
+    if not np.isfinite(m):
+        return "n/a"
+    if not np.isfinite(lo):
+        return f"{m * scale:.{digits}f}"
+    return f"{m * scale:.{digits}f} ± {(hi - m) * scale:.{digits}f}"
+
+
+@dataclass
+class StrategiesReport:
+    tables: list[Table] = field(default_factory=list)
+    figures: dict[str, plt.Figure] = field(default_factory=dict)
+    text: list[str] = field(default_factory=list)  # Markdown paragraphs, in order
+
+
+def _runs(results: Results) -> pd.DataFrame:
+    c = results.ok.copy()
+    if c.empty:
+        return c
+    return c.sort_values(["model", "strategy_label", "seed"],
+                         key=lambda s: s.map(label_key) if s.name == "strategy_label" else s)
+
+
+def steps_per_epoch(run: pd.Series, results: Results) -> float:
+    """Steps per epoch of a run from its evaluations (step after epoch e = e x steps - 1),
+    NaN when the run has none."""
+    ev = results.evaluations
+    if ev.empty:
+        return math.nan
+    e = ev[ev["run_id"] == run["run_id"]]
+    e = e[e["epoch"] > 0]
+    if e.empty:
+        return math.nan
+    return float(stats.median((e["step"] + 1) / e["epoch"]))
+
+
+def accuracy_table(runs: pd.DataFrame, model: str) -> Table:
+    """Final test accuracy (the evaluation at the end of training) per strategy."""
+    rows = []
+    for label, g in runs.groupby("strategy_label", sort=False):
+        m, lo, hi, n = mean_interval(g["eval_accuracy"])
+        lm, llo, lhi, _ = mean_interval(g["eval_loss"])
+        rows.append({
+            "strategy": label, "seeds": n,
+            "test_accuracy_pct": _pm(m, lo, hi),
+            "mean": m, "low": lo, "high": hi,
+            "test_loss": _pm(lm, llo, lhi, scale=1.0, digits=3),
+            "per_seed_pct": ", ".join(f"{a * 100:.2f}" for a in g["eval_accuracy"]),
+            "test_samples": int(g["eval_samples"].max()) if g["eval_samples"].notna().any()
+            else -1,
+        })
+    frame = pd.DataFrame(rows)
+    return Table(f"accuracy_{_slug(model)}",
+                 f"{model}: final test accuracy, mean ± half-width of the {LEVEL:.0%} t interval"
+                 " over seeds",
+                 frame, ["strategy", "seeds", "test_accuracy_pct", "test_loss", "per_seed_pct",
+                         "test_samples"])
+
+
+def difference_table(runs: pd.DataFrame, model: str, pairs: list[tuple[str, str]],
+                     metric: str = "eval_accuracy") -> Table:
+    """Paired (by seed) differences of a final test metric, A - B, with t intervals:
+    ``eval_accuracy`` (in percentage points, higher is better) or ``eval_loss`` (lower
+    is better; where accuracy saturates, as a small language model's at the most common
+    byte)."""
+    rows = []
+    higher_better = metric == "eval_accuracy"
+    scale, unit = (100.0, "percentage points") if higher_better else (1.0, "nats")
+    by = {label: g.set_index("seed")[metric]
+          for label, g in runs.groupby("strategy_label", sort=False)}
+    for a, b in pairs:
+        if a not in by or b not in by:
+            continue
+        common = sorted(set(by[a].index) & set(by[b].index))
+        d = [float(by[a][s] - by[b][s]) for s in common]
+        m, lo, hi, n = mean_interval(d)
+        if n < 2:
+            verdict = "not enough seeds"
+        elif lo > 0:
+            verdict = f"{a} {'better' if higher_better else 'worse'}"
+        elif hi < 0:
+            verdict = f"{a} {'worse' if higher_better else 'better'}"
+        else:
+            verdict = "no difference shown"
+        rows.append({"a": a, "b": b, "seeds": n,
+                     "difference": _pm(m, lo, hi, scale=scale, digits=2 if higher_better else 3),
+                     "mean": m, "low": lo, "high": hi, "verdict": verdict})
+    name = "accuracy" if higher_better else "loss"
+    return Table(f"{name}_differences_{_slug(model)}",
+                 f"{model}: test {name} A - B in {unit}, paired by seed, mean ±"
+                 f" half-width of the {LEVEL:.0%} t interval",
+                 pd.DataFrame(rows), ["a", "b", "seeds", "difference", "verdict"])
+
+
+def time_table(runs: pd.DataFrame, results: Results, model: str,
+               step_times: pd.DataFrame | None) -> Table:
+    """Per strategy: steps per epoch, the measured median step time (wall clock, as run),
+    the slowest rank's compute per step, and the comparable step time and epoch time."""
+    rows = []
+    for label, g in runs.groupby("strategy_label", sort=False):
+        per_run = [steps_per_epoch(r, results) for _, r in g.iterrows()]
+        spe = float(stats.median([x for x in per_run if np.isfinite(x)])) if any(
+            np.isfinite(x) for x in per_run) else math.nan
+        if not np.isfinite(spe):
+            spe = float(g["steps"].iloc[0] + g["warmup_steps"].iloc[0])  # one "epoch": the run
+        measured = float(stats.median(g["step_time_s"]))
+        rs = results.rank_summary
+        rs = rs[rs["run_id"].isin(g["run_id"])]
+        compute = math.nan
+        if not rs.empty and all(c in rs for c in COMPUTE):
+            per_run = rs.assign(c=rs[list(COMPUTE)].sum(axis=1)).groupby("run_id")["c"].max()
+            compute = float(stats.median(per_run))
+        row = {"strategy": label, "seeds": len(g), "steps_per_epoch": spe,
+               "measured_step_s": measured, "measured_epoch_s": measured * spe,
+               "max_rank_compute_step_s": compute}
+        comparable, source, hit = math.nan, "", pd.DataFrame()
+        if step_times is not None and not step_times.empty:
+            hit = step_times[(step_times["model"] == model)
+                             & (step_times["strategy_label"] == label)]
+            if not hit.empty:
+                comparable = float(hit["step_time_s"].iloc[0])
+                source = str(hit["source"].iloc[0]) if "source" in hit else ""
+        row["comparable_step_s"] = comparable
+        row["comparable_epoch_s"] = comparable * spe
+        row["comparable_source"] = source
+        # Further step times of the CSV (what-ifs such as capped_heads_step_time_s).
+        if step_times is not None and not step_times.empty and not hit.empty:
+            for col in step_times.columns:
+                if col.endswith("_step_time_s") and col != "step_time_s":
+                    row[col.replace("_step_time_s", "_epoch_s")] = float(hit[col].iloc[0]) * spe
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    base = frame.set_index("strategy")["comparable_epoch_s"] if not frame.empty else None
+    for ref in ("e2e", "global/1f1b"):
+        col = f"epoch_time_vs_{ref.replace('/', '_')}"
+        frame[col] = (frame["comparable_epoch_s"] / base[ref]
+                      if base is not None and ref in base.index else math.nan)
+    return Table(f"time_{_slug(model)}",
+                 f"{model}: time per step and per epoch (measured: wall clock with ranks"
+                 " sharing cores; comparable: see its source)",
+                 frame, ["strategy", "seeds", "steps_per_epoch", "measured_step_s",
+                         "max_rank_compute_step_s", "comparable_step_s", "comparable_epoch_s",
+                         "epoch_time_vs_e2e", "epoch_time_vs_global_1f1b"]
+                 + [c for c in frame.columns if c.endswith("_epoch_s")
+                    and c not in ("comparable_epoch_s", "measured_epoch_s")])
+
+
+def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
+    """Per strategy and rank, medians over the runs (seeds) of the per-rank medians."""
+    rs = results.rank_summary
+    rs = rs[rs["run_id"].isin(runs["run_id"])].merge(
+        runs[["run_id", "strategy_label"]], on="run_id")
+    if rs.empty:
+        return Table(f"ranks_{_slug(model)}", f"{model}: per-rank times", pd.DataFrame())
+    rs = rs.assign(compute_s=rs[list(COMPUTE)].sum(axis=1))
+    cols = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "compute_s",
+            "comm_wait_s", "idle_s", "utilisation"]
+    frame = (rs.groupby(["strategy_label", "rank"], sort=False)[cols]
+             .agg(lambda v: stats.median(v.to_numpy(dtype=float))).reset_index()
+             .rename(columns={"strategy_label": "strategy"}))
+    frame = frame.sort_values(["strategy", "rank"],
+                              key=lambda s: s.map(label_key) if s.name == "strategy" else s)
+    return Table(f"ranks_{_slug(model)}",
+                 f"{model}: per rank, median over seeds of the median over measured steps"
+                 " (seconds per step; utilisation = compute / the rank's step time)",
+                 frame, ["strategy", "rank"] + cols)
+
+
+def passthrough_rows(run_id: str, timeline: pd.DataFrame | None, source: str) -> list[dict]:
+    """Per rank of one timeline: the mean duration of its backward passes that train the
+    body (actions ``B<m>``) and of those that only pass the gradient on (``b<m>``:
+    input gradients only), where a rank has both. Their ratio is what skipping the
+    parameter gradients leaves of a pass through the same layers."""
+    if timeline is None or timeline.empty or "action" not in timeline:
+        return []
+    bw = timeline[timeline["kind"] == "backward"]
+    rows = []
+    for rank, g in bw.groupby("rank"):
+        d = (g["end_s"] - g["start_s"]).groupby(g["action"]).sum()  # one action: its parts
+        full = d[[a.startswith("B") for a in d.index]]
+        through = d[[a.startswith("b") for a in d.index]]
+        if full.empty or through.empty:
+            continue
+        rows.append({"run_id": run_id, "source": source, "rank": int(rank),
+                     "full_s": float(full.mean()), "inputs_only_s": float(through.mean()),
+                     "passes": len(full) + len(through)})
+    return rows
+
+
+def passthrough_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
+    """The saving of input-gradient-only passes, measured (the runtime's timeline of the
+    last measured step) against simulated (the simulator's timeline of the same schedule
+    with the run's cost model), per strategy and rank: means over the runs."""
+    rows = []
+    for _, run in runs.iterrows():
+        rid = run["run_id"]
+        rows += [dict(r, strategy=run["strategy_label"], cost_device=run["cost_device"])
+                 for r in passthrough_rows(rid, results.timelines.get(rid), "measured")]
+        rows += [dict(r, strategy=run["strategy_label"], cost_device=run["cost_device"])
+                 for r in passthrough_rows(rid, results.predicted_timelines.get(rid),
+                                           "simulated")]
+    columns = ["strategy", "rank", "cost_device", "runs", "measured_full_s",
+               "measured_inputs_only_s", "measured_saving", "simulated_full_s",
+               "simulated_inputs_only_s", "simulated_saving", "saving_difference"]
+    if not rows:
+        return Table(f"passthrough_{_slug(model)}", f"{model}: pass-through saving",
+                     pd.DataFrame(columns=columns))
+    f = pd.DataFrame(rows)
+    out = []
+    for (label, rank, cost), g in f.groupby(["strategy", "rank", "cost_device"], sort=False):
+        m = g[g["source"] == "measured"]
+        s_ = g[g["source"] == "simulated"]
+        row = {"strategy": label, "rank": rank, "cost_device": cost,
+               "runs": int(m["run_id"].nunique())}
+        for name, part in (("measured", m), ("simulated", s_)):
+            full = part["full_s"].mean() if not part.empty else math.nan
+            through = part["inputs_only_s"].mean() if not part.empty else math.nan
+            row[f"{name}_full_s"] = full
+            row[f"{name}_inputs_only_s"] = through
+            row[f"{name}_saving"] = 1.0 - through / full if full else math.nan
+        row["saving_difference"] = (row["simulated_saving"] / row["measured_saving"] - 1.0
+                                    if row["measured_saving"] else math.nan)
+        out.append(row)
+    frame = pd.DataFrame(out).sort_values(["strategy", "rank"], key=lambda s: s.map(
+        label_key) if s.name == "strategy" else s)
+    return Table(f"passthrough_{_slug(model)}",
+                 f"{model}: backward passes that only pass the gradient on (b) against those"
+                 " that train (B), same rank and layers; saving = 1 - b / B;"
+                 " saving_difference = simulated / measured saving - 1",
+                 frame, columns)
+
+
+def _slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text)
+
+
+def _band(ax, x, values: np.ndarray, label: str, marker: str | None = "o"):
+    """Mean over seeds (rows) with its t interval as a band."""
+    m = np.nanmean(values, axis=0)
+    n = np.sum(np.isfinite(values), axis=0)
+    sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.zeros_like(m)
+    half = np.where(n > 1, sps.t.ppf(0.5 + LEVEL / 2, np.maximum(n - 1, 1)) * sd
+                    / np.sqrt(np.maximum(n, 1)), 0.0)
+    line = ax.plot(x, m, marker=marker, markersize=3, label=f"{label} (n={int(n.max())})")[0]
+    ax.fill_between(x, m - half, m + half, alpha=0.15, color=line.get_color())
+
+
+def evaluation_curves(runs: pd.DataFrame, results: Results, model: str,
+                      step_times: dict[str, float], time_source: str) -> dict[str, plt.Figure]:
+    """Test accuracy against epochs, and against comparable time (epochs x steps per epoch
+    x the comparable step time), per strategy: mean over seeds with the t interval."""
+    ev = results.evaluations
+    if ev.empty:
+        return {}
+    ev = ev[ev["run_id"].isin(runs["run_id"])]
+    if ev.empty:
+        return {}
+    figs = {}
+    fig_e, ax_e = plt.subplots(figsize=(7, 4.5))
+    fig_t, ax_t = plt.subplots(figsize=(7, 4.5))
+    for label in sorted(ev["strategy_label"].unique(), key=label_key):
+        g = ev[ev["strategy_label"] == label]
+        table = g.pivot_table(index="run_id", columns="epoch", values="accuracy")
+        epochs = table.columns.to_numpy(dtype=float)
+        values = table.to_numpy(dtype=float) * 100
+        _band(ax_e, epochs, values, label)
+        step_s = step_times.get(label, math.nan)
+        spe = float(stats.median((g["step"] + 1) / g["epoch"]))
+        if np.isfinite(step_s):
+            _band(ax_t, epochs * spe * step_s / 60.0, values, label)
+    for ax in (ax_e, ax_t):  # accuracies: a band past 0 or 100 % says only "few seeds"
+        ax.set_ylim(0, 100)
+    ax_e.set_xlabel("epoch")
+    ax_e.set_ylabel("test accuracy (%)")
+    ax_e.set_title(f"{model}: test accuracy during training")
+    ax_e.grid(alpha=0.3)
+    ax_e.legend(fontsize=8)
+    figs[f"accuracy_vs_epoch_{_slug(model)}"] = fig_e
+    if ax_t.lines:
+        ax_t.set_xlabel(f"training time (min; {time_source})")
+        ax_t.set_ylabel("test accuracy (%)")
+        ax_t.set_title(f"{model}: test accuracy against comparable time")
+        ax_t.grid(alpha=0.3)
+        ax_t.legend(fontsize=8)
+        figs[f"accuracy_vs_time_{_slug(model)}"] = fig_t
+    else:
+        plt.close(fig_t)
+    return figs
+
+
+def loss_curves(runs: pd.DataFrame, results: Results, model: str,
+                step_times: dict[str, float], time_source: str,
+                window: int = 10) -> dict[str, plt.Figure]:
+    """Training loss (the network's own, running mean over ``window`` steps) against steps
+    and against comparable time, per strategy: mean over seeds with the t interval. For
+    runs without evaluations during training (language models counted in steps)."""
+    figs = {}
+    fig_s, ax_s = plt.subplots(figsize=(7, 4.5))
+    fig_t, ax_t = plt.subplots(figsize=(7, 4.5))
+    for label in sorted(runs["strategy_label"].unique(), key=label_key):
+        ids = runs[runs["strategy_label"] == label]["run_id"]
+        curves = []
+        for rid in ids:
+            c = results.curves[results.curves["run_id"] == rid].sort_values("step")
+            curves.append(c["loss"].rolling(window, min_periods=1).mean().to_numpy())
+        length = min(len(c) for c in curves)
+        values = np.vstack([c[:length] for c in curves])
+        steps = np.arange(length)
+        _band(ax_s, steps, values, label, marker=None)
+        step_s = step_times.get(label, math.nan)
+        if np.isfinite(step_s):
+            _band(ax_t, (steps + 1) * step_s / 60.0, values, label, marker=None)
+    for ax in (ax_s, ax_t):
+        ax.set_ylabel(f"training loss (running mean of {window} steps)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    ax_s.set_xlabel("step")
+    ax_s.set_title(f"{model}: training loss")
+    figs[f"loss_vs_step_{_slug(model)}"] = fig_s
+    if ax_t.lines:
+        ax_t.set_xlabel(f"training time (min; {time_source})")
+        ax_t.set_title(f"{model}: training loss against comparable time")
+        figs[f"loss_vs_time_{_slug(model)}"] = fig_t
+    else:
+        plt.close(fig_t)
+    return figs
+
+
+def build(results: Results, step_times: pd.DataFrame | None = None) -> StrategiesReport:
+    """The comparison, per model, of every loaded run that finished ``ok``."""
+    report = StrategiesReport()
+    runs = _runs(results)
+    if runs.empty:
+        report.text.append("No finished runs.")
+        return report
+    for model, g in runs.groupby("model", sort=False):
+        report.text.append(f"## {model}")
+        labels = sorted(g["strategy_label"].unique(), key=label_key)
+        times = {}
+        source = "measured wall clock"
+        if step_times is not None and not step_times.empty:
+            hit = step_times[step_times["model"] == model]
+            times = dict(zip(hit["strategy_label"], hit["step_time_s"], strict=False))
+            if "source" in hit and not hit.empty:
+                source = str(hit["source"].iloc[0])
+        if not times:
+            times = {lab: float(stats.median(g[g["strategy_label"] == lab]["step_time_s"]))
+                     for lab in labels}
+        report.tables.append(accuracy_table(g, model))
+        pairs = [(a, b) for a in ("pairwise", "nwise:3") for b in ("local", "e2e", "global/1f1b")]
+        pairs += [("local", "e2e"), ("global/1f1b", "e2e")]
+        report.tables.append(difference_table(g, model, pairs))
+        report.tables.append(difference_table(g, model, pairs, "eval_loss"))
+        report.tables.append(time_table(g, results, model, step_times))
+        report.tables.append(rank_table(g, results, model))
+        report.tables.append(passthrough_table(g, results, model))
+        report.figures.update(evaluation_curves(g, results, model, times, source))
+        if results.evaluations.empty or not results.evaluations["run_id"].isin(
+                g["run_id"]).any():
+            report.figures.update(loss_curves(g, results, model, times, source))
+    return report
+
+
+def write(report: StrategiesReport, out: Path, title: str, command: str) -> tuple[str, list[Path]]:
+    """Writes DIR/strategies.md, DIR/tables/* and DIR/plots/*; returns the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plots").mkdir(exist_ok=True)
+    written: list[Path] = []
+    parts = [f"# {title}", "", f"Made with `{command}`.", ""]
+    for paragraph in report.text:
+        parts.append(paragraph)
+        parts.append("")
+        if paragraph.startswith("## "):
+            slug = _slug(paragraph[3:])
+            for t in report.tables:
+                if t.name.endswith(slug):
+                    parts.append(to_markdown(t))
+                    parts.append("")
+            for name in report.figures:
+                if name.endswith(slug):
+                    parts.append(f"![{name}](plots/{name}.png)")
+                    parts.append("")
+    for t in report.tables:
+        written.extend(write_table(t, out / "tables"))
+    for name, fig in report.figures.items():
+        path = out / "plots" / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        written.append(path)
+    text = "\n".join(parts)
+    md = out / "strategies.md"
+    md.write_text(text)
+    written.append(md)
+    return text, written
+
+
+def read_step_times(path: Path) -> pd.DataFrame:
+    """The ``--step-times`` CSV: columns model, strategy_label, step_time_s[, source]."""
+    frame = pd.read_csv(path)
+    missing = {"model", "strategy_label", "step_time_s"} - set(frame.columns)
+    if missing:
+        raise ValueError(f"{path}: missing columns {', '.join(sorted(missing))}"
+                         " (need model, strategy_label, step_time_s[, source])")
+    return frame
