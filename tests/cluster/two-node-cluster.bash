@@ -15,6 +15,7 @@
 #   on_node N CMD...        runs CMD on node N (1 or 2), with its host name
 #   cluster2_power_off N    kills every process on node N (its slurmd, step daemons and
 #                           ranks) with SIGKILL, as if it lost power; the namespace stays
+#   cluster2_power_on N     starts node N's slurmd again and waits until it is back in service
 #   cluster2_stop           cancels the jobs, stops the daemons it started (by PID), kills
 #                           what is left in its namespaces and deletes them
 #
@@ -137,6 +138,18 @@ CONF
 _cluster2_idle_nodes() { on_head sinfo --noheader --responding --states=idle --format=%n 2>/dev/null | sort -u | wc -l; }
 _cluster2_all_idle() { [[ $(_cluster2_idle_nodes) == 2 ]]; }
 
+# Each node's own TmpFS (where the pmix plugin makes spmix_appdir_<uid>_<job>.<step> on
+# every node of a step: one shared directory makes the second node's launch fail with
+# "File exists"): a private mount namespace binds tmp/nodeN over the TmpFS path.
+_cluster2_start_slurmd() {
+  local n=$1
+  mkdir -p "$cluster_dir/tmp/node$n"
+  on_node "$n" unshare --uts --mount --propagation private bash -c \
+    "hostname node$n && mount --bind \"\$1/tmp/node$n\" \"\$1/tmp/here\" && exec slurmd -D -f \"\$SLURM_CONF\"" \
+    slurmd-node$n "$cluster_dir" >>"$cluster_dir/log/slurmd-node$n.out" 2>&1 &
+  cluster_pids+=($!)
+}
+
 cluster2_start() {
   cluster_dir=$1
   mkdir -p "$cluster_dir"
@@ -147,29 +160,30 @@ cluster2_start() {
   _cluster2_make_nodes
   _start_munge
   _cluster2_write_conf
-  # Each daemon execs through ip netns exec, unshare and bash: $! is the daemon's PID.
+  # Each daemon execs through nsenter, unshare and bash: $! is the daemon's PID.
   on_head unshare --uts bash -c 'hostname node1 && exec slurmctld -D -i -f "$SLURM_CONF"' \
     >"$cluster_dir/log/slurmctld.out" 2>&1 &
   cluster_pids+=($!)
   wait_for 30 on_head scontrol ping \
     || { tail -n 30 "$cluster_dir"/log/slurmctld.*; die "slurmctld did not answer within 30 s"; }
   log "slurmctld running on node1 (pid ${cluster_pids[-1]})"
-  # Each node's own TmpFS (where the pmix plugin makes spmix_appdir_<uid>_<job>.<step> on
-  # every node of a step: one shared directory makes the second node's launch fail with
-  # "File exists"): a private mount namespace binds tmp/nodeN over the TmpFS path.
-  for n in 1 2; do
-    mkdir -p "$cluster_dir/tmp/node$n"
-    on_node "$n" unshare --uts --mount --propagation private bash -c \
-      "hostname node$n && mount --bind \"\$1/tmp/node$n\" \"\$1/tmp/here\" && exec slurmd -D -f \"\$SLURM_CONF\"" \
-      slurmd-node$n "$cluster_dir" >"$cluster_dir/log/slurmd-node$n.out" 2>&1 &
-    cluster_pids+=($!)
-  done
+  _cluster2_start_slurmd 1
+  _cluster2_start_slurmd 2
   wait_for 60 _cluster2_all_idle || {
     on_head sinfo; tail -n 30 "$cluster_dir"/log/slurmd-*
     die "the two nodes did not become idle within 60 s"
   }
   log "slurmd running on node1 (pid ${cluster_pids[2]}) and node2 (pid ${cluster_pids[3]}); nodes:"
   on_head sinfo --Node --long | sed 's/^/    /'
+}
+
+# Starts node N's slurmd again (after cluster2_power_off) and waits until both nodes are
+# idle (ReturnToService=2: a node that was DOWN for not responding is back once it
+# registers).
+cluster2_power_on() {
+  _cluster2_start_slurmd "$1"
+  wait_for 90 _cluster2_all_idle || { on_head sinfo; die "node$1 did not come back within 90 s"; }
+  log "node$1 back (slurmd pid ${cluster_pids[-1]})"
 }
 
 # Kills every process in node N's namespace (slurmd, slurmstepd, the job's tasks) at once.
