@@ -73,10 +73,21 @@ struct LinkMeasurement {
 // Message sizes 1 B, 4 B, 16 B, ... up to max_bytes (powers of 4; max_bytes included).
 std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 
-// Collective over `comm`: ranks 0 and 1 play ping-pong (blocking send/receive) over
+// Collective over `comm`: ranks 0 and `peer` play ping-pong (blocking send/receive) over
 // ping_pong_sizes(max_bytes); other ranks return at once. The result is complete on rank 0
 // only. Throws runtime for MPI errors.
-LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20);
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20, int peer = 1);
+
+// Whom rank 0 plays ping-pong with, to measure the two levels of links: `intra` the lowest
+// other rank on its host (MPI_COMM_TYPE_SHARED), `inter` the lowest rank on another host;
+// -1 where there is none. devices_per_node: the ranks on rank 0's host (every host is
+// assumed to hold as many). Collective over `comm`; the same on every rank.
+struct LinkPeers {
+  int intra = -1;
+  int inter = -1;
+  int devices_per_node = 1;
+};
+LinkPeers link_peers(MPI_Comm comm);
 
 // A barrier that waits without spinning (a non-blocking barrier polled every millisecond),
 // so that ranks waiting for rank 0 leave the cores to its timings.
