@@ -27,7 +27,8 @@ SUPPORTED_VERSIONS = (1, 2, 3)
 
 # Attributes that are lists: string arrays in version 3, joined text before. Records hold
 # the text form (separator per attribute), so frames do not depend on the version.
-LIST_ATTRIBUTES = {"hosts": ",", "devices": ",", "device_names": ",", "overrides": "\n"}
+LIST_ATTRIBUTES = {"hosts": ",", "devices": ",", "device_names": ",", "overrides": "\n",
+                   "node_local_ranks": ","}
 MODEL_OPTION_PREFIX = "model_option_"
 
 # Per step, one value ([S]); per step and rank ([S, K]). Names as in the format document.

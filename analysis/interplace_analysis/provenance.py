@@ -19,6 +19,7 @@ ITEMS = [
     ("file created (UTC)", ["created_utc"]),
     ("hosts", ["hosts"]),
     ("devices", ["devices"]),
+    ("node-local ranks", ["node_local_ranks"]),
     ("world size (MPI ranks)", ["world_size"]),
     ("MPI", ["mpi_version"]),
     ("HDF5", ["hdf5_version"]),

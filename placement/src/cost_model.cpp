@@ -39,6 +39,16 @@ void validate(const DeviceSpec& device, const LinkSpec& link) {
     throw_invalid("link latency_s must be finite and >= 0");
   }
   if (!(link.bandwidth_bytes_per_s > 0.0)) throw_invalid("link bandwidth_bytes_per_s must be > 0");
+  if (link.devices_per_node < 0) {
+    throw_invalid("link devices_per_node must be >= 0 (0: one node), got " +
+                  std::to_string(link.devices_per_node));
+  }
+  if (!(link.inter_node_latency_s >= 0.0) || !std::isfinite(link.inter_node_latency_s)) {
+    throw_invalid("link inter_node_latency_s must be finite and >= 0");
+  }
+  if (!(link.inter_node_bandwidth_bytes_per_s > 0.0)) {
+    throw_invalid("link inter_node_bandwidth_bytes_per_s must be > 0");
+  }
 }
 
 int64_t input_bytes(const Graph& graph, const Node& node) {

@@ -60,10 +60,17 @@ std::vector<double> device_loads_s(const Graph& graph, const Placement& placemen
       }
     }
     if (receivers.empty()) continue;
-    // Activation forward and gradient backward: two transfers of the same size.
-    const double round_trip_s = 2.0 * cost_model.transfer_s(costs.output_bytes[node.id]);
-    load[home] += round_trip_s;
-    for (int device : receivers) load[device] += round_trip_s;
+    // Activation forward and gradient backward: two transfers of the same size, each over
+    // the link between the two devices (intra- or inter-node); the sender pays once, for
+    // its slowest receiver.
+    double home_s = 0.0;
+    for (int device : receivers) {
+      const double round_trip_s =
+          2.0 * cost_model.link().transfer_s(costs.output_bytes[node.id], home, device);
+      load[device] += round_trip_s;
+      home_s = std::max(home_s, round_trip_s);
+    }
+    load[home] += home_s;
   }
   return load;
 }

@@ -17,12 +17,18 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // round trip for every producer inside with a consumer outside, plus one for every
 // producer outside with a consumer inside. For a fixed start `a`, each producer adds its
 // round trip over a range of ends b, so a whole row costs O(producers + n) with a
-// difference array.
+// difference array. With a two-level link (LinkSpec::devices_per_node) the round trip is
+// over the link to the chunk's left neighbour (device d - 1: tensors from before a, or
+// sent back before a) or its right one (d + 1: tensors to or from b onwards), so a cut
+// between two nodes costs the inter-node link and the DP puts it where the tensor is small.
 class ChunkCosts {
  public:
   ChunkCosts(const Graph& graph, const Order& order, const detail::PlacerContext& context,
              const CostModel& cost_model)
-      : n_(graph.node_count()), capacity_bytes_(context.capacity_bytes) {
+      : n_(graph.node_count()),
+        capacity_bytes_(context.capacity_bytes),
+        link_(cost_model.link()),
+        device_count_(context.device_count) {
     std::vector<int> position(n_);
     for (int i = 0; i < n_; ++i) position[order[i]] = i;
     prefix_compute_s_.assign(n_ + 1, 0.0);
@@ -35,7 +41,14 @@ class ChunkCosts {
       if (node.successors.empty()) continue;
       Producer producer;
       producer.position = position[node.id];
-      producer.round_trip_s = 2.0 * cost_model.transfer_s(context.costs.output_bytes[node.id]);
+      const int64_t bytes = context.costs.output_bytes[node.id];
+      producer.round_trip_s = 2.0 * cost_model.transfer_s(bytes);
+      producer.inter_node_round_trip_s =
+          cost_model.link().multi_node()
+              ? 2.0 * (cost_model.link().inter_node_latency_s +
+                       static_cast<double>(bytes) /
+                           cost_model.link().inter_node_bandwidth_bytes_per_s)
+              : producer.round_trip_s;
       for (NodeId consumer : node.successors)
         producer.consumer_positions.push_back(position[consumer]);
       std::sort(producer.consumer_positions.begin(), producer.consumer_positions.end());
@@ -52,9 +65,19 @@ class ChunkCosts {
     return static_cast<int>(it - prefix_memory_bytes_.begin()) - 1;
   }
 
-  // row[b] = cost of [a, b) for b in a+1..last_end(a); returns last_end(a).
-  int row(int a, std::vector<double>& row) {
+  // row[b] = cost of [a, b) on device `device` for b in a+1..last_end(a); returns
+  // last_end(a).
+  int row(int a, int device, std::vector<double>& row) {
     const int last = last_end(a);
+    // Whether the links to the neighbouring devices (chunks) leave the node.
+    const bool left_inter = device > 0 && !link_.same_node(device - 1, device);
+    const bool right_inter = device + 1 < device_count_ && !link_.same_node(device, device + 1);
+    const auto left = [&](const Producer& u) {
+      return left_inter ? u.inter_node_round_trip_s : u.round_trip_s;
+    };
+    const auto right = [&](const Producer& u) {
+      return right_inter ? u.inter_node_round_trip_s : u.round_trip_s;
+    };
     delta_.assign(last + 2, 0.0);
     auto add = [&](int lo, int hi, double value) {
       if (lo > hi) return;
@@ -65,16 +88,16 @@ class ChunkCosts {
       const std::vector<int>& consumers = u.consumer_positions;
       if (u.position >= a) {  // inside once b > position: sends if a consumer is outside
         if (consumers.front() < a) {
-          add(u.position + 1, last, u.round_trip_s);
+          add(u.position + 1, last, left(u));
         } else {
-          add(u.position + 1, std::min(consumers.back(), last), u.round_trip_s);
+          add(u.position + 1, std::min(consumers.back(), last), right(u));
         }
       }
       // Outside (before a, or at/after b) and receives once b passes its first consumer >= a.
       const auto first = std::lower_bound(consumers.begin(), consumers.end(), a);
       if (first == consumers.end()) continue;
       const int last_outside = u.position < a ? last : std::min(u.position, last);
-      add(*first + 1, last_outside, u.round_trip_s);
+      add(*first + 1, last_outside, u.position < a ? left(u) : right(u));
     }
     row.resize(n_ + 1);
     double communication_s = 0.0;
@@ -88,11 +111,14 @@ class ChunkCosts {
  private:
   struct Producer {
     int position = 0;
-    double round_trip_s = 0.0;
-    std::vector<int> consumer_positions;  // ascending
+    double round_trip_s = 0.0;             // over the intra-node link
+    double inter_node_round_trip_s = 0.0;  // over the inter-node link
+    std::vector<int> consumer_positions;   // ascending
   };
   int n_;
   int64_t capacity_bytes_;
+  LinkSpec link_;
+  int device_count_;
   std::vector<double> prefix_compute_s_;
   std::vector<int64_t> prefix_memory_bytes_;
   std::vector<Producer> producers_;
@@ -157,7 +183,7 @@ Placement place_contiguous_at(const Graph& graph, const Order& order,
 
   // best[b]: smallest possible slowest-device cost covering positions [0, b) with k chunks.
   std::vector<double> best(n + 1, kInfinity);
-  const int first_last = chunk_costs.row(0, row);
+  const int first_last = chunk_costs.row(0, 0, row);
   for (int b = 1; b <= first_last; ++b) {
     if (latest_start[b] >= 0) best[b] = row[b];
   }
@@ -169,7 +195,7 @@ Placement place_contiguous_at(const Graph& graph, const Order& order,
     for (int a = k - 1; a < max_end; ++a) {
       if (best[a] == kInfinity) continue;
       if (k == k_total && chunk_costs.last_end(a) < n) continue;  // the last chunk must reach n
-      const int last = std::min(chunk_costs.row(a, row), max_end);
+      const int last = std::min(chunk_costs.row(a, k - 1, row), max_end);
       for (int b = (k == k_total ? n : a + 1); b <= last; ++b) {
         if (a > latest_start[b]) continue;
         const double value = std::max(best[a], row[b]);

@@ -25,9 +25,10 @@ Placement place_greedy_eft(const Graph& graph, const Order& order,
       for (NodeId pred : graph.nodes()[node].predecessors) {
         const int pred_device = placement.device_of_node[pred];
         if (pred_device < 0) continue;
-        const double transfer_s =
-            pred_device == device ? 0.0
-                                  : request.cost_model.transfer_s(context.costs.output_bytes[pred]);
+        const double transfer_s = pred_device == device
+                                      ? 0.0
+                                      : request.cost_model.link().transfer_s(
+                                            context.costs.output_bytes[pred], pred_device, device);
         data_ready_s = std::max(data_ready_s, finish_s[pred] + transfer_s);
       }
       const double start_s = std::max(device_free_s[device], data_ready_s);

@@ -23,8 +23,13 @@ const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", 
                                                         "link_bandwidth_bytes_per_s", "node_count"};
 // Keys a profile may have (written since the graph totals are recorded; older files lack them).
 const std::set<std::string, std::less<>> kOptionalKeys = {
-    "graph_parameter_count", "graph_forward_flops", "runtime_forward_s", "runtime_backward_s",
-    "runtime_optimizer_s"};
+    "graph_parameter_count",     "graph_forward_flops",
+    "runtime_forward_s",         "runtime_backward_s",
+    "runtime_optimizer_s",       "devices_per_node",
+    "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};
+// The inter-node link: all three keys or none (a profile measured on one node).
+const std::set<std::string, std::less<>> kInterNodeKeys = {
+    "devices_per_node", "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};
 
 std::vector<std::string_view> split_tabs(std::string_view line) {
   std::vector<std::string_view> fields;
@@ -91,6 +96,21 @@ void apply_header(Profile& profile, int64_t& node_count, std::string_view key,
     profile.link.bandwidth_bytes_per_s = reader.number(value, "link_bandwidth_bytes_per_s");
     if (!(profile.link.bandwidth_bytes_per_s > 0.0)) {
       reader.fail("link_bandwidth_bytes_per_s must be > 0, got " + std::string(value));
+    }
+  } else if (key == "devices_per_node") {
+    const int64_t count = reader.non_negative_integer(value, "devices_per_node");
+    if (count < 1 || count > (int64_t{1} << 20)) {
+      reader.fail("devices_per_node must be between 1 and 2^20, got " + std::string(value));
+    }
+    profile.link.devices_per_node = static_cast<int>(count);
+  } else if (key == "inter_node_link_latency_s") {
+    profile.link.inter_node_latency_s =
+        reader.non_negative_time(value, "inter_node_link_latency_s");
+  } else if (key == "inter_node_link_bandwidth_bytes_per_s") {
+    profile.link.inter_node_bandwidth_bytes_per_s =
+        reader.number(value, "inter_node_link_bandwidth_bytes_per_s");
+    if (!(profile.link.inter_node_bandwidth_bytes_per_s > 0.0)) {
+      reader.fail("inter_node_link_bandwidth_bytes_per_s must be > 0, got " + std::string(value));
     }
   } else if (key == "graph_parameter_count") {
     profile.graph_parameter_count = reader.non_negative_integer(value, "graph_parameter_count");
@@ -208,6 +228,13 @@ Profile read_profile(std::istream& in, std::string_view source) {
   for (const std::string& key : kHeaderKeys) {
     if (seen_keys.count(key) == 0) throw_invalid(where + "missing key '" + key + "'");
   }
+  size_t inter_node_keys = 0;
+  for (const std::string& key : kInterNodeKeys) inter_node_keys += seen_keys.count(key);
+  if (inter_node_keys != 0 && inter_node_keys != kInterNodeKeys.size()) {
+    throw_invalid(where +
+                  "the inter-node link needs all of devices_per_node, inter_node_link_latency_s "
+                  "and inter_node_link_bandwidth_bytes_per_s, or none of them");
+  }
   if (declared_node_count != static_cast<int64_t>(profile.nodes.size())) {
     throw_invalid(where + "node_count says " + std::to_string(declared_node_count) + " but " +
                   std::to_string(profile.nodes.size()) + " node lines follow (truncated file?)");
@@ -243,6 +270,13 @@ void write_profile(std::ostream& out, const Profile& profile) {
   if (!(profile.link.bandwidth_bytes_per_s > 0.0)) {
     throw_invalid("profile: link_bandwidth_bytes_per_s must be > 0");
   }
+  if (profile.link.devices_per_node < 0) throw_invalid("profile: devices_per_node must be >= 0");
+  if (profile.link.multi_node()) {
+    check_time(profile.link.inter_node_latency_s, "inter_node_link_latency_s");
+    if (!(profile.link.inter_node_bandwidth_bytes_per_s > 0.0)) {
+      throw_invalid("profile: inter_node_link_bandwidth_bytes_per_s must be > 0");
+    }
+  }
   std::ostringstream text;
   text << "# interplace per-node times; see docs/profile-format.md\n"
        << "format\t" << kFormatName << '\t' << kFormatVersion << '\n'
@@ -255,6 +289,16 @@ void write_profile(std::ostream& out, const Profile& profile) {
                : format_number(profile.link.bandwidth_bytes_per_s))
        << '\n'
        << "node_count\t" << profile.nodes.size() << '\n';
+  if (profile.link.multi_node()) {
+    text << "devices_per_node\t" << profile.link.devices_per_node << '\n'
+         << "inter_node_link_latency_s\t" << format_number(profile.link.inter_node_latency_s)
+         << '\n'
+         << "inter_node_link_bandwidth_bytes_per_s\t"
+         << (std::isinf(profile.link.inter_node_bandwidth_bytes_per_s)
+                 ? std::string("inf")
+                 : format_number(profile.link.inter_node_bandwidth_bytes_per_s))
+         << '\n';
+  }
   if (profile.graph_parameter_count > 0) {
     text << "graph_parameter_count\t" << profile.graph_parameter_count << '\n';
   }

@@ -162,8 +162,7 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
             action.payload == Payload::activation ? bytes : costs.stages[to].output_bytes;
         double& link = link_free_s[{j, to}];
         const double start_s = std::max(s.clock_s, link);
-        link = start_s + costs.link.latency_s +
-               static_cast<double>(message_bytes) / costs.link.bandwidth_bytes_per_s;
+        link = start_s + costs.link.transfer_s(message_bytes, j, to);  // stage j on device j
         if (!in_flight.emplace(key_of(j, to, action), link).second) {
           throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
                         std::to_string(j));

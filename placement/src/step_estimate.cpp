@@ -21,18 +21,13 @@ bool StepTimeEstimate::ReadyTask::operator>(const ReadyTask& other) const {
 
 StepTimeEstimate::StepTimeEstimate(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                                    int micro_batches)
-    : graph_(graph), costs_(costs), micro_batches_(micro_batches) {
+    : graph_(graph), costs_(costs), link_(link), micro_batches_(micro_batches) {
   if (micro_batches < 1) {
     throw_invalid("micro_batches must be >= 1, got " + std::to_string(micro_batches));
   }
   if (costs.node_count() != graph.node_count()) {
     throw_invalid("step estimate: costs for " + std::to_string(costs.node_count()) +
                   " nodes, graph has " + std::to_string(graph.node_count()));
-  }
-  transfer_s_.resize(graph.node_count());
-  for (NodeId id = 0; id < graph.node_count(); ++id) {
-    transfer_s_[id] =
-        link.latency_s + static_cast<double>(costs.output_bytes[id]) / link.bandwidth_bytes_per_s;
   }
 }
 
@@ -92,14 +87,18 @@ double StepTimeEstimate::run(const Placement& placement,
     const Node& info = graph_.nodes()[node];
     if (!backward) {
       for (NodeId consumer : info.successors) {
-        const bool remote = placement.device_of_node[consumer] != device;
-        release(base + consumer, end_s + (remote ? transfer_s_[node] : 0.0));
+        const int to = placement.device_of_node[consumer];
+        release(
+            base + consumer,
+            end_s + (to != device ? link_.transfer_s(costs_.output_bytes[node], device, to) : 0.0));
       }
       release(next.task + n, end_s);
     } else {
       for (NodeId producer : info.predecessors) {
-        const bool remote = placement.device_of_node[producer] != device;
-        release(base + producer, end_s + (remote ? transfer_s_[producer] : 0.0));
+        const int to = placement.device_of_node[producer];
+        release(base + producer,
+                end_s + (to != device ? link_.transfer_s(costs_.output_bytes[producer], device, to)
+                                      : 0.0));
       }
     }
   }
@@ -136,9 +135,8 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
            (static_cast<int64_t>(a.micro_batch) * 2 + (a.kind == ActionKind::backward)) * n +
            a.node;
   };
-  const auto transfer_s = [&](NodeId producer) {
-    return link.latency_s +
-           static_cast<double>(costs.output_bytes[producer]) / link.bandwidth_bytes_per_s;
+  const auto transfer_s = [&](NodeId producer, int from_device, int to_device) {
+    return link.transfer_s(costs.output_bytes[producer], from_device, to_device);
   };
   std::vector<std::vector<const Action*>> lists(static_cast<size_t>(k));
   for (int d = 0; d < k; ++d) {
@@ -163,8 +161,11 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
     const auto need = [&](int64_t task, NodeId from, NodeId producer) {
       const double end = end_s[static_cast<size_t>(task)];
       if (end < 0.0) return false;
-      const bool remote = placement.device_of_node[from] != placement.device_of_node[a.node];
-      ready = std::max(ready, end + (remote ? transfer_s(producer) : 0.0));
+      const int from_device = placement.device_of_node[from];
+      const int to_device = placement.device_of_node[a.node];
+      ready = std::max(
+          ready,
+          end + (from_device != to_device ? transfer_s(producer, from_device, to_device) : 0.0));
       return true;
     };
     if (a.kind == ActionKind::forward) {

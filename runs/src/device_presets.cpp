@@ -23,6 +23,20 @@ DevicePreset preset(std::string name, double peak_flops_per_s, double bandwidth_
   return p;
 }
 
+// The GPU presets' nodes: 8 GPUs joined by NVLink (an HGX board), nodes joined by one
+// 200 Gb/s InfiniBand link per GPU (25 GB/s), about 5 us: a K <= 8 placement stays on one
+// node, larger ones cross the network at every 8th device.
+DevicePreset with_nodes(DevicePreset p, int devices_per_node, double latency_s, double bytes_per_s,
+                        const std::string& source) {
+  p.link.devices_per_node = devices_per_node;
+  p.link.inter_node_latency_s = latency_s;
+  p.link.inter_node_bandwidth_bytes_per_s = bytes_per_s;
+  p.source += source;
+  return p;
+}
+const char* const kInfiniBand =
+    "; nodes of 8 GPUs, between nodes 200 Gb/s InfiniBand (25 GB/s), assumed 5 us";
+
 }  // namespace
 
 const std::vector<DevicePreset>& device_presets() {
@@ -34,14 +48,16 @@ const std::vector<DevicePreset>& device_presets() {
                          "15 GB/s: one-core triad on the development machine (AMD EPYC); 8 GB: "
                          "a per-core share of a node; link: assumed shared-memory MPI, 1 us and "
                          "10 GB/s"));
-    all.push_back(preset("h100", 67e12, 3.35e12, 80'000'000'000, 2e-6, 450e9,
-                         "NVIDIA H100 SXM5 datasheet: 67 TFLOP/s FP32 (no tensor cores), "
-                         "3.35 TB/s HBM3, 80 GB; link: NVLink 4, 900 GB/s both directions "
-                         "(450 GB/s each), assumed 2 us"));
-    all.push_back(preset("h200", 67e12, 4.8e12, 141'000'000'000, 2e-6, 450e9,
-                         "NVIDIA H200 SXM datasheet: 67 TFLOP/s FP32 (no tensor cores), "
-                         "4.8 TB/s HBM3e, 141 GB; link: NVLink 4, 900 GB/s both directions "
-                         "(450 GB/s each), assumed 2 us"));
+    all.push_back(with_nodes(preset("h100", 67e12, 3.35e12, 80'000'000'000, 2e-6, 450e9,
+                                    "NVIDIA H100 SXM5 datasheet: 67 TFLOP/s FP32 (no tensor "
+                                    "cores), 3.35 TB/s HBM3, 80 GB; link: NVLink 4, 900 GB/s "
+                                    "both directions (450 GB/s each), assumed 2 us"),
+                             8, 5e-6, 25e9, kInfiniBand));
+    all.push_back(with_nodes(preset("h200", 67e12, 4.8e12, 141'000'000'000, 2e-6, 450e9,
+                                    "NVIDIA H200 SXM datasheet: 67 TFLOP/s FP32 (no tensor "
+                                    "cores), 4.8 TB/s HBM3e, 141 GB; link: NVLink 4, 900 GB/s "
+                                    "both directions (450 GB/s each), assumed 2 us"),
+                             8, 5e-6, 25e9, kInfiniBand));
     return all;
   }();
   return presets;

@@ -17,6 +17,7 @@ namespace {
 // The contiguous objective straight from its definition, on sets: a device pays the
 // compute of its nodes and a round trip (2 transfers) for every tensor it sends to at
 // least one other device and for every tensor it receives from another device.
+// With a two-level link each round trip is over the link between the two devices.
 double slowest_device_s(const Graph& graph, const std::vector<int>& device_of_node, int k,
                         const NodeCosts& costs, const CostModel& model) {
   std::vector<double> load(k, 0.0);
@@ -27,9 +28,16 @@ double slowest_device_s(const Graph& graph, const std::vector<int>& device_of_no
     for (NodeId consumer : node.successors) {
       if (device_of_node[consumer] != home) receivers.insert(device_of_node[consumer]);
     }
-    const double round_trip = 2.0 * model.transfer_s(costs.output_bytes[node.id]);
-    if (!receivers.empty()) load[home] += round_trip;
-    for (int device : receivers) load[device] += round_trip;
+    // Over the link between the two devices (intra- or inter-node); the sender pays its
+    // slowest receiver's.
+    double sender = 0.0;
+    for (int device : receivers) {
+      const double round_trip =
+          2.0 * model.link().transfer_s(costs.output_bytes[node.id], home, device);
+      load[device] += round_trip;
+      sender = std::max(sender, round_trip);
+    }
+    load[home] += sender;
   }
   return *std::max_element(load.begin(), load.end());
 }
@@ -191,6 +199,84 @@ TEST(Stages, RefusesAnOrderShorterThanTheGraph) {
   order.resize(3);
   EXPECT_THROW(place_stages(graph, order, {.device_count = 2, .cost_model = model}), Error);
   EXPECT_THROW(place_contiguous(graph, order, {.device_count = 2, .cost_model = model}), Error);
+}
+
+// A chain whose node i outputs widths[i] floats (batch 1), one unit of compute per node.
+Graph chain_with_widths(const std::vector<int64_t>& widths) {
+  Graph graph("chain", 1);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    NodeSpec spec;
+    spec.name = "n" + std::to_string(i);
+    spec.op = "op";
+    if (i > 0) spec.inputs.push_back(static_cast<NodeId>(i - 1));
+    spec.output_shape = {1, widths[i]};
+    spec.forward_flops = 100;
+    spec.backward_flops = 200;
+    graph.add_node(spec);
+  }
+  return graph;
+}
+
+// On a chain every tensor goes to the next chunk only, so the DP's left/right links are
+// exactly the pairs' links: it must find the brute-force optimum with two nodes.
+TEST(Contiguous, TwoLevelLinkMatchesBruteForceOnChains) {
+  int checked = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    kernels::Rng rng(seed);
+    const int n = 5 + static_cast<int>(seed % 4);  // 5..8 nodes
+    std::vector<int64_t> widths(n);
+    for (int64_t& w : widths) w = 1 + static_cast<int64_t>(rng.next_u64() % 256);
+    const Graph graph = chain_with_widths(widths);
+    LinkSpec link{1e-3, 1e6};  // intra: 1 ms + 4 us per float
+    link.devices_per_node = 1 + static_cast<int>(seed % 2);
+    link.inter_node_latency_s = 1e-2;
+    link.inter_node_bandwidth_bytes_per_s = 1e4;  // inter: 10 ms + 0.4 ms per float
+    std::vector<double> forward_s(n), backward_s(n);
+    for (int i = 0; i < n; ++i) {
+      forward_s[i] = 0.01 + 0.02 * rng.uniform();
+      backward_s[i] = 2.0 * forward_s[i];
+    }
+    const CostModel model = testing::timed_cost_model(graph, forward_s, backward_s, link);
+    const NodeCosts costs = model.node_costs(graph);
+    const Order order = topological_order(graph);
+    for (int k = 2; k <= 4; ++k) {
+      const double expected =
+          brute_force_best_s(graph, order, k, costs, model, std::numeric_limits<int64_t>::max(), 2);
+      const Placement placement =
+          place_contiguous(graph, order, {.device_count = k, .cost_model = model});
+      const double got = slowest_device_s(graph, placement.device_of_node, k, costs, model);
+      EXPECT_NEAR(got, expected, 1e-9 * expected) << "seed " << seed << " k " << k;
+      const std::vector<double> loads = device_loads_s(graph, placement, costs, model);
+      EXPECT_NEAR(*std::max_element(loads.begin(), loads.end()), got, 1e-9 * got);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 90);
+}
+
+TEST(Contiguous, InterNodeCutGoesWhereTheTensorIsSmall) {
+  // Eight equal nodes, big tensors except node 2's. One node: cuts at 2, 4, 6 (even
+  // compute). Two nodes of two devices, a slow network: the cut between devices 1 and 2
+  // (the nodes) moves to after node 2, whose tensor is small.
+  const std::vector<int64_t> widths = {4096, 4096, 1, 4096, 4096, 4096, 4096, 4096};
+  const Graph graph = chain_with_widths(widths);
+  LinkSpec link{0.0, 1e12};
+  const auto place = [&](const LinkSpec& l) {
+    const CostModel model = testing::timed_cost_model(graph, std::vector<double>(8, 1.0),
+                                                      std::vector<double>(8, 2.0), l);
+    return place_contiguous(graph, topological_order(graph),
+                            {.device_count = 4, .cost_model = model})
+        .device_of_node;
+  };
+  EXPECT_EQ(place(link), (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
+  link.devices_per_node = 2;
+  link.inter_node_latency_s = 1e-3;
+  link.inter_node_bandwidth_bytes_per_s = 1e4;  // a 16 KiB tensor: 1.6 s each way
+  const std::vector<int> two_nodes = place(link);
+  int cut = 0;  // first node on device 2 (node 2 of the cluster)
+  while (two_nodes[cut] < 2) ++cut;
+  EXPECT_EQ(cut, 3) << "devices: " << two_nodes[0] << two_nodes[1] << two_nodes[2] << two_nodes[3]
+                    << two_nodes[4] << two_nodes[5] << two_nodes[6] << two_nodes[7];
 }
 
 TEST(Contiguous, UniformChainSplitsEvenly) {

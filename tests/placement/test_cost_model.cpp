@@ -229,6 +229,48 @@ TEST(Profile, HostSharingRoundTripsAndIsChecked) {
   }
 }
 
+TEST(Profile, InterNodeLinkRoundTripsAndNeedsAllThreeKeys) {
+  Profile two_nodes = sample_profile();
+  two_nodes.link.devices_per_node = 2;
+  two_nodes.link.inter_node_latency_s = 5e-5;
+  two_nodes.link.inter_node_bandwidth_bytes_per_s = 1.25e9;
+  const std::string text = profile_text(two_nodes);
+  const Profile back = parse(text);
+  EXPECT_EQ(back.link.devices_per_node, 2);
+  EXPECT_EQ(back.link.inter_node_latency_s, 5e-5);
+  EXPECT_EQ(back.link.inter_node_bandwidth_bytes_per_s, 1.25e9);
+  // One node: none of the keys is written, and the link is single-level.
+  EXPECT_EQ(profile_text(sample_profile()).find("devices_per_node"), std::string::npos);
+  EXPECT_FALSE(parse(profile_text(sample_profile())).link.multi_node());
+  // Two of the three keys: refused.
+  std::string partial = text;
+  const size_t at = partial.find("devices_per_node\t2\n");
+  ASSERT_NE(at, std::string::npos) << text;
+  partial.erase(at, std::string("devices_per_node\t2\n").size());
+  EXPECT_NE(parse_error(partial).find("all of devices_per_node"), std::string::npos);
+  std::string zero = text;
+  zero.replace(zero.find("devices_per_node\t2"), 18, "devices_per_node\t0");
+  EXPECT_NE(parse_error(zero).find("devices_per_node must be between 1"), std::string::npos);
+}
+
+TEST(LinkSpec, PicksTheLinkByNode) {
+  LinkSpec link;
+  link.latency_s = 1e-6;
+  link.bandwidth_bytes_per_s = 1e10;
+  EXPECT_TRUE(link.same_node(0, 7));  // one node: every pair, the intra-node link
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 7), 1e-6 + 1e-7);
+  link.devices_per_node = 2;
+  link.inter_node_latency_s = 1e-5;
+  link.inter_node_bandwidth_bytes_per_s = 1e9;
+  EXPECT_TRUE(link.same_node(0, 1));
+  EXPECT_TRUE(link.same_node(2, 3));
+  EXPECT_FALSE(link.same_node(1, 2));
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 1), 1e-6 + 1e-7);
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 1, 2), 1e-5 + 1e-6);
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 3, 0), 1e-5 + 1e-6);
+  EXPECT_DOUBLE_EQ(link.slowest_transfer_s(1000), 1e-5 + 1e-6);
+}
+
 TEST(Profile, FileRoundTripAndMissingFile) {
   const auto path = std::filesystem::temp_directory_path() / "interplace_profile_test.tsv";
   write_profile_file(path, sample_profile());

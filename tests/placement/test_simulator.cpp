@@ -108,6 +108,22 @@ TEST(Simulator, CommunicationOnTheCriticalPath) {
   EXPECT_DOUBLE_EQ(queued.makespan_s, 19.5);
 }
 
+TEST(Simulator, MessagesBetweenNodesTakeTheInterNodeLink) {
+  // Three stages, two devices per node: 0 -> 1 within node 0 (0.25 s + 1000 B at 4000 B/s),
+  // 1 -> 2 across the network (1 s + 1000 B at 1000 B/s); one micro-batch, global.
+  LinkSpec link{.latency_s = 0.25, .bandwidth_bytes_per_s = 4000.0};
+  link.devices_per_node = 2;
+  link.inter_node_latency_s = 1.0;
+  link.inter_node_bandwidth_bytes_per_s = 1000.0;
+  const SimulationResult result = run("global", uniform(3, 1.0, 2.0, link), 1);
+  const double intra = 0.25 + 0.25, inter = 1.0 + 1.0;
+  EXPECT_DOUBLE_EQ(result.makespan_s, 1 + intra + 1 + inter + 1 + 2 + inter + 2 + intra + 2);
+  // The same devices on one node: every message over the intra-node link.
+  link.devices_per_node = 0;
+  EXPECT_DOUBLE_EQ(run("global", uniform(3, 1.0, 2.0, link), 1).makespan_s,
+                   1 + intra + 1 + intra + 1 + 2 + intra + 2 + intra + 2);
+}
+
 TEST(Simulator, LocalHasNoBubbleInSteadyState) {
   // Four stages with equal work per micro-batch: aux head 0.5 + 0.5 on stages 0..2, the
   // network's head folded into the last stage's body.

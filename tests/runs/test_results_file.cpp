@@ -35,6 +35,7 @@ Provenance provenance() {
   Provenance p;
   p.hosts = {"node1", "node2"};
   p.devices = {"cpu", "cpu"};
+  p.node_local_ranks = {0, 0};  // two hosts, one rank each
   p.created_utc = "2026-11-29T19:00:00Z";
   p.spec_path = "smoke.toml";
   p.spec_text = "steps = 3\n";
@@ -309,13 +310,20 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   expect_scales(path("m.h5"), config(1).id);
   {
     const hid_t f = H5Fopen(path("m.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    for (const char* list : {"hosts", "merged_sources"}) {
+    for (const char* list : {"hosts", "merged_sources", "node_local_ranks"}) {
       const hid_t a = H5Aopen(f, list, H5P_DEFAULT);
       const hid_t space = H5Aget_space(a);
       EXPECT_EQ(H5Sget_simple_extent_npoints(space), 2) << list;
       H5Sclose(space);
       H5Aclose(a);
     }
+    // node_local_ranks: int64 per rank, as written.
+    const hid_t a = H5Aopen(f, "node_local_ranks", H5P_DEFAULT);
+    int64_t local[2] = {-1, -1};
+    EXPECT_GE(H5Aread(a, H5T_NATIVE_INT64, local), 0);
+    EXPECT_EQ(local[0], 0);
+    EXPECT_EQ(local[1], 0);
+    H5Aclose(a);
     H5Fclose(f);
   }
   // Merging a merged file replaces its merged_sources (not a duplicate attribute).

@@ -240,6 +240,9 @@ def check_layout(path, spec_path, world_size):
                   f"shard_index/shard_count vs shard {root['shard']}")
         check(len(root["hosts"]) == world_size, f"hosts {root['hosts']}")
         check(len(root["devices"]) == world_size, f"devices {root['devices']}")
+        # One host here: the node-local ranks are the ranks.
+        check(list(root["node_local_ranks"]) == list(range(world_size)),
+              f"node_local_ranks {root['node_local_ranks']}")
         check(root["spec_path"] == spec_path, "spec_path")
         with open(spec_path) as spec:
             check(root["spec_text"] == spec.read(), "spec_text is the spec file")

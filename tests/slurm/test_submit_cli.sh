@@ -113,6 +113,15 @@ expect 2 'needs 4 ranks per shard .* would have 2 .*use --tasks-per-node 2 with 
 expect 0 "--exclusive --signal=B:USR1@90 .*sweep\\.sbatch .* --max-requeues 1 --cpu-bind cores -- --filter resnet steps=3" \
   "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --exclusive \
   --warn-before 90 --max-requeues 1 --cpu-bind cores --filter resnet --set steps=3
+# --warn-before 0: no warning signal at all (sweep.sbatch has none of its own);
+# --max-requeues 0: not requeued by Slurm after a node failure either.
+expect 0 "--no-requeue .*sweep\\.sbatch .* --max-requeues 0" \
+  "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --warn-before 0 --max-requeues 0
+no_warning=$("$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --warn-before 0)
+! grep -q -- '--signal' <<<"$no_warning" || fail "--warn-before 0 still asks for a signal: $no_warning"
+! grep -q -- '--no-requeue' <<<"$no_warning" || fail "--no-requeue without --max-requeues 0: $no_warning"
+grep -q -- '--signal=B:USR1@300' <<<"$("$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run)" \
+  || fail "no default warning signal (--signal=B:USR1@300)"
 expect 0 'merge\.sbatch .* --spec .*spec\.toml -- --filter resnet steps=3' \
   "$submit" "$spec4" --out "$work/dry" --interplace "$interplace" --dry-run --filter resnet --set steps=3
 expect 2 "--set takes KEY=VALUE, not 'steps'" \

@@ -135,10 +135,15 @@ placement::CostModel make_cost_model(const DeviceSelection& s) {
 }
 
 std::string link_json(const placement::LinkSpec& link) {
-  return JsonObject()
-      .number("latency_s", link.latency_s)
+  JsonObject out;
+  out.number("latency_s", link.latency_s)
       .number("bandwidth_bytes_per_s", link.bandwidth_bytes_per_s)
-      .str();
+      .integer("devices_per_node", link.devices_per_node);  // 0: one node
+  if (link.multi_node()) {
+    out.number("inter_node_latency_s", link.inter_node_latency_s)
+        .number("inter_node_bandwidth_bytes_per_s", link.inter_node_bandwidth_bytes_per_s);
+  }
+  return out.str();
 }
 
 std::string device_json(const DeviceSelection& s, const placement::CostModel& model) {
@@ -168,8 +173,14 @@ std::string device_text(const DeviceSelection& s, const placement::CostModel& mo
   }
   out += format_bytes(static_cast<double>(d.memory_capacity_bytes)) + "; link " +
          format_seconds(model.link().latency_s) + ", " +
-         format_scaled(model.link().bandwidth_bytes_per_s, "B/s") + "; optimizer " +
-         placement::to_string(model.optimizer());
+         format_scaled(model.link().bandwidth_bytes_per_s, "B/s") +
+         (model.link().multi_node()
+              ? " within nodes of " + std::to_string(model.link().devices_per_node) + " devices, " +
+                    format_seconds(model.link().inter_node_latency_s) + ", " +
+                    format_scaled(model.link().inter_node_bandwidth_bytes_per_s, "B/s") +
+                    " between them"
+              : "") +
+         "; optimizer " + placement::to_string(model.optimizer());
   return out;
 }
 

@@ -204,6 +204,16 @@ void write_attr(hid_t object, const std::string& name, const std::vector<std::st
   }
 }
 
+void write_attr(hid_t object, const std::string& name, const std::vector<int64_t>& values) {
+  const Handle space = simple_space(values.size(), 0);
+  const Handle attr =
+      check(H5Acreate2(object, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose, "creating attribute " + name);
+  if (!values.empty()) {
+    check(H5Awrite(attr.get(), H5T_NATIVE_INT64, values.data()), "writing attribute " + name);
+  }
+}
+
 std::optional<std::string> read_attr_string(hid_t object, const std::string& name) {
   const std::optional<Handle> attr = open_attr(object, name);
   if (!attr) return std::nullopt;
@@ -244,6 +254,21 @@ std::optional<double> read_attr_double(hid_t object, const std::string& name) {
   return value;
 }
 
+std::optional<std::vector<int64_t>> read_attr_ints(hid_t object, const std::string& name) {
+  const std::optional<Handle> attr = open_attr(object, name);
+  if (!attr) return std::nullopt;
+  const Handle type = check(H5Aget_type(attr->get()), H5Tclose, "H5Aget_type");
+  if (H5Tget_class(type.get()) != H5T_INTEGER) return std::nullopt;
+  const Handle space = check(H5Aget_space(attr->get()), H5Sclose, "H5Aget_space");
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) throw_runtime("HDF5: reading the shape of attribute " + name + " failed");
+  std::vector<int64_t> values(static_cast<size_t>(count));
+  if (count > 0) {
+    check(H5Aread(attr->get(), H5T_NATIVE_INT64, values.data()), "reading attribute " + name);
+  }
+  return values;
+}
+
 std::optional<std::vector<std::string>> read_attr_strings(hid_t object, const std::string& name) {
   const std::optional<Handle> attr = open_attr(object, name);
   if (!attr) return std::nullopt;
@@ -277,6 +302,7 @@ void copy_attrs(hid_t from, hid_t to) {
     const Handle type = check(H5Aget_type(attr.get()), H5Tclose, "H5Aget_type");
     if (H5Sget_simple_extent_type(space.get()) != H5S_SCALAR) {
       if (const auto values = read_attr_strings(from, name)) write_attr(to, name, *values);
+      if (const auto values = read_attr_ints(from, name)) write_attr(to, name, *values);
       continue;
     }
     switch (H5Tget_class(type.get())) {

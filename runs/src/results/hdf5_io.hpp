@@ -58,14 +58,17 @@ void write_attr(hid_t object, const std::string& name, const char* value);
 void write_attr(hid_t object, const std::string& name, int64_t value);
 void write_attr(hid_t object, const std::string& name, double value);
 void write_attr(hid_t object, const std::string& name, const std::vector<std::string>& values);
+void write_attr(hid_t object, const std::string& name, const std::vector<int64_t>& values);
 std::optional<std::string> read_attr_string(hid_t object, const std::string& name);
 // A one-dimensional string array attribute; a scalar string reads as one element (so
 // readers take the lists of format 3 and the single strings of older files alike).
 std::optional<std::vector<std::string>> read_attr_strings(hid_t object, const std::string& name);
 std::optional<int64_t> read_attr_int(hid_t object, const std::string& name);
+// An integer attribute of any shape (a scalar gives one value), as int64.
+std::optional<std::vector<int64_t>> read_attr_ints(hid_t object, const std::string& name);
 std::optional<double> read_attr_double(hid_t object, const std::string& name);
 // Copies every scalar string, integer or float attribute and every one-dimensional string
-// array attribute of `from` onto `to` (the only attribute shapes the format has).
+// or integer array attribute of `from` onto `to` (the only attribute shapes the format has).
 void copy_attrs(hid_t from, hid_t to);
 
 // Datasets of shape [rows] (cols == 0) or [rows, cols], row-major data. Each returns the

@@ -56,6 +56,18 @@ std::vector<std::string> gather_all(MPI_Comm world, const std::string& mine) {
   return out;
 }
 
+// Every rank's number in rank order, on rank 0 (empty on the others).
+std::vector<int64_t> gather_ints(MPI_Comm world, int mine) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  std::vector<int> all(static_cast<size_t>(size));
+  check_mpi(MPI_Gather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, 0, world), "MPI_Gather");
+  if (rank != 0) return {};
+  return {all.begin(), all.end()};
+}
+
 std::string host_name() {
   char name[MPI_MAX_PROCESSOR_NAME];
   int length = 0;
@@ -108,6 +120,7 @@ Provenance collect_provenance(MPI_Comm world, const std::string& shard, const Sw
 #endif
   p.hosts = gather_all(world, host_name());
   p.devices = gather_all(world, device);
+  p.node_local_ranks = gather_ints(world, node_local(world).rank);
   int size = 1;
   MPI_Comm_size(world, &size);
   p.world_size = size;

@@ -375,6 +375,7 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "cudnn_version", p.cudnn_version);
   write_attr(root, "hosts", p.hosts);
   write_attr(root, "devices", p.devices);
+  write_attr(root, "node_local_ranks", p.node_local_ranks);
   write_attr(root, "world_size", p.world_size);
   write_attr(root, "slurm_job_id", p.slurm_job_id);
   write_attr(root, "slurm_array_job_id", p.slurm_array_job_id);

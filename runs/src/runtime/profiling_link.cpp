@@ -1,6 +1,7 @@
 // The MPI ping-pong of `interplace profile` (see profiling.hpp).
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "interplace/kernels/error.hpp"
@@ -30,17 +31,44 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes) {
   return sizes;
 }
 
-LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, kernels::Device device) {
+LinkPeers link_peers(MPI_Comm comm) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  MPI_Comm shared = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared),
+            "MPI_Comm_split_type");
+  int lowest_here = rank;  // 0 on rank 0's host only
+  check_mpi(MPI_Allreduce(&rank, &lowest_here, 1, MPI_INT, MPI_MIN, shared), "MPI_Allreduce");
+  int local_size = 1;
+  MPI_Comm_size(shared, &local_size);
+  MPI_Comm_free(&shared);
+  const bool with_zero = lowest_here == 0;
+  constexpr int kNone = std::numeric_limits<int>::max();
+  int mine[2] = {with_zero && rank != 0 ? rank : kNone, with_zero ? kNone : rank};
+  int lowest[2] = {kNone, kNone};
+  check_mpi(MPI_Allreduce(mine, lowest, 2, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  int rank_zero_local_size = rank == 0 ? local_size : 0;
+  int devices_per_node = 0;
+  check_mpi(MPI_Allreduce(&rank_zero_local_size, &devices_per_node, 1, MPI_INT, MPI_MAX, comm),
+            "MPI_Allreduce");
+  LinkPeers peers;
+  peers.intra = lowest[0] == kNone ? -1 : lowest[0];
+  peers.inter = lowest[1] == kNone ? -1 : lowest[1];
+  peers.devices_per_node = devices_per_node;
+  return peers;
+}
+
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, int peer, kernels::Device device) {
   int rank = 0, size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   LinkMeasurement result;
-  if (size < 2 || rank > 1) return result;
+  if (peer < 1 || peer >= size || (rank != 0 && rank != peer)) return result;
   const std::vector<int64_t> sizes = ping_pong_sizes(max_bytes);
   if (max_bytes > int64_t{1} << 30) throw_invalid("largest ping-pong message must be <= 1 GiB");
   const bool on_device = device != kernels::Device::cpu;
   std::vector<char> buffer(on_device ? 0 : static_cast<size_t>(max_bytes), 1);
-  const int peer = 1 - rank;
+  const int other = rank == 0 ? peer : 0;
   for (int64_t requested : sizes) {
     // On a device: whole floats, a device tensor and its pinned staging buffer, as the
     // Messenger's send (copy out, then MPI) and receive (MPI, then copy in).
@@ -55,10 +83,10 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, kernels::Device d
     const int count = static_cast<int>(bytes);
     auto send = [&] {
       if (on_device) staging.copy_from(device_tensor);
-      check_mpi(MPI_Send(data, count, MPI_BYTE, peer, kTag, comm), "MPI_Send");
+      check_mpi(MPI_Send(data, count, MPI_BYTE, other, kTag, comm), "MPI_Send");
     };
     auto receive = [&] {
-      check_mpi(MPI_Recv(data, count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      check_mpi(MPI_Recv(data, count, MPI_BYTE, other, kTag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
       if (on_device) device_tensor.copy_from(staging);
     };
     const int trips = round_trips(bytes);

@@ -2,6 +2,7 @@
 // stored as the small tab-separated text format of docs/profile-format.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -13,9 +14,38 @@
 
 namespace interplace::placement {
 
+// The links between devices, two levels: devices are grouped into nodes of
+// `devices_per_node` consecutive devices (device d on node d / devices_per_node); two devices
+// of one node talk over the intra-node link (latency_s, bandwidth_bytes_per_s: NVLink,
+// shared memory), two devices of different nodes over the inter-node one (the network:
+// InfiniBand, TCP). devices_per_node = 0 (the default) puts every device on one node, the
+// single link of the model before it had two levels.
 struct LinkSpec {
   double latency_s = 0.0;
   double bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  int devices_per_node = 0;
+  double inter_node_latency_s = 0.0;
+  double inter_node_bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+
+  bool multi_node() const { return devices_per_node > 0; }
+  bool same_node(int device_a, int device_b) const {
+    return !multi_node() || device_a / devices_per_node == device_b / devices_per_node;
+  }
+  // latency + bytes / bandwidth of the link between the two devices.
+  double transfer_s(int64_t bytes, int from_device, int to_device) const {
+    return same_node(from_device, to_device)
+               ? latency_s + static_cast<double>(bytes) / bandwidth_bytes_per_s
+               : inter_node_latency_s +
+                     static_cast<double>(bytes) / inter_node_bandwidth_bytes_per_s;
+  }
+  // The slowest link any message may cross (the inter-node one when there are nodes): for
+  // estimates that do not know the devices of a message.
+  double slowest_transfer_s(int64_t bytes) const {
+    const double intra = latency_s + static_cast<double>(bytes) / bandwidth_bytes_per_s;
+    if (!multi_node()) return intra;
+    return std::max(intra, inter_node_latency_s +
+                               static_cast<double>(bytes) / inter_node_bandwidth_bytes_per_s);
+  }
 };
 
 struct NodeTiming {

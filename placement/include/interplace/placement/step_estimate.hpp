@@ -64,8 +64,8 @@ class StepTimeEstimate {
   };
   const Graph& graph_;
   const NodeCosts& costs_;
+  LinkSpec link_;  // a copy: callers pass temporaries
   int micro_batches_;
-  std::vector<double> transfer_s_;
   std::vector<int> waiting_;
   std::vector<double> ready_s_;
   std::vector<ReadyTask> heap_;

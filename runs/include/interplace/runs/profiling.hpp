@@ -78,14 +78,16 @@ struct LinkMeasurement {
 // Message sizes 1 B, 4 B, 16 B, ... up to max_bytes (powers of 4; max_bytes included).
 std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 
-// Collective over `comm`: ranks 0 and 1 play ping-pong (blocking send/receive) over
+// Collective over `comm`: ranks 0 and `peer` play ping-pong (blocking send/receive) over
 // ping_pong_sizes(max_bytes); other ranks return at once. The result is complete on rank 0
 // only. Throws runtime for MPI errors. With a device other than the CPU (whose backend
 // the caller has started on ranks 0 and 1) each message goes from device memory to device
 // memory the way the runtime's Messenger sends it: copied into a pinned host staging
 // buffer, sent, received into one and copied to the device, each copy waited for; sizes
 // are then rounded up to whole floats (1 B becomes 4 B).
-LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20,
+// `peer`: the rank that plays with rank 0 (link_peers picks the one within rank 0's host
+// and the one on another host).
+LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20, int peer = 1,
                              kernels::Device device = kernels::Device::cpu);
 
 // How ranks on one host slow each other down (placement::HostSharing): collective over
@@ -96,6 +98,17 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 2
 // units measured with every other rank asleep. The result is complete on host rank 0.
 placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOptions& options,
                                             double solo_s);
+
+// Whom rank 0 plays ping-pong with, to measure the two levels of links: `intra` the lowest
+// other rank on its host (MPI_COMM_TYPE_SHARED), `inter` the lowest rank on another host;
+// -1 where there is none. devices_per_node: the ranks on rank 0's host (every host is
+// assumed to hold as many). Collective over `comm`; the same on every rank.
+struct LinkPeers {
+  int intra = -1;
+  int inter = -1;
+  int devices_per_node = 1;
+};
+LinkPeers link_peers(MPI_Comm comm);
 
 // A barrier that waits without spinning (a non-blocking barrier polled every millisecond),
 // so that ranks waiting for rank 0 leave the cores to its timings.

@@ -27,6 +27,9 @@ struct Provenance {
   std::string cudnn_version = "none";
   std::vector<std::string> hosts;    // per rank, in rank order
   std::vector<std::string> devices;  // per rank, in rank order
+  // Per rank, in rank order: its rank among the ranks of its node (MPI_COMM_TYPE_SHARED),
+  // which picks its GPU; on a multi-node job it restarts at 0 on each node.
+  std::vector<int64_t> node_local_ranks;
   int64_t world_size = 1;
   std::string slurm_job_id;
   std::string slurm_array_job_id;

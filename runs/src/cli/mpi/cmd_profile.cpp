@@ -50,22 +50,34 @@ const std::vector<std::string> kFormats = {"text", "json"};
 
 struct ProfileRun {
   placement::Profile profile;
-  LinkMeasurement link;
-  std::string link_source;  // "ping-pong between world ranks 0 and 1" or the preset
+  LinkMeasurement link;        // within rank 0's host
+  LinkMeasurement inter_node;  // between rank 0's host and another (multi-host runs only)
+  LinkPeers peers;
+  std::string link_source;  // "ping-pong" or the preset
   int threads = 0;
   int ranks = 1;
 };
 
 std::string link_comment(const ProfileRun& run) {
+  std::string text;
   if (run.link.measured) {
-    return "# link: measured by an MPI ping-pong between world ranks 0 and 1 (latency: "
-           "half round trip of 1 B; bandwidth: " +
+    text = "# link: measured by an MPI ping-pong between world ranks 0 and " +
+           std::to_string(run.peers.intra) +
+           " on one host (latency: half round trip of 1 B; bandwidth: " +
            format_bytes(static_cast<double>(run.link.samples.back().bytes)) +
            " / its half round trip)\n";
+  } else {
+    text =
+        "# link: NOT measured (no second rank on rank 0's host to ping-pong with); the "
+        "values are those of " +
+        run.link_source + "\n";
   }
-  return "# link: NOT measured (1 MPI rank, no second rank to ping-pong with); the values "
-         "are those of " +
-         run.link_source + "\n";
+  if (run.inter_node.measured) {
+    text += "# inter-node link: measured the same way between world ranks 0 and " +
+            std::to_string(run.peers.inter) + " (another host); " +
+            std::to_string(run.peers.devices_per_node) + " ranks per host\n";
+  }
+  return text;
 }
 
 void write_file(const ProfileOptions& o, const ProfileRun& run) {
@@ -133,8 +145,10 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   }
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
-         (run.link.measured ? "measured by ping-pong between world ranks 0 and 1"
-                            : "NOT measured: 1 rank; values of " + run.link_source) +
+         (run.link.measured
+              ? "measured by ping-pong between world ranks 0 and " +
+                    std::to_string(run.peers.intra) + " on one host"
+              : "NOT measured: no second rank on rank 0's host; values of " + run.link_source) +
          ")\n";
   if (p.host_sharing.empty()) {
     out += "host sharing: not measured (one rank on rank 0's host)\n";
@@ -150,6 +164,12 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
       out += "\n";
     }
   }
+  if (p.link.multi_node()) {
+    out += "inter-node link: latency " + format_seconds(p.link.inter_node_latency_s) +
+           ", bandwidth " + format_scaled(p.link.inter_node_bandwidth_bytes_per_s, "B/s") +
+           " (measured by ping-pong between world ranks 0 and " + std::to_string(run.peers.inter) +
+           " on another host; " + std::to_string(p.link.devices_per_node) + " ranks per host)\n";
+  }
   out += "written to " + o.out + "\n\nslowest nodes:\n";
   TextTable table({"node", "op", "forward", "backward", "share"}, {1});
   for (size_t i : slowest(p, o.top)) {
@@ -159,10 +179,12 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
          format_percent((n.forward_s + n.backward_s) / std::max(forward + backward, 1e-300))});
   }
   out += table.str();
-  if (run.link.measured) {
-    out += "\nping-pong (median half round trip):\n";
+  for (const auto& [measurement, title] : {std::pair{&run.link, "ping-pong within the host"},
+                                           std::pair{&run.inter_node, "ping-pong between hosts"}}) {
+    if (!measurement->measured) continue;
+    out += std::string("\n") + title + " (median half round trip):\n";
     TextTable pings({"bytes", "round trips", "half round trip", "bandwidth"});
-    for (const PingPongSample& s : run.link.samples) {
+    for (const PingPongSample& s : measurement->samples) {
       pings.add_row({format_count(s.bytes), std::to_string(s.iterations),
                      format_seconds(s.half_round_trip_s),
                      format_scaled(static_cast<double>(s.bytes) / s.half_round_trip_s, "B/s")});
@@ -202,6 +224,25 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
   link.number("latency_s", p.link.latency_s)
       .number("bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s)
       .raw("ping_pong", samples);
+  // The inter-node link: null on one host.
+  std::string inter_node = "null";
+  if (p.link.multi_node()) {
+    inter_node =
+        JsonObject()
+            .integer("devices_per_node", p.link.devices_per_node)
+            .integer("peer_rank", run.peers.inter)
+            .number("latency_s", p.link.inter_node_latency_s)
+            .number("bandwidth_bytes_per_s", p.link.inter_node_bandwidth_bytes_per_s)
+            .raw("ping_pong", json_array(run.inter_node.samples,
+                                         [](const PingPongSample& s) {
+                                           return JsonObject()
+                                               .integer("bytes", s.bytes)
+                                               .integer("round_trips", s.iterations)
+                                               .number("half_round_trip_s", s.half_round_trip_s)
+                                               .str();
+                                         }))
+            .str();
+  }
   return JsonObject()
              .string("model", o.model.model)
              .raw("model_options", model_options_json(o.model))
@@ -224,6 +265,7 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
              .raw("host_sharing", sharing)
              .raw("slowest_nodes", nodes)
              .raw("link", link.str())
+             .raw("inter_node_link", inter_node)
              .str() +
          "\n";
 }
@@ -300,9 +342,17 @@ std::string run_profile(const ProfileOptions& o) {
   }
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &device_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
             "MPI_Allreduce");
-  run.link = measure_link(MPI_COMM_WORLD, int64_t{64} << 20,
-                          device_ready != 0 ? device : kernels::Device::cpu);
-  quiet_barrier(MPI_COMM_WORLD);  // ranks 2.. wait off the cores while 0 and 1 ping-pong
+  // Two levels: rank 0 with a rank on its host, then with one on another host (when the
+  // job spans hosts), one after the other so that they do not disturb each other. The
+  // device path applies to ranks 0 and 1 only (the ranks that started their devices).
+  run.peers = link_peers(MPI_COMM_WORLD);
+  const kernels::Device link_device =
+      device_ready != 0 && run.peers.intra == 1 ? device : kernels::Device::cpu;
+  run.link = measure_link(MPI_COMM_WORLD, int64_t{64} << 20, run.peers.intra, link_device);
+  if (run.peers.inter >= 0) {
+    run.inter_node = measure_link(MPI_COMM_WORLD, int64_t{64} << 20, run.peers.inter);
+  }
+  quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait off the cores during the ping-pongs
   const NodeLocal local = node_local(MPI_COMM_WORLD);
   run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
   // The graph through the runtime's own units, to calibrate the cost model; the same units
@@ -334,6 +384,14 @@ std::string run_profile(const ProfileOptions& o) {
       } else {
         run.profile.link = preset.link;
         run.link_source = "device preset " + preset.name;
+      }
+      if (run.inter_node.measured) {
+        run.profile.link.devices_per_node = run.peers.devices_per_node;
+        run.profile.link.inter_node_latency_s = run.inter_node.link.latency_s;
+        run.profile.link.inter_node_bandwidth_bytes_per_s =
+            run.inter_node.link.bandwidth_bytes_per_s;
+      } else {
+        run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
       }
       run.profile.nodes = time_nodes(graph, {.warmup = o.warmup,
                                              .repeats = o.repeats,
