@@ -33,7 +33,10 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
     optimizer.push_back(step.ranks[0].optimizer_s);
   }
   if (forward.empty()) throw_runtime("runtime units: no measured step");
-  return {kernels::median(forward), kernels::median(backward), kernels::median(optimizer)};
+  double total_s = 0.0;
+  for (size_t i = 0; i < forward.size(); ++i) total_s += forward[i] + backward[i];
+  return {kernels::median(forward), kernels::median(backward), kernels::median(optimizer),
+          total_s / static_cast<double>(forward.size())};
 }
 
 }  // namespace interplace::runs

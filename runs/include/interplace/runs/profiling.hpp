@@ -48,6 +48,9 @@ struct RuntimeUnits {
   double forward_s = 0.0;
   double backward_s = 0.0;
   double optimizer_s = 0.0;
+  // The mean over the measured steps of forward + backward: a throughput, which keeps the
+  // rare long steps a time-shared core gives (the medians above drop them).
+  double mean_compute_s = 0.0;
 };
 struct RuntimeUnitOptions {
   std::string model;                // a catalog name
@@ -93,9 +96,11 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 2
 // How ranks on one host slow each other down (placement::HostSharing): collective over
 // `host` (the ranks of one host). For every P = 2..size and n = 1..P, host ranks 0..n-1
 // run time_runtime_units(options) at once while ranks n..P-1 wait in MPI the way the
-// runtime waits for a message (a spinning MPI_Wait) and the others sleep; factor(P, n)
-// is the median over the n ranks of (forward + backward) / solo_s, solo_s being the same
-// units measured with every other rank asleep. The result is complete on host rank 0.
+// runtime waits for a message (a spinning MPI_Wait) and the others sleep, for about a
+// second of steps (at least options.steps) so that their timed steps overlap; factor(P, n)
+// is the median over the n ranks of their mean forward + backward over the mean of the
+// same units on host rank 0 with every other rank asleep. solo_s (the units' time alone,
+// roughly) sizes the run. The result is complete on host rank 0.
 placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOptions& options,
                                             double solo_s);
 
