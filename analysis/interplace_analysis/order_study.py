@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .h5file import ResultFormatError
+from . import stats
 from .render import Table, to_markdown, write_table
 
 FORMAT_NAME = "interplace-order-study"
@@ -365,7 +366,7 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
             curves = np.array([np.asarray(c, dtype=float) for c in g["curve"]])
             if curves.size == 0:
                 continue
-            ax.plot(np.arange(1, curves.shape[1] + 1), np.nanmedian(curves, axis=0) * 1e3,
+            ax.plot(np.arange(1, curves.shape[1] + 1), stats.median(curves, axis=0) * 1e3,
                     label=order, lw=1)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("episode", fontsize=8)
