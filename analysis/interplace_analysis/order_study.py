@@ -350,8 +350,9 @@ def heatmap(orders: pd.DataFrame, cost: str, k: int):
     return fig
 
 
-def learning_curves(study: OrderStudy, cost: str, k: int):
-    """Median over seeds of the best step time so far, per episode, per order and model."""
+def _model_grid(study: OrderStudy, cost: str, k: int, row_height: float):
+    """The runs of one cost device and K, their models (sorted), and a figure with one
+    panel per model, four per row, the spare panels hidden; None without runs."""
     plt = _plt()
     ok = study.ok
     d = ok[(ok["cost_device"] == cost) & (ok["devices"] == k)]
@@ -360,7 +361,18 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
         return None
     cols = min(4, len(models))
     rows = math.ceil(len(models) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, row_height * rows), squeeze=False)
+    for ax in list(axes.flat)[len(models):]:
+        ax.axis("off")
+    return d, models, fig, axes
+
+
+def learning_curves(study: OrderStudy, cost: str, k: int):
+    """Median over seeds of the best step time so far, per episode, per order and model."""
+    grid = _model_grid(study, cost, k, row_height=2.6)
+    if grid is None:
+        return None
+    d, models, fig, axes = grid
     for ax, model in zip(axes.flat, models):
         for order, g in d[d["model"] == model].groupby("order", sort=True):
             curves = np.array([np.asarray(c, dtype=float) for c in g["curve"]])
@@ -372,8 +384,6 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
         ax.set_xlabel("episode", fontsize=8)
         ax.set_ylabel("best so far (ms)", fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(models):]:
-        ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)), fontsize=8)
     fig.suptitle(f"rl learning curves, median over seeds ({cost}, K={k})", fontsize=10)
@@ -383,15 +393,10 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
 
 def seeds_by_order(study: OrderStudy, cost: str, k: int):
     """Every seed's step time per order, per model (relative to the model's best mean)."""
-    plt = _plt()
-    ok = study.ok
-    d = ok[(ok["cost_device"] == cost) & (ok["devices"] == k)]
-    models = sorted(set(d["model"]))
-    if not models:
+    grid = _model_grid(study, cost, k, row_height=2.8)
+    if grid is None:
         return None
-    cols = min(4, len(models))
-    rows = math.ceil(len(models) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    d, models, fig, axes = grid
     for ax, model in zip(axes.flat, models):
         g = d[d["model"] == model]
         orders = sorted(set(g["order"]))
@@ -404,8 +409,6 @@ def seeds_by_order(study: OrderStudy, cost: str, k: int):
         ax.set_title(model, fontsize=9)
         ax.set_ylabel("step / best mean", fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(models):]:
-        ax.axis("off")
     fig.suptitle(f"rl placer per seed (dots) and mean (bar) by order ({cost}, K={k})",
                  fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
