@@ -36,29 +36,8 @@ fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"
 "$python" -c 'import h5py, numpy' 2>/dev/null || die "$python has no h5py/numpy (scripts/install-deps makes .venv)"
 
-# cluster_test_begin (local-cluster.bash) with the two-node cluster.
-work=""
-finish() {
-  local status=$?
-  set +e
-  if ((status != 0)) && [[ -n "$work" ]]; then
-    log "FAILED (exit $status); logs:"
-    for f in "$work"/out/logs/*.out "$cluster_dir"/log/slurmctld.log "$cluster_dir"/log/slurmd-node*.log; do
-      [[ -f "$f" ]] || continue
-      echo "----- $f (last 40 lines)"; grep -v 'btl\|mca: base' "$f" | tail -n 40
-    done
-  fi
-  cluster2_stop
-  if [[ -n "$work" ]]; then
-    if [[ "${INTERPLACE_SLURM_TEST_KEEP:-0}" == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
-  fi
-  exit "$status"
-}
-trap finish EXIT
-trap 'exit 130' INT TERM
 start=$SECONDS
-work=$(mktemp -d /tmp/interplace-cluster-sweep.XXXXXX)
-cluster2_start "$work/cluster"
+cluster2_test_begin sweep
 
 # Bytes sent by each node's interfaces (veth to the other node; lo within the node), read
 # through ip (on_node keeps this mount namespace, whose /sys/class/net is the machine's).

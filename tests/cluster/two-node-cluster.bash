@@ -217,3 +217,15 @@ cluster2_stop() {
   cluster2_ns=()
 }
 _cluster2_no_jobs() { [[ -z "$(on_head squeue --noheader 2>/dev/null)" ]]; }
+
+# The start of a test on the two-node cluster (cluster_test_begin of local-cluster.bash for
+# two nodes): its EXIT trap (cluster_test_finish, stopping with cluster2_stop), a fresh
+# folder $work (/tmp/interplace-cluster-$1.XXXXXX) and the cluster started in it.
+cluster2_test_begin() {
+  work=""
+  cluster_stop_command=cluster2_stop
+  trap cluster_test_finish EXIT
+  trap 'exit 130' INT TERM
+  work=$(mktemp -d "/tmp/interplace-cluster-$1.XXXXXX")
+  cluster2_start "$work/cluster"
+}

@@ -207,13 +207,15 @@ cluster_test_finish() {
   set +e
   if ((status != 0)) && [[ -n "${work:-}" ]]; then
     log "FAILED (exit $status); logs:"
-    for f in "$work"/out/logs/*.out "$cluster_dir"/log/slurmctld.log "$cluster_dir"/log/slurmd.log; do
+    # slurmd.log here, slurmd-node1.log ... on the two-node cluster; Open MPI's verbose
+    # transport lines left out.
+    for f in "$work"/out/logs/*.out "$cluster_dir"/log/slurmctld.log "$cluster_dir"/log/slurmd*.log; do
       [[ -f "$f" ]] || continue
       echo "----- $f (last 40 lines)"
-      tail -n 40 "$f"
+      grep -v 'btl\|mca: base' "$f" | tail -n 40
     done
   fi
-  cluster_stop
+  "${cluster_stop_command:-cluster_stop}"
   if [[ -n "${work:-}" ]]; then
     if [[ "${INTERPLACE_SLURM_TEST_KEEP:-0}" == 1 ]]; then log "kept $work"; else rm -rf "$work"; fi
   fi
