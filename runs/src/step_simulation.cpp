@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/stage_chain.hpp"
@@ -29,27 +30,31 @@ using placement::strategy_reach;
 
 StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                               const NodeCosts& costs, const CostModel& cost_model,
-                              int micro_batches, std::string reason) {
+                              int micro_batches, std::string reason, const Schedule* schedule) {
   StepReport report;
   report.estimator = StepEstimator::list_schedule;
   report.fallback_reason = std::move(reason);
   report.reach = placement.device_count - 1;
-  report.step_time_s =
-      estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
   const placement::ComputeSharing sharing = cost_model.compute_sharing(placement.device_count);
-  if (sharing.active()) {
-    // Ranks on one host slow each other down: replay the list schedule (the one the
-    // runtime executes) with that, instead of the estimate's fixed node times.
-    ScheduleRequest request;
-    request.strategy = placement::Strategy{};
-    request.pipeline = placement::PipelineKind::gpipe;
-    request.stage_count = placement.device_count;
-    request.micro_batches = micro_batches;
-    const Schedule schedule = placement::node_level_schedule(
-        request,
-        placement::list_schedule_tasks(graph, costs, cost_model.link(), placement, micro_batches));
-    report.step_time_s = placement::simulate_node_schedule(graph, costs, cost_model.link(),
-                                                           placement, schedule, sharing);
+  if (schedule == nullptr && !sharing.active()) {
+    report.step_time_s =
+        estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
+  } else {
+    // The replay of the schedule the ranks execute (built here when not given: the list
+    // schedule's), where ranks sharing a host slow each other down.
+    std::optional<Schedule> built;
+    if (schedule == nullptr) {
+      ScheduleRequest request;
+      request.strategy = placement::Strategy{};
+      request.pipeline = placement::PipelineKind::gpipe;
+      request.stage_count = placement.device_count;
+      request.micro_batches = micro_batches;
+      built = placement::node_level_schedule(
+          request, placement::list_schedule_tasks(graph, costs, cost_model.link(), placement,
+                                                  micro_batches));
+    }
+    report.step_time_s = placement::simulate_node_schedule(
+        graph, costs, cost_model.link(), placement, schedule ? *schedule : *built, sharing);
   }
   const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);

@@ -222,13 +222,10 @@ TrainPlan plan_training(const TrainConfig& given) {
     plan.prediction = simulate_schedule(plan.graph, plan.placement, costs, cost_model,
                                         plan.schedule, config_aux_heads(config));
   } else {
-    plan.prediction =
-        list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,
-                           *placement::stage_chain_violation(plan.graph, plan.placement));
-    // The same number, as the replay of the schedule the ranks execute.
-    plan.prediction.step_time_s = placement::simulate_node_schedule(
-        plan.graph, costs, cost_model.link(), plan.placement, plan.schedule,
-        cost_model.compute_sharing(config.devices));
+    // Timed as the replay of the schedule the ranks execute.
+    plan.prediction = list_schedule_step(
+        plan.graph, plan.placement, costs, cost_model, config.micro_batches,
+        *placement::stage_chain_violation(plan.graph, plan.placement), &plan.schedule);
   }
 
   std::vector<double> node_cost(order_options.node_cost);

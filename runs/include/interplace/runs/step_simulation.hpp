@@ -107,11 +107,14 @@ StepReport simulate_schedule(const placement::Graph& graph, const placement::Pla
                              const AuxHeadOptions& aux_heads = {});
 
 // The list-scheduled estimate for the global strategy on any placement (the fallback of
-// simulate_step for placements that are not stage chains); `reason` says why.
+// simulate_step for placements that are not stage chains); `reason` says why. Its step time
+// is the replay (simulate_node_schedule) of `schedule`, the node-level schedule the ranks
+// execute, when given, else of the list schedule built here where ranks sharing a host slow
+// each other down, else the estimate itself (which equals the replay without sharing).
 StepReport list_schedule_step(const placement::Graph& graph, const placement::Placement& placement,
                               const placement::NodeCosts& costs,
                               const placement::CostModel& cost_model, int micro_batches,
-                              std::string reason);
+                              std::string reason, const placement::Schedule* schedule = nullptr);
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
 // placement that cannot run it (the message gives the reason).
