@@ -9,6 +9,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
+#include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/profiling.hpp"
 
 namespace interplace::runs {
@@ -17,16 +18,12 @@ namespace {
 constexpr double kMeasuredSeconds = 1.0;
 constexpr int kMaxSteps = 2000;
 
-void check(int code, const char* what) {
-  if (code != MPI_SUCCESS) throw_runtime(std::string("host sharing: ") + what + " failed");
-}
-
 // A barrier entered the way the runtime waits for a message: MPI_Wait, which polls
 // (spins) in Open MPI and MPICH, so that waiting ranks load the host as in a real run.
 void spinning_barrier(MPI_Comm comm) {
   MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  check(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+  check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
 }
 
 }  // namespace
@@ -38,8 +35,8 @@ placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOpti
   }
   int rank = 0;
   int size = 1;
-  check(MPI_Comm_rank(host, &rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(host, &size), "MPI_Comm_size");
+  check_mpi(MPI_Comm_rank(host, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
   // Long enough that the ranks' timed steps overlap: they start the units together but
   // spend a varying time planning and building the model first, which a run of a few
   // milliseconds would not cover (the first version measured 1.03 for 3 ranks computing
@@ -52,7 +49,7 @@ placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOpti
   double alone_s = 0.0;
   if (rank == 0) alone_s = time_runtime_units(overlapping).mean_compute_s;
   quiet_barrier(host);
-  check(MPI_Bcast(&alone_s, 1, MPI_DOUBLE, 0, host), "MPI_Bcast");
+  check_mpi(MPI_Bcast(&alone_s, 1, MPI_DOUBLE, 0, host), "MPI_Bcast");
   if (!(alone_s > 0.0)) throw_runtime("host sharing: the units took no time alone");
   placement::HostSharing sharing;
   for (int ranks = 2; ranks <= size; ++ranks) {
@@ -70,7 +67,8 @@ placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOpti
         quiet_barrier(host);
       }
       std::vector<double> ratios(rank == 0 ? static_cast<size_t>(size) : 0);
-      check(MPI_Gather(&ratio, 1, MPI_DOUBLE, ratios.data(), 1, MPI_DOUBLE, 0, host), "MPI_Gather");
+      check_mpi(MPI_Gather(&ratio, 1, MPI_DOUBLE, ratios.data(), 1, MPI_DOUBLE, 0, host),
+                "MPI_Gather");
       if (rank == 0) {
         ratios.resize(static_cast<size_t>(busy));
         // No faster than alone: a smaller ratio is timing noise.

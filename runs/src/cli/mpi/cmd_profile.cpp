@@ -300,18 +300,20 @@ void check_options(const ProfileOptions& o) {
 void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& options,
                                    bool rank0_failed) {
   int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  int go = rank0_failed ? 0 : 1;
-  double solo_s = run.profile.runtime_forward_s + run.profile.runtime_backward_s;
-  MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  MPI_Bcast(&solo_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
+  // Rank 0's units alone; 0 when it failed, NaN without units (a CPU-time profile).
+  double solo_s =
+      rank0_failed ? 0.0 : run.profile.runtime_forward_s + run.profile.runtime_backward_s;
+  check_mpi(MPI_Bcast(&solo_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
   MPI_Comm host = MPI_COMM_NULL;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &host);
+  check_mpi(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &host),
+      "MPI_Comm_split_type");
   int lowest = world_rank;
-  MPI_Allreduce(&world_rank, &lowest, 1, MPI_INT, MPI_MIN, host);
+  check_mpi(MPI_Allreduce(&world_rank, &lowest, 1, MPI_INT, MPI_MIN, host), "MPI_Allreduce");
   int host_size = 1;
-  MPI_Comm_size(host, &host_size);
-  if (go && lowest == 0 && host_size > 1 && solo_s > 0.0) {
+  check_mpi(MPI_Comm_size(host, &host_size), "MPI_Comm_size");
+  if (lowest == 0 && host_size > 1 && solo_s > 0.0) {
     kernels::set_cpu_threads(options.threads);
     run.profile.host_sharing = measure_host_sharing(host, options, solo_s);
   }
