@@ -127,6 +127,14 @@ ComputeSharing CostModel::compute_sharing(int devices) const {
                                      profile_->host_sharing);
 }
 
+double CostModel::mini_batch_overhead_s(int64_t samples) const {
+  if (!profile_ || std::isnan(profile_->runtime_overhead_s) || profile_->batch_size < 1) {
+    return 0.0;
+  }
+  return profile_->runtime_overhead_s * static_cast<double>(samples) /
+         static_cast<double>(profile_->batch_size);
+}
+
 double CostModel::transfer_s(int64_t bytes) const {
   return link_.latency_s + static_cast<double>(bytes) / link_.bandwidth_bytes_per_s;
 }

@@ -25,7 +25,8 @@ const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", 
 const std::set<std::string, std::less<>> kOptionalKeys = {
     "graph_parameter_count",     "graph_forward_flops",
     "runtime_forward_s",         "runtime_backward_s",
-    "runtime_optimizer_s",       "devices_per_node",
+    "runtime_optimizer_s",       "runtime_overhead_s",
+    "devices_per_node",
     "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};
 // The inter-node link: all three keys or none (a profile measured on one node).
 const std::set<std::string, std::less<>> kInterNodeKeys = {
@@ -122,6 +123,8 @@ void apply_header(Profile& profile, int64_t& node_count, std::string_view key,
     profile.runtime_backward_s = reader.non_negative_time(value, "runtime_backward_s");
   } else if (key == "runtime_optimizer_s") {
     profile.runtime_optimizer_s = reader.non_negative_time(value, "runtime_optimizer_s");
+  } else if (key == "runtime_overhead_s") {
+    profile.runtime_overhead_s = reader.non_negative_time(value, "runtime_overhead_s");
   } else {
     node_count = reader.non_negative_integer(value, "node_count");
   }
@@ -307,7 +310,8 @@ void write_profile(std::ostream& out, const Profile& profile) {
   }
   for (const auto& [key, value] : {std::pair{"runtime_forward_s", profile.runtime_forward_s},
                                    std::pair{"runtime_backward_s", profile.runtime_backward_s},
-                                   std::pair{"runtime_optimizer_s", profile.runtime_optimizer_s}}) {
+                                   std::pair{"runtime_optimizer_s", profile.runtime_optimizer_s},
+                                   std::pair{"runtime_overhead_s", profile.runtime_overhead_s}}) {
     if (std::isnan(value)) continue;
     check_time(value, key);
     text << key << '\t' << format_number(value) << '\n';

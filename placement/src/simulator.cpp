@@ -43,6 +43,9 @@ void validate(const Schedule& schedule, const PipelineCosts& costs) {
       throw_invalid("simulator: stage " + std::to_string(i) + " has negative bytes");
     }
   }
+  if (!(costs.mini_batch_overhead_s >= 0.0) || !std::isfinite(costs.mini_batch_overhead_s)) {
+    throw_invalid("simulator: the mini-batch overhead must be a finite time >= 0");
+  }
   if (!(costs.link.latency_s >= 0.0) || !(costs.link.bandwidth_bytes_per_s > 0.0)) {
     throw_invalid("simulator: link latency must be >= 0 and bandwidth > 0");
   }
@@ -86,6 +89,8 @@ struct StageState {
   double clock_s = 0.0;
   double waiting_since_s = -1.0;  // start of the current receive's wait; -1: none
   bool computing = false;
+  bool drawing_batch = false;  // computing the mini-batch overhead, not an action
+  int drawn_mini_batch = -1;   // the last mini-batch whose overhead was charged
   double compute_start_s = 0.0;
   int64_t live_bytes = 0;
   bool started = false;
@@ -113,10 +118,14 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
     StageState& s = state[j];
     StageTimeline& timeline = result.stages[j];
     const StageCosts& c = costs.stages[j];
-    const Action& action = schedule.stage_actions[j][s.next];
     compute.finish(j, now_s);
     s.computing = false;
     s.clock_s = now_s;
+    if (s.drawing_batch) {  // not an action: nothing to account but the time
+      s.drawing_batch = false;
+      return;
+    }
+    const Action& action = schedule.stage_actions[j][s.next];
     timeline.busy_s += now_s - s.compute_start_s;
     timeline.last_end_s = now_s;
     if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
@@ -143,6 +152,15 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
     bool moved = false;
     while (!s.computing && s.clock_s <= now_s && s.next < actions.size()) {
       const Action& action = actions[s.next];
+      if (action.mini_batch > s.drawn_mini_batch) {
+        s.drawn_mini_batch = action.mini_batch;
+        if (costs.mini_batch_overhead_s > 0.0) {  // the runtime draws the batch first
+          s.computing = true;
+          s.drawing_batch = true;
+          compute.start(j, s.clock_s, costs.mini_batch_overhead_s);
+          return true;
+        }
+      }
       if (action.kind == ActionKind::receive) {
         if (s.waiting_since_s < 0.0) s.waiting_since_s = s.clock_s;
         const auto it = in_flight.find(key_of(action.peer_stage, j, action));

@@ -119,7 +119,7 @@ std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const
 
 double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                               const Placement& placement, const Schedule& schedule,
-                              const ComputeSharing& sharing) {
+                              const ComputeSharing& sharing, double mini_batch_overhead_s) {
   require_valid_placement(graph, placement);
   const int k = placement.device_count;
   if (schedule.messages != MessageLevel::node || schedule.stage_count != k) {
@@ -180,9 +180,15 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
     }
     return ready;
   };
+  if (!(mini_batch_overhead_s >= 0.0) || !std::isfinite(mini_batch_overhead_s)) {
+    throw_invalid("simulate_node_schedule: the mini-batch overhead must be a finite time >= 0");
+  }
   detail::SharedComputeClock compute(k, sharing);
   std::vector<size_t> next(static_cast<size_t>(k), 0);
   std::vector<double> device_free_s(static_cast<size_t>(k), 0.0);
+  // Each device draws a mini-batch (the overhead) before its first action of it.
+  std::vector<int> drawn_mini_batch(static_cast<size_t>(k), -1);
+  std::vector<char> drawing(static_cast<size_t>(k), 0);
   double makespan_s = 0.0;
   // Global time order, so that tasks running at once on one host share it.
   for (double now_s = 0.0;;) {
@@ -191,6 +197,16 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
       const auto dd = static_cast<size_t>(d);
       if (compute.running(d) || next[dd] >= lists[dd].size()) continue;
       const Action& a = *lists[dd][next[dd]];
+      if (a.mini_batch > drawn_mini_batch[dd] && mini_batch_overhead_s > 0.0) {
+        if (device_free_s[dd] > now_s) {
+          next_s = std::min(next_s, device_free_s[dd]);
+          continue;
+        }
+        drawn_mini_batch[dd] = a.mini_batch;
+        drawing[dd] = 1;
+        compute.start(d, now_s, mini_batch_overhead_s);
+        continue;
+      }
       const double ready = ready_s(a);
       if (ready < 0.0) continue;  // an input is still being computed
       const double start = std::max(ready, device_free_s[dd]);
@@ -209,6 +225,11 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
     if (ending < 0 || end > now_s) continue;
     const auto dd = static_cast<size_t>(ending);
     compute.finish(ending, now_s);
+    device_free_s[dd] = now_s;
+    if (drawing[dd]) {  // the overhead, not an action
+      drawing[dd] = 0;
+      continue;
+    }
     end_s[static_cast<size_t>(task_of(*lists[dd][next[dd]]))] = now_s;
     device_free_s[dd] = now_s;
     makespan_s = std::max(makespan_s, now_s);

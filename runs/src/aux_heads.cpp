@@ -37,6 +37,16 @@ NodeId add_layer(Graph& head, const std::string& name, const std::string& op, At
   return head.add_node(std::move(spec));
 }
 
+// What a head layer's time is calibrated by: its op, with grouped convolutions apart.
+std::string calibration_kind(const placement::Node& node) {
+  const auto groups = node.attributes.find("groups");
+  if (node.op == "conv2d" && groups != node.attributes.end() &&
+      std::holds_alternative<int64_t>(groups->second) && std::get<int64_t>(groups->second) > 1) {
+    return node.op + "/grouped";
+  }
+  return node.op;
+}
+
 int64_t scaled(int64_t channels, double multiplier) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(channels) * multiplier));
 }
@@ -89,9 +99,9 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
   return head;
 }
 
-HeadCalibration::Ratio HeadCalibration::of(const std::string& op) const {
-  if (const auto it = by_op.find(op); it != by_op.end()) return it->second;
-  if (const auto it = by_op.find(""); it != by_op.end()) return it->second;
+HeadCalibration::Ratio HeadCalibration::of(const placement::Node& node) const {
+  if (const auto it = by_kind.find(calibration_kind(node)); it != by_kind.end()) return it->second;
+  if (const auto it = by_kind.find(""); it != by_kind.end()) return it->second;
   return {};
 }
 
@@ -108,7 +118,7 @@ HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts&
   std::map<std::string, Sums> sums;
   for (const placement::Node& node : graph.nodes()) {
     if (node.op == "input") continue;
-    for (const std::string& key : {node.op, std::string()}) {
+    for (const std::string& key : {calibration_kind(node), std::string()}) {
       Sums& s = sums[key];
       s.forward += costs.forward_s[node.id];
       s.backward += costs.backward_s[node.id];
@@ -116,10 +126,10 @@ HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts&
       s.ideal_backward += ideal.backward_s[node.id];
     }
   }
-  for (const auto& [op, s] : sums) {
+  for (const auto& [kind, s] : sums) {
     // An op the roofline prices at 0 (or a profile at 0) gives no usable ratio.
     if (s.ideal_forward > 0.0 && s.ideal_backward > 0.0 && s.forward > 0.0 && s.backward > 0.0) {
-      calibration.by_op[op] = {s.forward / s.ideal_forward, s.backward / s.ideal_backward};
+      calibration.by_kind[kind] = {s.forward / s.ideal_forward, s.backward / s.ideal_backward};
     }
   }
   return calibration;
@@ -133,7 +143,7 @@ AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_
   AuxHeadCosts total;
   for (const placement::Node& node : head.nodes()) {
     if (node.op == "input") continue;
-    const HeadCalibration::Ratio ratio = calibration.of(node.op);
+    const HeadCalibration::Ratio ratio = calibration.of(node);
     total.forward_s += costs.forward_s[node.id] * ratio.forward;
     total.backward_s += costs.backward_s[node.id] * ratio.backward;
     total.parameter_count += node.parameter_count;

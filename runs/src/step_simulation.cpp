@@ -36,9 +36,12 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
   report.fallback_reason = std::move(reason);
   report.reach = placement.device_count - 1;
   const placement::ComputeSharing sharing = cost_model.compute_sharing(placement.device_count);
+  // The graph is built at the micro-batch size.
+  const double overhead_s = cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
   if (schedule == nullptr && !sharing.active()) {
+    // Every device starts the overhead later, nothing shares a host: the makespan shifts.
     report.step_time_s =
-        estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
+        overhead_s + estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
   } else {
     // The replay of the schedule the ranks execute (built here when not given: the list
     // schedule's), where ranks sharing a host slow each other down.
@@ -54,7 +57,8 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                                                   micro_batches));
     }
     report.step_time_s = placement::simulate_node_schedule(
-        graph, costs, cost_model.link(), placement, schedule ? *schedule : *built, sharing);
+        graph, costs, cost_model.link(), placement, schedule ? *schedule : *built, sharing,
+        overhead_s);
   }
   const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);
@@ -202,6 +206,9 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
+  // The graph is built at the micro-batch size.
+  pipeline.mini_batch_overhead_s =
+      cost_model.mini_batch_overhead_s(graph.batch_size() * schedule.micro_batches);
   std::vector<int64_t> parameters(k, 0);
   for (const Node& node : graph.nodes()) {
     parameters[placement.device_of_node[node.id]] += node.parameter_count;

@@ -139,6 +139,21 @@ TEST(CostModel, ProfileCalibratesNodeTimesToTheRuntimesUnits) {
   EXPECT_EQ(profile_text(sample_profile()).find("runtime_"), std::string::npos);
 }
 
+// The rest of the runtime's 1-rank step (drawing the batch) is charged per sample of the
+// profile's batch size; it survives the file; unmeasured, it is 0.
+TEST(CostModel, MiniBatchOverheadScalesWithTheSamples) {
+  Profile profile = sample_profile();
+  profile.batch_size = 4;
+  EXPECT_EQ(CostModel::from_profile(profile, test_device()).mini_batch_overhead_s(16), 0.0);
+  profile.runtime_overhead_s = 0.002;
+  const CostModel model = CostModel::from_profile(profile, test_device());
+  EXPECT_DOUBLE_EQ(model.mini_batch_overhead_s(4), 0.002);
+  EXPECT_DOUBLE_EQ(model.mini_batch_overhead_s(16), 0.008);
+  EXPECT_EQ(CostModel(test_device(), {}).mini_batch_overhead_s(16), 0.0);
+  EXPECT_EQ(parse(profile_text(profile)).runtime_overhead_s, 0.002);
+  EXPECT_THROW(parse(profile_text(sample_profile()) + "runtime_overhead_s\t-1\n"), Error);
+}
+
 TEST(CostModel, ProfileMustMatchGraphAndDevice) {
   const Graph graph = testing::diamond();
   Profile wrong_batch = sample_profile();

@@ -96,6 +96,25 @@ TEST(NodeSchedule, RanksSharingAHostSlowEachOtherDown) {
                    14.0);
 }
 
+// Each device draws the mini-batch (0.5) before its first task: the schedule of 14 starts
+// 0.5 later everywhere; sharing one host with factor 2, both draw at once for 1.
+TEST(NodeSchedule, EveryDeviceDrawsTheMiniBatchFirst) {
+  const Branches b;
+  const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1);
+  const Schedule schedule = node_level_schedule(request(1), tasks);
+  EXPECT_DOUBLE_EQ(
+      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, 0.5),
+      14.5);
+  HostSharing table;
+  table.slowdown[2] = {1.0, 2.0};
+  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                                          ComputeSharing::consecutive(2, 2, table), 0.5),
+                   17.0);
+  EXPECT_THROW(
+      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, -1.0),
+      Error);
+}
+
 TEST(NodeSchedule, ListOrderUsesBranchParallelismAscendingOrderDoesNot) {
   const Branches b;
   // Hand-computed, M = 1: list: device 0 runs F0 [0,1], F3 [1,5] while device 1 runs F1

@@ -73,6 +73,30 @@ TEST(Simulator, StagesSharingAHostSlowEachOtherDown) {
   }
 }
 
+// The runtime draws each mini-batch on every rank before the rank's first action of it: the
+// same GPipe K = 2, M = 2 case with 0.5 of it starts every stage 0.5 later (9.5), or, on
+// one host with factor 2 while both draw, 1 later (13); it is not busy time.
+TEST(Simulator, EveryStageDrawsTheMiniBatchFirst) {
+  PipelineCosts costs = uniform(2, 1.0, 2.0);
+  costs.mini_batch_overhead_s = 0.5;
+  const SimulationResult apart = run("global", costs, 2, 1, PipelineKind::gpipe);
+  EXPECT_DOUBLE_EQ(apart.makespan_s, 9.5);
+  for (const StageTimeline& stage : apart.stages) EXPECT_DOUBLE_EQ(stage.busy_s, 6.0);
+  EXPECT_DOUBLE_EQ(apart.stages[0].first_start_s, 0.5);
+  costs.sharing.table.slowdown[2] = {1.0, 2.0};
+  costs.sharing.host_of_device = {0, 0};
+  EXPECT_DOUBLE_EQ(run("global", costs, 2, 1, PipelineKind::gpipe).makespan_s, 13.0);
+  // Two mini-batches: drawn twice per stage; stage 0 draws the second right after its
+  // first optimiser step, not before the first mini-batch ends everywhere.
+  costs = uniform(2, 1.0, 2.0);
+  const double two = run("global", costs, 1, 2, PipelineKind::gpipe).makespan_s;
+  costs.mini_batch_overhead_s = 0.5;
+  EXPECT_GT(run("global", costs, 1, 2, PipelineKind::gpipe).makespan_s, two + 0.5);
+  EXPECT_LE(run("global", costs, 1, 2, PipelineKind::gpipe).makespan_s, two + 1.0);
+  costs.mini_batch_overhead_s = -1.0;
+  EXPECT_THROW(run("global", costs, 1), Error);
+}
+
 TEST(Simulator, OneFOneBMatchesGPipeTimeWithLessActivationMemory) {
   const int k = 4;
   const int m = 8;

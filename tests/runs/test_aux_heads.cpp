@@ -112,16 +112,45 @@ TEST(AuxHeads, ProfiledCostsScaleTheRooflinePerOp) {
   }
   const auto measured = placement::CostModel::from_profile(profile, device);
   const HeadCalibration calibration = head_calibration(seq, measured.node_costs(seq), measured);
-  ASSERT_EQ(calibration.by_op.count("linear"), 1u);
-  EXPECT_DOUBLE_EQ(calibration.of("linear").forward, 3.0);
-  EXPECT_DOUBLE_EQ(calibration.of("linear").backward, 2.0);
-  EXPECT_DOUBLE_EQ(calibration.of("layer_norm").forward, 3.0);  // the overall ratio
-  const Graph head = aux_head_graph(seq, 1);                    // layer norm, linear
+  ASSERT_EQ(calibration.by_kind.count("linear"), 1u);
+  const Graph head = aux_head_graph(seq, 1);  // layer norm, linear
+  ASSERT_EQ(head.node(2).op, "linear");
+  EXPECT_DOUBLE_EQ(calibration.of(head.node(2)).forward, 3.0);
+  EXPECT_DOUBLE_EQ(calibration.of(head.node(2)).backward, 2.0);
+  EXPECT_DOUBLE_EQ(calibration.of(head.node(1)).forward, 3.0);  // the overall ratio
   const AuxHeadCosts plain = aux_head_costs(head, measured);
   const AuxHeadCosts scaled = aux_head_costs(head, measured, calibration);
   EXPECT_DOUBLE_EQ(scaled.forward_s, 3.0 * plain.forward_s);
   EXPECT_DOUBLE_EQ(scaled.backward_s, 2.0 * plain.backward_s);
-  EXPECT_TRUE(head_calibration(seq, ideal, roofline).by_op.empty());
+  EXPECT_TRUE(head_calibration(seq, ideal, roofline).by_kind.empty());
+}
+
+// A head's dense 3x3 convolutions take the ratio of the model's dense convolutions, not
+// that of its depthwise (grouped) ones, which run much further below their roofline.
+TEST(AuxHeads, GroupedConvolutionsCalibrateApart) {
+  const Graph mobilenet = placement::build_model("mobilenet_v2-small");
+  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  const placement::NodeCosts ideal = placement::CostModel(device, {}).node_costs(mobilenet);
+  placement::Profile profile;
+  profile.device_name = "dev";
+  profile.batch_size = mobilenet.batch_size();
+  bool grouped = false;
+  for (const placement::Node& node : mobilenet.nodes()) {
+    const bool is_grouped = node.attributes.count("groups") > 0;
+    grouped = grouped || is_grouped;
+    const double ratio = node.op == "input" ? 0.0 : is_grouped ? 10.0 : 2.0;
+    profile.nodes.push_back(
+        {node.name, ratio * ideal.forward_s[node.id], ratio * ideal.backward_s[node.id]});
+  }
+  ASSERT_TRUE(grouped);
+  const auto measured = placement::CostModel::from_profile(profile, device);
+  const HeadCalibration calibration =
+      head_calibration(mobilenet, measured.node_costs(mobilenet), measured);
+  EXPECT_DOUBLE_EQ(calibration.by_kind.at("conv2d").forward, 2.0);
+  EXPECT_DOUBLE_EQ(calibration.by_kind.at("conv2d/grouped").backward, 10.0);
+  const Graph head = aux_head_graph(mobilenet, mobilenet.node_count() / 2);
+  ASSERT_EQ(head.node(1).op, "conv2d");
+  EXPECT_DOUBLE_EQ(calibration.of(head.node(1)).forward, 2.0);
 }
 
 }  // namespace

@@ -15,8 +15,6 @@
 namespace interplace::runs {
 namespace {
 
-constexpr double kMeasuredSeconds = 1.0;
-constexpr int kMaxSteps = 2000;
 
 // A barrier entered the way the runtime waits for a message: MPI_Wait, which polls
 // (spins) in Open MPI and MPICH, so that waiting ranks load the host as in a real run.
@@ -42,8 +40,7 @@ placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOpti
   // milliseconds would not cover (the first version measured 1.03 for 3 ranks computing
   // on 2 cores). About a second of steps at the solo speed.
   RuntimeUnitOptions overlapping = options;
-  overlapping.steps =
-      std::clamp(static_cast<int>(std::ceil(kMeasuredSeconds / solo_s)), options.steps, kMaxSteps);
+  overlapping.steps = runtime_unit_steps(solo_s, options.steps);
   // The reference: host rank 0 alone, measured the same way (a mean, not the profile's
   // medians).
   double alone_s = 0.0;

@@ -1,5 +1,7 @@
 // interplace profile's calibration run: the real runtime on one rank (interplace/runs/
 // profiling.hpp, time_runtime_units).
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
@@ -8,6 +10,14 @@
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
+
+int runtime_unit_steps(double step_s, int at_least) {
+  constexpr double kMeasuredSeconds = 1.0;
+  constexpr int kMaxSteps = 2000;
+  if (!(step_s > 0.0) || !std::isfinite(step_s)) return std::max(at_least, 1);
+  return std::clamp(static_cast<int>(std::ceil(kMeasuredSeconds / step_s)), std::max(at_least, 1),
+                    std::max(kMaxSteps, at_least));
+}
 
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   if (options.steps < 1) throw_invalid("runtime units: steps must be >= 1");
@@ -25,18 +35,22 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.threads_per_rank = options.threads;
   const TrainPlan plan = plan_training(config);
   const TrainResult result = train(plan, MPI_COMM_SELF);
-  std::vector<double> forward, backward, optimizer;
+  std::vector<double> forward, backward, optimizer, overhead;
   for (const StepRecord& step : result.steps) {
     if (step.warmup || step.ranks.empty()) continue;
     forward.push_back(step.ranks[0].forward_s);
     backward.push_back(step.ranks[0].backward_s);
     optimizer.push_back(step.ranks[0].optimizer_s);
+    overhead.push_back(step.ranks[0].overhead_s);
   }
   if (forward.empty()) throw_runtime("runtime units: no measured step");
   double total_s = 0.0;
   for (size_t i = 0; i < forward.size(); ++i) total_s += forward[i] + backward[i];
-  return {kernels::median(forward), kernels::median(backward), kernels::median(optimizer),
-          total_s / static_cast<double>(forward.size())};
+  return {.forward_s = kernels::median(forward),
+          .backward_s = kernels::median(backward),
+          .optimizer_s = kernels::median(optimizer),
+          .overhead_s = kernels::median(overhead),
+          .mean_compute_s = total_s / static_cast<double>(forward.size())};
 }
 
 }  // namespace interplace::runs

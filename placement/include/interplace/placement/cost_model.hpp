@@ -99,6 +99,11 @@ class CostModel {
   ComputeSharing compute_sharing(int devices) const;
 
   double transfer_s(int64_t bytes) const;
+  // What a rank spends at the start of a mini-batch of `samples` samples outside its
+  // units (drawing and slicing the batch): the profile's runtime_overhead_s per sample
+  // of its batch size, times `samples`; 0 without a measured one (the roofline has no
+  // term for it).
+  double mini_batch_overhead_s(int64_t samples) const;
   double roofline_s(int64_t flops, int64_t bytes) const;
   int64_t parameter_state_bytes(int64_t parameter_count) const;
 

@@ -90,6 +90,12 @@ struct Profile {
   double runtime_forward_s = std::numeric_limits<double>::quiet_NaN();
   double runtime_backward_s = std::numeric_limits<double>::quiet_NaN();
   double runtime_optimizer_s = std::numeric_limits<double>::quiet_NaN();
+  // The rest of such a step on one rank: the time in no unit (drawing the batch from the
+  // data set and slicing it, the runtime's per-step bookkeeping), the median over the same
+  // steps. Every rank does it at the start of its step (every rank draws the batch), so the
+  // simulators charge it there, scaled to the mini-batch's samples (docs/simulator.md,
+  // "The step's overhead"). NaN: not measured (profiles written before it existed).
+  double runtime_overhead_s = std::numeric_limits<double>::quiet_NaN();
   // Empty: not measured (a profile of one rank, or written before it existed).
   HostSharing host_sharing;
 };

@@ -46,6 +46,11 @@ struct PipelineCosts {
   // Stages (ranks) that share a host and slow each other down while they compute at once;
   // by default none do.
   ComputeSharing sharing;
+  // What every stage spends at the start of each mini-batch before its first action, in no
+  // unit (the runtime draws and slices the batch there: CostModel::mini_batch_overhead_s).
+  // It occupies the stage's host like compute but is not busy time (the runtime counts it
+  // in overhead_s, part of idle_s).
+  double mini_batch_overhead_s = 0.0;
 };
 
 struct TraceEvent {

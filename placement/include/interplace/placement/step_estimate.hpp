@@ -38,11 +38,14 @@ std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const
 // the producer ends: for a forward its producers' forwards, for a backward its own forward
 // and its consumers' backwards); the optimiser step is not modelled. Returns the makespan
 // per mini-batch. With `sharing`, tasks of devices on one host that run at once slow each
-// other down (compute_sharing.hpp). Throws runtime when the lists deadlock, invalid_input
-// when the schedule is not node-level for this placement.
+// other down (compute_sharing.hpp). Every device spends `mini_batch_overhead_s` (as
+// compute, not a task) before its first action of each mini-batch, as the runtime draws
+// the batch there. Throws runtime when the lists deadlock, invalid_input when the schedule
+// is not node-level for this placement.
 double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
                               const Placement& placement, const Schedule& schedule,
-                              const ComputeSharing& sharing = {});
+                              const ComputeSharing& sharing = {},
+                              double mini_batch_overhead_s = 0.0);
 
 // The same estimate for many placements of one graph (refine calls it thousands of
 // times): keeps its buffers between calls. Holds references to `graph` and `costs`,

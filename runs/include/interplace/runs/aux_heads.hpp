@@ -53,8 +53,11 @@ struct HeadCalibration {
     double forward = 1.0;
     double backward = 1.0;
   };
-  std::map<std::string, Ratio> by_op;     // op -> ratio; "" -> over all nodes
-  Ratio of(const std::string& op) const;  // the op's, else the overall, else 1
+  // kind -> ratio; "" -> over all nodes. A kind is the op, with grouped convolutions
+  // apart ("conv2d/grouped"): a depthwise convolution runs far below its roofline, and a
+  // head's dense convolutions priced at its ratio cost several times their measured time.
+  std::map<std::string, Ratio> by_kind;
+  Ratio of(const placement::Node& node) const;  // the kind's, else the overall, else 1
 };
 // Empty (every ratio 1) when the cost model has no profile: roofline costs need none.
 HeadCalibration head_calibration(const placement::Graph& graph, const placement::NodeCosts& costs,

@@ -48,6 +48,7 @@ struct RuntimeUnits {
   double forward_s = 0.0;
   double backward_s = 0.0;
   double optimizer_s = 0.0;
+  double overhead_s = 0.0;  // the step's time in no unit (RankStepRecord::overhead_s)
   // The mean over the measured steps of forward + backward: a throughput, which keeps the
   // rare long steps a time-shared core gives (the medians above drop them).
   double mean_compute_s = 0.0;
@@ -62,6 +63,10 @@ struct RuntimeUnitOptions {
   int threads = 1;  // CPU threads of this rank
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
+// Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): one
+// step of a small model takes milliseconds, and a median over 5 of them moved by 60%
+// between two profiles of one machine (mobilenet_v2-small, micro-batch 8).
+int runtime_unit_steps(double step_s, int at_least);
 
 // One message size of the ping-pong: the median over `iterations` round trips, halved.
 struct PingPongSample {

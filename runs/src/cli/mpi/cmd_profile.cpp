@@ -141,7 +141,8 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
            format_seconds(p.runtime_optimizer_s) + " (" + "x" +
            format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
            format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
-           " the per-node sums)\n";
+           " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
+           format_seconds(p.runtime_overhead_s) + "\n";
   }
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
@@ -262,6 +263,7 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
              .number("runtime_forward_s", p.runtime_forward_s)
              .number("runtime_backward_s", p.runtime_backward_s)
              .number("runtime_optimizer_s", p.runtime_optimizer_s)
+             .number("runtime_overhead_s", p.runtime_overhead_s)
              .raw("host_sharing", sharing)
              .raw("slowest_nodes", nodes)
              .raw("link", link.str())
@@ -403,10 +405,17 @@ std::string run_profile(const ProfileOptions& o) {
       // The runtime times the wall clock, so a CPU-time profile has no runtime units (cost
       // model: no calibration) and no host sharing (docs/simulator.md).
       if (o.clock != "cpu") {
-        const RuntimeUnits units = time_runtime_units(unit_options);
+        double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s
+        for (const placement::NodeTiming& n : run.profile.nodes) {
+          nodes_s += n.forward_s + n.backward_s;
+        }
+        RuntimeUnitOptions calibration = unit_options;
+        calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
+        const RuntimeUnits units = time_runtime_units(calibration);
         run.profile.runtime_forward_s = units.forward_s;
         run.profile.runtime_backward_s = units.backward_s;
         run.profile.runtime_optimizer_s = units.optimizer_s;
+        run.profile.runtime_overhead_s = units.overhead_s;
       }
     } catch (...) {
       failure = std::current_exception();
