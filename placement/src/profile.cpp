@@ -23,11 +23,9 @@ const std::set<std::string, std::less<>> kHeaderKeys = {"device", "batch_size", 
                                                         "link_bandwidth_bytes_per_s", "node_count"};
 // Keys a profile may have (written since the graph totals are recorded; older files lack them).
 const std::set<std::string, std::less<>> kOptionalKeys = {
-    "graph_parameter_count",     "graph_forward_flops",
-    "runtime_forward_s",         "runtime_backward_s",
-    "runtime_optimizer_s",       "runtime_overhead_s",
-    "devices_per_node",
-    "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};
+    "graph_parameter_count", "graph_forward_flops",       "runtime_forward_s",
+    "runtime_backward_s",    "runtime_optimizer_s",       "runtime_overhead_s",
+    "devices_per_node",      "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};
 // The inter-node link: all three keys or none (a profile measured on one node).
 const std::set<std::string, std::less<>> kInterNodeKeys = {
     "devices_per_node", "inter_node_link_latency_s", "inter_node_link_bandwidth_bytes_per_s"};

@@ -40,8 +40,8 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
   const double overhead_s = cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
   if (schedule == nullptr && !sharing.active()) {
     // Every device starts the overhead later, nothing shares a host: the makespan shifts.
-    report.step_time_s =
-        overhead_s + estimate_step_time_s(graph, costs, cost_model.link(), placement, micro_batches);
+    report.step_time_s = overhead_s + estimate_step_time_s(graph, costs, cost_model.link(),
+                                                           placement, micro_batches);
   } else {
     // The replay of the schedule the ranks execute (built here when not given: the list
     // schedule's), where ranks sharing a host slow each other down.
@@ -56,9 +56,9 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
           request, placement::list_schedule_tasks(graph, costs, cost_model.link(), placement,
                                                   micro_batches));
     }
-    report.step_time_s = placement::simulate_node_schedule(
-        graph, costs, cost_model.link(), placement, schedule ? *schedule : *built, sharing,
-        overhead_s);
+    report.step_time_s =
+        placement::simulate_node_schedule(graph, costs, cost_model.link(), placement,
+                                          schedule ? *schedule : *built, sharing, overhead_s);
   }
   const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);

@@ -15,7 +15,6 @@
 namespace interplace::runs {
 namespace {
 
-
 // A barrier entered the way the runtime waits for a message: MPI_Wait, which polls
 // (spins) in Open MPI and MPICH, so that waiting ranks load the host as in a real run.
 void spinning_barrier(MPI_Comm comm) {
