@@ -158,6 +158,21 @@ void read_host_sharing(Profile& profile, const std::vector<std::string_view>& fi
   }
 }
 
+// link_curve<TAB>bytes<TAB>seconds (and inter_node_link_curve): one measured point per
+// line, bytes strictly ascending over the lines.
+void read_link_point(std::vector<LinkPoint>& curve, const std::vector<std::string_view>& fields,
+                     const LineReader& reader) {
+  const std::string key(fields[0]);
+  if (fields.size() != 3) reader.fail("a " + key + " line is " + key + ", bytes, seconds");
+  const int64_t bytes = reader.non_negative_integer(fields[1], (key + " bytes").c_str());
+  if (bytes < 1) reader.fail(key + " bytes must be >= 1");
+  if (!curve.empty() && bytes <= curve.back().bytes) {
+    reader.fail(key + " points must have ascending bytes, got " + std::to_string(bytes) +
+                " after " + std::to_string(curve.back().bytes));
+  }
+  curve.push_back({bytes, reader.non_negative_time(fields[2], (key + " seconds").c_str())});
+}
+
 }  // namespace
 
 double HostSharing::factor(int ranks_on_host, int busy) const {
@@ -214,6 +229,14 @@ Profile read_profile(std::istream& in, std::string_view source) {
       read_host_sharing(profile, fields, reader);
       continue;
     }
+    if (fields[0] == "link_curve") {
+      read_link_point(profile.link.curve, fields, reader);
+      continue;
+    }
+    if (fields[0] == "inter_node_link_curve") {
+      read_link_point(profile.link.inter_node_curve, fields, reader);
+      continue;
+    }
     if (kHeaderKeys.count(fields[0]) == 0 && kOptionalKeys.count(fields[0]) == 0) {
       reader.fail("unknown key '" + std::string(fields[0]) + "'");
     }
@@ -235,6 +258,9 @@ Profile read_profile(std::istream& in, std::string_view source) {
     throw_invalid(where +
                   "the inter-node link needs all of devices_per_node, inter_node_link_latency_s "
                   "and inter_node_link_bandwidth_bytes_per_s, or none of them");
+  }
+  if (!profile.link.inter_node_curve.empty() && inter_node_keys == 0) {
+    throw_invalid(where + "inter_node_link_curve without the inter-node link's keys");
   }
   if (declared_node_count != static_cast<int64_t>(profile.nodes.size())) {
     throw_invalid(where + "node_count says " + std::to_string(declared_node_count) + " but " +
@@ -300,6 +326,18 @@ void write_profile(std::ostream& out, const Profile& profile) {
                  : format_number(profile.link.inter_node_bandwidth_bytes_per_s))
          << '\n';
   }
+  const auto write_curve = [&](const char* key, const std::vector<LinkPoint>& curve) {
+    for (size_t i = 0; i < curve.size(); ++i) {
+      if (curve[i].bytes < 1 || (i > 0 && curve[i].bytes <= curve[i - 1].bytes)) {
+        throw_invalid(std::string("profile: ") + key + " points need ascending bytes >= 1");
+      }
+      check_time(curve[i].seconds, key);
+      text << key << '\t' << curve[i].bytes << '\t' << format_number(curve[i].seconds) << '\n';
+    }
+  };
+  write_curve("link_curve", profile.link.curve);
+  if (profile.link.multi_node())
+    write_curve("inter_node_link_curve", profile.link.inter_node_curve);
   if (profile.graph_parameter_count > 0) {
     text << "graph_parameter_count\t" << profile.graph_parameter_count << '\n';
   }

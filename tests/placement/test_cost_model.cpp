@@ -286,6 +286,50 @@ TEST(LinkSpec, PicksTheLinkByNode) {
   EXPECT_DOUBLE_EQ(link.slowest_transfer_s(1000), 1e-5 + 1e-6);
 }
 
+// The measured curve: linear between its points, the first point's time below it, the
+// last one's plus the rest at the bandwidth above it; per link level.
+TEST(LinkSpec, InterpolatesTheMeasuredCurve) {
+  LinkSpec link;
+  link.latency_s = 1e-6;
+  link.bandwidth_bytes_per_s = 1e9;
+  link.curve = {{1, 1e-6}, {1000, 2e-6}, {100000, 2e-5}};
+  EXPECT_DOUBLE_EQ(link.transfer_s(1, 0, 1), 1e-6);
+  EXPECT_DOUBLE_EQ(link.transfer_s(0, 0, 1), 1e-6);
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 1), 2e-6);
+  EXPECT_NEAR(link.transfer_s(500, 0, 1), 1e-6 + 499.0 / 999.0 * 1e-6, 1e-18);
+  EXPECT_NEAR(link.transfer_s(50500, 0, 1), 2e-6 + 0.5 * 1.8e-5, 1e-15);
+  EXPECT_DOUBLE_EQ(link.transfer_s(200000, 0, 1), 2e-5 + 100000 / 1e9);
+  // The inter-node level has its own curve, or none.
+  link.devices_per_node = 1;
+  link.inter_node_latency_s = 1e-5;
+  link.inter_node_bandwidth_bytes_per_s = 1e8;
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 1), 1e-5 + 1000 / 1e8);
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 0), 2e-6);
+  link.inter_node_curve = {{1, 3e-6}, {1000, 4e-6}};
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 1), 4e-6);
+  // One point is no curve.
+  link.curve = {{1, 5.0}};
+  EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 0), 1e-6 + 1000 / 1e9);
+}
+
+TEST(Profile, LinkCurvesRoundTripAndAreChecked) {
+  Profile profile = sample_profile();
+  profile.link.curve = {{1, 5e-7}, {1024, 1e-6}, {1 << 20, 3e-4}};
+  const Profile back = parse(profile_text(profile));
+  ASSERT_EQ(back.link.curve.size(), 3u);
+  EXPECT_EQ(back.link.curve[2].bytes, 1 << 20);
+  EXPECT_EQ(back.link.curve[2].seconds, 3e-4);
+  EXPECT_TRUE(back.link.inter_node_curve.empty());
+  const std::string head = profile_text(sample_profile());
+  for (const char* bad :
+       {"link_curve\t4\t1e-6\nlink_curve\t4\t2e-6\n", "link_curve\t0\t1e-6\n", "link_curve\t4\n",
+        "link_curve\t4\t-1\n", "inter_node_link_curve\t4\t1e-6\n"}) {
+    EXPECT_THROW(parse(head + bad), Error) << bad;
+  }
+  profile.link.curve = {{8, 1e-6}, {4, 1e-6}};
+  EXPECT_THROW(profile_text(profile), Error);
+}
+
 TEST(Profile, FileRoundTripAndMissingFile) {
   const auto path = std::filesystem::temp_directory_path() / "interplace_profile_test.tsv";
   write_profile_file(path, sample_profile());

@@ -127,6 +127,8 @@ placement::CostModel make_cost_model(const DeviceSelection& s) {
   if (given(s.latency_option)) profile.link.latency_s = link.latency_s;
   if (given(s.link_bandwidth_option))
     profile.link.bandwidth_bytes_per_s = link.bandwidth_bytes_per_s;
+  // A flag replaces the measured link, its curve included.
+  if (given(s.latency_option) || given(s.link_bandwidth_option)) profile.link.curve.clear();
   device.name.clear();  // the profile names the device it was measured on
   placement::CostModel model =
       placement::CostModel::from_profile(std::move(profile), device, optimizer);

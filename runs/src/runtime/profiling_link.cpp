@@ -112,6 +112,9 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, int peer, kernels
   if (rank != 0) return result;
   result.measured = true;
   result.link.latency_s = result.samples.front().half_round_trip_s;
+  for (const PingPongSample& sample : result.samples) {
+    result.link.curve.push_back({sample.bytes, sample.half_round_trip_s});
+  }
   const PingPongSample& largest = result.samples.back();
   // A zero time (a timer too coarse) would mean an infinite bandwidth, which the format
   // allows, but it would be a wrong measurement: floor it at the timer's resolution.

@@ -20,31 +20,64 @@ namespace interplace::placement {
 // shared memory), two devices of different nodes over the inter-node one (the network:
 // InfiniBand, TCP). devices_per_node = 0 (the default) puts every device on one node, the
 // single link of the model before it had two levels.
+// One measured point of a link: a message of `bytes` takes `seconds` one way (the median
+// half round trip of an MPI ping-pong).
+struct LinkPoint {
+  int64_t bytes = 0;
+  double seconds = 0.0;
+};
+
 struct LinkSpec {
   double latency_s = 0.0;
   double bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
   int devices_per_node = 0;
   double inter_node_latency_s = 0.0;
   double inter_node_bandwidth_bytes_per_s = std::numeric_limits<double>::infinity();
+  // The measured curves (ascending bytes; empty: not measured). Where there is one, a
+  // message's time is interpolated on it instead of latency + bytes / bandwidth: shared
+  // memory moves a 256 KiB message twice as fast per byte as a 64 MiB one (caches), which
+  // a line through 1 B and the largest message misses (docs/simulator.md#communication).
+  std::vector<LinkPoint> curve = {};
+  std::vector<LinkPoint> inter_node_curve = {};
 
   bool multi_node() const { return devices_per_node > 0; }
   bool same_node(int device_a, int device_b) const {
     return !multi_node() || device_a / devices_per_node == device_b / devices_per_node;
   }
-  // latency + bytes / bandwidth of the link between the two devices.
+  // The time of `bytes` between the two devices: on the measured curve of their link, else
+  // latency + bytes / bandwidth.
   double transfer_s(int64_t bytes, int from_device, int to_device) const {
     return same_node(from_device, to_device)
-               ? latency_s + static_cast<double>(bytes) / bandwidth_bytes_per_s
-               : inter_node_latency_s +
-                     static_cast<double>(bytes) / inter_node_bandwidth_bytes_per_s;
+               ? time_on(curve, latency_s, bandwidth_bytes_per_s, bytes)
+               : time_on(inter_node_curve, inter_node_latency_s, inter_node_bandwidth_bytes_per_s,
+                         bytes);
   }
   // The slowest link any message may cross (the inter-node one when there are nodes): for
   // estimates that do not know the devices of a message.
   double slowest_transfer_s(int64_t bytes) const {
-    const double intra = latency_s + static_cast<double>(bytes) / bandwidth_bytes_per_s;
+    const double intra = time_on(curve, latency_s, bandwidth_bytes_per_s, bytes);
     if (!multi_node()) return intra;
-    return std::max(intra, inter_node_latency_s +
-                               static_cast<double>(bytes) / inter_node_bandwidth_bytes_per_s);
+    return std::max(intra, time_on(inter_node_curve, inter_node_latency_s,
+                                   inter_node_bandwidth_bytes_per_s, bytes));
+  }
+  // Linear between the curve's points; below the first, the first's time; beyond the last,
+  // the last's time plus the rest at `bandwidth`. Without a curve (fewer than 2 points),
+  // latency + bytes / bandwidth.
+  static double time_on(const std::vector<LinkPoint>& curve, double latency_s, double bandwidth,
+                        int64_t bytes) {
+    if (curve.size() < 2) return latency_s + static_cast<double>(bytes) / bandwidth;
+    if (bytes <= curve.front().bytes) return curve.front().seconds;
+    if (bytes >= curve.back().bytes) {
+      return curve.back().seconds + static_cast<double>(bytes - curve.back().bytes) / bandwidth;
+    }
+    const auto above =
+        std::upper_bound(curve.begin(), curve.end(), bytes,
+                         [](int64_t value, const LinkPoint& point) { return value < point.bytes; });
+    const LinkPoint& low = *(above - 1);
+    const LinkPoint& high = *above;
+    const double t =
+        static_cast<double>(bytes - low.bytes) / static_cast<double>(high.bytes - low.bytes);
+    return low.seconds + t * (high.seconds - low.seconds);
   }
 };
 

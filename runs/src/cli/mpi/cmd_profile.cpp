@@ -394,6 +394,7 @@ std::string run_profile(const ProfileOptions& o) {
         run.profile.link.inter_node_latency_s = run.inter_node.link.latency_s;
         run.profile.link.inter_node_bandwidth_bytes_per_s =
             run.inter_node.link.bandwidth_bytes_per_s;
+        run.profile.link.inter_node_curve = run.inter_node.link.curve;
       } else {
         run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
       }
