@@ -104,3 +104,11 @@ def test_a_nan_cpu_time_falls_back_to_the_wall_clock():
     t = _timeline(2.0, 1.0, 1.0, 0.5)
     t.loc[3, "cpu_s"] = np.nan
     assert _table([t], SIMULATED).loc[1, "measured_clock"] == "wall"
+
+
+def test_runs_of_both_clocks_use_the_cpu_timed_ones():
+    t = _table([_timeline(2.0, 2.0, None, None), _timeline(2.0, 2.0, 1.0, 0.5)], SIMULATED)
+    row = t.loc[1]
+    assert row["measured_clock"] == "cpu"
+    assert row["runs"] == 1
+    assert row["measured_saving"] == pytest.approx(0.5)
