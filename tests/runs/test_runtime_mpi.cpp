@@ -285,6 +285,11 @@ TEST(Runtime, StreamedStepsEqualTheGatheredRecords) {
     for (size_t k = 0; k < a.ranks.size(); ++k) {
       EXPECT_EQ(a.ranks[k].forward_s, b.ranks[k].forward_s);
       EXPECT_EQ(a.ranks[k].bytes_sent, b.ranks[k].bytes_sent);
+      // The CPU times travel in the same row (kStepFields) both ways.
+      EXPECT_EQ(a.ranks[k].step_cpu_s, b.ranks[k].step_cpu_s);
+      EXPECT_EQ(a.ranks[k].backward_cpu_s, b.ranks[k].backward_cpu_s);
+      EXPECT_EQ(a.ranks[k].optimizer_cpu_s, b.ranks[k].optimizer_cpu_s);
+      EXPECT_GT(b.ranks[k].backward_cpu_s, 0.0);
     }
   }
 }
