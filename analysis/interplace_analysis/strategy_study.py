@@ -218,8 +218,14 @@ def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
     if rs.empty:
         return Table(f"ranks_{_slug(model)}", f"{model}: per-rank times", pd.DataFrame())
     rs = rs.assign(compute_s=rs[list(COMPUTE)].sum(axis=1))
+    # The same in the rank's main-thread CPU time where the files have it (NaN, shown as
+    # n/a, where not): with ranks sharing cores, compute_s includes other ranks' slices.
+    cpu = [c.replace("_s", "_cpu_s") for c in COMPUTE]
+    rs = rs.assign(compute_cpu_s=rs[cpu].sum(axis=1, min_count=len(cpu))
+                   if set(cpu) <= set(rs) else np.nan,
+                   step_cpu_s=rs["step_cpu_s"] if "step_cpu_s" in rs else np.nan)
     cols = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "compute_s",
-            "comm_wait_s", "idle_s", "utilisation"]
+            "comm_wait_s", "idle_s", "utilisation", "step_cpu_s", "compute_cpu_s"]
     frame = (rs.groupby(["strategy_label", "rank"], sort=False)[cols]
              .agg(lambda v: stats.median(v.to_numpy(dtype=float))).reset_index()
              .rename(columns={"strategy_label": "strategy"}))
@@ -227,7 +233,8 @@ def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
                               key=lambda s: s.map(label_key) if s.name == "strategy" else s)
     return Table(f"ranks_{_slug(model)}",
                  f"{model}: per rank, median over seeds of the median over measured steps"
-                 " (seconds per step; utilisation = compute / the rank's step time)",
+                 " (seconds per step; utilisation = compute / the rank's step time;"
+                 " *_cpu_s: the rank's main-thread CPU time, n/a in files without it)",
                  frame, ["strategy", "rank"] + cols)
 
 

@@ -112,3 +112,12 @@ def test_runs_of_both_clocks_use_the_cpu_timed_ones():
     assert row["measured_clock"] == "cpu"
     assert row["runs"] == 1
     assert row["measured_saving"] == pytest.approx(0.5)
+
+
+def test_rank_table_has_the_cpu_compute_where_present(mixed_file):
+    r = load_results([mixed_file])
+    runs = r.ok[r.ok["order"] == "topo"]
+    t = study.rank_table(runs, r, "resnet20").frame
+    assert t["compute_cpu_s"].tolist() == pytest.approx((0.5 * t["compute_s"]).tolist())
+    old = study.rank_table(r.ok[r.ok["order"] == "dfs"], r, "resnet20").frame
+    assert old["compute_cpu_s"].isna().all() and old["compute_s"].notna().all()
