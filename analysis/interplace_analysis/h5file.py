@@ -37,12 +37,16 @@ STEP_RANK_DATASETS = ("aux_loss", "aux_accuracy")
 RANK_DATASETS = (
     "step_s", "forward_s", "backward_s", "aux_s", "optimizer_s",
     "comm_wait_s", "idle_s", "overhead_s", "bytes_sent", "peak_memory_bytes",
+    # The rank's main-thread CPU time (absent in files written before it was recorded).
+    "step_cpu_s", "forward_cpu_s", "backward_cpu_s", "aux_cpu_s", "optimizer_cpu_s",
 )
 # The test-split evaluations during training (eval_epochs; absent before they existed).
 EVALUATION_DATASETS = ("epoch", "step", "loss", "accuracy", "samples")
 TIMELINE_DATASETS = ("rank", "kind", "start_s", "end_s")
 # The schedule action of each event (absent in files written before they were recorded).
 TIMELINE_ACTION_DATASETS = ("action", "micro_batch", "loss_stage", "peer")
+# The CPU time of each measured event (absent in older files and in prediction/timeline).
+TIMELINE_OPTIONAL_DATASETS = TIMELINE_ACTION_DATASETS + ("cpu_s",)
 GRAPH_ATTRIBUTES = (
     "node_count", "edge_count", "depth", "max_width",
     "mean_branching_factor", "critical_path_cost_share",
@@ -173,9 +177,9 @@ def _check_shapes(rec: ConfigRecord, where: str) -> None:
 
 
 def _read_timeline(group: h5py.Group, where: str) -> pd.DataFrame:
-    """A ``timeline`` subgroup as a frame: the required columns, and the action columns
-    where the file has them."""
-    names = TIMELINE_DATASETS + TIMELINE_ACTION_DATASETS
+    """A ``timeline`` subgroup as a frame: the required columns, and the action and CPU
+    time columns where the file has them."""
+    names = TIMELINE_DATASETS + TIMELINE_OPTIONAL_DATASETS
     t = _read_subgroup(group, "timeline", names, where)
     missing = [n for n in TIMELINE_DATASETS if n not in t]
     if missing:

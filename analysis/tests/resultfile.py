@@ -66,6 +66,9 @@ class Cfg:
         node_count=70, edge_count=78, depth=62, max_width=2, mean_branching_factor=1.13,
         critical_path_cost_share=0.97))
     timeline: list[tuple[int, str, float, float]] | None = None
+    # ranks/*_cpu_s = cpu_share x the wall times and timeline/cpu_s = cpu_share x each
+    # event's length; None: not written (files from before the runtime recorded CPU time).
+    cpu_share: float | None = None
     with_data: bool = True  # False: a failed/skipped group without steps/ranks datasets
     device: str = "cpu"
     # graph/forward_flops, graph/backward_flops of one micro-batch (None: not written, as
@@ -232,6 +235,10 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
     rk.create_dataset("idle_s", data=idle)
     rk.create_dataset("comm_wait_s", data=idle / 2)
     rk.create_dataset("overhead_s", data=idle / 2)
+    if c.cpu_share is not None:
+        for name, share in parts.items():
+            rk.create_dataset(name.replace("_s", "_cpu_s"), data=c.cpu_share * share * t)
+        rk.create_dataset("step_cpu_s", data=c.cpu_share * sum(c.busy) * t)
     rk.create_dataset("bytes_sent", data=np.full((s, k), 1000, dtype=np.int64))
     rk.create_dataset("peak_memory_bytes",
                       data=np.tile(np.arange(1, k + 1, dtype=np.int64) << 20, (s, 1)))
@@ -245,6 +252,9 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
         tl.create_dataset("kind", data=[e[1] for e in c.timeline], dtype=STR)
         tl.create_dataset("start_s", data=np.array([e[2] for e in c.timeline]))
         tl.create_dataset("end_s", data=np.array([e[3] for e in c.timeline]))
+        if c.cpu_share is not None:
+            tl.create_dataset("cpu_s", data=np.array([c.cpu_share * (e[3] - e[2])
+                                                      for e in c.timeline]))
     if version >= 3:
         _add_version3(g, c)
 

@@ -119,6 +119,9 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
       r.overhead_s = r.idle_s;
       r.bytes_sent = k + 1 < size ? 1000 : 0;
       r.peak_memory_bytes = 1 << 20;
+      r.forward_cpu_s = r.forward_s;
+      r.backward_cpu_s = r.backward_s;
+      r.step_cpu_s = r.forward_cpu_s + r.backward_cpu_s;
       step.ranks.push_back(r);
       step.step_time_s = std::max(step.step_time_s, r.step_s);
       step.aux_loss.push_back(k + 1 < size ? step.loss + 0.1 : NAN);
@@ -126,8 +129,9 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
     }
     result.steps.push_back(step);
   }
-  result.timeline = {{0, "forward", 0.0, pause / 3, "F0", 0, -1, -1},
-                     {0, "backward", pause / 3, pause, "B0", 0, 0, -1}};
+  // CPU time as a rank alone on its core would have it: the interval's length.
+  result.timeline = {{0, "forward", 0.0, pause / 3, "F0", 0, -1, -1, pause / 3},
+                     {0, "backward", pause / 3, pause, "B0", 0, 0, -1, pause * 2 / 3}};
   result.measured_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - measured_start).count();
   result.samples_per_s = static_cast<double>(c.steps * c.batch_size) / result.measured_wall_s;

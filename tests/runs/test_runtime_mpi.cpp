@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "interplace/kernels/error.hpp"
 #include "mpi_test_support.hpp"
+#include "runtime/messenger.hpp"
+#include "runtime/rank_clock.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -198,6 +201,63 @@ TEST(Runtime, RecordsAreComplete) {
   EXPECT_GE(r.eval_accuracy, 0.0);
   EXPECT_EQ(r.hosts.size(), static_cast<size_t>(p));
   EXPECT_FALSE(r.timeline.empty());
+  // CPU time beside the wall time: the main thread cannot use more CPU than wall time
+  // (but for the microseconds between reading the two clocks), and the units' CPU times
+  // are part of the step's.
+  constexpr double kSlackS = 1e-3;
+  for (const StepRecord& s : r.steps) {
+    for (const RankStepRecord& rec : s.ranks) {
+      EXPECT_GT(rec.forward_cpu_s, 0.0);
+      EXPECT_GT(rec.backward_cpu_s, 0.0);
+      EXPECT_LE(rec.forward_cpu_s, rec.forward_s + kSlackS);
+      EXPECT_LE(rec.backward_cpu_s, rec.backward_s + kSlackS);
+      EXPECT_LE(rec.aux_cpu_s, rec.aux_s + kSlackS);
+      EXPECT_LE(rec.optimizer_cpu_s, rec.optimizer_s + kSlackS);
+      EXPECT_LE(rec.step_cpu_s, rec.step_s + kSlackS);
+      EXPECT_LE(rec.forward_cpu_s + rec.backward_cpu_s + rec.aux_cpu_s + rec.optimizer_cpu_s,
+                rec.step_cpu_s + kSlackS);
+    }
+  }
+  for (const TimelineEvent& e : r.timeline) {
+    ASSERT_TRUE(std::isfinite(e.cpu_s)) << e.kind << " on rank " << e.rank;
+    EXPECT_GE(e.cpu_s, 0.0);
+    EXPECT_LE(e.cpu_s, e.end_s - e.start_s + kSlackS) << e.kind << " on rank " << e.rank;
+  }
+}
+
+// A rank whose unit only waits for a message (as the last stage waits during the
+// pipeline's fill) accrues ~0 CPU time in the unit: the Messenger's polling, which spins
+// for the first 10 ms, is the wait's, not the unit's.
+TEST(Runtime, UnitCpuTimeExcludesWaits) {
+  Messenger msg(MPI_COMM_WORLD);
+  RankClock clock;
+  clock.record_events = true;
+  msg.on_wait = [&clock](const Instant& start, const Instant& end) { clock.waited(start, end); };
+  const int rank = msg.rank(), last = msg.size() - 1;
+  constexpr double kSenderDelayS = 0.2;
+  if (rank == 0) {
+    const Instant start = now();
+    clock.step_start_s = start.wall_s;
+    clock.begin("forward", start);
+    const kernels::Tensor t = msg.receive({4}, last, 7);
+    clock.end(now());
+    EXPECT_EQ(t.numel(), 4);
+    EXPECT_LT(clock.forward_cpu_s, 0.005);
+    EXPECT_LT(clock.forward_s, 0.05);  // the wall time went to the wait too
+    double waited = 0.0, wait_cpu = 0.0;
+    for (const TimelineEvent& e : clock.events) {
+      if (e.kind != "comm_wait") continue;
+      waited += e.end_s - e.start_s;
+      wait_cpu += e.cpu_s;
+    }
+    EXPECT_GE(waited, kSenderDelayS * 0.9);
+    EXPECT_LE(wait_cpu, waited + 1e-3);
+  } else if (rank == last) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kSenderDelayS));
+    msg.send(kernels::Tensor::full({4}, 1.0f), 0, 7);
+    msg.complete_sends();
+  }
+  msg.barrier();
 }
 
 // Steps handed on while training are the records gathered after it, in order, on rank 0.
@@ -225,6 +285,11 @@ TEST(Runtime, StreamedStepsEqualTheGatheredRecords) {
     for (size_t k = 0; k < a.ranks.size(); ++k) {
       EXPECT_EQ(a.ranks[k].forward_s, b.ranks[k].forward_s);
       EXPECT_EQ(a.ranks[k].bytes_sent, b.ranks[k].bytes_sent);
+      // The CPU times travel in the same row (kStepFields) both ways.
+      EXPECT_EQ(a.ranks[k].step_cpu_s, b.ranks[k].step_cpu_s);
+      EXPECT_EQ(a.ranks[k].backward_cpu_s, b.ranks[k].backward_cpu_s);
+      EXPECT_EQ(a.ranks[k].optimizer_cpu_s, b.ranks[k].optimizer_cpu_s);
+      EXPECT_GT(b.ranks[k].backward_cpu_s, 0.0);
     }
   }
 }

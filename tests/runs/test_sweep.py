@@ -144,7 +144,8 @@ OK_STR = ["global_only_reason"]
 OK_STR_LIST = ["hosts", "device_names"]
 STEP_VECTORS = ["step", "warmup", "step_time_s", "loss", "accuracy"]
 RANK_FLOATS = ["step_s", "forward_s", "backward_s", "aux_s", "optimizer_s", "comm_wait_s",
-               "idle_s", "overhead_s"]
+               "idle_s", "overhead_s", "step_cpu_s", "forward_cpu_s", "backward_cpu_s",
+               "aux_cpu_s", "optimizer_cpu_s"]
 
 
 def is_str(value):
@@ -211,12 +212,15 @@ def check_scales(gid, g, k):
               g["ranks"]["bytes_sent"].attrs["units"] == "bytes", f"{gid}: units")
         t = g["timeline"]
         for name in ("rank", "kind", "action", "micro_batch", "loss_stage", "peer", "start_s",
-                     "end_s"):
+                     "end_s", "cpu_s"):
             check(axes(t[name]) == ["event"], f"{gid}: timeline/{name} axes")
+        check(t["cpu_s"].attrs["units"] == "s", f"{gid}: timeline/cpu_s units")
         if "timeline" in g["prediction"]:
             p = g["prediction"]["timeline"]
             for name in ("rank", "kind", "action", "start_s", "end_s"):
                 check(axes(p[name]) == ["event"], f"{gid}: prediction/timeline/{name} axes")
+            # The simulator has no CPU time.
+            check("cpu_s" not in p, f"{gid}: prediction/timeline/cpu_s")
 
 
 def check_layout(path, spec_path, world_size):
@@ -326,8 +330,16 @@ def check_layout(path, spec_path, world_size):
                       f"{gid}: step_time_s is the max over ranks")
                 t = g["timeline"]
                 e = t["rank"].shape[0]
-                for name in ("kind", "start_s", "end_s"):
+                for name in ("kind", "start_s", "end_s", "cpu_s"):
                     check(t[name].shape == (e,), f"{gid}: timeline/{name}")
+                # A rank's main thread cannot use more CPU than wall time in an interval
+                # (but for the microseconds between reading the two clocks).
+                check(np.all(t["cpu_s"][()] <= t["end_s"][()] - t["start_s"][()] + 1e-3),
+                      f"{gid}: timeline/cpu_s above the interval")
+                for name in ("forward", "backward", "aux", "optimizer", "step"):
+                    check(np.all(g["ranks"][f"{name}_cpu_s"][()] <=
+                                 g["ranks"][f"{name}_s"][()] + 1e-3),
+                          f"{gid}: ranks/{name}_cpu_s above ranks/{name}_s")
                 check(set(x.decode() if isinstance(x, bytes) else x for x in t["kind"][()]) <=
                       {"forward", "backward", "aux", "optimizer", "comm_wait"},
                       f"{gid}: timeline kinds")
@@ -619,6 +631,67 @@ def test_shard_merge_np2():
         check(sorted(a) == sorted(b), "same ids")
         for gid in a:
             check(a[gid] == b[gid], f"{gid}: {a[gid]} != {b[gid]}")
+
+
+CPU_DATASETS = ["ranks/step_cpu_s", "ranks/forward_cpu_s", "ranks/backward_cpu_s",
+                "ranks/aux_cpu_s", "ranks/optimizer_cpu_s", "timeline/cpu_s"]
+
+
+def strip_cpu_times(path):
+    """Makes `path` a file as written before the runtime recorded CPU times: the same
+    version 3 without ranks/*_cpu_s and timeline/cpu_s (scales detached first)."""
+    import h5py
+    with h5py.File(path, "r+") as f:
+        for g in f["configs"].values():
+            for name in CPU_DATASETS:
+                if name not in g:
+                    continue
+                d = g[name]
+                for axis in range(d.ndim):
+                    for scale in list(d.dims[axis].values()):
+                        d.dims[axis].detach_scale(scale)
+                del g[name]
+
+
+def test_older_file_without_cpu_times_np2():
+    """A version-3 file from before the CPU times: inspect reads it, --resume continues it
+    (the new groups have them, the old ones keep their layout) and merge combines it with
+    a file that has them."""
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        older = os.path.join(tmp, "older.h5")
+        ok(2, "sweep", spec, "--out", older)
+        strip_cpu_times(older)
+        # As if the older binary was stopped after the K=1 configurations.
+        with h5py.File(older, "r+") as f:
+            for gid in [gid for gid, g in f["configs"].items() if g.attrs["devices"] == 2]:
+                del f["configs"][gid]
+            before = sorted(f["configs"])
+            check(before and not any(n in g for g in f["configs"].values()
+                                     for n in CPU_DATASETS), "stripped")
+        ok(None, "inspect", older)
+        # Resume: the K=2 groups are new.
+        ok(2, "sweep", spec, "--out", older, "--resume")
+        with h5py.File(older, "r") as f:
+            for gid, g in f["configs"].items():
+                if g.attrs["status"] != "ok":
+                    continue
+                has = all(n in g for n in CPU_DATASETS)
+                check(has == (gid not in before), f"{gid}: CPU times only in the new groups")
+        ok(None, "inspect", older)
+        shard = os.path.join(tmp, "shard.h5")
+        ok(2, "sweep", spec, "--out", shard, "--filter", "K=2")
+        older_k1 = os.path.join(tmp, "older_k1.h5")
+        ok(2, "sweep", spec, "--out", older_k1, "--filter", "K=1")
+        strip_cpu_times(older_k1)
+        merged = os.path.join(tmp, "merged.h5")
+        ok(None, "merge", older_k1, shard, "-o", merged, "--allow-different-specs")
+        with h5py.File(merged, "r") as f:
+            with_cpu = [gid for gid, g in f["configs"].items() if "timeline/cpu_s" in g]
+            ok_groups = [gid for gid, g in f["configs"].items() if g.attrs["status"] == "ok"]
+            check(0 < len(with_cpu) < len(ok_groups), f"merged: {len(with_cpu)} of "
+                  f"{len(ok_groups)} groups with CPU times")
 
 
 def test_merge_refusals():

@@ -136,12 +136,13 @@ h5::Handle make_axis(hid_t parent, const char* name, size_t length, const char* 
 
 // A `timeline` group in `parent`: one row per event (measured: the last measured step;
 // predicted: the simulator's first step), with its own `event` scale.
+// `measured` adds the events' CPU times (the simulator has none).
 void write_timeline(hid_t parent, const std::vector<TimelineEvent>& events,
-                    const char* event_long_name) {
+                    const char* event_long_name, bool measured) {
   const size_t e = events.size();
   std::vector<int64_t> ranks(e), micro_batch(e), loss_stage(e), peer(e);
   std::vector<std::string> kind(e), action(e);
-  std::vector<double> start(e), end(e);
+  std::vector<double> start(e), end(e), cpu(e);
   for (size_t i = 0; i < e; ++i) {
     const TimelineEvent& t = events[i];
     ranks[i] = t.rank;
@@ -152,6 +153,7 @@ void write_timeline(hid_t parent, const std::vector<TimelineEvent>& events,
     peer[i] = t.peer;
     start[i] = t.start_s;
     end[i] = t.end_s;
+    cpu[i] = t.cpu_s;
   }
   const h5::Handle timeline = h5::create_group(parent, "timeline");
   const h5::Handle event_scale = make_axis(timeline.get(), "event", e, event_long_name);
@@ -167,6 +169,10 @@ void write_timeline(hid_t parent, const std::vector<TimelineEvent>& events,
   variable(timeline.get(), "peer", peer, {event}, {"1", "peer rank of a message (-1: none)"});
   variable(timeline.get(), "start_s", start, {event}, {"s", "start from the rank's step start"});
   variable(timeline.get(), "end_s", end, {event}, {"s", "end from the rank's step start"});
+  if (measured) {
+    variable(timeline.get(), "cpu_s", cpu, {event},
+             {"s", "CPU time of the rank's main thread in the interval"});
+  }
 }
 
 void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
@@ -203,7 +209,8 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   variable(pred.get(), "idle_s", idle, {rank}, {"s", "predicted idle time per step"});
   variable(pred.get(), "peak_memory_bytes", memory, {rank}, {"bytes", "predicted peak memory"});
   if (!plan.prediction.timeline.empty()) {
-    write_timeline(pred.get(), plan.prediction.timeline, "event of the simulated first step");
+    write_timeline(pred.get(), plan.prediction.timeline, "event of the simulated first step",
+                   false);
   }
 
   const placement::GraphStats& s = plan.graph_stats;
@@ -236,6 +243,7 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
   std::vector<double> step_time(s), loss(s), accuracy(s), learning_rate(s);
   std::vector<double> aux_loss(s * k, nan), aux_accuracy(s * k, nan);
   std::vector<std::vector<double>> times(8, std::vector<double>(s * k, 0.0));
+  std::vector<std::vector<double>> cpu_times(5, std::vector<double>(s * k, 0.0));
   std::vector<int64_t> bytes(s * k, 0), memory(s * k, 0);
   for (size_t i = 0; i < s; ++i) {
     const StepRecord& r = result.steps[i];
@@ -253,6 +261,9 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
       const double values[8] = {q.step_s,      q.forward_s,   q.backward_s, q.aux_s,
                                 q.optimizer_s, q.comm_wait_s, q.idle_s,     q.overhead_s};
       for (size_t t = 0; t < 8; ++t) times[t][i * k + j] = values[t];
+      const double cpu_values[5] = {q.step_cpu_s, q.forward_cpu_s, q.backward_cpu_s, q.aux_cpu_s,
+                                    q.optimizer_cpu_s};
+      for (size_t t = 0; t < 5; ++t) cpu_times[t][i * k + j] = cpu_values[t];
       bytes[i * k + j] = q.bytes_sent;
       memory[i * k + j] = q.peak_memory_bytes;
     }
@@ -283,6 +294,15 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
                                "time outside the kernels and waits"};
   for (size_t t = 0; t < 8; ++t) {
     variable(ranks.get(), names[t], times[t], {at, rank}, {"s", long_names[t]});
+  }
+  // The main thread's CPU seconds beside the wall times (docs/results-format.md).
+  const char* cpu_names[5] = {"step_cpu_s", "forward_cpu_s", "backward_cpu_s", "aux_cpu_s",
+                              "optimizer_cpu_s"};
+  const char* cpu_long_names[5] = {"CPU time of the rank's main thread in the step",
+                                   "forward compute CPU time", "backward compute CPU time",
+                                   "auxiliary head CPU time", "optimizer CPU time"};
+  for (size_t t = 0; t < 5; ++t) {
+    variable(ranks.get(), cpu_names[t], cpu_times[t], {at, rank}, {"s", cpu_long_names[t]});
   }
   variable(ranks.get(), "bytes_sent", bytes, {at, rank}, {"bytes", "payload bytes sent"});
   variable(ranks.get(), "peak_memory_bytes", memory, {at, rank},
@@ -326,7 +346,7 @@ void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_steps(g, result, rank);
   write_evaluations(g, result);
 
-  write_timeline(g, result.timeline, "event of the last measured step");
+  write_timeline(g, result.timeline, "event of the last measured step", true);
 }
 
 void write_record(hid_t file, const ConfigRecord& r) {

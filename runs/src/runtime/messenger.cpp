@@ -151,7 +151,7 @@ void Messenger::check_abort() {
 
 void Messenger::wait(MPI_Request& request, MPI_Status* status, const std::string& what) {
   if (device_ != kernels::Device::cpu) kernels::backend_for(device_).synchronize();
-  const double start = wall_s();
+  const Instant start = now();
   int done = 0;
   auto pause = std::chrono::microseconds(1);
   for (long spins = 0;; ++spins) {
@@ -163,7 +163,7 @@ void Messenger::wait(MPI_Request& request, MPI_Status* status, const std::string
     // 10 ms of waiting (a peer far behind, or stopped), sleep with a growing pause of at
     // most 0.5 ms instead of spinning a core that other jobs on the node could use; short
     // waits, which the step times measure, keep their latency.
-    const double waited = wall_s() - start;
+    const double waited = wall_s() - start.wall_s;
     if (waited < 0.01) {
       sched_yield();
       continue;
@@ -179,8 +179,8 @@ void Messenger::wait(MPI_Request& request, MPI_Status* status, const std::string
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(500));
   }
-  const double end = wall_s();
-  comm_wait_s += end - start;
+  const Instant end = now();
+  comm_wait_s += end.wall_s - start.wall_s;
   if (on_wait) on_wait(start, end);
 }
 

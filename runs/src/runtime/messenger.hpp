@@ -16,6 +16,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/tensor.hpp"
+#include "runtime/instant.hpp"
 
 namespace interplace::runs {
 
@@ -80,7 +81,9 @@ class Messenger {
   double comm_wait_s = 0.0;
   int64_t bytes_sent = 0;
   int64_t messages_sent = 0;
-  std::function<void(double start, double end)> on_wait;
+  // After every wait, with both clocks at its start and end (after the device sync), so
+  // that the caller can cut the wait out of its unit of work in wall and CPU time alike.
+  std::function<void(const Instant& start, const Instant& end)> on_wait;
 
  private:
   void check_abort();

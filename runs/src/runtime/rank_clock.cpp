@@ -6,7 +6,7 @@
 
 namespace interplace::runs {
 
-void RankClock::begin(const char* kind, double now) {
+void RankClock::begin(const char* kind, const Instant& now) {
   if (open_kind_ != nullptr) {
     throw_runtime(std::string("RankClock: unit '") + kind + "' begun inside unit '" + open_kind_ +
                   "'");
@@ -15,13 +15,13 @@ void RankClock::begin(const char* kind, double now) {
   open_start_ = now;
 }
 
-void RankClock::end(double now) {
+void RankClock::end(const Instant& now) {
   if (open_kind_ == nullptr) throw_runtime("RankClock: end without an open unit");
   credit(open_kind_, open_start_, now);
   open_kind_ = nullptr;
 }
 
-void RankClock::waited(double start, double end) {
+void RankClock::waited(const Instant& start, const Instant& end) {
   if (open_kind_ != nullptr) {
     credit(open_kind_, open_start_, start);
     open_start_ = end;
@@ -29,23 +29,28 @@ void RankClock::waited(double start, double end) {
   add_event("comm_wait", start, end);
 }
 
-void RankClock::credit(const char* kind, double start, double end) {
+void RankClock::credit(const char* kind, const Instant& start, const Instant& end) {
   const std::string_view k = kind;
-  double& total = k == "forward"    ? forward_s
-                  : k == "backward" ? backward_s
-                  : k == "aux"      ? aux_s
-                                    : optimizer_s;
-  total += end - start;
+  const bool forward = k == "forward", backward = k == "backward", aux = k == "aux";
+  double& wall = forward ? forward_s : backward ? backward_s : aux ? aux_s : optimizer_s;
+  double& cpu = forward    ? forward_cpu_s
+                : backward ? backward_cpu_s
+                : aux      ? aux_cpu_s
+                           : optimizer_cpu_s;
+  wall += end.wall_s - start.wall_s;
+  cpu += end.cpu_s - start.cpu_s;
   add_event(kind, start, end);
 }
 
-void RankClock::add_event(const char* kind, double start, double end) {
+void RankClock::add_event(const char* kind, const Instant& start, const Instant& end) {
   if (!record_events) return;
-  const double s = start - step_start_s, e = end - step_start_s;
+  const double s = start.wall_s - step_start_s, e = end.wall_s - step_start_s;
+  const double cpu = end.cpu_s - start.cpu_s;
   TimelineEvent event;
   event.kind = kind;
   event.start_s = s;
   event.end_s = e;
+  event.cpu_s = cpu;
   if (action != nullptr) {
     event.action = placement::grid_label(*action, micro_batches);
     event.micro_batch = action->mini_batch * micro_batches + action->micro_batch;
@@ -57,6 +62,7 @@ void RankClock::add_event(const char* kind, double start, double end) {
   if (!events.empty() && events.back().kind == event.kind && events.back().action == event.action &&
       s - events.back().end_s < 1e-6) {
     events.back().end_s = e;
+    events.back().cpu_s += cpu;
     return;
   }
   events.push_back(std::move(event));

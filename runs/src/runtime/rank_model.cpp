@@ -319,10 +319,10 @@ struct RankModel::Impl {
   }
 
   // A unit of work for the clock; it ends once the device has done the unit's work.
-  void begin(const char* kind) { clock.begin(kind, wall_s()); }
+  void begin(const char* kind) { clock.begin(kind, now()); }
   void finish() {
     if (device != kernels::Device::cpu) kernels::backend_for(device).synchronize();
-    clock.end(wall_s());
+    clock.end(now());
   }
 
   // The whole stage (stage level) or one node (node level).

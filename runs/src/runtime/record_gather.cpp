@@ -12,8 +12,8 @@ namespace {
 constexpr int kNameChars = 128;
 const std::array<const char*, 5> kKinds = {"forward", "backward", "aux", "optimizer", "comm_wait"};
 // Per timeline event: kind, start, end, the action label's letter, micro-batch, loss stage,
-// peer.
-constexpr int kEventFields = 7;
+// peer, CPU seconds.
+constexpr int kEventFields = 8;
 
 std::vector<double> pack_steps(const LocalRecords& l) {
   std::vector<double> out;
@@ -53,7 +53,12 @@ std::vector<double> pack_step(const LocalRecords& l, size_t s) {
           l.loss[s],
           l.accuracy[s],
           l.aux_loss[s],
-          l.aux_accuracy[s]};
+          l.aux_accuracy[s],
+          r.step_cpu_s,
+          r.forward_cpu_s,
+          r.backward_cpu_s,
+          r.aux_cpu_s,
+          r.optimizer_cpu_s};
 }
 
 StepRecord new_step_record(int step, const TrainPlan& plan) {
@@ -68,16 +73,22 @@ StepRecord new_step_record(int step, const TrainPlan& plan) {
 }
 
 void add_rank_to_step(StepRecord& step, int stage, const double* f) {
-  const RankStepRecord rec{f[0],
-                           f[1],
-                           f[2],
-                           f[3],
-                           f[4],
-                           f[5],
-                           f[6],
-                           f[7],
-                           static_cast<int64_t>(f[8]),
-                           static_cast<int64_t>(f[9])};
+  RankStepRecord rec;
+  rec.step_s = f[0];
+  rec.forward_s = f[1];
+  rec.backward_s = f[2];
+  rec.aux_s = f[3];
+  rec.optimizer_s = f[4];
+  rec.comm_wait_s = f[5];
+  rec.idle_s = f[6];
+  rec.overhead_s = f[7];
+  rec.bytes_sent = static_cast<int64_t>(f[8]);
+  rec.peak_memory_bytes = static_cast<int64_t>(f[9]);
+  rec.step_cpu_s = f[14];
+  rec.forward_cpu_s = f[15];
+  rec.backward_cpu_s = f[16];
+  rec.aux_cpu_s = f[17];
+  rec.optimizer_cpu_s = f[18];
   step.step_time_s = std::max(step.step_time_s, rec.step_s);
   step.ranks.push_back(rec);
   step.loss = first_number(step.loss, f[10]);
@@ -103,7 +114,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
     const double letter = e.action.empty() ? 0.0 : static_cast<double>(e.action.front());
     events.insert(events.end(),
                   {kind, e.start_s, e.end_s, letter, static_cast<double>(e.micro_batch),
-                   static_cast<double>(e.loss_stage), static_cast<double>(e.peer)});
+                   static_cast<double>(e.loss_stage), static_cast<double>(e.peer), e.cpu_s});
   }
   int count = static_cast<int>(events.size());
   std::vector<int> counts(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
@@ -161,6 +172,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
         event.micro_batch = static_cast<int>(e[4]);
         event.loss_stage = static_cast<int>(e[5]);
         event.peer = static_cast<int>(e[6]);
+        event.cpu_s = e[7];
         if (const auto letter = static_cast<char>(e[3]); letter != 0) {
           event.action.push_back(letter);
           if (letter != 'S') event.action += std::to_string(event.micro_batch);

@@ -22,6 +22,7 @@
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
+#include "runtime/instant.hpp"
 #include "runtime/messenger.hpp"
 #include "runtime/plan_support.hpp"
 #include "runtime/rank_model.hpp"
@@ -193,7 +194,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const kernels::Device device = plan.device;
   RankClock clock;
   msg.watchdog_s = c.watchdog_s;
-  msg.on_wait = [&clock](double start, double end) { clock.waited(start, end); };
+  msg.on_wait = [&clock](const Instant& start, const Instant& end) { clock.waited(start, end); };
   const RankProgram program = rank_program(plan, rank);
   RankModel model(plan, program.has_aux_head, msg, clock);
   // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
@@ -226,6 +227,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const int total = c.warmup_steps + c.steps;
   double measured_start = 0.0;
   double previous_end = 0.0;
+  double previous_end_cpu = 0.0;  // this thread's CPU time at previous_end
   StepStream stream(plan, msg, on_step);
   const double train_start = wall_s();
   try {
@@ -234,8 +236,12 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
         msg.barrier();
         measured_start = wall_s();
         previous_end = measured_start;
+        previous_end_cpu = thread_cpu_s();
       }
-      if (step == 0) previous_end = wall_s();
+      if (step == 0) {
+        previous_end = wall_s();
+        previous_end_cpu = thread_cpu_s();
+      }
       clock = RankClock{};
       clock.record_events = step == total - 1;
       clock.step_start_s = previous_end;
@@ -249,9 +255,15 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       run_program(program, model, c.micro_batches);
       check_finite_loss(model, rank, step, learning_rate);
       msg.reap_sends();
-      const double end = wall_s();
+      const Instant end_at = now();
+      const double end = end_at.wall_s;
       RankStepRecord r;
       r.step_s = end - previous_end;
+      r.step_cpu_s = end_at.cpu_s - previous_end_cpu;
+      r.forward_cpu_s = clock.forward_cpu_s;
+      r.backward_cpu_s = clock.backward_cpu_s;
+      r.aux_cpu_s = clock.aux_cpu_s;
+      r.optimizer_cpu_s = clock.optimizer_cpu_s;
       r.forward_s = clock.forward_s;
       r.backward_s = clock.backward_s;
       r.aux_s = clock.aux_s;
@@ -271,12 +283,14 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       stream.post(step, pack_step(local, local.ranks.size() - 1));
       model.end_step();
       previous_end = end;
+      previous_end_cpu = end_at.cpu_s;
       for (const auto& [after, epoch] : evaluate_after) {
         if (after != step) continue;
         const double start = wall_s();
         evaluations.push_back(
             evaluate(model, eval_actions, *data, eval_chunk, eval_epoch_chunks, msg));
         previous_end = wall_s();  // nor in the next step's time
+        previous_end_cpu = thread_cpu_s();
         if (step >= c.warmup_steps) evaluation_s += previous_end - start;
       }
       // Every rank checks its own clock; the first to pass the limit fails and the others

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ struct TimelineEvent {
   int micro_batch = -1;
   int loss_stage = -1;
   int peer = -1;
+  // Measured events: CPU seconds of the rank's main thread in the interval (a comm_wait:
+  // the CPU its polling took, which no unit counts); NaN for the simulator's events.
+  double cpu_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct StepReport {

@@ -138,7 +138,16 @@ struct RankStepRecord {
   double comm_wait_s = 0.0;  // blocked in MPI waiting for a message (receives, barriers)
   double idle_s = 0.0;       // step_s - compute (forward+backward+aux+optimizer): bubbles
   double overhead_s = 0.0;   // idle_s - comm_wait_s: time in no unit and no wait
-  int64_t bytes_sent = 0;    // payload bytes sent to other ranks
+  // The same step and units in CPU seconds of the rank's main thread (docs/runtime.md,
+  // "Records": with one kernel thread on the CPU, the rank's compute without the time
+  // slices of processes sharing its core; on a GPU host time only). step_cpu_s includes
+  // the waits' polling, the units do not.
+  double step_cpu_s = 0.0;
+  double forward_cpu_s = 0.0;
+  double backward_cpu_s = 0.0;
+  double aux_cpu_s = 0.0;
+  double optimizer_cpu_s = 0.0;
+  int64_t bytes_sent = 0;  // payload bytes sent to other ranks
   // On the CPU the process's resident-set high-water mark during the step (VmHWM, reset
   // each step: tensors, the data set and MPI buffers alike); on a GPU the device memory
   // tensors held at most.

@@ -62,6 +62,11 @@ std::string rank_json(int rank, const RankStepRecord& r) {
       .number("comm_wait_s", r.comm_wait_s)
       .number("idle_s", r.idle_s)
       .number("overhead_s", r.overhead_s)
+      .number("step_cpu_s", r.step_cpu_s)
+      .number("forward_cpu_s", r.forward_cpu_s)
+      .number("backward_cpu_s", r.backward_cpu_s)
+      .number("aux_cpu_s", r.aux_cpu_s)
+      .number("optimizer_cpu_s", r.optimizer_cpu_s)
       .integer("bytes_sent", r.bytes_sent)
       .integer("peak_memory_bytes", r.peak_memory_bytes)
       .str();
