@@ -13,162 +13,10 @@
 #include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/step_estimate.hpp"
 #include "placer_support.hpp"
+#include "rl_featurizer.hpp"
 
 namespace interplace::placement {
 namespace {
-
-// Ancestor and descendant sets as bitsets: Placeto's pooling needs, for the node being
-// placed, which nodes come before it, after it, or neither (parallel).
-class Reachability {
- public:
-  explicit Reachability(const Graph& graph)
-      : n_(graph.node_count()),
-        words_((static_cast<size_t>(n_) + 63) / 64),
-        ancestors_(static_cast<size_t>(n_) * words_, 0),
-        descendants_(static_cast<size_t>(n_) * words_, 0) {
-    for (NodeId v = 0; v < n_; ++v) {  // ids are topological: parents are final already
-      for (NodeId u : graph.nodes()[v].predecessors) {
-        set(ancestors_, v, u);
-        for (size_t w = 0; w < words_; ++w) ancestors_[row(v) + w] |= ancestors_[row(u) + w];
-      }
-    }
-    for (NodeId v = n_ - 1; v >= 0; --v) {
-      for (NodeId c : graph.nodes()[v].successors) {
-        set(descendants_, v, c);
-        for (size_t w = 0; w < words_; ++w) {
-          descendants_[row(v) + w] |= descendants_[row(c) + w];
-        }
-      }
-    }
-  }
-  bool is_ancestor(NodeId of, NodeId u) const { return test(ancestors_, of, u); }
-  bool is_descendant(NodeId of, NodeId u) const { return test(descendants_, of, u); }
-
- private:
-  size_t row(NodeId v) const { return static_cast<size_t>(v) * words_; }
-  void set(std::vector<uint64_t>& bits, NodeId v, NodeId u) {
-    bits[row(v) + static_cast<size_t>(u) / 64] |= uint64_t{1} << (u % 64);
-  }
-  bool test(const std::vector<uint64_t>& bits, NodeId v, NodeId u) const {
-    return (bits[row(v) + static_cast<size_t>(u) / 64] >> (u % 64)) & 1U;
-  }
-  int n_;
-  size_t words_;
-  std::vector<uint64_t> ancestors_;
-  std::vector<uint64_t> descendants_;
-};
-
-// The policy's input for one decision. Node features (F = 4 + K): forward+backward time and
-// output bytes (each over the graph's largest), "is the node being placed", "visited in
-// this episode", current device one-hot. Embedding (3F): the features, their
-// parent->child propagation and their child->parent propagation after `rounds` rounds
-// (down_r(v) = x(v)/2 + mean over parents of down_{r-1} / 2; x(v) at a source; up
-// likewise over children). Input (12F): the embedding of the node being placed and the
-// mean embeddings of its ancestors, descendants and parallel nodes (zeros when a set is
-// empty).
-class Featurizer {
- public:
-  Featurizer(const Graph& graph, const NodeCosts& costs, int devices, int rounds)
-      : graph_(graph), reach_(graph), devices_(devices), rounds_(rounds) {
-    const int n = graph.node_count();
-    double max_compute = 0.0;
-    double max_bytes = 0.0;
-    for (NodeId v = 0; v < n; ++v) {
-      max_compute = std::max(max_compute, costs.compute_s(v));
-      max_bytes = std::max(max_bytes, static_cast<double>(costs.output_bytes[v]));
-    }
-    compute_.resize(n);
-    bytes_.resize(n);
-    for (NodeId v = 0; v < n; ++v) {
-      compute_[v] = max_compute > 0.0 ? costs.compute_s(v) / max_compute : 0.0;
-      bytes_[v] = max_bytes > 0.0 ? static_cast<double>(costs.output_bytes[v]) / max_bytes : 0.0;
-    }
-  }
-  int features() const { return 4 + devices_; }
-  int input_size() const { return 12 * features(); }
-
-  void input(const Placement& placement, NodeId current, const std::vector<char>& visited,
-             std::vector<double>& z) {
-    const int n = graph_.node_count();
-    const size_t f = static_cast<size_t>(features());
-    x_.assign(static_cast<size_t>(n) * f, 0.0);
-    for (NodeId v = 0; v < n; ++v) {
-      double* row = &x_[static_cast<size_t>(v) * f];
-      row[0] = compute_[v];
-      row[1] = bytes_[v];
-      row[2] = v == current ? 1.0 : 0.0;
-      row[3] = visited[v] ? 1.0 : 0.0;
-      row[4 + placement.device_of_node[v]] = 1.0;
-    }
-    propagate(true, down_);
-    propagate(false, up_);
-    const size_t e = 3 * f;
-    z.assign(4 * e, 0.0);
-    embedding(current, &z[0]);
-    std::vector<double> one(e);
-    int counts[3] = {0, 0, 0};
-    for (NodeId u = 0; u < n; ++u) {
-      if (u == current) continue;
-      const int group = reach_.is_ancestor(current, u)     ? 0
-                        : reach_.is_descendant(current, u) ? 1
-                                                           : 2;
-      embedding(u, one.data());
-      double* sum = &z[e * static_cast<size_t>(1 + group)];
-      for (size_t i = 0; i < e; ++i) sum[i] += one[i];
-      ++counts[group];
-    }
-    for (int group = 0; group < 3; ++group) {
-      if (counts[group] == 0) continue;
-      double* sum = &z[e * static_cast<size_t>(1 + group)];
-      for (size_t i = 0; i < e; ++i) sum[i] /= counts[group];
-    }
-  }
-
- private:
-  void propagate(bool downwards, std::vector<double>& out) {
-    const int n = graph_.node_count();
-    const size_t f = static_cast<size_t>(features());
-    out = x_;
-    std::vector<double> previous;
-    for (int r = 0; r < rounds_; ++r) {
-      previous.swap(out);
-      out.assign(previous.size(), 0.0);
-      for (NodeId v = 0; v < n; ++v) {
-        const std::vector<NodeId>& from =
-            downwards ? graph_.nodes()[v].predecessors : graph_.nodes()[v].successors;
-        double* row = &out[static_cast<size_t>(v) * f];
-        const double* self = &x_[static_cast<size_t>(v) * f];
-        if (from.empty()) {
-          std::copy(self, self + f, row);
-          continue;
-        }
-        for (NodeId u : from) {
-          const double* other = &previous[static_cast<size_t>(u) * f];
-          for (size_t i = 0; i < f; ++i) row[i] += other[i];
-        }
-        const double mean = 0.5 / static_cast<double>(from.size());
-        for (size_t i = 0; i < f; ++i) row[i] = 0.5 * self[i] + mean * row[i];
-      }
-    }
-  }
-  void embedding(NodeId v, double* out) const {
-    const size_t f = static_cast<size_t>(features());
-    const size_t at = static_cast<size_t>(v) * f;
-    std::copy(&x_[at], &x_[at] + f, out);
-    std::copy(&down_[at], &down_[at] + f, out + f);
-    std::copy(&up_[at], &up_[at] + f, out + 2 * f);
-  }
-
-  const Graph& graph_;
-  Reachability reach_;
-  int devices_;
-  int rounds_;
-  std::vector<double> compute_;
-  std::vector<double> bytes_;
-  std::vector<double> x_;
-  std::vector<double> down_;
-  std::vector<double> up_;
-};
 
 // Adam (Kingma & Ba) ascending the objective.
 class Adam {
@@ -269,7 +117,7 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   };
 
   const int rounds = o.initial ? o.initial->rounds : o.rounds;
-  Featurizer featurizer(graph, context.costs, k, rounds);
+  detail::Featurizer featurizer(graph, context.costs, k, rounds);
   if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
     throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
                   " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
