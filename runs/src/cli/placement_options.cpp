@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <memory>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
@@ -137,12 +138,10 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   if (s.placer == "rl") {
     request.rl = s.rl;
     if (!s.rl_policy.empty()) request.rl.initial = placement::read_rl_policy(s.rl_policy);
-    request.rl.estimator = [&graph, &run, &cost_model,
-                            micro_batches](const placement::Placement& candidate) {
-      StepRequest step;
-      step.micro_batches = micro_batches;
-      return simulate_step(graph, candidate, run.costs, cost_model, step).step_time_s;
-    };
+    // What `simulate` reports for the global strategy, without its per-call allocations.
+    request.rl.estimator =
+        [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](
+            const placement::Placement& candidate) { return (*step_time)(candidate); };
     request.rl_log = &rl_log;
   }
   const placement::Placer placer = placement::placer_by_name(s.placer);
