@@ -6,10 +6,12 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/random.hpp"
+#include "interplace/placement/graph_groups.hpp"
 #include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/step_estimate.hpp"
 #include "placer_support.hpp"
@@ -69,6 +71,9 @@ void check_rl_options(const RlOptions& o) {
   }
   positive_int("hidden", o.hidden);
   positive_int("baseline_window", o.baseline_window);
+  if (o.groups < 0) {
+    throw_invalid("rl: groups must be >= 0 (0: no grouping), got " + std::to_string(o.groups));
+  }
   if (o.rounds < 0) throw_invalid("rl: rounds must be >= 0, got " + std::to_string(o.rounds));
   auto rate = [](const char* name, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) {
@@ -90,34 +95,46 @@ void check_rl_options(const RlOptions& o) {
   if (o.start != "random") placer_by_name(o.start);
 }
 
-Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request) {
-  const auto started = std::chrono::steady_clock::now();
+namespace {
+
+// The graph the policy places: the request's graph, or its group graph.
+struct RlProblem {
+  const Graph& graph;
+  const NodeCosts& costs;
+  const std::vector<int64_t>& node_memory_bytes;
+  const Order& order;
+  const Placement& start;
+  RlStepEstimator& estimate;
+};
+
+struct RlResult {
+  Placement best;    // the fastest memory-feasible placement visited (else the start)
+  Placement greedy;  // of the final greedy episode
+};
+
+// Training and the greedy episode (docs/placers.md#rl); fills `log`.
+RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_t capacity_bytes,
+               std::chrono::steady_clock::time_point started, RlTrainingLog& log) {
   const RlOptions& o = request.rl;
-  check_rl_options(o);
-  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const Graph& graph = problem.graph;
+  const Order& order = problem.order;
+  const Placement& start = problem.start;
+  const std::vector<int64_t>& node_memory_bytes = problem.node_memory_bytes;
+  RlStepEstimator& estimate = problem.estimate;
   const int n = graph.node_count();
-  const int k = context.device_count;
-  const Placement start = o.start == "random" ? place_random(graph, order, request)
-                                              : placer_by_name(o.start)(graph, order, request);
-  RlStepEstimator estimate = o.estimator;
-  if (!estimate) {
-    estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
-                    graph, context.costs, request.cost_model.link(), request.micro_batches)](
-                   const Placement& candidate) { return (*list_schedule)(candidate); };
-  }
+  const int k = request.device_count;
   auto overflow = [&](const std::vector<int64_t>& used) {
     double total = 0.0;
     for (int64_t bytes : used) {
-      if (bytes > context.capacity_bytes) {
-        total += static_cast<double>(bytes - context.capacity_bytes) /
-                 static_cast<double>(context.capacity_bytes);
+      if (bytes > capacity_bytes) {
+        total += static_cast<double>(bytes - capacity_bytes) / static_cast<double>(capacity_bytes);
       }
     }
     return total;
   };
 
   const int rounds = o.initial ? o.initial->rounds : o.rounds;
-  detail::Featurizer featurizer(graph, context.costs, k, rounds);
+  detail::Featurizer featurizer(graph, problem.costs, k, rounds);
   if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
     throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
                   " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
@@ -131,15 +148,13 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
 
   std::vector<int64_t> start_used(static_cast<size_t>(k), 0);
   for (NodeId v = 0; v < n; ++v) {
-    start_used[static_cast<size_t>(start.device_of_node[v])] += context.node_memory_bytes[v];
+    start_used[static_cast<size_t>(start.device_of_node[v])] += node_memory_bytes[v];
   }
   const double start_s = estimate(start);
   const double start_cost = start_s * (1.0 + o.memory_penalty * overflow(start_used));
-  Placement best = start;
+  RlResult result{.best = start, .greedy = start};
   double best_s = overflow(start_used) > 0.0 ? INFINITY : start_s;
 
-  RlTrainingLog local_log;
-  RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
   log = {};
   log.start_step_time_s = start_s;
 
@@ -149,10 +164,12 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   std::vector<double> rewards(steps);
   std::deque<std::vector<double>> recent_returns;
   std::vector<double> gradient(static_cast<size_t>(policy.parameter_count()));
+  Placement placement;
 
-  // One pass over the order; returns the final placement's step time.
+  // One pass over the order; returns the final placement's step time (the placement is
+  // left in `placement`).
   auto episode = [&](bool greedy) {
-    Placement placement = start;
+    placement = start;
     std::vector<int64_t> used = start_used;
     std::vector<char> visited(static_cast<size_t>(n), 0);
     double previous_cost = start_cost;
@@ -166,8 +183,8 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       visited[static_cast<size_t>(node)] = 1;
       const int home = placement.device_of_node[node];
       if (device != home) {
-        used[static_cast<size_t>(home)] -= context.node_memory_bytes[node];
-        used[static_cast<size_t>(device)] += context.node_memory_bytes[node];
+        used[static_cast<size_t>(home)] -= node_memory_bytes[node];
+        used[static_cast<size_t>(device)] += node_memory_bytes[node];
         placement.device_of_node[node] = device;
         step_s = estimate(placement);
       }
@@ -177,7 +194,7 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       previous_cost = cost;
       if (over == 0.0 && step_s < best_s) {
         best_s = step_s;
-        best = placement;
+        result.best = placement;
       }
     }
     return step_s;
@@ -217,12 +234,98 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     ++log.episodes_run;
   }
   log.greedy_step_time_s = episode(true);
+  result.greedy = placement;
   log.policy = {.rounds = rounds,
                 .inputs = policy.inputs(),
                 .hidden = o.initial ? o.initial->hidden : o.hidden,
                 .devices = k,
                 .parameters = {policy.parameters().begin(), policy.parameters().end()}};
   log.best_final_s = best_s;
+  return result;
+}
+
+// A group starts on the device that holds most of its compute in the node placement
+// (most of its nodes when it has no compute; ties: the lower device).
+Placement group_start(const GraphGroups& groups, const NodeCosts& costs, const Placement& start) {
+  Placement out{.device_count = start.device_count,
+                .device_of_node = std::vector<int>(groups.members.size(), 0)};
+  std::vector<std::pair<double, int>> weight(static_cast<size_t>(start.device_count));
+  for (size_t group = 0; group < groups.members.size(); ++group) {
+    std::fill(weight.begin(), weight.end(), std::pair<double, int>{0.0, 0});
+    for (NodeId v : groups.members[group]) {
+      auto& w = weight[static_cast<size_t>(start.device_of_node[v])];
+      w.first += costs.compute_s(v);
+      ++w.second;
+    }
+    int best = 0;
+    for (int d = 1; d < start.device_count; ++d) {
+      if (weight[static_cast<size_t>(d)] > weight[static_cast<size_t>(best)]) best = d;
+    }
+    out.device_of_node[group] = best;
+  }
+  return out;
+}
+
+}  // namespace
+
+Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
+  const RlOptions& o = request.rl;
+  check_rl_options(o);
+  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const int n = graph.node_count();
+  const int k = context.device_count;
+  const Placement start = o.start == "random" ? place_random(graph, order, request)
+                                              : placer_by_name(o.start)(graph, order, request);
+  RlStepEstimator estimate = o.estimator;
+  if (!estimate) {
+    estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                    graph, context.costs, request.cost_model.link(), request.micro_batches)](
+                   const Placement& candidate) { return (*list_schedule)(candidate); };
+  }
+  RlTrainingLog local_log;
+  RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
+
+  if (o.groups == 0 || n <= o.groups) {
+    const RlResult result =
+        train({graph, context.costs, context.node_memory_bytes, order, start, estimate}, request,
+              context.capacity_bytes, started, log);
+    log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result.best;
+  }
+
+  if (o.groups < k) {
+    throw_invalid("rl: groups must be 0 (no grouping) or at least the device count " +
+                  std::to_string(k) + ", got " + std::to_string(o.groups));
+  }
+  const GraphGroups groups = group_nodes(graph, context.costs, o.groups);
+  const Order order_of_groups = group_order(groups, order);
+  std::vector<int64_t> group_memory_bytes(groups.members.size(), 0);
+  for (NodeId v = 0; v < n; ++v) {
+    group_memory_bytes[static_cast<size_t>(groups.group_of_node[static_cast<size_t>(v)])] +=
+        context.node_memory_bytes[v];
+  }
+  const Placement start_of_groups = group_start(groups, context.costs, start);
+  RlStepEstimator group_estimate;
+  if (o.group_estimator) {
+    group_estimate = o.group_estimator(groups.graph, groups.costs);
+  } else {
+    group_estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                          groups.graph, groups.costs, request.cost_model.link(),
+                          request.micro_batches)](const Placement& candidate) {
+      return (*list_schedule)(candidate);
+    };
+  }
+  const RlResult result = train({groups.graph, groups.costs, group_memory_bytes, order_of_groups,
+                                 start_of_groups, group_estimate},
+                                request, context.capacity_bytes, started, log);
+  // What the caller compares across placers: the full graph's step times. Memory
+  // feasibility is the same on both graphs (a group's memory is its nodes' sum).
+  const Placement best = ungroup_placement(groups, result.best);
+  log.groups = groups.group_count();
+  log.start_step_time_s = estimate(ungroup_placement(groups, start_of_groups));
+  log.greedy_step_time_s = estimate(ungroup_placement(groups, result.greedy));
+  if (std::isfinite(log.best_final_s)) log.best_final_s = estimate(best);
   log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return best;
 }

@@ -311,13 +311,18 @@ TEST(RlPlacer, BitIdenticalToTheReferenceImplementation) {
   const CostModel cost_model =
       testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
   const Order order = compute_order(graph, OrderKind::topo_lifo);
-  PlacementRequest request = rl_request(cost_model, 3, 12);
-  request.rl.episodes = 30;
-  RlTrainingLog log;
-  request.rl_log = &log;
-  const Placement placement = place_rl(graph, order, request);
-  EXPECT_EQ(fingerprint(placement, log), 0xc63203f90b08db92ULL)
-      << std::hex << fingerprint(placement, log);
+  // The default group limit, a limit of exactly the node count, and no grouping.
+  for (int groups : {RlOptions{}.groups, 60, 0}) {
+    PlacementRequest request = rl_request(cost_model, 3, 12);
+    request.rl.episodes = 30;
+    request.rl.groups = groups;
+    RlTrainingLog log;
+    request.rl_log = &log;
+    const Placement placement = place_rl(graph, order, request);
+    EXPECT_EQ(log.groups, 0);
+    EXPECT_EQ(fingerprint(placement, log), 0xc63203f90b08db92ULL)
+        << groups << " groups: " << std::hex << fingerprint(placement, log);
+  }
 }
 
 }  // namespace

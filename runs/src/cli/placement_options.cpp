@@ -41,6 +41,10 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
                  "seconds after which training stops (0: none; results then depend on speed)")
       ->capture_default_str()
       ->group(rl);
+  app.add_option("--rl-groups", rl_options.groups,
+                 "coarsen graphs of more nodes to this many groups and place groups (0: never)")
+      ->capture_default_str()
+      ->group(rl);
   app.add_option("--rl-start", rl_options.start,
                  "start of every episode: random, or a placer: " + join(placement::placer_names()))
       ->capture_default_str()
@@ -142,6 +146,12 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
     request.rl.estimator =
         [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](
             const placement::Placement& candidate) { return (*step_time)(candidate); };
+    request.rl.group_estimator = [&cost_model, micro_batches](const placement::Graph& groups,
+                                                              const placement::NodeCosts& costs) {
+      return placement::RlStepEstimator(
+          [step_time = std::make_shared<GlobalStepTime>(groups, costs, cost_model, micro_batches)](
+              const placement::Placement& candidate) { return (*step_time)(candidate); });
+    };
     request.rl_log = &rl_log;
   }
   const placement::Placer placer = placement::placer_by_name(s.placer);
