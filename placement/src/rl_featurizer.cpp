@@ -116,7 +116,17 @@ void Featurizer::update(Direction& d) {
   dirty_ = changed_;
   ++stamp_;
   for (NodeId v : dirty_) mark_[static_cast<size_t>(v)] = stamp_;
+  const int n = graph_.node_count();
   for (int r = 1; r <= rounds_; ++r) {
+    // Once the rows to recompute are most of the graph (on small or dense graphs, such as
+    // group graphs, R hops reach almost everything), a pass over all rows in id order is
+    // cheaper than tracking them.
+    if (2 * dirty_.size() >= static_cast<size_t>(n)) {
+      for (; r <= rounds_; ++r) {
+        for (NodeId v = 0; v < n; ++v) recompute_row(d, r, v);
+      }
+      return;
+    }
     next_dirty_ = dirty_;
     for (NodeId v : dirty_) {
       const Node& node = graph_.nodes()[v];
