@@ -3,6 +3,8 @@
 // REINFORCE against a step-time estimator. An episode starts from a seeded random
 // placement and visits every node once in the traversal order, moving it to the device
 // the policy samples; the reward of a move is the decrease of the penalised step time.
+// Graphs of more than RlOptions::groups nodes are coarsened first (graph_groups.hpp) and
+// the policy places groups, as Placeto places TensorFlow's grouped graphs.
 //
 // The policy is small and self-contained (no autodiff): node features are propagated
 // parent->child and child->parent for `rounds` rounds by fixed mean aggregation, the node
@@ -73,7 +75,7 @@ struct RlOptions {
   // placement and the log's start, greedy and best step times are re-estimated on the full
   // graph with `estimator`. 0: never group. Graphs of at most this many nodes are placed
   // node by node as without grouping.
-  int groups = 512;
+  int groups = 448;
   // The reward source on the group graph, made for its graph and costs (which outlive the
   // training); empty: the list-scheduled estimate on the group graph.
   std::function<RlStepEstimator(const Graph& graph, const NodeCosts& costs)> group_estimator = {};
