@@ -183,7 +183,9 @@ TEST(RlGroups, PlacesAGraphOfThousandsOfNodesQuickly) {
   ASSERT_EQ(placement.device_of_node.size(), static_cast<size_t>(graph.node_count()));
   const NodeCosts costs = cost_model.node_costs(graph);
   EXPECT_EQ(log.best_final_s, estimate_step_time_s(graph, costs, cost_model.link(), placement));
-  EXPECT_LE(log.best_final_s, 2.0 * log.start_step_time_s);
+  // Never worse than the start or the greedy result, whatever the group-graph estimate said.
+  EXPECT_LE(log.best_final_s, log.start_step_time_s);
+  EXPECT_LE(log.best_final_s, log.greedy_step_time_s);
 }
 
 }  // namespace
