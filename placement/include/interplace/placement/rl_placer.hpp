@@ -71,10 +71,10 @@ struct RlOptions {
   // Groups the policy places on graphs of more nodes (Placeto's grouped graphs;
   // docs/placers.md#grouping): the graph is coarsened to at most this many groups
   // (graph_groups.hpp), each episode places every group once, a group's nodes follow it,
-  // and the reward is estimated on the group graph (`group_estimator`). The returned
-  // placement and the log's start, greedy and best step times are re-estimated on the full
-  // graph with `estimator`. 0: never group. Graphs of at most this many nodes are placed
-  // node by node as without grouping.
+  // and the reward is estimated on the group graph (`group_estimator`). The group-graph
+  // best, the start and the greedy result are re-estimated on the full graph with
+  // `estimator`; the placer returns the fastest of them that fits memory. 0: never group.
+  // Graphs of at most this many nodes are placed node by node as without grouping.
   int groups = 448;
   // The reward source on the group graph, made for its graph and costs (which outlive the
   // training); empty: the list-scheduled estimate on the group graph.
