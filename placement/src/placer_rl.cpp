@@ -6,169 +6,19 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/random.hpp"
+#include "interplace/placement/graph_groups.hpp"
 #include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/step_estimate.hpp"
 #include "placer_support.hpp"
+#include "rl_featurizer.hpp"
 
 namespace interplace::placement {
 namespace {
-
-// Ancestor and descendant sets as bitsets: Placeto's pooling needs, for the node being
-// placed, which nodes come before it, after it, or neither (parallel).
-class Reachability {
- public:
-  explicit Reachability(const Graph& graph)
-      : n_(graph.node_count()),
-        words_((static_cast<size_t>(n_) + 63) / 64),
-        ancestors_(static_cast<size_t>(n_) * words_, 0),
-        descendants_(static_cast<size_t>(n_) * words_, 0) {
-    for (NodeId v = 0; v < n_; ++v) {  // ids are topological: parents are final already
-      for (NodeId u : graph.nodes()[v].predecessors) {
-        set(ancestors_, v, u);
-        for (size_t w = 0; w < words_; ++w) ancestors_[row(v) + w] |= ancestors_[row(u) + w];
-      }
-    }
-    for (NodeId v = n_ - 1; v >= 0; --v) {
-      for (NodeId c : graph.nodes()[v].successors) {
-        set(descendants_, v, c);
-        for (size_t w = 0; w < words_; ++w) {
-          descendants_[row(v) + w] |= descendants_[row(c) + w];
-        }
-      }
-    }
-  }
-  bool is_ancestor(NodeId of, NodeId u) const { return test(ancestors_, of, u); }
-  bool is_descendant(NodeId of, NodeId u) const { return test(descendants_, of, u); }
-
- private:
-  size_t row(NodeId v) const { return static_cast<size_t>(v) * words_; }
-  void set(std::vector<uint64_t>& bits, NodeId v, NodeId u) {
-    bits[row(v) + static_cast<size_t>(u) / 64] |= uint64_t{1} << (u % 64);
-  }
-  bool test(const std::vector<uint64_t>& bits, NodeId v, NodeId u) const {
-    return (bits[row(v) + static_cast<size_t>(u) / 64] >> (u % 64)) & 1U;
-  }
-  int n_;
-  size_t words_;
-  std::vector<uint64_t> ancestors_;
-  std::vector<uint64_t> descendants_;
-};
-
-// The policy's input for one decision. Node features (F = 4 + K): forward+backward time and
-// output bytes (each over the graph's largest), "is the node being placed", "visited in
-// this episode", current device one-hot. Embedding (3F): the features, their
-// parent->child propagation and their child->parent propagation after `rounds` rounds
-// (down_r(v) = x(v)/2 + mean over parents of down_{r-1} / 2; x(v) at a source; up
-// likewise over children). Input (12F): the embedding of the node being placed and the
-// mean embeddings of its ancestors, descendants and parallel nodes (zeros when a set is
-// empty).
-class Featurizer {
- public:
-  Featurizer(const Graph& graph, const NodeCosts& costs, int devices, int rounds)
-      : graph_(graph), reach_(graph), devices_(devices), rounds_(rounds) {
-    const int n = graph.node_count();
-    double max_compute = 0.0;
-    double max_bytes = 0.0;
-    for (NodeId v = 0; v < n; ++v) {
-      max_compute = std::max(max_compute, costs.compute_s(v));
-      max_bytes = std::max(max_bytes, static_cast<double>(costs.output_bytes[v]));
-    }
-    compute_.resize(n);
-    bytes_.resize(n);
-    for (NodeId v = 0; v < n; ++v) {
-      compute_[v] = max_compute > 0.0 ? costs.compute_s(v) / max_compute : 0.0;
-      bytes_[v] = max_bytes > 0.0 ? static_cast<double>(costs.output_bytes[v]) / max_bytes : 0.0;
-    }
-  }
-  int features() const { return 4 + devices_; }
-  int input_size() const { return 12 * features(); }
-
-  void input(const Placement& placement, NodeId current, const std::vector<char>& visited,
-             std::vector<double>& z) {
-    const int n = graph_.node_count();
-    const size_t f = static_cast<size_t>(features());
-    x_.assign(static_cast<size_t>(n) * f, 0.0);
-    for (NodeId v = 0; v < n; ++v) {
-      double* row = &x_[static_cast<size_t>(v) * f];
-      row[0] = compute_[v];
-      row[1] = bytes_[v];
-      row[2] = v == current ? 1.0 : 0.0;
-      row[3] = visited[v] ? 1.0 : 0.0;
-      row[4 + placement.device_of_node[v]] = 1.0;
-    }
-    propagate(true, down_);
-    propagate(false, up_);
-    const size_t e = 3 * f;
-    z.assign(4 * e, 0.0);
-    embedding(current, &z[0]);
-    std::vector<double> one(e);
-    int counts[3] = {0, 0, 0};
-    for (NodeId u = 0; u < n; ++u) {
-      if (u == current) continue;
-      const int group = reach_.is_ancestor(current, u)     ? 0
-                        : reach_.is_descendant(current, u) ? 1
-                                                           : 2;
-      embedding(u, one.data());
-      double* sum = &z[e * static_cast<size_t>(1 + group)];
-      for (size_t i = 0; i < e; ++i) sum[i] += one[i];
-      ++counts[group];
-    }
-    for (int group = 0; group < 3; ++group) {
-      if (counts[group] == 0) continue;
-      double* sum = &z[e * static_cast<size_t>(1 + group)];
-      for (size_t i = 0; i < e; ++i) sum[i] /= counts[group];
-    }
-  }
-
- private:
-  void propagate(bool downwards, std::vector<double>& out) {
-    const int n = graph_.node_count();
-    const size_t f = static_cast<size_t>(features());
-    out = x_;
-    std::vector<double> previous;
-    for (int r = 0; r < rounds_; ++r) {
-      previous.swap(out);
-      out.assign(previous.size(), 0.0);
-      for (NodeId v = 0; v < n; ++v) {
-        const std::vector<NodeId>& from =
-            downwards ? graph_.nodes()[v].predecessors : graph_.nodes()[v].successors;
-        double* row = &out[static_cast<size_t>(v) * f];
-        const double* self = &x_[static_cast<size_t>(v) * f];
-        if (from.empty()) {
-          std::copy(self, self + f, row);
-          continue;
-        }
-        for (NodeId u : from) {
-          const double* other = &previous[static_cast<size_t>(u) * f];
-          for (size_t i = 0; i < f; ++i) row[i] += other[i];
-        }
-        const double mean = 0.5 / static_cast<double>(from.size());
-        for (size_t i = 0; i < f; ++i) row[i] = 0.5 * self[i] + mean * row[i];
-      }
-    }
-  }
-  void embedding(NodeId v, double* out) const {
-    const size_t f = static_cast<size_t>(features());
-    const size_t at = static_cast<size_t>(v) * f;
-    std::copy(&x_[at], &x_[at] + f, out);
-    std::copy(&down_[at], &down_[at] + f, out + f);
-    std::copy(&up_[at], &up_[at] + f, out + 2 * f);
-  }
-
-  const Graph& graph_;
-  Reachability reach_;
-  int devices_;
-  int rounds_;
-  std::vector<double> compute_;
-  std::vector<double> bytes_;
-  std::vector<double> x_;
-  std::vector<double> down_;
-  std::vector<double> up_;
-};
 
 // Adam (Kingma & Ba) ascending the objective.
 class Adam {
@@ -221,6 +71,9 @@ void check_rl_options(const RlOptions& o) {
   }
   positive_int("hidden", o.hidden);
   positive_int("baseline_window", o.baseline_window);
+  if (o.groups < 0) {
+    throw_invalid("rl: groups must be >= 0 (0: no grouping), got " + std::to_string(o.groups));
+  }
   if (o.rounds < 0) throw_invalid("rl: rounds must be >= 0, got " + std::to_string(o.rounds));
   auto rate = [](const char* name, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) {
@@ -242,34 +95,46 @@ void check_rl_options(const RlOptions& o) {
   if (o.start != "random") placer_by_name(o.start);
 }
 
-Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request) {
-  const auto started = std::chrono::steady_clock::now();
+namespace {
+
+// The graph the policy places: the request's graph, or its group graph.
+struct RlProblem {
+  const Graph& graph;
+  const NodeCosts& costs;
+  const std::vector<int64_t>& node_memory_bytes;
+  const Order& order;
+  const Placement& start;
+  RlStepEstimator& estimate;
+};
+
+struct RlResult {
+  Placement best;    // the fastest memory-feasible placement visited (else the start)
+  Placement greedy;  // of the final greedy episode
+};
+
+// Training and the greedy episode (docs/placers.md#rl); fills `log`.
+RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_t capacity_bytes,
+               std::chrono::steady_clock::time_point started, RlTrainingLog& log) {
   const RlOptions& o = request.rl;
-  check_rl_options(o);
-  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const Graph& graph = problem.graph;
+  const Order& order = problem.order;
+  const Placement& start = problem.start;
+  const std::vector<int64_t>& node_memory_bytes = problem.node_memory_bytes;
+  RlStepEstimator& estimate = problem.estimate;
   const int n = graph.node_count();
-  const int k = context.device_count;
-  const Placement start = o.start == "random" ? place_random(graph, order, request)
-                                              : placer_by_name(o.start)(graph, order, request);
-  RlStepEstimator estimate = o.estimator;
-  if (!estimate) {
-    estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
-                    graph, context.costs, request.cost_model.link(), request.micro_batches)](
-                   const Placement& candidate) { return (*list_schedule)(candidate); };
-  }
+  const int k = request.device_count;
   auto overflow = [&](const std::vector<int64_t>& used) {
     double total = 0.0;
     for (int64_t bytes : used) {
-      if (bytes > context.capacity_bytes) {
-        total += static_cast<double>(bytes - context.capacity_bytes) /
-                 static_cast<double>(context.capacity_bytes);
+      if (bytes > capacity_bytes) {
+        total += static_cast<double>(bytes - capacity_bytes) / static_cast<double>(capacity_bytes);
       }
     }
     return total;
   };
 
   const int rounds = o.initial ? o.initial->rounds : o.rounds;
-  Featurizer featurizer(graph, context.costs, k, rounds);
+  detail::Featurizer featurizer(graph, problem.costs, k, rounds);
   if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
     throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
                   " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
@@ -283,15 +148,13 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
 
   std::vector<int64_t> start_used(static_cast<size_t>(k), 0);
   for (NodeId v = 0; v < n; ++v) {
-    start_used[static_cast<size_t>(start.device_of_node[v])] += context.node_memory_bytes[v];
+    start_used[static_cast<size_t>(start.device_of_node[v])] += node_memory_bytes[v];
   }
   const double start_s = estimate(start);
   const double start_cost = start_s * (1.0 + o.memory_penalty * overflow(start_used));
-  Placement best = start;
+  RlResult result{.best = start, .greedy = start};
   double best_s = overflow(start_used) > 0.0 ? INFINITY : start_s;
 
-  RlTrainingLog local_log;
-  RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
   log = {};
   log.start_step_time_s = start_s;
 
@@ -301,10 +164,12 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   std::vector<double> rewards(steps);
   std::deque<std::vector<double>> recent_returns;
   std::vector<double> gradient(static_cast<size_t>(policy.parameter_count()));
+  Placement placement;
 
-  // One pass over the order; returns the final placement's step time.
+  // One pass over the order; returns the final placement's step time (the placement is
+  // left in `placement`).
   auto episode = [&](bool greedy) {
-    Placement placement = start;
+    placement = start;
     std::vector<int64_t> used = start_used;
     std::vector<char> visited(static_cast<size_t>(n), 0);
     double previous_cost = start_cost;
@@ -318,8 +183,8 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       visited[static_cast<size_t>(node)] = 1;
       const int home = placement.device_of_node[node];
       if (device != home) {
-        used[static_cast<size_t>(home)] -= context.node_memory_bytes[node];
-        used[static_cast<size_t>(device)] += context.node_memory_bytes[node];
+        used[static_cast<size_t>(home)] -= node_memory_bytes[node];
+        used[static_cast<size_t>(device)] += node_memory_bytes[node];
         placement.device_of_node[node] = device;
         step_s = estimate(placement);
       }
@@ -329,7 +194,7 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       previous_cost = cost;
       if (over == 0.0 && step_s < best_s) {
         best_s = step_s;
-        best = placement;
+        result.best = placement;
       }
     }
     return step_s;
@@ -369,12 +234,123 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     ++log.episodes_run;
   }
   log.greedy_step_time_s = episode(true);
+  result.greedy = placement;
   log.policy = {.rounds = rounds,
                 .inputs = policy.inputs(),
                 .hidden = o.initial ? o.initial->hidden : o.hidden,
                 .devices = k,
                 .parameters = {policy.parameters().begin(), policy.parameters().end()}};
   log.best_final_s = best_s;
+  return result;
+}
+
+// A group starts on the device that holds most of its compute in the node placement
+// (most of its nodes when it has no compute; ties: the lower device).
+Placement group_start(const GraphGroups& groups, const NodeCosts& costs, const Placement& start) {
+  Placement out{.device_count = start.device_count,
+                .device_of_node = std::vector<int>(groups.members.size(), 0)};
+  std::vector<std::pair<double, int>> weight(static_cast<size_t>(start.device_count));
+  for (size_t group = 0; group < groups.members.size(); ++group) {
+    std::fill(weight.begin(), weight.end(), std::pair<double, int>{0.0, 0});
+    for (NodeId v : groups.members[group]) {
+      auto& w = weight[static_cast<size_t>(start.device_of_node[v])];
+      w.first += costs.compute_s(v);
+      ++w.second;
+    }
+    int best = 0;
+    for (int d = 1; d < start.device_count; ++d) {
+      if (weight[static_cast<size_t>(d)] > weight[static_cast<size_t>(best)]) best = d;
+    }
+    out.device_of_node[group] = best;
+  }
+  return out;
+}
+
+}  // namespace
+
+Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
+  const RlOptions& o = request.rl;
+  check_rl_options(o);
+  const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
+  const int n = graph.node_count();
+  const int k = context.device_count;
+  const Placement start = o.start == "random" ? place_random(graph, order, request)
+                                              : placer_by_name(o.start)(graph, order, request);
+  RlStepEstimator estimate = o.estimator;
+  if (!estimate) {
+    estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                    graph, context.costs, request.cost_model.link(), request.micro_batches)](
+                   const Placement& candidate) { return (*list_schedule)(candidate); };
+  }
+  RlTrainingLog local_log;
+  RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
+
+  if (o.groups == 0 || n <= o.groups) {
+    const RlResult result =
+        train({graph, context.costs, context.node_memory_bytes, order, start, estimate}, request,
+              context.capacity_bytes, started, log);
+    log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result.best;
+  }
+
+  if (o.groups < k) {
+    throw_invalid("rl: groups must be 0 (no grouping) or at least the device count " +
+                  std::to_string(k) + ", got " + std::to_string(o.groups));
+  }
+  const GraphGroups groups = group_nodes(graph, context.costs, o.groups);
+  const Order order_of_groups = group_order(groups, order);
+  std::vector<int64_t> group_memory_bytes(groups.members.size(), 0);
+  for (NodeId v = 0; v < n; ++v) {
+    group_memory_bytes[static_cast<size_t>(groups.group_of_node[static_cast<size_t>(v)])] +=
+        context.node_memory_bytes[v];
+  }
+  const Placement start_of_groups = group_start(groups, context.costs, start);
+  RlStepEstimator group_estimate;
+  if (o.group_estimator) {
+    group_estimate = o.group_estimator(groups.graph, groups.costs);
+  } else {
+    group_estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                          groups.graph, groups.costs, request.cost_model.link(),
+                          request.micro_batches)](const Placement& candidate) {
+      return (*list_schedule)(candidate);
+    };
+  }
+  const RlResult result = train({groups.graph, groups.costs, group_memory_bytes, order_of_groups,
+                                 start_of_groups, group_estimate},
+                                request, context.capacity_bytes, started, log);
+  // What the caller compares across placers: the full graph's step times. The group
+  // graph's estimate only approximates them (a group's outgoing bytes are charged on each of
+  // its edges), so the group-graph best can be slower on the full graph than the start or
+  // the greedy result: the placer returns the fastest of the three on the full graph that
+  // fits memory. Memory feasibility is the same on both graphs (a group's memory is its
+  // nodes' sum).
+  auto fits = [&](const Placement& group_placement) {
+    std::vector<int64_t> used(static_cast<size_t>(k), 0);
+    for (size_t g = 0; g < group_memory_bytes.size(); ++g) {
+      used[static_cast<size_t>(group_placement.device_of_node[g])] += group_memory_bytes[g];
+    }
+    return std::all_of(used.begin(), used.end(),
+                       [&](int64_t bytes) { return bytes <= context.capacity_bytes; });
+  };
+  log.groups = groups.group_count();
+  const Placement start_placement = ungroup_placement(groups, start_of_groups);
+  const Placement greedy_placement = ungroup_placement(groups, result.greedy);
+  log.start_step_time_s = estimate(start_placement);
+  log.greedy_step_time_s = estimate(greedy_placement);
+  Placement best = ungroup_placement(groups, result.best);
+  if (std::isfinite(log.best_final_s)) {
+    log.best_final_s = estimate(best);
+    const std::pair<const Placement*, const Placement*> others[] = {
+        {&start_of_groups, &start_placement}, {&result.greedy, &greedy_placement}};
+    const double others_s[] = {log.start_step_time_s, log.greedy_step_time_s};
+    for (size_t i = 0; i < 2; ++i) {
+      if (others_s[i] < log.best_final_s && fits(*others[i].first)) {
+        log.best_final_s = others_s[i];
+        best = *others[i].second;
+      }
+    }
+  }
   log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return best;
 }

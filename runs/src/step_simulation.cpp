@@ -126,6 +126,28 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
   return build_schedule(schedule_request);
 }
 
+GlobalStepTime::GlobalStepTime(const Graph& graph, const NodeCosts& costs,
+                               const CostModel& cost_model, int micro_batches)
+    : graph_(graph),
+      costs_(costs),
+      cost_model_(cost_model),
+      micro_batches_(micro_batches),
+      list_schedule_(graph, costs, cost_model.link(), micro_batches) {}
+
+double GlobalStepTime::operator()(const Placement& placement) {
+  if (placement.device_count != sharing_devices_) {
+    sharing_devices_ = placement.device_count;
+    sharing_active_ = cost_model_.compute_sharing(sharing_devices_).active();
+  }
+  if (sharing_active_ || placement::is_stage_chain(graph_, placement)) {
+    StepRequest request;
+    request.micro_batches = micro_batches_;
+    return simulate_step(graph_, placement, costs_, cost_model_, request).step_time_s;
+  }
+  // list_schedule_step's estimate without sharing: the list schedule's makespan.
+  return list_schedule_(placement);
+}
+
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                          const CostModel& cost_model, const StepRequest& request) {
   require_valid_placement(graph, placement);

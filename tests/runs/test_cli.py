@@ -212,6 +212,18 @@ def test_place_rl():
     fails(2, "place", *MODEL, *args[:-2], "--rl-episodes", "0", contains=("episodes",))
     fails(2, "place", *MODEL, *args, "--rl-learning-rate", "-1", contains=("learning_rate",))
     fails(2, "place", *MODEL, *args, "--rl-start", "rl", contains=("start",))
+    # Below the group limit nothing is grouped; above it the log says so and the returned
+    # placement is the full graph's.
+    check(rl["groups"] == 0, rl)
+    grouped = place_json(*args, "--rl-groups", "20")
+    check(grouped["rl"]["groups"] == 20, grouped["rl"])
+    check(len(grouped["placement"]["device_of_node"]) == doc["node_count"], grouped["placement"])
+    check(grouped["rl"]["best_step_time_s"] == grouped["estimated_step_time_s"]
+          or not grouped["stage_chain"], grouped)
+    out = ok("place", *MODEL, *args, "--rl-groups", "20").out
+    check(re.search(r"^rl: 12 episodes on 20 groups ", out, re.M), out)
+    fails(2, "place", *MODEL, *args, "--rl-groups", "-1", contains=("groups",))
+    fails(2, "place", *MODEL, *args, "--rl-groups", "2", contains=("groups",))
     with tempfile.TemporaryDirectory() as tmp:
         policy = os.path.join(tmp, "r.policy")
         trained = place_json(*args, "--rl-save-policy", policy)

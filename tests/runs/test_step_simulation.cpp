@@ -46,6 +46,32 @@ class StepSimulation : public ::testing::Test {
   placement::NodeCosts costs_;
 };
 
+// The rl placer's reward object reports simulate_step's global step time exactly, on chains
+// (event simulator) and on the random placements rl explores (list schedule), when one
+// object serves placements one after another.
+TEST_F(StepSimulation, GlobalStepTimeEqualsSimulateStep) {
+  for (int micro_batches : {1, 3}) {
+    GlobalStepTime step_time(graph_, costs_, model_, micro_batches);
+    int chains = 0;
+    for (const char* placer : {"contiguous", "random", "round-robin", "stages", "random"}) {
+      for (int k : {2, 3}) {
+        placement::PlacementRequest request{.device_count = k, .cost_model = model_};
+        request.seed = static_cast<uint64_t>(k * 7 + micro_batches);
+        const placement::Placement p = placement::placer_by_name(placer)(
+            graph_, placement::topological_order(graph_), request);
+        chains += placement::is_stage_chain(graph_, p) ? 1 : 0;
+        EXPECT_EQ(placement::is_stage_chain(graph_, p),
+                  !placement::stage_chain_violation(graph_, p).has_value());
+        const double expected =
+            simulate_step(graph_, p, costs_, model_, {.micro_batches = micro_batches}).step_time_s;
+        EXPECT_EQ(step_time(p), expected) << placer << " on " << k;
+      }
+    }
+    EXPECT_GT(chains, 0);
+    EXPECT_LT(chains, 10);
+  }
+}
+
 TEST_F(StepSimulation, GlobalOnAChainIsSimulatedWithGPipe) {
   const placement::Placement p = place("contiguous", 2);
   const StepReport report =

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <memory>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
@@ -38,6 +39,10 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
       ->group(rl);
   app.add_option("--rl-time-budget", rl_options.time_budget_s,
                  "seconds after which training stops (0: none; results then depend on speed)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-groups", rl_options.groups,
+                 "coarsen graphs of more nodes to this many groups and place groups (0: never)")
       ->capture_default_str()
       ->group(rl);
   app.add_option("--rl-start", rl_options.start,
@@ -137,11 +142,15 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   if (s.placer == "rl") {
     request.rl = s.rl;
     if (!s.rl_policy.empty()) request.rl.initial = placement::read_rl_policy(s.rl_policy);
-    request.rl.estimator = [&graph, &run, &cost_model,
-                            micro_batches](const placement::Placement& candidate) {
-      StepRequest step;
-      step.micro_batches = micro_batches;
-      return simulate_step(graph, candidate, run.costs, cost_model, step).step_time_s;
+    // What `simulate` reports for the global strategy, without its per-call allocations.
+    request.rl.estimator =
+        [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](
+            const placement::Placement& candidate) { return (*step_time)(candidate); };
+    request.rl.group_estimator = [&cost_model, micro_batches](const placement::Graph& groups,
+                                                              const placement::NodeCosts& costs) {
+      return placement::RlStepEstimator(
+          [step_time = std::make_shared<GlobalStepTime>(groups, costs, cost_model, micro_batches)](
+              const placement::Placement& candidate) { return (*step_time)(candidate); });
     };
     request.rl_log = &rl_log;
   }

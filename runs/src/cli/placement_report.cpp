@@ -73,9 +73,15 @@ std::string placement_text(const PlacementContext& c, bool device_table) {
          " (what refine minimises; `simulate` runs the pipeline schedule)\n";
   out += "placer wall time: " + format_seconds(c.run.placer_wall_s) + "\n";
   if (const auto& log = c.run.rl_log) {
-    out += "rl: " + std::to_string(log->episodes_run) + " episodes; simulated step time of the " +
-           "start " + format_seconds(log->start_step_time_s) + ", greedy policy " +
-           format_seconds(log->greedy_step_time_s) + ", best found " +
+    // With groups the curve is the group graph's estimate; start, greedy and best are the
+    // full graph's (docs/placers.md#grouping).
+    const std::string groups = log->groups > 0
+                                   ? " on " + std::to_string(log->groups) +
+                                         " groups (learning curve: " + "group-graph estimates)"
+                                   : "";
+    out += "rl: " + std::to_string(log->episodes_run) + " episodes" + groups +
+           "; simulated step time of the " + "start " + format_seconds(log->start_step_time_s) +
+           ", greedy policy " + format_seconds(log->greedy_step_time_s) + ", best found " +
            format_seconds(log->best_final_s) + "\n";
     out += "rl learning curve (episode: step time, best so far):";
     const size_t count = log->episode_step_time_s.size();
@@ -138,6 +144,7 @@ JsonObject placement_json(const PlacementContext& c) {
     };
     out.raw("rl", JsonObject()
                       .integer("episodes_run", log->episodes_run)
+                      .integer("groups", log->groups)
                       .number("start_step_time_s", log->start_step_time_s)
                       .number("greedy_step_time_s", log->greedy_step_time_s)
                       .number("best_step_time_s", log->best_final_s)

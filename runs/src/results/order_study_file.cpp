@@ -78,6 +78,7 @@ void write_setup(hid_t root, const OrderStudySetup& s) {
   write_attr(root, "rl_episodes", s.rl_episodes);
   write_attr(root, "rl_rounds", s.rl_rounds);
   write_attr(root, "rl_hidden", s.rl_hidden);
+  write_attr(root, "rl_groups", s.rl_groups);
   write_attr(root, "rl_learning_rate", s.rl_learning_rate);
   write_attr(root, "rl_final_learning_rate", s.rl_final_learning_rate);
   write_attr(root, "rl_entropy", s.rl_entropy);

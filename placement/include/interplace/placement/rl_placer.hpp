@@ -3,6 +3,8 @@
 // REINFORCE against a step-time estimator. An episode starts from a seeded random
 // placement and visits every node once in the traversal order, moving it to the device
 // the policy samples; the reward of a move is the decrease of the penalised step time.
+// Graphs of more than RlOptions::groups nodes are coarsened first (graph_groups.hpp) and
+// the policy places groups, as Placeto places TensorFlow's grouped graphs.
 //
 // The policy is small and self-contained (no autodiff): node features are propagated
 // parent->child and child->parent for `rounds` rounds by fixed mean aggregation, the node
@@ -22,6 +24,8 @@
 namespace interplace::placement {
 
 struct Placement;
+class Graph;
+struct NodeCosts;
 
 // Lower is better; the same type as placers.hpp's StepTimeEstimator.
 using RlStepEstimator = std::function<double(const Placement&)>;
@@ -64,6 +68,17 @@ struct RlOptions {
   // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
   // request's micro-batches. The command line passes the simulator `simulate` uses.
   RlStepEstimator estimator = {};
+  // Groups the policy places on graphs of more nodes (Placeto's grouped graphs;
+  // docs/placers.md#grouping): the graph is coarsened to at most this many groups
+  // (graph_groups.hpp), each episode places every group once, a group's nodes follow it,
+  // and the reward is estimated on the group graph (`group_estimator`). The group-graph
+  // best, the start and the greedy result are re-estimated on the full graph with
+  // `estimator`; the placer returns the fastest of them that fits memory. 0: never group.
+  // Graphs of at most this many nodes are placed node by node as without grouping.
+  int groups = 448;
+  // The reward source on the group graph, made for its graph and costs (which outlive the
+  // training); empty: the list-scheduled estimate on the group graph.
+  std::function<RlStepEstimator(const Graph& graph, const NodeCosts& costs)> group_estimator = {};
   // Start from a trained policy instead of random weights (Placeto's generalisation: a
   // policy trained on other graphs of a family). Its rounds and hidden width replace
   // `rounds` and `hidden`; its device count must equal the request's.
@@ -78,6 +93,10 @@ struct RlTrainingLog {
   double greedy_step_time_s = 0.0;  // one episode after training, argmax instead of sampling
   double best_final_s = 0.0;        // of the returned placement
   int episodes_run = 0;             // < episodes when the time budget stopped training
+  // Groups the policy placed (RlOptions::groups); 0 when it placed the nodes themselves.
+  // With groups, episode_step_time_s and best_step_time_s are group-graph estimates and
+  // start, greedy and best_final are re-estimated on the full graph.
+  int groups = 0;
   double wall_s = 0.0;
   RlSavedPolicy policy;  // the policy after training, for write_rl_policy
 };

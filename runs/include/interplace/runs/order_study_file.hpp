@@ -66,6 +66,7 @@ struct OrderStudySetup {
   int64_t rl_episodes = 0;
   int64_t rl_rounds = 0;
   int64_t rl_hidden = 0;
+  int64_t rl_groups = 0;  // 0: never grouped; graphs of more nodes were placed as groups
   double rl_learning_rate = 0.0;
   double rl_final_learning_rate = 0.0;
   double rl_entropy = 0.0;

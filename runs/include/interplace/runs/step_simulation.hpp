@@ -22,6 +22,7 @@
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/simulator.hpp"
+#include "interplace/placement/step_estimate.hpp"
 #include "interplace/runs/aux_heads.hpp"
 
 namespace interplace::runs {
@@ -119,6 +120,28 @@ StepReport list_schedule_step(const placement::Graph& graph, const placement::Pl
                               const placement::NodeCosts& costs,
                               const placement::CostModel& cost_model, int micro_batches,
                               std::string reason, const placement::Schedule* schedule = nullptr);
+
+// simulate_step(...).step_time_s of the global strategy for many placements of one graph
+// (the rl placer's reward, one call per move): the same number, without the report. A
+// placement that is not a stage chain (most of what rl explores) goes to a list schedule
+// that keeps its buffers between calls, and nothing per-device (memory, tied-weight
+// replicas, busy time) is computed. Holds references to `graph`, `costs` and
+// `cost_model`, which must outlive it; not safe to call from two threads at once.
+class GlobalStepTime {
+ public:
+  GlobalStepTime(const placement::Graph& graph, const placement::NodeCosts& costs,
+                 const placement::CostModel& cost_model, int micro_batches);
+  double operator()(const placement::Placement& placement);
+
+ private:
+  const placement::Graph& graph_;
+  const placement::NodeCosts& costs_;
+  const placement::CostModel& cost_model_;
+  int micro_batches_;
+  placement::StepTimeEstimate list_schedule_;
+  int sharing_devices_ = -1;  // the device count sharing_active_ was computed for
+  bool sharing_active_ = false;
+};
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
 // placement that cannot run it (the message gives the reason).

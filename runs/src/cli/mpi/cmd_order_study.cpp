@@ -150,6 +150,7 @@ std::string run_study(StudyOptions& o) {
   setup.rl_episodes = o.rl.episodes;
   setup.rl_rounds = o.rl.rounds;
   setup.rl_hidden = o.rl.hidden;
+  setup.rl_groups = o.rl.groups;
   setup.rl_learning_rate = o.rl.learning_rate;
   setup.rl_final_learning_rate = o.rl.final_learning_rate;
   setup.rl_entropy = o.rl.entropy_weight;
