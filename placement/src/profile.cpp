@@ -229,6 +229,17 @@ Profile read_profile(std::istream& in, std::string_view source) {
       read_host_sharing(profile, fields, reader);
       continue;
     }
+    if (fields[0] == "aux_head") {
+      if (fields.size() != 4 || fields[1].empty()) {
+        reader.fail("an aux_head line is aux_head, key, forward_s, backward_s");
+      }
+      const std::pair<double, double> times{reader.non_negative_time(fields[2], "forward_s"),
+                                            reader.non_negative_time(fields[3], "backward_s")};
+      if (!profile.aux_heads.emplace(std::string(fields[1]), times).second) {
+        reader.fail("aux_head '" + std::string(fields[1]) + "' appears twice");
+      }
+      continue;
+    }
     if (fields[0] == "link_curve") {
       read_link_point(profile.link.curve, fields, reader);
       continue;
@@ -365,6 +376,13 @@ void write_profile(std::ostream& out, const Profile& profile) {
       text << '\t' << format_number(factor);
     }
     text << '\n';
+  }
+  for (const auto& [key, times] : profile.aux_heads) {
+    check_text(key, "aux_head key");
+    check_time(times.first, "aux_head forward_s");
+    check_time(times.second, "aux_head backward_s");
+    text << "aux_head\t" << key << '\t' << format_number(times.first) << '\t'
+         << format_number(times.second) << '\n';
   }
   std::set<std::string_view> names;
   for (const NodeTiming& node : profile.nodes) {

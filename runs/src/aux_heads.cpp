@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,34 @@ HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts&
   return calibration;
 }
 
+std::string aux_head_key(const Graph& head) {
+  std::string key;
+  for (const placement::Node& node : head.nodes()) {
+    if (node.op == "input") continue;
+    if (!key.empty()) key += '|';
+    key += node.op;
+    char separator = ' ';
+    for (int64_t extent : node.output_shape) {
+      key += separator;
+      key += std::to_string(extent);
+      separator = 'x';
+    }
+  }
+  return key;
+}
+
+std::map<std::string, Graph> distinct_aux_heads(const Graph& graph, const AuxHeadOptions& options) {
+  std::map<std::string, Graph> heads;
+  for (const placement::Node& node : graph.nodes()) {
+    const size_t rank = node.output_shape.size();
+    if (node.op == "input" || rank < 2 || rank > 4) continue;
+    Graph head = aux_head_graph(graph, node.id, options);
+    std::string key = aux_head_key(head);
+    heads.emplace(std::move(key), std::move(head));
+  }
+  return heads;
+}
+
 AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model,
                             const HeadCalibration& calibration) {
   const placement::CostModel roofline(cost_model.device(), cost_model.link(),
@@ -148,6 +177,14 @@ AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_
     total.backward_s += costs.backward_s[node.id] * ratio.backward;
     total.parameter_count += node.parameter_count;
     total.activation_bytes += node.output_bytes;
+  }
+  // A head the profile timed: its measured sums (the runtime runs the same layers).
+  if (const auto& profile = cost_model.profile()) {
+    const auto measured = profile->aux_heads.find(aux_head_key(head));
+    if (measured != profile->aux_heads.end()) {
+      total.forward_s = measured->second.first;
+      total.backward_s = measured->second.second;
+    }
   }
   return total;
 }

@@ -144,8 +144,10 @@ double GlobalStepTime::operator()(const Placement& placement) {
     request.micro_batches = micro_batches_;
     return simulate_step(graph_, placement, costs_, cost_model_, request).step_time_s;
   }
-  // list_schedule_step's estimate without sharing: the list schedule's makespan.
-  return list_schedule_(placement);
+  // list_schedule_step's estimate without sharing: the list schedule's makespan, shifted
+  // by the mini-batch's overhead.
+  return cost_model_.mini_batch_overhead_s(graph_.batch_size() * micro_batches_) +
+         list_schedule_(placement);
 }
 
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,

@@ -330,6 +330,21 @@ TEST(Profile, LinkCurvesRoundTripAndAreChecked) {
   EXPECT_THROW(profile_text(profile), Error);
 }
 
+TEST(Profile, AuxHeadsRoundTripAndAreChecked) {
+  Profile profile = sample_profile();
+  profile.aux_heads["conv2d 8x128x4x4|linear 8x10"] = {1e-3, 2e-3};
+  const Profile back = parse(profile_text(profile));
+  ASSERT_EQ(back.aux_heads.size(), 1u);
+  EXPECT_EQ(back.aux_heads.at("conv2d 8x128x4x4|linear 8x10"), std::make_pair(1e-3, 2e-3));
+  const std::string head = profile_text(sample_profile());
+  for (const char* bad : {"aux_head\tk\t1e-3\n", "aux_head\t\t1e-3\t1e-3\n",
+                          "aux_head\tk\t-1\t1e-3\n", "aux_head\tk\t1\t1\naux_head\tk\t1\t1\n"}) {
+    EXPECT_THROW(parse(head + bad), Error) << bad;
+  }
+  profile.aux_heads["bad\tkey"] = {1.0, 1.0};
+  EXPECT_THROW(profile_text(profile), Error);
+}
+
 TEST(Profile, FileRoundTripAndMissingFile) {
   const auto path = std::filesystem::temp_directory_path() / "interplace_profile_test.tsv";
   write_profile_file(path, sample_profile());

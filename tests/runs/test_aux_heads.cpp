@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace interplace::runs {
 namespace {
 
 using placement::Graph;
+using placement::NodeId;
 using placement::NodeSpec;
 
 NodeSpec spec(const std::string& name, const std::string& op, std::vector<placement::NodeId> inputs,
@@ -151,6 +153,39 @@ TEST(AuxHeads, GroupedConvolutionsCalibrateApart) {
   const Graph head = aux_head_graph(mobilenet, mobilenet.node_count() / 2);
   ASSERT_EQ(head.node(1).op, "conv2d");
   EXPECT_DOUBLE_EQ(calibration.of(head.node(1)).forward, 2.0);
+}
+
+// A head the profile timed costs what was measured; another (a capped head here, whose key
+// differs) falls back to the calibrated roofline. resnet20's boundaries give one head per
+// distinct boundary tensor: its three stage widths, the stem's 16 channels included.
+TEST(AuxHeads, ProfiledHeadsAreTakenAsMeasured) {
+  const Graph resnet = placement::build_model("resnet20");
+  const std::map<std::string, Graph> heads = distinct_aux_heads(resnet, {});
+  EXPECT_GE(heads.size(), 3u);
+  for (const auto& [key, head] : heads) EXPECT_EQ(aux_head_key(head), key);
+  const NodeId boundary = resnet.node_count() / 2;
+  const Graph head = aux_head_graph(resnet, boundary);
+  const std::string key = aux_head_key(head);
+  ASSERT_EQ(heads.count(key), 1u) << key;
+  EXPECT_EQ(key.rfind("conv2d 1x128x", 0), 0u) << key;  // batch 1, 128 channels
+  const Graph capped = aux_head_graph(resnet, boundary, {.cap_to_input = true});
+  EXPECT_NE(aux_head_key(capped), key);
+
+  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  placement::Profile profile;
+  profile.device_name = "dev";
+  profile.batch_size = resnet.batch_size();
+  for (const placement::Node& node : resnet.nodes())
+    profile.nodes.push_back({node.name, 1e-3, 2e-3});
+  profile.aux_heads[key] = {0.25, 0.5};
+  const auto measured = placement::CostModel::from_profile(profile, device);
+  const AuxHeadCosts timed = aux_head_costs(head, measured);
+  EXPECT_EQ(timed.forward_s, 0.25);
+  EXPECT_EQ(timed.backward_s, 0.5);
+  EXPECT_EQ(timed.parameter_count, head.total_parameter_count());
+  const AuxHeadCosts other = aux_head_costs(capped, measured);
+  EXPECT_NE(other.forward_s, 0.25);
+  EXPECT_GT(other.forward_s, 0.0);
 }
 
 }  // namespace

@@ -160,4 +160,19 @@ std::string cpu_device_name(int threads) {
   return model + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
 }
 
+std::map<std::string, std::pair<double, double>> time_aux_heads(const placement::Graph& graph,
+                                                                const AuxHeadOptions& heads,
+                                                                const NodeTimingOptions& options) {
+  std::map<std::string, std::pair<double, double>> timed;
+  for (const auto& [key, head] : distinct_aux_heads(graph, heads)) {
+    std::pair<double, double> sums{0.0, 0.0};
+    for (const placement::NodeTiming& layer : time_nodes(head, options)) {
+      sums.first += layer.forward_s;
+      sums.second += layer.backward_s;
+    }
+    timed.emplace(key, sums);
+  }
+  return timed;
+}
+
 }  // namespace interplace::runs

@@ -38,10 +38,17 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   std::vector<double> forward, backward, optimizer, overhead;
   for (const StepRecord& step : result.steps) {
     if (step.warmup || step.ranks.empty()) continue;
-    forward.push_back(step.ranks[0].forward_s);
-    backward.push_back(step.ranks[0].backward_s);
-    optimizer.push_back(step.ranks[0].optimizer_s);
-    overhead.push_back(step.ranks[0].overhead_s);
+    const RankStepRecord& r = step.ranks[0];
+    // One rank waits for nothing: the step is its units and the rest (the overhead).
+    const double f = options.cpu_time ? r.forward_cpu_s : r.forward_s;
+    const double b = options.cpu_time ? r.backward_cpu_s : r.backward_s;
+    const double o = options.cpu_time ? r.optimizer_cpu_s : r.optimizer_s;
+    const double a = options.cpu_time ? r.aux_cpu_s : r.aux_s;
+    const double whole = options.cpu_time ? r.step_cpu_s : r.step_s;
+    forward.push_back(f);
+    backward.push_back(b);
+    optimizer.push_back(o);
+    overhead.push_back(std::max(0.0, whole - f - b - o - a));
   }
   if (forward.empty()) throw_runtime("runtime units: no measured step");
   double total_s = 0.0;

@@ -131,6 +131,11 @@ struct Profile {
   double runtime_overhead_s = std::numeric_limits<double>::quiet_NaN();
   // Empty: not measured (a profile of one rank, or written before it existed).
   HostSharing host_sharing;
+  // Graphs the runtime adds to the model, timed like its nodes: the auxiliary heads of
+  // local and interlocking strategies, one per distinct head the model's possible stage
+  // boundaries give (key: the head's layers and shapes, runs::aux_head_key), the sums of
+  // its layers' forward and backward times. Empty: not measured.
+  std::map<std::string, std::pair<double, double>> aux_heads;
 };
 
 // Throws invalid_input naming `source` and the line for anything malformed: a missing or

@@ -63,8 +63,20 @@ struct HeadCalibration {
 HeadCalibration head_calibration(const placement::Graph& graph, const placement::NodeCosts& costs,
                                  const placement::CostModel& cost_model);
 
-// Costs of the head's layers: the roofline on the cost model's device, times the
-// calibration's ratio for each layer's op (none: the roofline itself).
+// What identifies a head's cost: its layers' ops and output shapes (batch size included),
+// e.g. "conv2d 8x128x16x16|batch_norm 8x128x16x16|...|linear 8x10"; the key of the
+// profile's aux_head lines (placement::Profile::aux_heads).
+std::string aux_head_key(const placement::Graph& head);
+
+// A head's layers for every distinct head the graph's nodes give as stage boundaries (nodes
+// with a [N,C,H,W], [N,T,D] or [N,F] output), with `options`: what `interplace profile`
+// times (key -> head graph).
+std::map<std::string, placement::Graph> distinct_aux_heads(const placement::Graph& graph,
+                                                           const AuxHeadOptions& options);
+
+// Costs of the head's layers: with a profile that timed this head (its aux_head key), the
+// measured sums; else the roofline on the cost model's device, times the calibration's
+// ratio for each layer's kind (none: the roofline itself).
 AuxHeadCosts aux_head_costs(const placement::Graph& head, const placement::CostModel& cost_model,
                             const HeadCalibration& calibration = {});
 

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/aux_heads.hpp"
 
 namespace interplace::runs {
 
@@ -39,6 +41,13 @@ struct NodeTimingOptions {
 std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
                                               const NodeTimingOptions& options);
 
+// Every distinct auxiliary head the graph's possible stage boundaries give
+// (distinct_aux_heads), its layers timed as time_nodes times a graph's nodes; per head key
+// the sums of the forward and of the backward times (placement::Profile::aux_heads).
+std::map<std::string, std::pair<double, double>> time_aux_heads(const placement::Graph& graph,
+                                                                const AuxHeadOptions& heads,
+                                                                const NodeTimingOptions& options);
+
 // The runtime's own units for a whole model on one rank: `interplace train` of the graph's
 // model at its batch size in one micro-batch, on MPI_COMM_SELF (synthetic data, momentum
 // SGD), `warmup` + `steps` steps; the medians over the measured steps of the records'
@@ -61,6 +70,9 @@ struct RuntimeUnitOptions {
   uint64_t seed = 1;
   kernels::Device device = kernels::Device::cpu;
   int threads = 1;  // CPU threads of this rank
+  // Time the units by the rank's main-thread CPU time (RankStepRecord::*_cpu_s) instead of
+  // the wall clock: the calibration of a CPU-time profile (`interplace profile --clock cpu`).
+  bool cpu_time = false;
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
 // Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): one

@@ -89,7 +89,8 @@ void write_file(const ProfileOptions& o, const ProfileRun& run) {
        << " (nodes timed at micro-batch size " << run.profile.batch_size << "): median of "
        << o.repeats << " runs after " << o.warmup << " warm-up runs per node, " << run.threads
        << " CPU threads, "
-       << (o.clock == "cpu" ? "thread CPU time (--clock cpu; no runtime units)" : "wall clock")
+       << (o.clock == "cpu" ? "thread CPU time (--clock cpu; runtime units by CPU time)"
+                            : "wall clock")
        << "\n"
        << link_comment(run);
   placement::write_profile(text, run.profile);  // throws for values the format cannot hold
@@ -130,20 +131,14 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
-  if (std::isnan(p.runtime_forward_s)) {
-    out +=
-        "runtime on 1 rank (calibration): not measured (--clock cpu: the runtime times the "
-        "wall clock)\n";
-  } else {
-    out += "runtime on 1 rank, whole model (calibration): forward " +
-           format_seconds(p.runtime_forward_s) + ", backward " +
-           format_seconds(p.runtime_backward_s) + ", optimiser step " +
-           format_seconds(p.runtime_optimizer_s) + " (" + "x" +
-           format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
-           format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
-           " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
-           format_seconds(p.runtime_overhead_s) + "\n";
-  }
+  out += "runtime on 1 rank, whole model (calibration): forward " +
+         format_seconds(p.runtime_forward_s) + ", backward " +
+         format_seconds(p.runtime_backward_s) + ", optimiser step " +
+         format_seconds(p.runtime_optimizer_s) + " (" + "x" +
+         format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
+         format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
+         " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
+         format_seconds(p.runtime_overhead_s) + "\n";
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
          (run.link.measured
@@ -299,13 +294,12 @@ void check_options(const ProfileOptions& o) {
 // Collective over MPI_COMM_WORLD: the ranks on world rank 0's host measure how they slow
 // each other down (measure_host_sharing) into run.profile on rank 0; skipped when rank 0
 // failed or runs alone on its host.
-void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& options,
-                                   bool rank0_failed) {
+void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& options, bool skip) {
   int world_rank = 0;
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
-  // Rank 0's units alone; 0 when it failed, NaN without units (a CPU-time profile).
-  double solo_s =
-      rank0_failed ? 0.0 : run.profile.runtime_forward_s + run.profile.runtime_backward_s;
+  // Rank 0's units alone; 0 when it failed or there is nothing to measure (a CPU-time
+  // profile).
+  double solo_s = skip ? 0.0 : run.profile.runtime_forward_s + run.profile.runtime_backward_s;
   check_mpi(MPI_Bcast(&solo_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
   MPI_Comm host = MPI_COMM_NULL;
   check_mpi(
@@ -403,27 +397,36 @@ std::string run_profile(const ProfileOptions& o) {
                                              .seed = o.seed,
                                              .device = device,
                                              .cpu_time = o.clock == "cpu"});
-      // The runtime times the wall clock, so a CPU-time profile has no runtime units (cost
-      // model: no calibration) and no host sharing (docs/simulator.md).
-      if (o.clock != "cpu") {
-        double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s
-        for (const placement::NodeTiming& n : run.profile.nodes) {
-          nodes_s += n.forward_s + n.backward_s;
-        }
-        RuntimeUnitOptions calibration = unit_options;
-        calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
-        const RuntimeUnits units = time_runtime_units(calibration);
-        run.profile.runtime_forward_s = units.forward_s;
-        run.profile.runtime_backward_s = units.backward_s;
-        run.profile.runtime_optimizer_s = units.optimizer_s;
-        run.profile.runtime_overhead_s = units.overhead_s;
+      // The heads local and interlocking strategies add at stage boundaries, as the
+      // runtime builds them by default (uncapped, the model's width multiplier).
+      run.profile.aux_heads =
+          time_aux_heads(graph, {.width_multiplier = o.model.options.width_multiplier},
+                         {.warmup = o.warmup,
+                          .repeats = o.repeats,
+                          .seed = o.seed,
+                          .device = device,
+                          .cpu_time = o.clock == "cpu"});
+      // The runtime's units on one rank, by the same clock as the nodes (the runtime
+      // records both); a CPU-time profile has no host sharing (docs/simulator.md).
+      double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s
+      for (const placement::NodeTiming& n : run.profile.nodes) {
+        nodes_s += n.forward_s + n.backward_s;
       }
+      RuntimeUnitOptions calibration = unit_options;
+      calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
+      calibration.cpu_time = o.clock == "cpu";
+      const RuntimeUnits units = time_runtime_units(calibration);
+      run.profile.runtime_forward_s = units.forward_s;
+      run.profile.runtime_backward_s = units.backward_s;
+      run.profile.runtime_optimizer_s = units.optimizer_s;
+      run.profile.runtime_overhead_s = units.overhead_s;
     } catch (...) {
       failure = std::current_exception();
     }
   }
   quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait without taking the cores
-  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr);
+  // CPU time does not see the time slices ranks sharing a core take from each other.
+  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr || o.clock == "cpu");
   if (mpi.world_rank() != 0) return "";  // rank 0 reports; the others print nothing
   if (failure) std::rethrow_exception(failure);
   write_file(o, run);
@@ -454,7 +457,8 @@ Command add_profile_command(CLI::App& root) {
       ->group(group);
   app->add_option("--clock", options->clock,
                   "what a node's time is: wall (the wall clock) or cpu (the thread's CPU time, "
-                  "for machines whose cores others share; needs --threads 1; no runtime units)")
+                  "for machines whose cores others share; needs --threads 1; the runtime units are "
+                  "timed by CPU time too)")
       ->capture_default_str()
       ->group(group);
   app->add_option("--device", options->device,
