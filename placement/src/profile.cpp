@@ -206,10 +206,10 @@ Profile read_profile(std::istream& in, std::string_view source) {
       continue;
     }
     if (fields[0] == "node") {
-      if (fields.size() != 4 && fields.size() != 5) {
+      if (fields.size() != 4 && fields.size() != 5 && fields.size() != 7) {
         reader.fail(
-            "a node line has 4 or 5 tab-separated fields (node, name, forward_s, backward_s "
-            "[, backward_input_s]), got " +
+            "a node line has 4, 5 or 7 tab-separated fields (node, name, forward_s, backward_s "
+            "[, backward_input_s [, runtime_forward_s, runtime_backward_s]]), got " +
             std::to_string(fields.size()));
       }
       if (fields[1].empty()) reader.fail("node name must not be empty");
@@ -220,8 +220,12 @@ Profile read_profile(std::istream& in, std::string_view source) {
       node.name = std::string(fields[1]);
       node.forward_s = reader.non_negative_time(fields[2], "forward_s");
       node.backward_s = reader.non_negative_time(fields[3], "backward_s");
-      if (fields.size() == 5) {
+      if (fields.size() >= 5) {
         node.backward_input_s = reader.non_negative_time(fields[4], "backward_input_s");
+      }
+      if (fields.size() == 7) {
+        node.runtime_forward_s = reader.non_negative_time(fields[5], "runtime_forward_s");
+        node.runtime_backward_s = reader.non_negative_time(fields[6], "runtime_backward_s");
       }
       continue;
     }
@@ -396,6 +400,18 @@ void write_profile(std::ostream& out, const Profile& profile) {
     if (!std::isnan(node.backward_input_s)) {
       check_time(node.backward_input_s, "backward_input_s of '" + node.name + "'");
       text << '\t' << format_number(node.backward_input_s);
+    }
+    const bool in_runtime =
+        !std::isnan(node.runtime_forward_s) && !std::isnan(node.runtime_backward_s);
+    if (in_runtime) {
+      if (std::isnan(node.backward_input_s)) {
+        throw_invalid("profile: runtime node times of '" + node.name +
+                      "' need its backward_input_s");
+      }
+      check_time(node.runtime_forward_s, "runtime_forward_s of '" + node.name + "'");
+      check_time(node.runtime_backward_s, "runtime_backward_s of '" + node.name + "'");
+      text << '\t' << format_number(node.runtime_forward_s) << '\t'
+           << format_number(node.runtime_backward_s);
     }
     text << '\n';
   }

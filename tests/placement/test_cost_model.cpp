@@ -154,6 +154,30 @@ TEST(CostModel, MiniBatchOverheadScalesWithTheSamples) {
   EXPECT_THROW(parse(profile_text(sample_profile()) + "runtime_overhead_s\t-1\n"), Error);
 }
 
+// Node times measured inside the runtime's steps replace the solo ones; the input-only
+// backward saves the solo parameter-gradient time (full - input-only), the rest stays.
+TEST(CostModel, RuntimeNodeTimesReplaceTheSoloOnes) {
+  const Graph graph = testing::diamond();
+  Profile profile = sample_profile();
+  for (NodeTiming& n : profile.nodes) {
+    n.backward_input_s = 0.25 * n.backward_s;
+    n.runtime_forward_s = n.forward_s + 0.01;
+    n.runtime_backward_s = n.backward_s + 0.02;
+  }
+  const NodeCosts costs = CostModel::from_profile(profile, test_device()).node_costs(graph);
+  for (const NodeTiming& n : profile.nodes) {
+    const NodeId id = graph.id_of(n.name);
+    EXPECT_DOUBLE_EQ(costs.forward_s[id], n.forward_s + 0.01) << n.name;
+    EXPECT_DOUBLE_EQ(costs.backward_s[id], n.backward_s + 0.02) << n.name;
+    EXPECT_NEAR(costs.backward_input_s[id], 0.25 * n.backward_s + 0.02, 1e-15) << n.name;
+  }
+  // They survive the file (7 fields), and need the input-only time beside them.
+  const Profile back = parse(profile_text(profile));
+  EXPECT_EQ(back.nodes[1].runtime_backward_s, profile.nodes[1].runtime_backward_s);
+  profile.nodes[1].backward_input_s = std::nan("");
+  EXPECT_THROW(profile_text(profile), Error);
+}
+
 TEST(CostModel, ProfileMustMatchGraphAndDevice) {
   const Graph graph = testing::diamond();
   Profile wrong_batch = sample_profile();
@@ -393,7 +417,7 @@ TEST(Profile, MalformedFilesGiveLineNumberedErrors) {
             std::string::npos);
   EXPECT_NE(parse_error(replaced("node_count\t4", "node_count\t5")).find("truncated"),
             std::string::npos);
-  EXPECT_NE(parse_error(replaced("\t0.1\t0.3", "\t0.1")).find("4 or 5 tab-separated fields"),
+  EXPECT_NE(parse_error(replaced("\t0.1\t0.3", "\t0.1")).find("4, 5 or 7 tab-separated fields"),
             std::string::npos);
   EXPECT_NE(parse_error(replaced("link_bandwidth_bytes_per_s\t", "link_bandwidth_bytes_per_s\t-"))
                 .find("must be > 0"),

@@ -190,6 +190,13 @@ def test_profile_cpu_clock():
         check_nodes(nodes, SMALL)
         text = ok("profile", *SMALL, *QUICK, "--clock", "cpu", "--out", path).out
         check("runtime on 1 rank, whole model (calibration)" in text, text)
+        # Every node also timed inside the runtime's steps (fields 6 and 7); their sums are
+        # the units but for what the units spend outside the nodes.
+        lines = [l.split("\t") for l in open(path).read().splitlines() if l.startswith("node\t")]
+        check(lines and all(len(f) == 7 for f in lines), lines[:3])
+        units = float(header["runtime_forward_s"]) + float(header["runtime_backward_s"])
+        inside = sum(float(f[5]) + float(f[6]) for f in lines)
+        check(0.6 * units <= inside <= 1.05 * units, (inside, units))
         sim = ok("simulate", *SMALL, "--order", "topo", "--placer", "contiguous", "--devices",
                  "2", "--profile", path, "--format", "json").json()
         check(sim["simulation"]["step_time_s"] > 0, sim["simulation"])

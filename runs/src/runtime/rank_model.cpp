@@ -102,6 +102,16 @@ struct RankModel::Impl {
   std::unique_ptr<kernels::Optimizer> optimizer;
   bool layers_training = true;      // false: evaluation, forward only
   LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
+  NodeStepTimes node_times;         // TrainPlan::record_node_times: sized by node
+
+  // Adds the time since `start` to node `id`'s forward or backward (recording only).
+  void charge_node(NodeId id, const Instant& start, bool backward) {
+    if (node_times.forward_s.empty()) return;
+    const Instant end = now();
+    const auto i = static_cast<size_t>(id);
+    (backward ? node_times.backward_s : node_times.forward_s)[i] += end.wall_s - start.wall_s;
+    (backward ? node_times.backward_cpu_s : node_times.forward_cpu_s)[i] += end.cpu_s - start.cpu_s;
+  }
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
   int tag(NodeId node, int m, bool gradient, int loss_stage) const {
@@ -126,6 +136,12 @@ struct RankModel::Impl {
     const auto n = static_cast<size_t>(graph.node_count());
     layers.resize(n);
     remote_consumers.resize(n);
+    if (p.record_node_times) {
+      for (auto* times : {&node_times.forward_s, &node_times.backward_s, &node_times.forward_cpu_s,
+                          &node_times.backward_cpu_s}) {
+        times->assign(n, 0.0);
+      }
+    }
     const int64_t last_tag =
         static_cast<int64_t>(graph.node_count()) * micro_batches * 2 * (stage_count + 1) +
         Messenger::kFirstDataTag;
@@ -328,10 +344,12 @@ struct RankModel::Impl {
   // The whole stage (stage level) or one node (node level).
   void forward(int m, NodeId only) {
     begin("forward");
+    const bool record_times = !node_times.forward_s.empty();
     auto& outs = outputs[static_cast<size_t>(m)];
     for (NodeId id : mine) {
       if (only >= 0 && id != only) continue;
       const Node& node = graph.node(id);
+      const Instant node_start = record_times ? now() : Instant{};
       if (node.op == "input") {
         outs[static_cast<size_t>(id)] = inputs[static_cast<size_t>(m)];
       } else {
@@ -351,6 +369,7 @@ struct RankModel::Impl {
         loss_grad[static_cast<size_t>(m)] =
             loss_and_gradient(outs[static_cast<size_t>(id)], m, ctx, owner_loss);
       }
+      if (record_times) charge_node(id, node_start, false);
     }
     finish();
   }
@@ -383,6 +402,7 @@ struct RankModel::Impl {
     const Node& node = graph.node(id);
     if (node.op == "input") return;  // no gradient for data
     begin("backward");
+    const Instant node_start = now();
     const auto mi = static_cast<size_t>(m);
     Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
     node_grads[mi][static_cast<size_t>(id)] = Tensor();
@@ -411,6 +431,7 @@ struct RankModel::Impl {
       msg.send(out, owner(p), tag(p, m, true, loss_stage));
       out = Tensor();
     }
+    charge_node(id, node_start, true);
     finish();
   }
 
@@ -418,6 +439,7 @@ struct RankModel::Impl {
   void backward(const BackwardPass& pass) {
     if (node_messages) throw_runtime("a whole-stage backward in a node-level schedule");
     begin("backward");
+    const bool record_times = !node_times.forward_s.empty();
     const int m = pass.micro_batch;
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
     if (owner(sink) == rank && pass.loss_stage == rank) {
@@ -441,6 +463,7 @@ struct RankModel::Impl {
       const NodeId id = *it;
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
+      const Instant node_start = record_times ? now() : Instant{};
       Tensor& g = grads[static_cast<size_t>(id)];
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
@@ -456,6 +479,7 @@ struct RankModel::Impl {
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
       g = Tensor();
+      if (record_times) charge_node(id, node_start, true);
     }
     if (pass.propagates) {
       auto& pending = grads_to_send[{m, pass.loss_stage}];
@@ -566,6 +590,15 @@ void RankModel::set_learning_rate(double learning_rate) {
 
 const std::vector<Action>& RankModel::executed() const {
   return executed_;
+}
+
+NodeStepTimes RankModel::take_node_times() {
+  NodeStepTimes taken = impl_->node_times;
+  for (auto* times : {&impl_->node_times.forward_s, &impl_->node_times.backward_s,
+                      &impl_->node_times.forward_cpu_s, &impl_->node_times.backward_cpu_s}) {
+    std::fill(times->begin(), times->end(), 0.0);
+  }
+  return taken;
 }
 
 void RankModel::release(int micro_batch) {

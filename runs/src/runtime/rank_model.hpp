@@ -60,6 +60,9 @@ class RankModel {
   int64_t parameter_bytes() const;
   // The actions executed in training mode, in order (TrainResult::executed_actions).
   const std::vector<placement::Action>& executed() const;
+  // The node times since the last call (TrainPlan::record_node_times; empty vectors
+  // otherwise), and zeroes them.
+  NodeStepTimes take_node_times();
 
  private:
   struct Impl;

@@ -33,7 +33,8 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.seed = options.seed;
   config.device = options.device == kernels::Device::cuda ? "cuda" : "cpu";
   config.threads_per_rank = options.threads;
-  const TrainPlan plan = plan_training(config);
+  TrainPlan plan = plan_training(config);
+  plan.record_node_times = true;
   const TrainResult result = train(plan, MPI_COMM_SELF);
   std::vector<double> forward, backward, optimizer, overhead;
   for (const StepRecord& step : result.steps) {
@@ -53,11 +54,25 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   if (forward.empty()) throw_runtime("runtime units: no measured step");
   double total_s = 0.0;
   for (size_t i = 0; i < forward.size(); ++i) total_s += forward[i] + backward[i];
-  return {.forward_s = kernels::median(forward),
-          .backward_s = kernels::median(backward),
-          .optimizer_s = kernels::median(optimizer),
-          .overhead_s = kernels::median(overhead),
-          .mean_compute_s = total_s / static_cast<double>(forward.size())};
+  RuntimeUnits units{.forward_s = kernels::median(forward),
+                     .backward_s = kernels::median(backward),
+                     .optimizer_s = kernels::median(optimizer),
+                     .overhead_s = kernels::median(overhead),
+                     .mean_compute_s = total_s / static_cast<double>(forward.size())};
+  const auto n = static_cast<size_t>(plan.graph.node_count());
+  units.node_forward_s.assign(n, 0.0);
+  units.node_backward_s.assign(n, 0.0);
+  std::vector<double> f(result.node_times.size()), b(result.node_times.size());
+  for (size_t node = 0; node < n && !result.node_times.empty(); ++node) {
+    for (size_t step = 0; step < result.node_times.size(); ++step) {
+      const NodeStepTimes& t = result.node_times[step];
+      f[step] = (options.cpu_time ? t.forward_cpu_s : t.forward_s)[node];
+      b[step] = (options.cpu_time ? t.backward_cpu_s : t.backward_s)[node];
+    }
+    units.node_forward_s[node] = kernels::median(f);
+    units.node_backward_s[node] = kernels::median(b);
+  }
+  return units;
 }
 
 }  // namespace interplace::runs

@@ -229,6 +229,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   double previous_end = 0.0;
   double previous_end_cpu = 0.0;  // this thread's CPU time at previous_end
   StepStream stream(plan, msg, on_step);
+  std::vector<NodeStepTimes> node_times;
   const double train_start = wall_s();
   try {
     for (int step = 0; step < total; ++step) {
@@ -281,6 +282,11 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       if (step == total - 1) local.timeline = clock.events;
       // Rank 0's handing on (printing) falls into its next step, as overhead.
       stream.post(step, pack_step(local, local.ranks.size() - 1));
+      // Per-node times (the profile's calibration run): every step taken, measured kept.
+      if (plan.record_node_times) {
+        NodeStepTimes times = model.take_node_times();
+        if (step >= c.warmup_steps) node_times.push_back(std::move(times));
+      }
       model.end_step();
       previous_end = end;
       previous_end_cpu = end_at.cpu_s;
@@ -326,6 +332,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       measured_wall_s > 0.0 ? static_cast<double>(c.steps * c.batch_size) / measured_wall_s : 0.0;
   result.eval_samples = chunks * chunk;
   result.executed_actions = model.executed();
+  result.node_times = std::move(node_times);
   reduce_evaluations(evaluations, msg.comm(), rank);
   for (size_t i = 0; i < evaluations.size() && rank == 0; ++i) {
     const LossTally& t = evaluations[i];

@@ -88,6 +88,13 @@ struct NodeTiming {
   // A backward for the input gradient alone (kernels::Gradients::inputs_only); NaN when
   // the profile does not have it (written before it was measured).
   double backward_input_s = std::numeric_limits<double>::quiet_NaN();
+  // The node's forward and backward inside the runtime's own 1-rank steps (the
+  // calibration run; median over its steps): what a pass through the graph pays for the
+  // node, cold caches and fresh buffers included, where forward_s/backward_s time it alone
+  // and hot. NaN: not measured (older profiles, GPU profiles: the runtime does not wait for
+  // each node's kernels).
+  double runtime_forward_s = std::numeric_limits<double>::quiet_NaN();
+  double runtime_backward_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 // How much longer a compute unit takes when several ranks on one host compute at once: they

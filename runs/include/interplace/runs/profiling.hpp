@@ -58,6 +58,9 @@ struct RuntimeUnits {
   double backward_s = 0.0;
   double optimizer_s = 0.0;
   double overhead_s = 0.0;  // the step's time in no unit (RankStepRecord::overhead_s)
+  // By node id, the median over the measured steps of each node's time inside the units
+  // (TrainResult::node_times), by the same clock.
+  std::vector<double> node_forward_s = {}, node_backward_s = {};
   // The mean over the measured steps of forward + backward: a throughput, which keeps the
   // rare long steps a time-shared core gives (the medians above drop them).
   double mean_compute_s = 0.0;

@@ -124,6 +124,16 @@ struct TrainPlan {
   StepReport prediction;  // the simulator's step time for this configuration
   placement::GraphStats graph_stats;
   int64_t parameter_count = 0;  // trainable, without auxiliary heads
+  // Time every node inside the units (TrainResult::node_times): `interplace profile`'s
+  // calibration run sets it; two clock reads per node and pass, so off in other runs.
+  bool record_node_times = false;
+};
+
+// What one rank spent on each graph node in one training step (indexed by node id; 0 for
+// nodes of other ranks): its forward (gathering its inputs, the layer, the loss at the
+// sink) and its backward (the layer, accumulating its input gradients), wall and CPU.
+struct NodeStepTimes {
+  std::vector<double> forward_s, backward_s, forward_cpu_s, backward_cpu_s;
 };
 
 // Per step and per rank. Times are wall-clock seconds on that rank for that step (from
@@ -189,6 +199,8 @@ struct TrainResult {
   // This rank's own actions as it executed them, every training step in order (not
   // gathered; evaluation not included): for tests that the runtime runs the plan's schedule.
   std::vector<placement::Action> executed_actions;
+  // With TrainPlan::record_node_times: this rank's node times of every measured step.
+  std::vector<NodeStepTimes> node_times;
 };
 
 // With epochs > 0 sets steps from them (the data set's training size must be known

@@ -420,6 +420,15 @@ std::string run_profile(const ProfileOptions& o) {
       run.profile.runtime_backward_s = units.backward_s;
       run.profile.runtime_optimizer_s = units.optimizer_s;
       run.profile.runtime_overhead_s = units.overhead_s;
+      // The nodes inside those steps (on a GPU the runtime does not wait for each node's
+      // kernels, so there only the units calibrate).
+      if (device == kernels::Device::cpu) {
+        for (placement::NodeTiming& timing : run.profile.nodes) {
+          const auto id = static_cast<size_t>(graph.id_of(timing.name));
+          timing.runtime_forward_s = units.node_forward_s.at(id);
+          timing.runtime_backward_s = units.node_backward_s.at(id);
+        }
+      }
     } catch (...) {
       failure = std::current_exception();
     }
