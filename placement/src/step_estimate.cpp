@@ -231,7 +231,6 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
       continue;
     }
     end_s[static_cast<size_t>(task_of(*lists[dd][next[dd]]))] = now_s;
-    device_free_s[dd] = now_s;
     makespan_s = std::max(makespan_s, now_s);
     ++next[dd];
   }

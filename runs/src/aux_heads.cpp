@@ -166,17 +166,10 @@ std::map<std::string, Graph> distinct_aux_heads(const Graph& graph, const AuxHea
 
 AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model,
                             const HeadCalibration& calibration) {
-  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
-                                      cost_model.optimizer());
-  const placement::NodeCosts costs = roofline.node_costs(head);
   AuxHeadCosts total;
   for (const placement::Node& node : head.nodes()) {
-    if (node.op == "input") continue;
-    const HeadCalibration::Ratio ratio = calibration.of(node);
-    total.forward_s += costs.forward_s[node.id] * ratio.forward;
-    total.backward_s += costs.backward_s[node.id] * ratio.backward;
     total.parameter_count += node.parameter_count;
-    total.activation_bytes += node.output_bytes;
+    if (node.op != "input") total.activation_bytes += node.output_bytes;
   }
   // A head the profile timed: its measured sums (the runtime runs the same layers).
   if (const auto& profile = cost_model.profile()) {
@@ -184,7 +177,17 @@ AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_
     if (measured != profile->aux_heads.end()) {
       total.forward_s = measured->second.first;
       total.backward_s = measured->second.second;
+      return total;
     }
+  }
+  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
+                                      cost_model.optimizer());
+  const placement::NodeCosts costs = roofline.node_costs(head);
+  for (const placement::Node& node : head.nodes()) {
+    if (node.op == "input") continue;
+    const HeadCalibration::Ratio ratio = calibration.of(node);
+    total.forward_s += costs.forward_s[node.id] * ratio.forward;
+    total.backward_s += costs.backward_s[node.id] * ratio.backward;
   }
   return total;
 }

@@ -28,6 +28,16 @@ using placement::StageCosts;
 using placement::StageTimeline;
 using placement::strategy_reach;
 
+namespace {
+
+// What every rank spends drawing a mini-batch of `micro_batches` micro-batches (the graph
+// is built at the micro-batch size).
+double mini_batch_overhead_s(const CostModel& cost_model, const Graph& graph, int micro_batches) {
+  return cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
+}
+
+}  // namespace
+
 StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                               const NodeCosts& costs, const CostModel& cost_model,
                               int micro_batches, std::string reason, const Schedule* schedule) {
@@ -36,8 +46,7 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
   report.fallback_reason = std::move(reason);
   report.reach = placement.device_count - 1;
   const placement::ComputeSharing sharing = cost_model.compute_sharing(placement.device_count);
-  // The graph is built at the micro-batch size.
-  const double overhead_s = cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
+  const double overhead_s = mini_batch_overhead_s(cost_model, graph, micro_batches);
   if (schedule == nullptr && !sharing.active()) {
     // Every device starts the overhead later, nothing shares a host: the makespan shifts.
     report.step_time_s = overhead_s + estimate_step_time_s(graph, costs, cost_model.link(),
@@ -132,6 +141,7 @@ GlobalStepTime::GlobalStepTime(const Graph& graph, const NodeCosts& costs,
       costs_(costs),
       cost_model_(cost_model),
       micro_batches_(micro_batches),
+      overhead_s_(mini_batch_overhead_s(cost_model, graph, micro_batches)),
       list_schedule_(graph, costs, cost_model.link(), micro_batches) {}
 
 double GlobalStepTime::operator()(const Placement& placement) {
@@ -146,8 +156,7 @@ double GlobalStepTime::operator()(const Placement& placement) {
   }
   // list_schedule_step's estimate without sharing: the list schedule's makespan, shifted
   // by the mini-batch's overhead.
-  return cost_model_.mini_batch_overhead_s(graph_.batch_size() * micro_batches_) +
-         list_schedule_(placement);
+  return overhead_s_ + list_schedule_(placement);
 }
 
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
@@ -230,9 +239,7 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
-  // The graph is built at the micro-batch size.
-  pipeline.mini_batch_overhead_s =
-      cost_model.mini_batch_overhead_s(graph.batch_size() * schedule.micro_batches);
+  pipeline.mini_batch_overhead_s = mini_batch_overhead_s(cost_model, graph, schedule.micro_batches);
   std::vector<int64_t> parameters(k, 0);
   for (const Node& node : graph.nodes()) {
     parameters[placement.device_of_node[node.id]] += node.parameter_count;

@@ -104,7 +104,8 @@ struct RankModel::Impl {
   LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
   NodeStepTimes node_times;         // TrainPlan::record_node_times: sized by node
 
-  // Adds the time since `start` to node `id`'s forward or backward (recording only).
+  // Adds the time since `start` to node `id`'s forward or backward; nothing unless
+  // recording (TrainPlan::record_node_times).
   void charge_node(NodeId id, const Instant& start, bool backward) {
     if (node_times.forward_s.empty()) return;
     const Instant end = now();
@@ -369,7 +370,7 @@ struct RankModel::Impl {
         loss_grad[static_cast<size_t>(m)] =
             loss_and_gradient(outs[static_cast<size_t>(id)], m, ctx, owner_loss);
       }
-      if (record_times) charge_node(id, node_start, false);
+      charge_node(id, node_start, false);
     }
     finish();
   }
@@ -402,7 +403,7 @@ struct RankModel::Impl {
     const Node& node = graph.node(id);
     if (node.op == "input") return;  // no gradient for data
     begin("backward");
-    const Instant node_start = now();
+    const Instant node_start = node_times.forward_s.empty() ? Instant{} : now();
     const auto mi = static_cast<size_t>(m);
     Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
     node_grads[mi][static_cast<size_t>(id)] = Tensor();
@@ -479,7 +480,7 @@ struct RankModel::Impl {
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
       g = Tensor();
-      if (record_times) charge_node(id, node_start, true);
+      charge_node(id, node_start, true);
     }
     if (pass.propagates) {
       auto& pending = grads_to_send[{m, pass.loss_stage}];

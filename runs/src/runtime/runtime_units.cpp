@@ -34,7 +34,7 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.device = options.device == kernels::Device::cuda ? "cuda" : "cpu";
   config.threads_per_rank = options.threads;
   TrainPlan plan = plan_training(config);
-  plan.record_node_times = true;
+  plan.record_node_times = options.node_times;
   const TrainResult result = train(plan, MPI_COMM_SELF);
   std::vector<double> forward, backward, optimizer, overhead;
   for (const StepRecord& step : result.steps) {
@@ -59,11 +59,12 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
                      .optimizer_s = kernels::median(optimizer),
                      .overhead_s = kernels::median(overhead),
                      .mean_compute_s = total_s / static_cast<double>(forward.size())};
+  if (result.node_times.empty()) return units;
   const auto n = static_cast<size_t>(plan.graph.node_count());
   units.node_forward_s.assign(n, 0.0);
   units.node_backward_s.assign(n, 0.0);
   std::vector<double> f(result.node_times.size()), b(result.node_times.size());
-  for (size_t node = 0; node < n && !result.node_times.empty(); ++node) {
+  for (size_t node = 0; node < n; ++node) {
     for (size_t step = 0; step < result.node_times.size(); ++step) {
       const NodeStepTimes& t = result.node_times[step];
       f[step] = (options.cpu_time ? t.forward_cpu_s : t.forward_s)[node];

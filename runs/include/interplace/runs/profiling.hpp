@@ -58,8 +58,9 @@ struct RuntimeUnits {
   double backward_s = 0.0;
   double optimizer_s = 0.0;
   double overhead_s = 0.0;  // the step's time in no unit (RankStepRecord::overhead_s)
-  // By node id, the median over the measured steps of each node's time inside the units
-  // (TrainResult::node_times), by the same clock.
+  // With RuntimeUnitOptions::node_times, by node id, the median over the measured steps of
+  // each node's time inside the units (TrainResult::node_times), by the same clock; empty
+  // otherwise.
   std::vector<double> node_forward_s = {}, node_backward_s = {};
   // The mean over the measured steps of forward + backward: a throughput, which keeps the
   // rare long steps a time-shared core gives (the medians above drop them).
@@ -76,6 +77,9 @@ struct RuntimeUnitOptions {
   // Time the units by the rank's main-thread CPU time (RankStepRecord::*_cpu_s) instead of
   // the wall clock: the calibration of a CPU-time profile (`interplace profile --clock cpu`).
   bool cpu_time = false;
+  // Also time every node inside the units (RuntimeUnits::node_*): the profile's
+  // calibration; two clock reads per node and pass.
+  bool node_times = false;
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
 // Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): one

@@ -138,6 +138,7 @@ class GlobalStepTime {
   const placement::NodeCosts& costs_;
   const placement::CostModel& cost_model_;
   int micro_batches_;
+  double overhead_s_;  // the mini-batch's draw (list_schedule_step's shift)
   placement::StepTimeEstimate list_schedule_;
   int sharing_devices_ = -1;  // the device count sharing_active_ was computed for
   bool sharing_active_ = false;

@@ -392,20 +392,16 @@ std::string run_profile(const ProfileOptions& o) {
       } else {
         run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
       }
-      run.profile.nodes = time_nodes(graph, {.warmup = o.warmup,
-                                             .repeats = o.repeats,
-                                             .seed = o.seed,
-                                             .device = device,
-                                             .cpu_time = o.clock == "cpu"});
+      const NodeTimingOptions node_timing{.warmup = o.warmup,
+                                          .repeats = o.repeats,
+                                          .seed = o.seed,
+                                          .device = device,
+                                          .cpu_time = o.clock == "cpu"};
+      run.profile.nodes = time_nodes(graph, node_timing);
       // The heads local and interlocking strategies add at stage boundaries, as the
       // runtime builds them by default (uncapped, the model's width multiplier).
-      run.profile.aux_heads =
-          time_aux_heads(graph, {.width_multiplier = o.model.options.width_multiplier},
-                         {.warmup = o.warmup,
-                          .repeats = o.repeats,
-                          .seed = o.seed,
-                          .device = device,
-                          .cpu_time = o.clock == "cpu"});
+      run.profile.aux_heads = time_aux_heads(
+          graph, {.width_multiplier = o.model.options.width_multiplier}, node_timing);
       // The runtime's units on one rank, by the same clock as the nodes (the runtime
       // records both); a CPU-time profile has no host sharing (docs/simulator.md).
       double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s
@@ -415,14 +411,15 @@ std::string run_profile(const ProfileOptions& o) {
       RuntimeUnitOptions calibration = unit_options;
       calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
       calibration.cpu_time = o.clock == "cpu";
+      // The nodes inside those steps (on a GPU the runtime does not wait for each node's
+      // kernels, so there only the units calibrate).
+      calibration.node_times = device == kernels::Device::cpu;
       const RuntimeUnits units = time_runtime_units(calibration);
       run.profile.runtime_forward_s = units.forward_s;
       run.profile.runtime_backward_s = units.backward_s;
       run.profile.runtime_optimizer_s = units.optimizer_s;
       run.profile.runtime_overhead_s = units.overhead_s;
-      // The nodes inside those steps (on a GPU the runtime does not wait for each node's
-      // kernels, so there only the units calibrate).
-      if (device == kernels::Device::cpu) {
+      if (calibration.node_times) {
         for (placement::NodeTiming& timing : run.profile.nodes) {
           const auto id = static_cast<size_t>(graph.id_of(timing.name));
           timing.runtime_forward_s = units.node_forward_s.at(id);
