@@ -191,12 +191,14 @@ def test_profile_cpu_clock():
         text = ok("profile", *SMALL, *QUICK, "--clock", "cpu", "--out", path).out
         check("runtime on 1 rank, whole model (calibration)" in text, text)
         # Every node also timed inside the runtime's steps (fields 6 and 7); their sums are
-        # the units but for what the units spend outside the nodes.
+        # the units but for what the units spend outside the nodes, which on this tiny
+        # model (4 samples, a quarter of resnet20's width) is up to ~40% of them (59% seen
+        # inside under a loaded -j2 CI), and medians per node may add up a little above.
         lines = [l.split("\t") for l in open(path).read().splitlines() if l.startswith("node\t")]
         check(lines and all(len(f) == 7 for f in lines), lines[:3])
         units = float(header["runtime_forward_s"]) + float(header["runtime_backward_s"])
         inside = sum(float(f[5]) + float(f[6]) for f in lines)
-        check(0.6 * units <= inside <= 1.05 * units, (inside, units))
+        check(0.3 * units <= inside <= 1.1 * units, (inside, units))
         sim = ok("simulate", *SMALL, "--order", "topo", "--placer", "contiguous", "--devices",
                  "2", "--profile", path, "--format", "json").json()
         check(sim["simulation"]["step_time_s"] > 0, sim["simulation"])
