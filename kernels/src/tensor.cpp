@@ -1,6 +1,8 @@
 #include "interplace/kernels/tensor.hpp"
 
+#include <malloc.h>
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -14,18 +16,48 @@ namespace interplace::kernels {
 
 namespace {
 
+// Freed host tensors stay in this process's heap for the next step's tensors. glibc's
+// defaults serve every block of 128 KiB or more (a threshold it raises as such blocks are
+// freed, up to 32 MiB) by a fresh mmap and unmap it on free, and give the heap's top back
+// above 128 KiB; a training step then page-faults and zeroes its activations anew every
+// step, and how much depends on what the heap held before (resnet20, GPipe M = 8, batch
+// 64, one thread: 167 ms per step, 133 ms with the settings below; docs/runtime.md
+// "Host memory"). The settings: blocks up to glibc's largest threshold (32 MiB) come from
+// the heap, and the heap is trimmed only above 2 GiB of free top (and by
+// release_free_host_memory between runs). A GLIBC_TUNABLES that sets malloc tunables wins.
+void keep_freed_host_memory() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+}
+
 class CpuAllocator final : public Allocator {
  public:
+  CpuAllocator() { keep_freed_host_memory(); }
+  // 64-byte alignment suits AVX-512 loads and oneDNN's preferred alignment. By hand, over
+  // malloc: glibc's aligned_alloc asks the heap for the size plus the alignment and gives
+  // back the rest, so a freed block is exactly too small for the next request of its size,
+  // and a training step's activations took new memory every step (a 4 MiB tensor: 1024
+  // page faults per allocation, the heap growing by its size each time).
   void* allocate(int64_t bytes) override {
-    // 64-byte alignment suits AVX-512 loads and oneDNN's preferred alignment.
     const auto rounded = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 63) / 64 * 64);
-    void* ptr = std::aligned_alloc(64, rounded);
-    if (ptr == nullptr) {
+    void* raw = std::malloc(rounded + kAlignment);
+    if (raw == nullptr) {
       throw_runtime("out of host memory allocating " + std::to_string(bytes) + " bytes");
     }
-    return ptr;
+    // malloc's blocks are 16-byte aligned: the next 64-byte boundary leaves at least 16
+    // bytes before it, where the block's own address is kept for deallocate.
+    const auto aligned = (reinterpret_cast<uintptr_t>(raw) + kAlignment) & ~(kAlignment - 1);
+    reinterpret_cast<void**>(aligned)[-1] = raw;
+    return reinterpret_cast<void*>(aligned);
   }
-  void deallocate(void* ptr, int64_t /*bytes*/) override { std::free(ptr); }
+  void deallocate(void* ptr, int64_t /*bytes*/) override {
+    if (ptr != nullptr) std::free(static_cast<void**>(ptr)[-1]);
+  }
+
+ private:
+  static constexpr uintptr_t kAlignment = 64;
 };
 
 CpuAllocator cpu_allocator;
@@ -51,6 +83,10 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 }
 
 }  // namespace
+
+void release_free_host_memory() {
+  malloc_trim(0);
+}
 
 std::string to_string(Device device) {
   return device == Device::cpu ? "cpu" : "cuda";

@@ -230,6 +230,9 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   double previous_end_cpu = 0.0;  // this thread's CPU time at previous_end
   StepStream stream(plan, msg, on_step);
   std::vector<NodeStepTimes> node_times;
+  // What earlier runs of this process freed goes back to the system: this run's peak
+  // memory (VmHWM) is then its own, though freed tensors stay for reuse within the run.
+  kernels::release_free_host_memory();
   const double train_start = wall_s();
   try {
     for (int step = 0; step < total; ++step) {

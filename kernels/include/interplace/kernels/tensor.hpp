@@ -18,6 +18,11 @@ using Shape = std::vector<int64_t>;
 std::string to_string(const Shape& shape);
 int64_t numel(const Shape& shape);
 
+// Gives the host heap's free memory back to the system. Freed host tensors otherwise stay
+// in the heap for reuse (tensor.cpp says why); a run calls this before it starts, so that
+// what an earlier run left does not count in its peak memory (VmHWM).
+void release_free_host_memory();
+
 // Allocates and frees raw device memory; one per device kind (CPU is built in,
 // the CUDA backend installs its caching allocator).
 class Allocator {
