@@ -315,6 +315,42 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
   return require_finite_times(graph, std::move(costs));
 }
 
+bool CostModel::has_working_set_factor() const {
+  return profile_ && !profile_->runtime_in_flight.empty() && profile_->runtime_forward_s > 0.0 &&
+         profile_->runtime_backward_s > 0.0;
+}
+
+WorkingSetFactor CostModel::working_set_factor(const NodeCosts& costs, int64_t bytes) const {
+  if (!has_working_set_factor()) return {};
+  const auto working_set = [&](int in_flight) {
+    int64_t total = 0;
+    for (NodeId id = 0; id < costs.node_count(); ++id) total += costs.memory_bytes(id, in_flight);
+    return static_cast<double>(total);
+  };
+  // (bytes, factors) ascending in M, hence in bytes; M = 1 is the profile's baseline.
+  struct Point {
+    double bytes;
+    WorkingSetFactor factor;
+  };
+  std::vector<Point> points{{working_set(1), {}}};
+  for (const auto& [m, times] : profile_->runtime_in_flight) {
+    points.push_back(
+        {working_set(m),
+         {times.first / profile_->runtime_forward_s, times.second / profile_->runtime_backward_s}});
+  }
+  const auto at = static_cast<double>(bytes);
+  if (at <= points.front().bytes) return points.front().factor;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const Point& lo = points[i - 1];
+    const Point& hi = points[i];
+    if (at > hi.bytes) continue;
+    const double t = hi.bytes > lo.bytes ? (at - lo.bytes) / (hi.bytes - lo.bytes) : 1.0;
+    return {lo.factor.forward + t * (hi.factor.forward - lo.factor.forward),
+            lo.factor.backward + t * (hi.factor.backward - lo.factor.backward)};
+  }
+  return points.back().factor;
+}
+
 std::vector<int64_t> NodeCosts::replica_bytes_per_device(const std::vector<int>& device_of_node,
                                                          int device_count) const {
   std::vector<int64_t> bytes(static_cast<size_t>(std::max(device_count, 0)), 0);

@@ -244,6 +244,19 @@ Profile read_profile(std::istream& in, std::string_view source) {
       }
       continue;
     }
+    if (fields[0] == "runtime_in_flight") {
+      if (fields.size() != 4) {
+        reader.fail("a runtime_in_flight line is runtime_in_flight, M, forward_s, backward_s");
+      }
+      const int64_t m = reader.non_negative_integer(fields[1], "runtime_in_flight M");
+      if (m < 2 || m > 4096) reader.fail("runtime_in_flight M must be in 2..4096");
+      const std::pair<double, double> times{reader.non_negative_time(fields[2], "forward_s"),
+                                            reader.non_negative_time(fields[3], "backward_s")};
+      if (!profile.runtime_in_flight.emplace(static_cast<int>(m), times).second) {
+        reader.fail("runtime_in_flight for M = " + std::to_string(m) + " appears twice");
+      }
+      continue;
+    }
     if (fields[0] == "link_curve") {
       read_link_point(profile.link.curve, fields, reader);
       continue;
@@ -366,6 +379,13 @@ void write_profile(std::ostream& out, const Profile& profile) {
     if (std::isnan(value)) continue;
     check_time(value, key);
     text << key << '\t' << format_number(value) << '\n';
+  }
+  for (const auto& [m, times] : profile.runtime_in_flight) {
+    if (m < 2) throw_invalid("profile: runtime_in_flight needs M >= 2");
+    check_time(times.first, "runtime_in_flight forward_s");
+    check_time(times.second, "runtime_in_flight backward_s");
+    text << "runtime_in_flight\t" << m << '\t' << format_number(times.first) << '\t'
+         << format_number(times.second) << '\n';
   }
   for (const auto& [ranks, factors] : profile.host_sharing.slowdown) {
     if (ranks < 1 || factors.size() != static_cast<size_t>(ranks)) {

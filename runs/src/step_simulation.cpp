@@ -36,11 +36,33 @@ double mini_batch_overhead_s(const CostModel& cost_model, const Graph& graph, in
   return cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
 }
 
+// Node costs as each rank pays them with its working set (`device_bytes`, by device):
+// the profile's times scaled by CostModel::working_set_factor; `costs` itself without
+// runtime_in_flight measurements.
+NodeCosts at_working_sets(const NodeCosts& costs, const CostModel& cost_model,
+                          const Placement& placement, const std::vector<int64_t>& device_bytes) {
+  if (!cost_model.has_working_set_factor()) return costs;
+  std::vector<placement::WorkingSetFactor> factors;
+  for (int64_t bytes : device_bytes) factors.push_back(cost_model.working_set_factor(costs, bytes));
+  NodeCosts scaled = costs;
+  for (NodeId id = 0; id < costs.node_count(); ++id) {
+    const placement::WorkingSetFactor& f =
+        factors.at(static_cast<size_t>(placement.device_of_node[id]));
+    scaled.forward_s[id] *= f.forward;
+    scaled.backward_s[id] *= f.backward;
+    scaled.backward_input_s[id] *= f.backward;
+  }
+  return scaled;
+}
+
 }  // namespace
 
 StepReport list_schedule_step(const Graph& graph, const Placement& placement,
-                              const NodeCosts& costs, const CostModel& cost_model,
+                              const NodeCosts& profile_costs, const CostModel& cost_model,
                               int micro_batches, std::string reason, const Schedule* schedule) {
+  // Every micro-batch's activations stay until its backward (GPipe at node level).
+  const std::vector<int64_t> memory = device_memory_bytes(placement, profile_costs, micro_batches);
+  const NodeCosts costs = at_working_sets(profile_costs, cost_model, placement, memory);
   StepReport report;
   report.estimator = StepEstimator::list_schedule;
   report.fallback_reason = std::move(reason);
@@ -69,7 +91,6 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
         placement::simulate_node_schedule(graph, costs, cost_model.link(), placement,
                                           schedule ? *schedule : *built, sharing, overhead_s);
   }
-  const std::vector<int64_t> memory = device_memory_bytes(placement, costs, micro_batches);
   report.devices.resize(placement.device_count);
   for (const Node& node : graph.nodes()) {
     report.devices[placement.device_of_node[node.id]].busy_s +=
@@ -147,7 +168,9 @@ GlobalStepTime::GlobalStepTime(const Graph& graph, const NodeCosts& costs,
 double GlobalStepTime::operator()(const Placement& placement) {
   if (placement.device_count != sharing_devices_) {
     sharing_devices_ = placement.device_count;
-    sharing_active_ = cost_model_.compute_sharing(sharing_devices_).active();
+    // The list schedule's estimate leaves both sharing and working sets out.
+    sharing_active_ = cost_model_.compute_sharing(sharing_devices_).active() ||
+                      cost_model_.has_working_set_factor();
   }
   if (sharing_active_ || placement::is_stage_chain(graph_, placement)) {
     StepRequest request;
@@ -262,6 +285,20 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
     stage.optimizer_s = optimizer_step_s(cost_model, parameters[j]);
   }
 
+  if (cost_model.has_working_set_factor()) {
+    // Each stage's working set is its peak memory in this schedule, which the order of its
+    // actions fixes whatever they take: simulate once for it, then with the stages' times
+    // at their working sets.
+    const SimulationResult order_only = simulate(schedule, pipeline);
+    for (int j = 0; j < k; ++j) {
+      const placement::WorkingSetFactor f =
+          cost_model.working_set_factor(costs, order_only.stages[j].peak_memory_bytes);
+      StageCosts& stage = pipeline.stages[j];
+      stage.forward_s *= f.forward;
+      stage.backward_s *= f.backward;
+      stage.backward_input_s *= f.backward;
+    }
+  }
   const SimulationResult result = simulate(schedule, pipeline);
   StepReport report;
   report.reach = schedule.reach;

@@ -178,6 +178,53 @@ TEST(CostModel, RuntimeNodeTimesReplaceTheSoloOnes) {
   EXPECT_THROW(profile_text(profile), Error);
 }
 
+// A rank's node times grow with its working set as the profile's 1-rank runs with M
+// micro-batches in flight measured: at the whole graph's working set with M in flight the
+// factor is units(M) / units(1), linear in bytes between, held at the ends.
+TEST(CostModel, WorkingSetFactorFollowsTheInFlightRuns) {
+  const Graph graph = testing::diamond();
+  Profile profile = sample_profile();
+  const CostModel plain = CostModel::from_profile(profile, test_device());
+  const NodeCosts plain_costs = plain.node_costs(graph);
+  EXPECT_FALSE(plain.has_working_set_factor());
+  EXPECT_EQ(plain.working_set_factor(plain_costs, int64_t{1} << 40).forward, 1.0);
+  profile.runtime_forward_s = 0.2;
+  profile.runtime_backward_s = 0.4;
+  profile.runtime_in_flight = {{4, {0.22, 0.42}}, {8, {0.26, 0.5}}};
+  const CostModel model = CostModel::from_profile(profile, test_device());
+  ASSERT_TRUE(model.has_working_set_factor());
+  const NodeCosts costs = model.node_costs(graph);
+  const auto working_set = [&](int in_flight) {
+    int64_t bytes = 0;
+    for (NodeId id = 0; id < costs.node_count(); ++id) bytes += costs.memory_bytes(id, in_flight);
+    return bytes;
+  };
+  ASSERT_LT(working_set(1), working_set(4));
+  const auto expect = [&](int64_t bytes, double forward, double backward) {
+    const WorkingSetFactor f = model.working_set_factor(costs, bytes);
+    EXPECT_NEAR(f.forward, forward, 1e-12) << bytes;
+    EXPECT_NEAR(f.backward, backward, 1e-12) << bytes;
+  };
+  expect(0, 1.0, 1.0);
+  expect(working_set(1), 1.0, 1.0);
+  expect(working_set(4), 1.1, 1.05);
+  expect(working_set(8), 1.3, 1.25);
+  expect(100 * working_set(8), 1.3, 1.25);
+  // Working sets grow linearly in M, so M = 6 lies halfway between the M = 4 and 8 points.
+  expect(working_set(6), 1.2, 1.15);
+  // The lines survive the file; malformed ones are refused.
+  EXPECT_EQ(parse(profile_text(profile)).runtime_in_flight, profile.runtime_in_flight);
+  const std::string base = profile_text(sample_profile());
+  EXPECT_NE(parse_error(base + "runtime_in_flight\t1\t0.1\t0.2\n").find("2..4096"),
+            std::string::npos);
+  EXPECT_NE(parse_error(base + "runtime_in_flight\t4\t0.1\n").find("runtime_in_flight, M"),
+            std::string::npos);
+  EXPECT_NE(parse_error(base + "runtime_in_flight\t4\t0.1\t0.2\nruntime_in_flight\t4\t0.1\t0.2\n")
+                .find("appears twice"),
+            std::string::npos);
+  parse_error(base + "runtime_in_flight\t4\t-0.1\t0.2\n");
+}
+
 TEST(CostModel, ProfileMustMatchGraphAndDevice) {
   const Graph graph = testing::diamond();
   Profile wrong_batch = sample_profile();

@@ -154,6 +154,70 @@ TEST_F(StepSimulation, NonChainsFallBackToTheListScheduleForGlobalOnly) {
   EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.micro_batches = 0}), Error);
 }
 
+// With the profile's runs of several micro-batches in flight, each rank's compute is
+// charged at its working set: a stage chain by each stage's simulated peak memory, other
+// placements by each device's memory with every micro-batch kept; the rl reward agrees.
+TEST(WorkingSet, RanksPayTheirWorkingSet) {
+  const placement::Graph graph = placement::build_model("resnet20");
+  placement::Profile profile;
+  profile.device_name = "dev";
+  profile.batch_size = graph.batch_size();
+  for (const placement::Node& node : graph.nodes()) {
+    profile.nodes.push_back({node.name, 1e-4, 2e-4, 1e-4});
+  }
+  profile.runtime_forward_s = 1e-4 * graph.node_count();
+  profile.runtime_backward_s = 2e-4 * graph.node_count();
+  const placement::DeviceSpec device{"dev", 1e12, 1e11, int64_t{1} << 40};
+  const placement::CostModel plain = placement::CostModel::from_profile(profile, device);
+  // With four micro-batches of the whole graph kept, forward x2 and backward x3; a rank
+  // keeps its stage's share and pays the factor at that many bytes.
+  profile.runtime_in_flight = {
+      {4, {2 * profile.runtime_forward_s, 3 * profile.runtime_backward_s}}};
+  const placement::CostModel scaled = placement::CostModel::from_profile(profile, device);
+  const placement::NodeCosts costs = plain.node_costs(graph);
+  ASSERT_EQ(costs.forward_s, scaled.node_costs(graph).forward_s);  // the factor is not in them
+  placement::PlacementRequest request{.device_count = 2, .cost_model = plain};
+  const placement::Placement chain =
+      placement::placer_by_name("contiguous")(graph, placement::topological_order(graph), request);
+  for (int m : {1, 4}) {
+    const StepReport a = simulate_step(graph, chain, costs, plain, {.micro_batches = m});
+    const StepReport b = simulate_step(graph, chain, costs, scaled, {.micro_batches = m});
+    for (int d = 0; d < 2; ++d) {
+      const placement::WorkingSetFactor f =
+          scaled.working_set_factor(costs, b.devices[d].peak_memory_bytes);
+      EXPECT_EQ(a.devices[d].peak_memory_bytes, b.devices[d].peak_memory_bytes);
+      // One micro-batch kept is the profile's own case; four of the first stage's (the
+      // large activations) are more than one of the whole graph's.
+      if (m == 1 || d == 0) {
+        EXPECT_EQ(f.forward == 1.0, m == 1) << f.forward;
+      }
+      EXPECT_GE(f.backward, 1.0);
+      // busy = M (f.forward F + f.backward B) + the optimiser step, F and B the stage's sums.
+      double forward_s = 0.0, backward_s = 0.0;
+      for (const placement::Node& node : graph.nodes()) {
+        if (chain.device_of_node[node.id] != d) continue;
+        forward_s += costs.forward_s[node.id];
+        backward_s += costs.backward_s[node.id];
+      }
+      const double optimizer_s = a.devices[d].busy_s - m * (forward_s + backward_s);
+      EXPECT_NEAR(b.devices[d].busy_s,
+                  m * (f.forward * forward_s + f.backward * backward_s) + optimizer_s, 1e-9)
+          << "M " << m << " device " << d;
+    }
+    GlobalStepTime reward(graph, costs, scaled, m);
+    EXPECT_EQ(reward(chain), b.step_time_s);
+  }
+  request.seed = 3;
+  const placement::Placement scattered =
+      placement::placer_by_name("random")(graph, placement::topological_order(graph), request);
+  ASSERT_FALSE(placement::is_stage_chain(graph, scattered));
+  const StepReport a = simulate_step(graph, scattered, costs, plain, {.micro_batches = 4});
+  const StepReport b = simulate_step(graph, scattered, costs, scaled, {.micro_batches = 4});
+  EXPECT_GT(b.step_time_s, a.step_time_s);
+  GlobalStepTime reward(graph, costs, scaled, 4);
+  EXPECT_EQ(reward(scattered), b.step_time_s);
+}
+
 TEST(OptimizerStep, MemoryBoundUpdateOfWeightsGradientsAndState) {
   const placement::DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
   const placement::CostModel momentum(device, {}, placement::OptimizerKind::sgd_momentum);

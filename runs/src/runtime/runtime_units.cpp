@@ -21,11 +21,12 @@ int runtime_unit_steps(double step_s, int at_least) {
 
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   if (options.steps < 1) throw_invalid("runtime units: steps must be >= 1");
+  if (options.micro_batches < 1) throw_invalid("runtime units: micro_batches must be >= 1");
   TrainConfig config;
   config.model = options.model;
   config.model_options = options.options;
-  config.batch_size = options.options.batch_size;
-  config.micro_batches = 1;
+  config.batch_size = options.options.batch_size * options.micro_batches;
+  config.micro_batches = options.micro_batches;
   config.devices = 1;
   config.warmup_steps = options.warmup;
   config.steps = options.steps;

@@ -72,6 +72,14 @@ struct NodeCosts {
                                                 int device_count) const;
 };
 
+// How much longer a rank's node times are per micro-batch than the profile's (measured
+// with one micro-batch in flight) when the rank keeps `bytes` of activations and
+// parameter state, as CostModel::working_set_factor gives it.
+struct WorkingSetFactor {
+  double forward = 1.0;
+  double backward = 1.0;  // backward_s and backward_input_s alike
+};
+
 class CostModel {
  public:
   // A roofline cost model. Throws invalid_input for non-positive peak, bandwidths or
@@ -106,6 +114,16 @@ class CostModel {
   double mini_batch_overhead_s(int64_t samples) const;
   double roofline_s(int64_t flops, int64_t bytes) const;
   int64_t parameter_state_bytes(int64_t parameter_count) const;
+
+  // The profile's runtime_in_flight measurements as a function of a rank's working set
+  // (docs/simulator.md, "Working set"): the whole graph on one rank with M micro-batches in
+  // flight keeps sum over nodes of costs.memory_bytes(node, M); its units per micro-batch
+  // there, over those at M = 1, are the factors at that many bytes, linear between the
+  // measured M and held at the ends (1 at or below one micro-batch's working set, the
+  // largest M's factor above it). {1, 1} without such measurements. `costs` are this
+  // model's node_costs of the graph.
+  WorkingSetFactor working_set_factor(const NodeCosts& costs, int64_t bytes) const;
+  bool has_working_set_factor() const;
 
   // Per-node costs for `graph`. With a profile, throws invalid_input when the profile's
   // batch size differs from the graph's or its node names do not match the graph's.

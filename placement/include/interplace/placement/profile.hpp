@@ -136,6 +136,13 @@ struct Profile {
   // simulators charge it there, scaled to the mini-batch's samples (docs/simulator.md,
   // "The step's overhead"). NaN: not measured (profiles written before it existed).
   double runtime_overhead_s = std::numeric_limits<double>::quiet_NaN();
+  // The runtime's units per micro-batch on one rank with M micro-batches in flight (a
+  // GPipe step of M micro-batches of batch_size): a pass costs more per micro-batch as
+  // the activations kept for backward grow (resnet20, batch 8: forward +12% at M = 4,
+  // +22% at M = 8, one thread). Keyed by M >= 2 (M = 1 is runtime_forward_s /
+  // runtime_backward_s); the cost model scales a rank's node times by the ratio at the
+  // rank's working set (docs/simulator.md, "Working set"). Empty: not measured.
+  std::map<int, std::pair<double, double>> runtime_in_flight;  // M -> (forward_s, backward_s)
   // Empty: not measured (a profile of one rank, or written before it existed).
   HostSharing host_sharing;
   // Graphs the runtime adds to the model, timed like its nodes: the auxiliary heads of

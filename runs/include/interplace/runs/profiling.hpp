@@ -80,6 +80,9 @@ struct RuntimeUnitOptions {
   // Also time every node inside the units (RuntimeUnits::node_*): the profile's
   // calibration; two clock reads per node and pass.
   bool node_times = false;
+  // Micro-batches of options.batch_size per step, run as GPipe (all in flight before the
+  // first backward); the units are then the step's, for all of them.
+  int micro_batches = 1;
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
 // Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): one

@@ -140,8 +140,8 @@ class GlobalStepTime {
   int micro_batches_;
   double overhead_s_;  // the mini-batch's draw (list_schedule_step's shift)
   placement::StepTimeEstimate list_schedule_;
-  int sharing_devices_ = -1;  // the device count sharing_active_ was computed for
-  bool sharing_active_ = false;
+  int sharing_devices_ = -1;     // the device count sharing_active_ was computed for
+  bool sharing_active_ = false;  // or working sets: simulate_step's way, not the estimate
 };
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a

@@ -30,6 +30,11 @@ Command add_profile_command(CLI::App& root);
 
 namespace {
 
+// The micro-batches in flight of the calibration's pipelined runs (Profile::
+// runtime_in_flight): the pipelines sweeps run most (M = 4, 8); between and beyond them
+// the cost model interpolates and holds.
+constexpr int kInFlightMicroBatches[] = {4, 8};
+
 struct ProfileOptions {
   ModelSelection model;
   std::string out;
@@ -139,6 +144,11 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
          format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
          " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
          format_seconds(p.runtime_overhead_s) + "\n";
+  for (const auto& [m, times] : p.runtime_in_flight) {
+    out += "  with " + std::to_string(m) + " micro-batches in flight, per micro-batch: forward x" +
+           format_fixed(times.first / std::max(p.runtime_forward_s, 1e-300), 2) + ", backward x" +
+           format_fixed(times.second / std::max(p.runtime_backward_s, 1e-300), 2) + "\n";
+  }
   out += "link: latency " + format_seconds(p.link.latency_s) + ", bandwidth " +
          format_scaled(p.link.bandwidth_bytes_per_s, "B/s") + " (" +
          (run.link.measured
@@ -425,6 +435,18 @@ std::string run_profile(const ProfileOptions& o) {
           timing.runtime_forward_s = units.node_forward_s.at(id);
           timing.runtime_backward_s = units.node_backward_s.at(id);
         }
+      }
+      // The same units with more micro-batches in flight, per micro-batch: what a pass
+      // costs as the kept activations grow (docs/simulator.md, "Working set"). About a
+      // second of steps each.
+      for (const int in_flight : kInFlightMicroBatches) {
+        RuntimeUnitOptions pipelined = calibration;
+        pipelined.micro_batches = in_flight;
+        pipelined.node_times = false;
+        pipelined.steps = runtime_unit_steps(in_flight * nodes_s, o.repeats);
+        const RuntimeUnits step = time_runtime_units(pipelined);
+        run.profile.runtime_in_flight[in_flight] = {step.forward_s / in_flight,
+                                                    step.backward_s / in_flight};
       }
     } catch (...) {
       failure = std::current_exception();
