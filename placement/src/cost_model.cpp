@@ -322,11 +322,13 @@ bool CostModel::has_working_set_factor() const {
 
 WorkingSetFactor CostModel::working_set_factor(const NodeCosts& costs, int64_t bytes) const {
   if (!has_working_set_factor()) return {};
-  const auto working_set = [&](int in_flight) {
-    int64_t total = 0;
-    for (NodeId id = 0; id < costs.node_count(); ++id) total += costs.memory_bytes(id, in_flight);
-    return static_cast<double>(total);
-  };
+  // sum over nodes of memory_bytes(node, M) = parameter state + M x output bytes.
+  double parameter_state = 0.0, outputs = 0.0;
+  for (NodeId id = 0; id < costs.node_count(); ++id) {
+    parameter_state += static_cast<double>(costs.parameter_state_bytes[id]);
+    outputs += static_cast<double>(costs.output_bytes[id]);
+  }
+  const auto working_set = [&](int in_flight) { return parameter_state + in_flight * outputs; };
   // (bytes, factors) ascending in M, hence in bytes; M = 1 is the profile's baseline.
   struct Point {
     double bytes;
