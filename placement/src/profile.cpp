@@ -158,8 +158,8 @@ void read_host_sharing(Profile& profile, const std::vector<std::string_view>& fi
   }
 }
 
-// link_curve<TAB>bytes<TAB>seconds (and inter_node_link_curve): one measured point per
-// line, bytes strictly ascending over the lines.
+// link_curve<TAB>bytes<TAB>seconds (and inter_node_link_curve, link_receive_cpu): one
+// measured point per line, bytes strictly ascending over the lines.
 void read_link_point(std::vector<LinkPoint>& curve, const std::vector<std::string_view>& fields,
                      const LineReader& reader) {
   const std::string key(fields[0]);
@@ -265,6 +265,10 @@ Profile read_profile(std::istream& in, std::string_view source) {
       read_link_point(profile.link.inter_node_curve, fields, reader);
       continue;
     }
+    if (fields[0] == "link_receive_cpu") {
+      read_link_point(profile.link.receive_cpu, fields, reader);
+      continue;
+    }
     if (kHeaderKeys.count(fields[0]) == 0 && kOptionalKeys.count(fields[0]) == 0) {
       reader.fail("unknown key '" + std::string(fields[0]) + "'");
     }
@@ -366,6 +370,7 @@ void write_profile(std::ostream& out, const Profile& profile) {
   write_curve("link_curve", profile.link.curve);
   if (profile.link.multi_node())
     write_curve("inter_node_link_curve", profile.link.inter_node_curve);
+  write_curve("link_receive_cpu", profile.link.receive_cpu);
   if (profile.graph_parameter_count > 0) {
     text << "graph_parameter_count\t" << profile.graph_parameter_count << '\n';
   }

@@ -90,6 +90,7 @@ struct StageState {
   double waiting_since_s = -1.0;  // start of the current receive's wait; -1: none
   bool computing = false;
   bool drawing_batch = false;  // computing the mini-batch overhead, not an action
+  bool receiving = false;      // computing the receiver's share of a receive action
   int drawn_mini_batch = -1;   // the last mini-batch whose overhead was charged
   double compute_start_s = 0.0;
   int64_t live_bytes = 0;
@@ -110,6 +111,12 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
     result.stages[j].peak_memory_bytes = costs.stages[j].parameter_state_bytes;
   }
   detail::SharedComputeClock compute(k, costs.sharing);
+  // A message's bytes, `from` stage to stage `to`: an activation is the sender's boundary
+  // output, a gradient as big as the activation it is for (the receiver's output).
+  const auto message_bytes = [&](const Action& action, int from, int to) {
+    return action.payload == Payload::activation ? costs.stages[from].output_bytes
+                                                 : costs.stages[to].output_bytes;
+  };
   std::map<MessageKey, double> in_flight;  // message -> arrival time
   std::map<std::pair<int, int>, double> link_free_s;
 
@@ -125,8 +132,13 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
       s.drawing_batch = false;
       return;
     }
-    const Action& action = schedule.stage_actions[j][s.next];
     timeline.busy_s += now_s - s.compute_start_s;
+    if (s.receiving) {  // the receive action ends with the receiver's own time
+      s.receiving = false;
+      ++s.next;
+      return;
+    }
+    const Action& action = schedule.stage_actions[j][s.next];
     timeline.last_end_s = now_s;
     if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
     if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
@@ -173,15 +185,25 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         in_flight.erase(it);
         result.trace.push_back({j, static_cast<int>(s.next), s.waiting_since_s, s.clock_s});
         s.waiting_since_s = -1.0;
+        // The receiver's own share of the message (LinkSpec::receive_cpu_s), as compute.
+        const double own_s = costs.link.receive_cpu_s(message_bytes(action, action.peer_stage, j),
+                                                      action.peer_stage, j);
+        if (own_s > 0.0) {
+          s.computing = true;
+          s.receiving = true;
+          s.compute_start_s = s.clock_s;
+          compute.start(j, s.clock_s, own_s);
+          return true;
+        }
       } else if (action.kind == ActionKind::send) {
         const int to = action.peer_stage;
-        const auto bytes = c.output_bytes;  // a gradient is as big as the activation
-        const int64_t message_bytes =
-            action.payload == Payload::activation ? bytes : costs.stages[to].output_bytes;
+        const int64_t bytes = message_bytes(action, j, to);
         double& link = link_free_s[{j, to}];
         const double start_s = std::max(s.clock_s, link);
-        link = start_s + costs.link.transfer_s(message_bytes, j, to);  // stage j on device j
-        if (!in_flight.emplace(key_of(j, to, action), link).second) {
+        link = start_s + costs.link.transfer_s(bytes, j, to);  // stage j on device j
+        // The receiver can take it once the part that is not its own share is over.
+        const double arrival_s = std::max(start_s, link - costs.link.receive_cpu_s(bytes, j, to));
+        if (!in_flight.emplace(key_of(j, to, action), arrival_s).second) {
           throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
                         std::to_string(j));
         }

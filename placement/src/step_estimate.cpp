@@ -11,6 +11,66 @@
 #include "shared_compute_clock.hpp"
 
 namespace interplace::placement {
+namespace {
+
+// The receiver's own time a node action pays for the tensors it takes from other devices
+// (LinkSpec::receive_cpu_s), as the runtime takes them: a forward, each input from another
+// device not yet taken for this micro-batch (a received tensor serves every consumer on
+// the rank); a backward, the gradient of its output from each other device that consumes
+// it (one message per device: the consumers there sum theirs first). Nothing without a
+// receive curve.
+class ReceiverTime {
+ public:
+  ReceiverTime(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
+               const Placement& placement, int64_t micro_batches)
+      : graph_(graph), costs_(costs), link_(link), placement_(placement) {
+    const int k = placement.device_count;
+    if (link.receive_cpu.size() < 2 || k < 2) return;
+    active_ = true;
+    taken_.assign(static_cast<size_t>(micro_batches * graph.node_count() * k), 0);
+    backward_s_.assign(static_cast<size_t>(graph.node_count()), 0.0);
+    for (const Node& node : graph.nodes()) {
+      const int home = placement.device_of_node[node.id];
+      std::vector<char> seen(static_cast<size_t>(k), 0);
+      for (NodeId c : node.successors) {
+        const int d = placement.device_of_node[c];
+        if (d == home || seen[static_cast<size_t>(d)]) continue;
+        seen[static_cast<size_t>(d)] = 1;
+        backward_s_[static_cast<size_t>(node.id)] +=
+            link.receive_cpu_s(costs.output_bytes[node.id], d, home);
+      }
+    }
+  }
+  // `micro_batch` numbers every micro-batch of the run (across mini-batches); a forward's
+  // inputs count as taken once this is called.
+  double operator()(NodeId node, int64_t micro_batch, bool backward) {
+    if (!active_) return 0.0;
+    if (backward) return backward_s_[static_cast<size_t>(node)];
+    const int home = placement_.device_of_node[node];
+    const int64_t k = placement_.device_count;
+    double total_s = 0.0;
+    for (NodeId p : graph_.node(node).predecessors) {
+      const int from = placement_.device_of_node[p];
+      if (from == home) continue;
+      char& taken = taken_[static_cast<size_t>((micro_batch * graph_.node_count() + p) * k + home)];
+      if (taken) continue;
+      taken = 1;
+      total_s += link_.receive_cpu_s(costs_.output_bytes[p], from, home);
+    }
+    return total_s;
+  }
+
+ private:
+  const Graph& graph_;
+  const NodeCosts& costs_;
+  const LinkSpec& link_;
+  const Placement& placement_;
+  bool active_ = false;
+  std::vector<char> taken_;         // (micro-batch, producer, device): received there already
+  std::vector<double> backward_s_;  // per node: its gradients from other devices
+};
+
+}  // namespace
 
 // Task index: ((micro_batch * 2) + phase) * n + node, phase 0 forward, 1 backward. Ordering
 // equal ready times by index gives the tie-break: lower micro-batch, forward first, lower
@@ -67,6 +127,7 @@ double StepTimeEstimate::run(const Placement& placement,
     if (--waiting_[task] == 0) push({ready_s_[task], task});
   };
   device_free_s_.assign(placement.device_count, 0.0);
+  ReceiverTime receiving(graph_, costs_, link_, placement, micro_batches_);
   double makespan_s = 0.0;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
@@ -77,7 +138,8 @@ double StepTimeEstimate::run(const Placement& placement,
     const bool backward = (next.task / n) % 2 == 1;
     const int device = placement.device_of_node[node];
     const double start_s = std::max(next.ready_s, device_free_s_[device]);
-    const double end_s = start_s + (backward ? costs_.backward_s[node] : costs_.forward_s[node]);
+    const double end_s = start_s + (backward ? costs_.backward_s[node] : costs_.forward_s[node]) +
+                         receiving(node, next.task / (2 * n), backward);
     device_free_s_[device] = end_s;
     makespan_s = std::max(makespan_s, end_s);
     if (order) {
@@ -88,16 +150,16 @@ double StepTimeEstimate::run(const Placement& placement,
     if (!backward) {
       for (NodeId consumer : info.successors) {
         const int to = placement.device_of_node[consumer];
-        release(
-            base + consumer,
-            end_s + (to != device ? link_.transfer_s(costs_.output_bytes[node], device, to) : 0.0));
+        release(base + consumer,
+                end_s + (to != device ? link_.in_flight_s(costs_.output_bytes[node], device, to)
+                                      : 0.0));
       }
       release(next.task + n, end_s);
     } else {
       for (NodeId producer : info.predecessors) {
         const int to = placement.device_of_node[producer];
         release(base + producer,
-                end_s + (to != device ? link_.transfer_s(costs_.output_bytes[producer], device, to)
+                end_s + (to != device ? link_.in_flight_s(costs_.output_bytes[producer], device, to)
                                       : 0.0));
       }
     }
@@ -135,8 +197,8 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
            (static_cast<int64_t>(a.micro_batch) * 2 + (a.kind == ActionKind::backward)) * n +
            a.node;
   };
-  const auto transfer_s = [&](NodeId producer, int from_device, int to_device) {
-    return link.transfer_s(costs.output_bytes[producer], from_device, to_device);
+  const auto in_flight_s = [&](NodeId producer, int from_device, int to_device) {
+    return link.in_flight_s(costs.output_bytes[producer], from_device, to_device);
   };
   std::vector<std::vector<const Action*>> lists(static_cast<size_t>(k));
   for (int d = 0; d < k; ++d) {
@@ -165,7 +227,7 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
       const int to_device = placement.device_of_node[a.node];
       ready = std::max(
           ready,
-          end + (from_device != to_device ? transfer_s(producer, from_device, to_device) : 0.0));
+          end + (from_device != to_device ? in_flight_s(producer, from_device, to_device) : 0.0));
       return true;
     };
     if (a.kind == ActionKind::forward) {
@@ -184,6 +246,8 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
     throw_invalid("simulate_node_schedule: the mini-batch overhead must be a finite time >= 0");
   }
   detail::SharedComputeClock compute(k, sharing);
+  ReceiverTime receiving(graph, costs, link, placement,
+                         int64_t{schedule.mini_batches} * schedule.micro_batches);
   std::vector<size_t> next(static_cast<size_t>(k), 0);
   std::vector<double> device_free_s(static_cast<size_t>(k), 0.0);
   // Each device draws a mini-batch (the overhead) before its first action of it.
@@ -214,9 +278,12 @@ double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const 
         next_s = std::min(next_s, start);
         continue;
       }
+      const bool backward = a.kind == ActionKind::backward;
       compute.start(
           d, now_s,
-          a.kind == ActionKind::backward ? costs.backward_s[a.node] : costs.forward_s[a.node]);
+          (backward ? costs.backward_s[a.node] : costs.forward_s[a.node]) +
+              receiving(a.node, int64_t{a.mini_batch} * schedule.micro_batches + a.micro_batch,
+                        backward));
     }
     const auto [ending, end] = compute.next_end();
     next_s = std::min(next_s, end);

@@ -383,6 +383,29 @@ TEST(LinkSpec, InterpolatesTheMeasuredCurve) {
   EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 0), 1e-6 + 1000 / 1e9);
 }
 
+// The receiver's share of a message: on its curve (linear between points, the first's
+// time below them, proportional beyond the last), nothing on one device, between hosts or
+// without a curve; the rest of the transfer is in flight, never less than nothing.
+TEST(LinkSpec, TheReceiversShareOfAMessage) {
+  LinkSpec link{.latency_s = 1e-6, .bandwidth_bytes_per_s = 1e9};
+  EXPECT_EQ(link.receive_cpu_s(1000, 0, 1), 0.0);
+  EXPECT_DOUBLE_EQ(link.in_flight_s(1000, 0, 1), link.transfer_s(1000, 0, 1));
+  link.receive_cpu = {{4, 3e-7}, {1004, 5e-7}};
+  EXPECT_DOUBLE_EQ(link.receive_cpu_s(1, 0, 1), 3e-7);
+  EXPECT_DOUBLE_EQ(link.receive_cpu_s(504, 0, 1), 4e-7);
+  EXPECT_DOUBLE_EQ(link.receive_cpu_s(2008, 0, 1), 1e-6);
+  EXPECT_EQ(link.receive_cpu_s(504, 1, 1), 0.0);
+  EXPECT_DOUBLE_EQ(link.in_flight_s(504, 0, 1), 1e-6 + 504e-9 - 4e-7);
+  link.receive_cpu = {{4, 3e-6}, {1004, 5e-6}};  // more than the whole transfer
+  EXPECT_EQ(link.in_flight_s(504, 0, 1), 0.0);
+  link.devices_per_node = 1;  // between hosts: not measured
+  link.inter_node_bandwidth_bytes_per_s = 1e8;
+  EXPECT_EQ(link.receive_cpu_s(504, 0, 1), 0.0);
+  link.receive_cpu = {{4, 3e-6}};  // one point is no curve
+  link.devices_per_node = 0;
+  EXPECT_EQ(link.receive_cpu_s(504, 0, 1), 0.0);
+}
+
 TEST(Profile, LinkCurvesRoundTripAndAreChecked) {
   Profile profile = sample_profile();
   profile.link.curve = {{1, 5e-7}, {1024, 1e-6}, {1 << 20, 3e-4}};
@@ -391,10 +414,17 @@ TEST(Profile, LinkCurvesRoundTripAndAreChecked) {
   EXPECT_EQ(back.link.curve[2].bytes, 1 << 20);
   EXPECT_EQ(back.link.curve[2].seconds, 3e-4);
   EXPECT_TRUE(back.link.inter_node_curve.empty());
+  EXPECT_TRUE(back.link.receive_cpu.empty());
+  profile.link.receive_cpu = {{4, 3e-6}, {1 << 20, 2e-4}};
+  const Profile with_share = parse(profile_text(profile));
+  ASSERT_EQ(with_share.link.receive_cpu.size(), 2u);
+  EXPECT_EQ(with_share.link.receive_cpu[1].bytes, 1 << 20);
+  EXPECT_EQ(with_share.link.receive_cpu[1].seconds, 2e-4);
   const std::string head = profile_text(sample_profile());
   for (const char* bad :
        {"link_curve\t4\t1e-6\nlink_curve\t4\t2e-6\n", "link_curve\t0\t1e-6\n", "link_curve\t4\n",
-        "link_curve\t4\t-1\n", "inter_node_link_curve\t4\t1e-6\n"}) {
+        "link_curve\t4\t-1\n", "inter_node_link_curve\t4\t1e-6\n",
+        "link_receive_cpu\t8\t1e-6\nlink_receive_cpu\t4\t2e-6\n", "link_receive_cpu\t4\tnan\n"}) {
     EXPECT_THROW(parse(head + bad), Error) << bad;
   }
   profile.link.curve = {{8, 1e-6}, {4, 1e-6}};

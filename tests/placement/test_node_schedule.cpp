@@ -67,6 +67,33 @@ TEST(NodeSchedule, SimulatingTheListScheduleGivesTheEstimate) {
   }
 }
 
+// The receiver's own share of each tensor it takes (LinkSpec::receive_cpu, 0.25 s here of a
+// 0.5 s transfer), as the runtime takes them. Diamond 0 -> {1, 2} -> 3, nodes 1 and 2 on
+// device 1, every task 1 s: F0 [0, 1]; F1 takes 0's output at 1.25, [1.25, 2.5]; F2 finds it
+// taken, [2.5, 3.5]; F3 takes 1's and 2's outputs, [3.75, 5.25]; B3 [5.25, 6.25]; B1 and B2
+// each take their output's gradient from device 0, [6.5, 7.75], [7.75, 9]; B0 takes one
+// gradient from device 1 (its two consumers there sum theirs first), [9.25, 10.5]. Without
+// the share (the whole 0.5 s a delay): 10.
+TEST(NodeSchedule, TheReceiverPaysItsShareOfEveryTensorItTakes) {
+  const Graph graph = testing::diamond();
+  const Placement placement{2, {0, 1, 1, 0}};
+  LinkSpec link{.latency_s = 0.5};
+  const CostModel model = testing::timed_cost_model(graph, {1, 1, 1, 1}, {1, 1, 1, 1}, link);
+  const NodeCosts costs = model.node_costs(graph);
+  EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, placement, 1), 10.0);
+  link.receive_cpu = {{1, 0.25}, {int64_t{1} << 40, 0.25}};
+  EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, placement, 1), 10.5);
+  for (int m : {1, 3}) {  // the runtime's order, simulated, gives the same
+    const auto tasks = list_schedule_tasks(graph, costs, link, placement, m);
+    EXPECT_DOUBLE_EQ(simulate_node_schedule(graph, costs, link, placement,
+                                            node_level_schedule(request(m, 2), tasks)),
+                     estimate_step_time_s(graph, costs, link, placement, m))
+        << "M=" << m;
+  }
+  // On one device nothing crosses: no share.
+  EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, Placement{1, {0, 0, 0, 0}}, 1), 8.0);
+}
+
 // Ranks on one host that compute at once slow each other down (factor 2 with both busy):
 // worked by hand from the list order 0 3 2 4 b4 b2 b3 b0 on device 0 and 1 b1 on device 1.
 // Node 1 and node 3 start together at 1 and share: node 1 ends at 3, node 3 has 3 s of work

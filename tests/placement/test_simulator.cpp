@@ -132,6 +132,37 @@ TEST(Simulator, CommunicationOnTheCriticalPath) {
   EXPECT_DOUBLE_EQ(queued.makespan_s, 19.5);
 }
 
+// The receiver's own share of a message (LinkSpec::receive_cpu) is compute on the receiving
+// stage after the message is in; the rest of the transfer is in flight. Two stages, one
+// micro-batch, 0.75 s per message of which 0.25 s is the receiver's: F0 [0, 1], in flight
+// 0.5, stage 1 receives [1.5, 1.75], F1 [1.75, 2.75], B1 [2.75, 4.75], in flight to 5.25,
+// stage 0 receives [5.25, 5.5], B0 [5.5, 7.5]: the same makespan as a 0.75 s delay when
+// each receiver waits; busy time grows by the receiver's share.
+TEST(Simulator, TheReceiverPaysItsShareOfEachMessage) {
+  PipelineCosts costs = uniform(2, 1.0, 2.0, {.latency_s = 0.25, .bandwidth_bytes_per_s = 4000.0});
+  costs.stages[0].output_bytes = 2000;  // 0.75 s each way
+  const SimulationResult delay_only = run("global", costs, 1);
+  costs.link.receive_cpu = {{1, 0.25}, {int64_t{1} << 40, 0.25}};
+  const SimulationResult shared = run("global", costs, 1);
+  EXPECT_DOUBLE_EQ(delay_only.makespan_s, 7.5);
+  EXPECT_DOUBLE_EQ(shared.makespan_s, 7.5);
+  EXPECT_DOUBLE_EQ(shared.stages[0].busy_s, 3.25);
+  EXPECT_DOUBLE_EQ(shared.stages[1].busy_s, 3.25);
+  // When the receiver is busy as the message comes (GPipe, three micro-batches: stage 1
+  // computes while later activations arrive), the share is paid on top and the step grows.
+  const SimulationResult three_delay = [&] {
+    PipelineCosts c = costs;
+    c.link.receive_cpu.clear();
+    return run("global", c, 3, 1, PipelineKind::gpipe);
+  }();
+  const SimulationResult three = run("global", costs, 3, 1, PipelineKind::gpipe);
+  EXPECT_GT(three.makespan_s, three_delay.makespan_s);
+  // A share larger than the transfer leaves nothing in flight: the message is there at
+  // once, the receiver spends 1 s on it.
+  costs.link.receive_cpu = {{1, 1.0}, {int64_t{1} << 40, 1.0}};
+  EXPECT_DOUBLE_EQ(run("global", costs, 1).makespan_s, 1 + 1 + 1 + 2 + 1 + 2);
+}
+
 TEST(Simulator, MessagesBetweenNodesTakeTheInterNodeLink) {
   // Three stages, two devices per node: 0 -> 1 within node 0 (0.25 s + 1000 B at 4000 B/s),
   // 1 -> 2 across the network (1 s + 1000 B at 1000 B/s); one micro-batch, global.

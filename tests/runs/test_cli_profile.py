@@ -156,6 +156,17 @@ def test_profile_2_ranks():
         big = link["ping_pong"][-1]
         check(abs(link["bandwidth_bytes_per_s"] - big["bytes"] / big["half_round_trip_s"])
               <= 1e-6 * link["bandwidth_bytes_per_s"], link)
+        # The receiver's own time per message: whole floats, 4 B ... 16 MiB, more for more
+        # bytes, and the same points in the file.
+        share = link["receive_cpu"]
+        check([p["bytes"] for p in share] == [4**k for k in range(1, 13)], share)
+        check(all(0 < p["seconds"] < 1.0 for p in share), share)
+        check(share[-1]["seconds"] > share[0]["seconds"], share)
+        with open(path) as f:
+            lines = [line.split("\t") for line in f.read().splitlines()
+                     if line.startswith("link_receive_cpu\t")]
+        check([(int(b), float(t)) for _, b, t in lines] ==
+              [(p["bytes"], p["seconds"]) for p in share], lines)
         header, nodes, comments = read_profile(path)
         check(float(header["link_latency_s"]) == link["latency_s"], header)
         check(float(header["link_bandwidth_bytes_per_s"]) == link["bandwidth_bytes_per_s"], header)

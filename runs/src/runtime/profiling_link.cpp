@@ -8,6 +8,8 @@
 #include "interplace/kernels/tensor.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/profiling.hpp"
+#include "runtime/instant.hpp"
+#include "runtime/messenger.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -121,6 +123,59 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, int peer, kernels
   result.link.bandwidth_bytes_per_s =
       static_cast<double>(largest.bytes) / std::max(largest.half_round_trip_s, MPI_Wtick());
   return result;
+}
+
+std::vector<placement::LinkPoint> measure_receive_cpu(MPI_Comm comm, int peer,
+                                                      const std::vector<int64_t>& sizes,
+                                                      bool cpu_clock) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::vector<placement::LinkPoint> curve;
+  const bool playing = peer >= 1 && peer < size && (rank == 0 || rank == peer);
+  // The barriers below run on a communicator of the two ranks alone.
+  MPI_Comm pair = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm, playing ? 0 : MPI_UNDEFINED, rank, &pair), "MPI_Comm_split");
+  if (!playing) return curve;
+  {
+    Messenger msg(pair);
+    const int other = rank == 0 ? 1 : 0;
+    const auto clock = [cpu_clock] { return cpu_clock ? thread_cpu_s() : wall_s(); };
+    for (int sweep = 0; sweep < 2; ++sweep) {
+      curve.clear();
+      int64_t previous = 0;
+      for (const int64_t requested : sizes) {
+        const int64_t floats = std::max<int64_t>(1, (requested + 3) / 4);
+        if (floats * 4 <= previous) continue;  // 1 B and 4 B are one float
+        previous = floats * 4;
+        // 64 MiB a burst at most (the sender holds them all), 8 to 64 messages.
+        const int count =
+            static_cast<int>(std::clamp<int64_t>((int64_t{1} << 26) / previous, 8, 64));
+        if (rank != 0) {
+          for (int i = 0; i < count; ++i) {
+            msg.send(kernels::Tensor::full({floats}, 1.0f), other, Messenger::kFirstDataTag + i);
+          }
+          msg.barrier();  // every message is on its way before rank 0 takes any
+          msg.complete_sends();
+          msg.barrier();
+          continue;
+        }
+        msg.barrier();
+        std::vector<double> taken_s;
+        for (int i = 0; i < count; ++i) {
+          const double start = clock();
+          const kernels::Tensor t = msg.receive({floats}, other, Messenger::kFirstDataTag + i);
+          taken_s.push_back(clock() - start);
+        }
+        msg.barrier();
+        const auto middle = taken_s.begin() + static_cast<ptrdiff_t>(taken_s.size() / 2);
+        std::nth_element(taken_s.begin(), middle, taken_s.end());
+        curve.push_back({previous, *middle});
+      }
+    }
+  }
+  MPI_Comm_free(&pair);
+  return curve;
 }
 
 void quiet_barrier(MPI_Comm comm) {

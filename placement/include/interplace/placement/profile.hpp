@@ -39,6 +39,13 @@ struct LinkSpec {
   // a line through 1 B and the largest message misses (docs/simulator.md#communication).
   std::vector<LinkPoint> curve = {};
   std::vector<LinkPoint> inter_node_curve = {};
+  // The receiving rank's own time per message over the intra-node link (ascending bytes;
+  // fewer than 2 points: not measured): buffer, post, and the shared-memory copy, which
+  // the receiver's CPU makes. A node-level schedule pays it for every tensor that crosses
+  // (vgg16-small, `refine` on 2 ranks: 68 messages, 5 MB per rank and step, 10-15% of the
+  // step), which a transfer seen as pure delay hides behind the receiver's compute
+  // (docs/simulator.md, "The receiver's share").
+  std::vector<LinkPoint> receive_cpu = {};
 
   bool multi_node() const { return devices_per_node > 0; }
   bool same_node(int device_a, int device_b) const {
@@ -51,6 +58,26 @@ struct LinkSpec {
                ? time_on(curve, latency_s, bandwidth_bytes_per_s, bytes)
                : time_on(inter_node_curve, inter_node_latency_s, inter_node_bandwidth_bytes_per_s,
                          bytes);
+  }
+  // The receiver's time for a message of `bytes` from `from_device` (receive_cpu, linear
+  // between its points, the first's below them, proportional to bytes beyond them); 0 on
+  // one device, between hosts (not measured there) and without a curve.
+  double receive_cpu_s(int64_t bytes, int from_device, int to_device) const {
+    if (from_device == to_device || receive_cpu.size() < 2 || !same_node(from_device, to_device)) {
+      return 0.0;
+    }
+    const LinkPoint& last = receive_cpu.back();
+    if (bytes > last.bytes) {
+      return last.seconds * static_cast<double>(bytes) / static_cast<double>(last.bytes);
+    }
+    return time_on(receive_cpu, 0.0, 1.0, bytes);
+  }
+  // The part of a transfer that is not the receiver's own time: how long after the send
+  // the receiver can take the message. A receiver that waits for it pays both, the
+  // transfer's time in all (no less than the receiver's share).
+  double in_flight_s(int64_t bytes, int from_device, int to_device) const {
+    return std::max(0.0, transfer_s(bytes, from_device, to_device) -
+                             receive_cpu_s(bytes, from_device, to_device));
   }
   // The slowest link any message may cross (the inter-node one when there are nodes): for
   // estimates that do not know the devices of a message.

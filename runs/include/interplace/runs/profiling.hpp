@@ -120,6 +120,19 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20, int peer = 1,
                              kernels::Device device = kernels::Device::cpu);
 
+// The receiving rank's own time per message, by size (placement::LinkSpec::receive_cpu):
+// collective over `comm`; `peer` sends, rank 0 receives, other ranks return at once. For
+// each of `sizes` (bytes, rounded up to whole floats) the peer sends a burst of messages
+// from freshly written tensors (as a layer's outputs) through the runtime's Messenger and
+// both ranks meet at a barrier, so every message is waiting when rank 0 takes it; rank 0
+// then takes them one by one with Messenger::receive (buffer, post, poll to completion:
+// the shared-memory copy is the receiver's) and times each by `clock` (thread CPU time or
+// wall time). The median per size is one point; the whole sweep runs twice and the first
+// is discarded (warm-up). On the CPU device only (the caller's choice). Complete on rank 0.
+std::vector<placement::LinkPoint> measure_receive_cpu(MPI_Comm comm, int peer,
+                                                      const std::vector<int64_t>& sizes,
+                                                      bool cpu_clock);
+
 // How ranks on one host slow each other down (placement::HostSharing): collective over
 // `host` (the ranks of one host). For every P = 2..size and n = 1..P, host ranks 0..n-1
 // run time_runtime_units(options) at once while ranks n..P-1 wait in MPI the way the

@@ -58,7 +58,8 @@ struct ProfileRun {
   LinkMeasurement link;        // within rank 0's host
   LinkMeasurement inter_node;  // between rank 0's host and another (multi-host runs only)
   LinkPeers peers;
-  std::string link_source;  // "ping-pong" or the preset
+  std::string link_source;                        // "ping-pong" or the preset
+  std::vector<placement::LinkPoint> receive_cpu;  // the receiver's time per message
   int threads = 0;
   int ranks = 1;
 };
@@ -156,6 +157,12 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
                     std::to_string(run.peers.intra) + " on one host"
               : "NOT measured: no second rank on rank 0's host; values of " + run.link_source) +
          ")\n";
+  if (p.link.receive_cpu.size() >= 2) {
+    const auto at = [&p](int64_t bytes) { return p.link.receive_cpu_s(bytes, 0, 1); };
+    out += "receiving a message (the receiver's own time): " + format_seconds(at(4096)) +
+           " at 4 KiB, " + format_seconds(at(int64_t{1} << 20)) + " at 1 MiB (the link's " +
+           format_seconds(p.link.transfer_s(int64_t{1} << 20, 0, 1)) + ")\n";
+  }
   if (p.host_sharing.empty()) {
     out += "host sharing: not measured (one rank on rank 0's host)\n";
   } else {
@@ -229,7 +236,13 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
   link.boolean("measured", run.link.measured).string("source", run.link_source);
   link.number("latency_s", p.link.latency_s)
       .number("bandwidth_bytes_per_s", p.link.bandwidth_bytes_per_s)
-      .raw("ping_pong", samples);
+      .raw("ping_pong", samples)
+      .raw("receive_cpu", json_array(p.link.receive_cpu, [](const placement::LinkPoint& point) {
+             return JsonObject()
+                 .integer("bytes", point.bytes)
+                 .number("seconds", point.seconds)
+                 .str();
+           }));
   // The inter-node link: null on one host.
   std::string inter_node = "null";
   if (p.link.multi_node()) {
@@ -360,6 +373,12 @@ std::string run_profile(const ProfileOptions& o) {
   if (run.peers.inter >= 0) {
     run.inter_node = measure_link(MPI_COMM_WORLD, int64_t{64} << 20, run.peers.inter);
   }
+  // What taking a message costs the receiver itself, by the profile's clock (host memory
+  // only: on a GPU the staging copies are part of the link's curve).
+  if (link_device == kernels::Device::cpu) {
+    run.receive_cpu = measure_receive_cpu(MPI_COMM_WORLD, run.peers.intra,
+                                          ping_pong_sizes(int64_t{16} << 20), o.clock == "cpu");
+  }
   quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait off the cores during the ping-pongs
   const NodeLocal local = node_local(MPI_COMM_WORLD);
   run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
@@ -388,6 +407,7 @@ std::string run_profile(const ProfileOptions& o) {
       run.profile.graph_forward_flops = graph.total_forward_flops();
       if (run.link.measured) {
         run.profile.link = run.link.link;
+        run.profile.link.receive_cpu = run.receive_cpu;
         run.link_source = "ping-pong";
       } else {
         run.profile.link = preset.link;
