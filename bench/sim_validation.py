@@ -134,11 +134,15 @@ def repeats_table(by_repeat: dict[int, list[Path]]) -> tuple[str, dict]:
     measured step times (the floor under any prediction error)."""
     rows = []
     steps = []
+    preds = []
+    keys = None
     for repeat, files in sorted(by_repeat.items()):
         _, summary = table(files)
         rows.append((repeat, summary))
-        c = load_results([str(f) for f in files]).ok
-        steps.append(c.set_index("name")["step_time_s"].rename(f"r{repeat}"))
+        c = load_results([str(f) for f in files]).ok.set_index("name")
+        steps.append(c["step_time_s"].rename(f"r{repeat}"))
+        preds.append(c["pred_step_time_s"].rename(f"r{repeat}"))
+        keys = c[["model", "devices"]] if keys is None else keys.combine_first(c[["model", "devices"]])
     lines = ["| repeat | MAPE, K ≤ cores | MAPE, K > cores | Spearman within model (K ≤ cores) |"
              " resnet20 GPipe idle M=8 measured / simulated |",
              "| --- | --- | --- | --- | --- |"]
@@ -165,6 +169,21 @@ def repeats_table(by_repeat: dict[int, list[Path]]) -> tuple[str, dict]:
         lines.append(f"Run-to-run noise of the measured step times (max/min − 1 over the repeats, "
                      f"per configuration, n = {len(both)}): median {spread.median():.1%}, "
                      f"90th percentile {spread.quantile(0.9):.1%}.")
+        # Each configuration's measurement as the median of its runs (n = repeats, each
+        # with its own profile), against the median of its predictions: the figures a
+        # single run's noise cannot make or break.
+        measured = both.median(axis=1)
+        predicted = pd.concat(preds, axis=1).loc[both.index].median(axis=1)
+        pooled = pd.DataFrame({"measured": measured, "predicted": predicted}).join(keys)
+        pooled["ape"] = (pooled["predicted"] / pooled["measured"] - 1.0).abs()
+        fit = pooled[pooled["devices"] <= (os.cpu_count() or 1)]
+        rho = {m: spearman(g["predicted"], g["measured"]) for m, g in fit.groupby("model")}
+        out["pooled"] = {"n_runs": len(steps), "mape_fitting": float(fit["ape"].mean()),
+                         "spearman_within_model_fitting": rho}
+        lines.append(f"Pooled over the repeats (per configuration the median of its n = "
+                     f"{len(steps)} runs against the median of its predictions), K ≤ cores: "
+                     f"MAPE {fit['ape'].mean():.1%} over {len(fit)}; Spearman within each model: "
+                     + ", ".join(f"{m} {fmt(v, 2)}" for m, v in rho.items()) + ".")
     return "\n".join(lines) + "\n", out
 
 
