@@ -137,6 +137,8 @@ def _recipe_lines(attrs: dict) -> str:
         out += "aux_head_capped=1\n"
     if int(attrs.get("weight_decay_all", 0) or 0) != 0:
         out += "weight_decay_all=1\n"
+    if int(attrs.get("threads_per_rank", 0) or 0) != 0:
+        out += f"threads_per_rank={int(attrs['threads_per_rank'])}\n"
     return out
 
 

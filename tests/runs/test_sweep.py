@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 
-from case_runner import run_cases  # noqa: E402
+from case_runner import Skip, run_cases  # noqa: E402
 import tempfile
 import time
 
@@ -119,12 +119,18 @@ def canonical(attrs):
         lines.append(f"epochs={float(attrs['epochs']):.17g}\n")
     if attrs["eval_epochs"] != "":
         lines.append(f"eval_epochs={attrs['eval_epochs']}\n")
+    if int(attrs.get("eval_epoch_samples", 0)) != 0:
+        lines.append(f"eval_epoch_samples={int(attrs['eval_epoch_samples'])}\n")
+    if int(attrs.get("train_samples", 0)) != 0:
+        lines.append(f"train_samples={int(attrs['train_samples'])}\n")
     if attrs["augmentation"] != "none":
         lines.append(f"augmentation={attrs['augmentation']}\n")
     if int(attrs["aux_head_capped"]) != 0:
         lines.append("aux_head_capped=1\n")
     if int(attrs["weight_decay_all"]) != 0:
         lines.append("weight_decay_all=1\n")
+    if int(attrs.get("threads_per_rank", 0)) != 0:
+        lines.append(f"threads_per_rank={int(attrs['threads_per_rank'])}\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
@@ -460,6 +466,7 @@ optimizer = "sgd-nesterov"
 weight_decay = 2e-4
 weight_decay_all = 1
 aux_head_capped = 1
+threads_per_rank = 1
 [model_options]
 width_multiplier = 0.25
 image_size = 16
@@ -631,6 +638,58 @@ def test_shard_merge_np2():
         check(sorted(a) == sorted(b), "same ids")
         for gid in a:
             check(a[gid] == b[gid], f"{gid}: {a[gid]} != {b[gid]}")
+
+
+THREADS_SPEC = """
+models = ["resnet20"]
+dataset = "synthetic"
+devices = 1
+placer = "contiguous"
+micro_batches = 2
+batch_size = 8
+warmup_steps = 1
+steps = 3
+threads_per_rank = [2, 1]
+"""
+
+
+def test_thread_counts_np1():
+    """Configurations of one process that differ in threads_per_rank each compute what a
+    fresh process with that count computes, bit for bit: the CPU backend's cached oneDNN
+    plans are made per thread count (a plan made at 2 threads kept its 2-thread team and
+    summation order after set_cpu_threads(1), so a K = 4 configuration after a K = 1 one
+    oversubscribed the node and lost bitwise equality with 1 rank)."""
+    if is_fake():
+        raise Skip("the fake runner computes no losses")
+    if len(os.sched_getaffinity(0)) < 2:
+        raise Skip("needs 2 usable cores to run a configuration on 2 threads")
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "threads.toml", THREADS_SPEC)
+        out = os.path.join(tmp, "threads.h5")
+        ok(1, "sweep", spec, "--out", out)
+        swept = {}
+        with h5py.File(out, "r") as f:
+            for g in sorted(f["configs"].values(), key=lambda g: int(g.attrs["index"])):
+                threads = int(g.attrs["threads_per_rank"])
+                check(list(g.attrs["device_names"]) == [f"cpu: {threads} threads"],
+                      f"threads_per_rank {threads}: ran as {list(g.attrs['device_names'])}")
+                swept[threads] = [float(x) for x in g["steps"]["loss"][()]]
+        check(sorted(swept) == [1, 2], f"thread counts {sorted(swept)}")
+        fresh = {}
+        for threads in (1, 2):
+            r = ok(1, "train", "--model", "resnet20", "--dataset", "synthetic", "--placer",
+                   "contiguous", "--micro-batches", "2", "--batch-size", "8", "--steps", "3",
+                   "--threads-per-rank", str(threads), "--format", "json")
+            fresh[threads] = [json.loads(line)["loss"] for line in r.stdout.splitlines()
+                              if line.startswith('{"step"')]
+        for threads in (1, 2):
+            check(swept[threads] == fresh[threads],
+                  f"{threads} thread(s): the sweep's losses {swept[threads]} differ from a fresh "
+                  f"process's {fresh[threads]}")
+        if fresh[1] == fresh[2]:
+            print("note: 1 and 2 threads gave equal losses here, so the check above cannot "
+                  "tell a stale plan from a fresh one on this machine")
 
 
 CPU_DATASETS = ["ranks/step_cpu_s", "ranks/forward_cpu_s", "ranks/backward_cpu_s",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
@@ -13,20 +14,28 @@
 
 namespace interplace::kernels::cpu {
 
-// Type-erased cache of plans (primitives, descriptors, scratch buffers) keyed by geometry.
+// Type-erased cache of plans (primitives, descriptors, scratch buffers) keyed by geometry
+// and by the thread count they were made for: oneDNN fixes a primitive's work split (and
+// the OpenMP team it asks for) when it is created, so a plan made at 2 threads and run
+// after set_cpu_threads(1) still runs 2 threads, in 2-thread summation order. In a sweep
+// a K = 1 configuration (all the node's cores) followed by a K = 4 one (1 thread per rank)
+// thus oversubscribed the node and computed other losses than a fresh process.
 class PlanCache {
  public:
   template <class Plan, class Make>
   Plan& get(const std::string& key, Make&& make) {
-    auto it = plans_.find(key);
+    auto it = plans_.find(std::pair{cpu_threads(), key});
     if (it == plans_.end()) {
-      it = plans_.emplace(key, std::shared_ptr<void>(std::make_shared<Plan>(make()))).first;
+      it = plans_
+               .emplace(std::pair{cpu_threads(), key},
+                        std::shared_ptr<void>(std::make_shared<Plan>(make())))
+               .first;
     }
     return *static_cast<Plan*>(it->second.get());
   }
 
  private:
-  std::unordered_map<std::string, std::shared_ptr<void>> plans_;
+  std::map<std::pair<int, std::string>, std::shared_ptr<void>> plans_;
 };
 
 class CpuBackend final : public Backend {

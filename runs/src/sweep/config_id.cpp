@@ -96,6 +96,7 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   if (c.augmentation != Augmentation::none) line("augmentation", to_string(c.augmentation));
   if (c.aux_head_capped) line("aux_head_capped", "1");
   if (c.weight_decay_all) line("weight_decay_all", "1");
+  if (c.threads_per_rank != 0) line("threads_per_rank", std::to_string(c.threads_per_rank));
   line("repeat", std::to_string(repeat));
   return out;
 }

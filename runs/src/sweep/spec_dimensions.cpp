@@ -252,6 +252,18 @@ std::vector<Dimension> make_dimensions() {
                   {number_text(d.time_limit_s)},
                   finite_number("time_limit_s", true, " of seconds"),
                   [](TrainConfig& c, const DimValue& v) { c.time_limit_s = v.number; }});
+  // CPU threads per rank (0: the node's cores over the configuration's ranks on the node).
+  // Fixed, it makes configurations of different K compute in the same summation order:
+  // oneDNN's result depends on the thread count, and a chain of training steps amplifies
+  // the last bits (cross-node test: 1 and 2 threads 4e-5 apart after 3 steps).
+  dims.push_back({"threads_per_rank",
+                  "",
+                  ValueKind::integer,
+                  {std::to_string(d.threads_per_rank)},
+                  int_at_least("threads_per_rank", 0),
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.threads_per_rank = static_cast<int>(v.integer);
+                  }});
   dims.push_back({"weight_decay",
                   "",
                   ValueKind::number,
