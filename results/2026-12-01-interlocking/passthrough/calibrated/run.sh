@@ -8,14 +8,8 @@ set -euo pipefail
 dir=results/2026-12-01-interlocking/passthrough/calibrated
 bin=${INTERPLACE:-build/runs/interplace}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-profile() {  # name, then model options (as ../../profile.sh, one thread, CPU time)
-  local name=$1
-  shift
-  mpirun --oversubscribe -np 2 "$bin" profile "$@" --threads 1 --clock cpu --repeats 7 \
-    --warmup 2 --out "$dir/$name.tsv" > "$dir/$name.txt"
-}
-profile resnet20-w0.5-b32 --model resnet20 --width-multiplier 0.5 --batch-size 32
-profile gpt-mini-t64-b4 --model gpt-mini --sequence-length 64 --batch-size 4
+# shellcheck source=../cpu-profiles.bash
+source results/2026-12-01-interlocking/passthrough/cpu-profiles.bash
 files=()
 for n in 1 2 3; do
   for spec in check check-gpt; do

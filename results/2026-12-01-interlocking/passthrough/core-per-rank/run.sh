@@ -10,14 +10,8 @@ dir=results/2026-12-01-interlocking/passthrough/core-per-rank
 bin=${INTERPLACE:-build/runs/interplace}
 (($(nproc) >= 2)) || { echo "run.sh: needs 2 cores" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-profile() {  # name, then model options: one thread, CPU time, with the runtime's units
-  local name=$1
-  shift
-  mpirun --oversubscribe -np 2 "$bin" profile "$@" --threads 1 --clock cpu --repeats 7 \
-    --warmup 2 --out "$dir/$name.tsv" > "$dir/$name.txt"
-}
-profile resnet20-w0.5-b32 --model resnet20 --width-multiplier 0.5 --batch-size 32
-profile gpt-mini-t64-b4 --model gpt-mini --sequence-length 64 --batch-size 4
+# shellcheck source=../cpu-profiles.bash
+source results/2026-12-01-interlocking/passthrough/cpu-profiles.bash
 # shellcheck disable=SC2016 # expanded by each rank's shell
 pinned='exec taskset -c "$((OMPI_COMM_WORLD_RANK == 1 ? 1 : 0))" "$0" "$@"'
 files=()
