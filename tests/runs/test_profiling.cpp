@@ -21,38 +21,6 @@ TEST(Profiling, PingPongSizesArePowersOfFourUpToTheLargest) {
   EXPECT_THROW(ping_pong_sizes(0), Error);
 }
 
-// The calibration's bursts: each figure, and each node's, is the median of the bursts, so
-// one burst taken while the host was slow (the third, 30% high) moves nothing.
-TEST(Profiling, CalibrationBurstsCombineByTheirMedian) {
-  const auto burst = [](double scale) {
-    return RuntimeUnits{.forward_s = 1.0 * scale,
-                        .backward_s = 2.0 * scale,
-                        .optimizer_s = 0.1 * scale,
-                        .overhead_s = 0.01 * scale,
-                        .node_forward_s = {0.4 * scale, 0.6 * scale},
-                        .node_backward_s = {0.8 * scale, 1.2 * scale},
-                        .mean_compute_s = 3.0 * scale};
-  };
-  const RuntimeUnits m = median_units({burst(1.0), burst(0.98), burst(1.3)});
-  EXPECT_DOUBLE_EQ(m.forward_s, 1.0);
-  EXPECT_DOUBLE_EQ(m.backward_s, 2.0);
-  EXPECT_DOUBLE_EQ(m.optimizer_s, 0.1);
-  EXPECT_DOUBLE_EQ(m.overhead_s, 0.01);
-  EXPECT_DOUBLE_EQ(m.mean_compute_s, 3.0);
-  EXPECT_EQ(m.node_forward_s, (std::vector<double>{0.4, 0.6}));
-  EXPECT_EQ(m.node_backward_s, (std::vector<double>{0.8, 1.2}));
-  // Node by node: the median of each node's bursts, not of one burst.
-  RuntimeUnits mixed = burst(1.0);
-  mixed.node_forward_s = {0.1, 0.9};
-  EXPECT_EQ(median_units({burst(1.0), burst(1.0), mixed}).node_forward_s,
-            (std::vector<double>{0.4, 0.6}));
-  EXPECT_EQ(median_units({burst(2.0)}).forward_s, 2.0);
-  EXPECT_THROW(median_units({}), Error);
-  RuntimeUnits fewer = burst(1.0);
-  fewer.node_forward_s.pop_back();
-  EXPECT_THROW(median_units({burst(1.0), fewer}), Error);
-}
-
 TEST(Profiling, TimesEveryNodeOfACnn) {
   placement::ModelOptions options;
   options.batch_size = 2;

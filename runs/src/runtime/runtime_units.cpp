@@ -77,33 +77,4 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   return units;
 }
 
-RuntimeUnits median_units(const std::vector<RuntimeUnits>& runs) {
-  if (runs.empty()) throw_invalid("runtime units: no run to take the median of");
-  const auto median_of = [&](auto field) {
-    std::vector<double> values;
-    for (const RuntimeUnits& r : runs) values.push_back(field(r));
-    return kernels::median(values);
-  };
-  RuntimeUnits out{
-      .forward_s = median_of([](const RuntimeUnits& r) { return r.forward_s; }),
-      .backward_s = median_of([](const RuntimeUnits& r) { return r.backward_s; }),
-      .optimizer_s = median_of([](const RuntimeUnits& r) { return r.optimizer_s; }),
-      .overhead_s = median_of([](const RuntimeUnits& r) { return r.overhead_s; }),
-      .mean_compute_s = median_of([](const RuntimeUnits& r) { return r.mean_compute_s; })};
-  const size_t nodes = runs.front().node_forward_s.size();
-  for (const RuntimeUnits& r : runs) {
-    if (r.node_forward_s.size() != nodes || r.node_backward_s.size() != nodes) {
-      throw_invalid("runtime units: runs of " + std::to_string(nodes) + " and " +
-                    std::to_string(r.node_forward_s.size()) + " nodes cannot be combined");
-    }
-  }
-  out.node_forward_s.resize(nodes);
-  out.node_backward_s.resize(nodes);
-  for (size_t i = 0; i < nodes; ++i) {
-    out.node_forward_s[i] = median_of([i](const RuntimeUnits& r) { return r.node_forward_s[i]; });
-    out.node_backward_s[i] = median_of([i](const RuntimeUnits& r) { return r.node_backward_s[i]; });
-  }
-  return out;
-}
-
 }  // namespace interplace::runs

@@ -66,12 +66,6 @@ struct RuntimeUnits {
   // rare long steps a time-shared core gives (the medians above drop them).
   double mean_compute_s = 0.0;
 };
-// Each figure's median over several runs of the same units (node by node too; the runs
-// must agree on the node count): `interplace profile` takes its calibration in bursts
-// spread over the profile's time, so that a few seconds of a slower host (another tenant's
-// load on a VM) move one burst and not the profile.
-RuntimeUnits median_units(const std::vector<RuntimeUnits>& runs);
-
 struct RuntimeUnitOptions {
   std::string model;                // a catalog name
   placement::ModelOptions options;  // options.batch_size: the micro-batch, one per step

@@ -34,13 +34,6 @@ namespace {
 // runtime_in_flight): the pipelines sweeps run most (M = 4, 8); between and beyond them
 // the cost model interpolates and holds.
 constexpr int kInFlightMicroBatches[] = {4, 8};
-// The calibration's runs (one micro-batch, and each of kInFlightMicroBatches) are taken in
-// this many interleaved bursts, a third of their steps each, and each figure is the median
-// of its bursts: on a VM whose speed dips for a second or two (seen on this suite's 2-core
-// VM: one profile's 1-rank units 23-25% above the other repeats' while its per-node times
-// were not, so every prediction made from it was that much high) a dip then moves one
-// burst, not the profile.
-constexpr int kCalibrationBursts = 3;
 
 struct ProfileOptions {
   ModelSelection model;
@@ -445,36 +438,13 @@ std::string run_profile(const ProfileOptions& o) {
       for (const placement::NodeTiming& n : run.profile.nodes) {
         nodes_s += n.forward_s + n.backward_s;
       }
-      // About a second of steps in all for each of the runs below, in bursts.
-      const auto burst_steps = [&](double step_s) {
-        const int steps = runtime_unit_steps(step_s, o.repeats);
-        return std::max(3, (steps + kCalibrationBursts - 1) / kCalibrationBursts);
-      };
       RuntimeUnitOptions calibration = unit_options;
-      calibration.steps = burst_steps(nodes_s);
+      calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
       calibration.cpu_time = o.clock == "cpu";
       // The nodes inside those steps (on a GPU the runtime does not wait for each node's
       // kernels, so there only the units calibrate).
       calibration.node_times = device == kernels::Device::cpu;
-      // The same units with more micro-batches in flight, per micro-batch: what a pass
-      // costs as the kept activations grow (docs/simulator.md, "Working set").
-      std::vector<RuntimeUnitOptions> pipelined;
-      for (const int in_flight : kInFlightMicroBatches) {
-        RuntimeUnitOptions p = calibration;
-        p.micro_batches = in_flight;
-        p.node_times = false;
-        p.steps = burst_steps(in_flight * nodes_s);
-        pipelined.push_back(p);
-      }
-      std::vector<RuntimeUnits> solo_bursts;
-      std::vector<std::vector<RuntimeUnits>> pipelined_bursts(pipelined.size());
-      for (int burst = 0; burst < kCalibrationBursts; ++burst) {
-        solo_bursts.push_back(time_runtime_units(calibration));
-        for (size_t i = 0; i < pipelined.size(); ++i) {
-          pipelined_bursts[i].push_back(time_runtime_units(pipelined[i]));
-        }
-      }
-      const RuntimeUnits units = median_units(solo_bursts);
+      const RuntimeUnits units = time_runtime_units(calibration);
       run.profile.runtime_forward_s = units.forward_s;
       run.profile.runtime_backward_s = units.backward_s;
       run.profile.runtime_optimizer_s = units.optimizer_s;
@@ -486,9 +456,15 @@ std::string run_profile(const ProfileOptions& o) {
           timing.runtime_backward_s = units.node_backward_s.at(id);
         }
       }
-      for (size_t i = 0; i < pipelined.size(); ++i) {
-        const int in_flight = pipelined[i].micro_batches;
-        const RuntimeUnits step = median_units(pipelined_bursts[i]);
+      // The same units with more micro-batches in flight, per micro-batch: what a pass
+      // costs as the kept activations grow (docs/simulator.md, "Working set"). About a
+      // second of steps each.
+      for (const int in_flight : kInFlightMicroBatches) {
+        RuntimeUnitOptions pipelined = calibration;
+        pipelined.micro_batches = in_flight;
+        pipelined.node_times = false;
+        pipelined.steps = runtime_unit_steps(in_flight * nodes_s, o.repeats);
+        const RuntimeUnits step = time_runtime_units(pipelined);
         run.profile.runtime_in_flight[in_flight] = {step.forward_s / in_flight,
                                                     step.backward_s / in_flight};
       }
