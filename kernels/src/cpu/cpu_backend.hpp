@@ -8,7 +8,6 @@
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
-#include <unordered_map>
 
 #include "interplace/kernels/backend.hpp"
 
@@ -24,10 +23,11 @@ class PlanCache {
  public:
   template <class Plan, class Make>
   Plan& get(const std::string& key, Make&& make) {
-    auto it = plans_.find(std::pair{cpu_threads(), key});
+    std::pair<int, std::string> threads_and_key{cpu_threads(), key};
+    auto it = plans_.find(threads_and_key);
     if (it == plans_.end()) {
       it = plans_
-               .emplace(std::pair{cpu_threads(), key},
+               .emplace(std::move(threads_and_key),
                         std::shared_ptr<void>(std::make_shared<Plan>(make())))
                .first;
     }
