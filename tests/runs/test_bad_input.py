@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import struct
@@ -274,12 +275,35 @@ def rank_pid(root_pid, rank):
     return None
 
 
-def start_then_stop_rank_1(cmd, wait_for=None):
-    """Starts cmd (mpirun ...), stops rank 1 once it runs (and `wait_for` exists) plus 4 s."""
+def read_until(proc, text, deadline):
+    """Reads proc's stdout until `text` has appeared; False at the deadline or its end. What
+    follows stays in the pipe for communicate()."""
+    fd, seen = proc.stdout.fileno(), b""
+    while text.encode() not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.poll() is not None:
+            return False
+        if select.select([fd], [], [], min(left, 0.5))[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False
+            seen += chunk
+    return True
+
+
+def start_then_stop_rank_1(cmd, wait_for=None, started=None):
+    """Starts cmd (mpirun ...) and stops rank 1 once the job is under way: once `wait_for`
+    exists (a sweep's result file: planned) plus 4 s, or once stdout shows `started` (train's
+    "step 1:"). Not after a fixed time: where start-up is slow (a fresh root, cold caches),
+    rank 1 stopped 4 s after it appeared was still inside MPI_Init, which has no watchdog,
+    and rank 0 waited there for good."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env(), start_new_session=True)
     pid = None
     deadline = time.monotonic() + 60
+    if started and not read_until(proc, started, deadline):
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError(f"no {started!r} on stdout within 60 s: {proc.communicate()}")
     while (pid is None or (wait_for and not os.path.exists(wait_for))) and \
             time.monotonic() < deadline:
         time.sleep(0.2)
@@ -287,7 +311,8 @@ def start_then_stop_rank_1(cmd, wait_for=None):
     if pid is None:
         os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError("rank 1 not found")
-    time.sleep(4)  # planned, and into the (first configuration's) steps
+    if wait_for:
+        time.sleep(4)  # planned, and into the first configuration's steps
     os.kill(pid, signal.SIGSTOP)
     return proc, pid
 
@@ -306,7 +331,7 @@ def test_stopped_rank_ends_train_within_the_watchdog():
     # MPI_Finalize, which would wait for rank 1 forever).
     cmd = [*MPIRUN, "-np", "2", BINARY, "train", *MODEL, "--steps", "100000", "--batch-size",
            "16", "--threads-per-rank", "1", "--watchdog-s", "4"]
-    proc, _ = start_then_stop_rank_1(cmd)
+    proc, _ = start_then_stop_rank_1(cmd, started="step 1:")
     start = time.monotonic()
     _, stderr = finish(proc, 60)
     took = time.monotonic() - start
