@@ -41,22 +41,39 @@ cluster2_ns=()        # the two namespaces, node1 first
 cluster2_addr=(10.77.0.1 10.77.0.2)
 cluster2_veth=()      # the veth link's ends, node1's first
 
-# Whether namespaces can be made here (root alone is not enough in an unprivileged
-# container): prints why not and returns 1.
+# Whether the namespaces this cluster needs can be made here: prints why not and returns 1.
+# It tries every kind of operation _cluster2_make_nodes and cluster2_stop do, on throw-away
+# namespaces, because each can fail on its own: root alone is not enough in an
+# unprivileged container, and in a chroot `ip netns add` works but `ip -n` does not (it
+# remounts / as a slave, "mount --make-rslave / failed: Invalid argument", where / is not
+# a mount point).
 cluster2_supported() {
-  local probe=interplace-$$-probe out
+  local probe=(interplace-$$-probe1 interplace-$$-probe2) out why=""
   [[ $(id -u) -eq 0 ]] || { echo "needs root (network namespaces, Slurm daemons as root)"; return 1; }
   for cmd in ip nsenter unshare hostname slurmctld slurmd munged; do
     command -v "$cmd" >/dev/null || { echo "'$cmd' is not installed"; return 1; }
   done
-  if ! out=$(ip netns add "$probe" 2>&1); then
+  if ! out=$(ip netns add "${probe[0]}" 2>&1); then
     echo "ip netns add is not permitted here: $out"; return 1
   fi
-  if ! out=$(nsenter --net="/run/netns/$probe" unshare --uts sh -c 'hostname probe-node' 2>&1); then
-    ip netns del "$probe" 2>/dev/null
-    echo "a UTS namespace inside a network namespace is not permitted here: $out"; return 1
+  if ! out=$(ip netns add "${probe[1]}" 2>&1); then
+    why="a second network namespace cannot be made: $out"
+  elif ! out=$(ip -n "${probe[0]}" link set lo up 2>&1); then
+    why="ip -n (a command inside a network namespace) fails here: $out"
+  elif ! out=$(ip link add "ipl$$p" netns "${probe[0]}" type veth peer name "ipl$$q" \
+      netns "${probe[1]}" 2>&1); then
+    why="a veth pair between two network namespaces cannot be made: $out"
+  elif ! out=$(nsenter --net="/run/netns/${probe[0]}" unshare --uts sh -c 'hostname probe-node' 2>&1); then
+    why="a UTS namespace inside a network namespace is not permitted here: $out"
   fi
-  ip netns del "$probe"
+  local ns
+  for ns in "${probe[@]}"; do
+    [[ -e /run/netns/$ns ]] || continue
+    if ! out=$(ip netns del "$ns" 2>&1); then
+      why=${why:-"a network namespace cannot be deleted here: $out"}
+    fi
+  done
+  [[ -z "$why" ]] || { echo "$why"; return 1; }
 }
 
 # nsenter, not `ip netns exec`: the latter also makes a mount namespace with a fresh /sys,
