@@ -333,6 +333,51 @@ TEST(SweepSpec, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(message.find('\n'), std::string::npos);
 }
 
+TEST(SweepSpec, DeepNestingIsRefusedBeforeParsing) {
+  // 100,000 levels overflowed toml11's recursive parser (SIGSEGV) before the check.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string message = error_of("steps = 3\na = " + deep + "\n");
+  EXPECT_EQ(message.rfind("spec.toml:2: nested more than 32 levels deep", 0), 0u) << message;
+  EXPECT_NE(message.find("HINT: "), std::string::npos);
+  // Inline tables, dotted keys and table headers nest too.
+  std::string inline_tables = "a = ";
+  for (int i = 0; i < 40; ++i) inline_tables += "{b = ";
+  inline_tables += "1" + std::string(40, '}') + "\n";
+  EXPECT_NE(error_of(inline_tables).find("spec.toml:1: nested more than"), std::string::npos);
+  std::string dotted = "steps = 3\n\nx";
+  for (int i = 0; i < 40; ++i) dotted += ".x";
+  EXPECT_NE(error_of(dotted + " = 1\n").find("spec.toml:3: nested more"), std::string::npos);
+  EXPECT_NE(error_of("[" + dotted.substr(11) + "]\n").find("spec.toml:1: nested more"),
+            std::string::npos);
+  // From the command line: named by the override, cut short.
+  try {
+    parse_sweep_spec("steps = 2\n", "spec.toml", {"devices=" + deep});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message.rfind("override 'devices=[[[[", 0), 0u) << message.substr(0, 300);
+  EXPECT_NE(message.find("...': nested more than 32 levels"), std::string::npos);
+  EXPECT_LT(message.size(), 400u);
+}
+
+TEST(SweepSpec, NestingInStringsCommentsAndFloatsDoesNotCount) {
+  const std::string brackets(100, '[');
+  std::string text = "steps = 3 # " + brackets + "\nlearning_rate = 0.001\n";
+  text += "name_a = \"" + brackets + "\"\nname_b = '" + brackets + "'\n";
+  text += "name_c = \"\"\"\n" + brackets + " \\\" \n\"\"\"\ndevices = [1, 2]\n";
+  text += "[model_options.gpt-mini]\nwidth_multiplier = 0.5\n";
+  // toml11 rejects the unknown keys after the nesting check passes them.
+  const std::string message = error_of(text);
+  EXPECT_EQ(message.find("nested"), std::string::npos) << message;
+  EXPECT_NE(message.find("name_"), std::string::npos) << message;
+  // 32 levels pass the check (toml11 then parses them, and the spec refuses the key).
+  const std::string at_limit = "devices = " + std::string(32, '[') + "1" + std::string(32, ']');
+  EXPECT_EQ(error_of(at_limit).find("nested"), std::string::npos);
+  const std::string over = "devices = " + std::string(33, '[') + "1" + std::string(33, ']');
+  EXPECT_NE(error_of(over).find("nested"), std::string::npos);
+}
+
 TEST(SweepSpec, MissingFileIsInvalidInput) {
   try {
     load_sweep_spec("/nonexistent/spec.toml");

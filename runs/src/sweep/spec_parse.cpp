@@ -16,6 +16,7 @@
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "spec_dimensions.hpp"
+#include "toml_nesting.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -289,8 +290,24 @@ bool excluded(const Sections& s, const std::vector<std::string>& texts, int repe
   return false;
 }
 
+// Text of the command line as it appears in messages and in toml11's source names: at most
+// 120 characters, so that neither an error line nor the parsing of a long override's items
+// (each parse copies its source name) grows with it.
+std::string shortened(const std::string& text) {
+  return text.size() <= 120 ? text : text.substr(0, 117) + "...";
+}
+
+// Checked before toml11 parses: it recurses once per level and overflows the stack.
+[[noreturn]] void throw_too_deep(const std::string& where) {
+  throw_invalid(where + ": nested more than " +
+                std::to_string(sweep::kMaxTomlNesting) +
+                " levels deep (arrays, inline tables or dotted keys), where a sweep spec needs 3. "
+                "HINT: list each dimension as one flat array");
+}
+
 // One override's value, parsed as TOML named "override 'key=value'" (Parser::fail quotes it).
 Value override_value(const std::string& name, const std::string& text) {
+  if (sweep::line_nested_too_deep("v = " + text)) throw_too_deep(name);  // a value, as parsed
   auto parse = [&name](const std::string& value) -> std::optional<Value> {
     try {
       std::istringstream stream("v = " + value + "\n");
@@ -311,7 +328,7 @@ Value override_value(const std::string& name, const std::string& text) {
   // A TOML value as written in a file: 3, 1e-3, "text", [2, 4].
   if (auto value = parse(text)) return *value;
   if (text.starts_with("[") || text.starts_with("\"")) {
-    throw_invalid(name + ": not a TOML value: " + text);
+    throw_invalid(name + ": not a TOML value: " + shortened(text));
   }
   // Bare text: items separated by commas, each a TOML scalar (2, 0.5) or else a string.
   std::vector<std::string> items;
@@ -326,11 +343,13 @@ Value override_value(const std::string& name, const std::string& text) {
   for (const std::string& item : items) {
     if (item.empty()) throw_invalid(name + ": an empty list item");
     const std::optional<Value> scalar = parse(item);
-    list += (list.empty() ? "" : ", ") +
+    // One item per line: toml11 scans a value's whole line for its comments, which made a
+    // long one-line list quadratic (40,000 items: 8 s).
+    list += (list.empty() ? "" : ",\n") +
             (scalar && !scalar->is_array() && !scalar->is_table() ? item : quoted(item));
   }
   std::optional<Value> value = parse(items.size() == 1 ? list : "[" + list + "]");
-  if (!value) throw_invalid(name + ": not a TOML value: " + text);
+  if (!value) throw_invalid(name + ": not a TOML value: " + shortened(text));
   return *value;
 }
 
@@ -364,7 +383,7 @@ std::string valid_override_keys() {
 // Sets each override in the parsed document, as if the file said `key = value`.
 void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
   for (const std::string& text : overrides) {
-    const std::string name = std::string(kOverridePrefix) + text + "'";
+    const std::string name = std::string(kOverridePrefix) + shortened(text) + "'";
     const size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw_invalid(name + ": overrides are key=value (valid keys: " + valid_override_keys() + ")");
@@ -479,6 +498,9 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
                            const std::vector<std::string>& overrides) {
   const Parser parser(path);
   Value root;
+  if (const auto line = sweep::line_nested_too_deep(text)) {
+    throw_too_deep(path + ":" + std::to_string(*line));
+  }
   try {
     std::istringstream stream(text);
     root = toml::parse<toml::discard_comments, std::map, std::vector>(stream, path);
