@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/input_file.hpp"
 
 namespace interplace::placement {
 namespace {
@@ -36,6 +37,7 @@ void write_placement_file(const std::string& path, const Graph& graph, const Pla
 }
 
 Placement read_placement_file(const std::string& path, const Graph& graph) {
+  check_input_file(path, "placement file", kMaxTextInputBytes);  // not /dev/zero, not a FIFO
   std::ifstream in(path);
   if (!in) throw_invalid("cannot read the placement file " + path);
   std::string line;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/input_file.hpp"
 #include "interplace/kernels/random.hpp"
 #include "interplace/placement/rl_placer.hpp"
 
@@ -64,6 +65,7 @@ void write_rl_policy(const std::string& path, const RlSavedPolicy& policy) {
 }
 
 RlSavedPolicy read_rl_policy(const std::string& path) {
+  const int64_t file_bytes = check_input_file(path, "rl policy file", kMaxTextInputBytes);
   std::ifstream in(path);
   if (!in) throw_invalid("cannot read the rl policy file '" + path + "'");
   int line_number = 0;
@@ -101,6 +103,20 @@ RlSavedPolicy read_rl_policy(const std::string& path) {
   policy.hidden = field("hidden", 1);
   policy.devices = field("devices", 1);
   const int count = field("parameters", 1);
+  // The sizes fix the count; checked before anything is allocated for it, as is that the
+  // file can hold that many lines (a file claiming 10^8 parameters reserved 800 MB).
+  const int64_t hidden = policy.hidden;
+  const int64_t expected =
+      hidden * policy.inputs + hidden + int64_t{policy.devices} * hidden + policy.devices;
+  if (count != expected) {
+    fail(std::to_string(count) + " parameters, expected " + std::to_string(expected) + " for " +
+         std::to_string(policy.inputs) + " inputs, " + std::to_string(policy.hidden) + " hidden, " +
+         std::to_string(policy.devices) + " devices");
+  }
+  if (2 * int64_t{count} > file_bytes) {
+    fail("the file (" + std::to_string(file_bytes) + " bytes) is too short for " +
+         std::to_string(count) + " parameters");
+  }
   policy.parameters.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     next();

@@ -269,6 +269,18 @@ TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
   expect_bad(header + "parameters 4\n1\n2\n3\n4\n5\n", "more lines");
   expect_bad(header + "parameters 3\n1\n2\n3\n", "expected 4");  // W1 b1 W2 b2: 4
   expect_bad("interplace-rl-policy 1\nrounds -1\n", "line 2");
+  // Sizes are checked before anything is reserved for the parameters.
+  expect_bad(header + "parameters 99999999\n1\n", "99999999 parameters, expected 4");
+  expect_bad(
+      "interplace-rl-policy 1\nrounds 1\ninputs 5000\nhidden 5000\ndevices 3\n"
+      "parameters 25020003\n1\n",
+      "too short for 25020003 parameters");
+  try {
+    read_rl_policy("/dev/zero");
+    ADD_FAILURE() << "read /dev/zero";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos);
+  }
   std::ofstream(path) << header << "parameters 4\n1\n2\n3\n4\n";
   EXPECT_EQ(read_rl_policy(path).parameters, (std::vector<double>{1, 2, 3, 4}));
   std::filesystem::remove(path);

@@ -236,7 +236,17 @@ def test_place_rl():
         fails(2, "place", *MODEL, *args[:-4], "--devices", "2", "--rl-policy", policy,
               contains=("3 devices",))
         fails(2, "place", *MODEL, *args, "--rl-policy", os.path.join(tmp, "none"),
-              contains=("cannot read",))
+              contains=("rl policy file", "no such file"))
+        # The policy fixes its architecture: a differing --rl-hidden or --rl-rounds given
+        # is refused (it was silently ignored), an equal one or the default accepted.
+        replay_args = (*args[:-2], "--rl-episodes", "0", "--rl-policy", policy)
+        fails(2, "place", *MODEL, *replay_args, "--rl-hidden", "7",
+              contains=("--rl-hidden 7 differs from the hidden width", "HINT: drop --rl-hidden"))
+        fails(2, "place", *MODEL, *replay_args, "--rl-rounds", "9",
+              contains=("--rl-rounds 9 differs from the message-passing rounds",))
+        same = [line.split()[1] for line in open(policy).readlines()[1:4]]  # rounds, inputs, hidden
+        check(place_json(*replay_args, "--rl-rounds", same[0], "--rl-hidden", same[2])["rl"]
+              == replay["rl"], "the policy's own sizes given explicitly change nothing")
         fails(2, "place", *MODEL, "--order", "topo", "--placer", "balanced", "--devices", "2",
               "--rl-policy", policy, contains=("--placer rl",))
 

@@ -109,6 +109,10 @@ def test_placement_file_round_trip_and_train():
             f.write("\n".join(lines[:3] + ["renamed\t0"] + lines[4:]) + "\n")
         proc = train(bad)
         check(proc.returncode == 2 and "'renamed' in the file" in proc.stderr, proc.stderr)
+        # /dev/zero is one endless line: refused before reading (it grew memory without end).
+        proc = train("/dev/zero")
+        check(proc.returncode == 2 and "placement file '/dev/zero': is not a regular file"
+              in proc.stderr, proc.stderr)
         fails(2, "place", *model, "--order", "topo", "--placer", "contiguous", "--devices", "2",
               "--save-placement", os.path.join(tmp, "no", "dir", "p"),
               contains=("cannot write the placement file",))

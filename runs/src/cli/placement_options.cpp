@@ -66,6 +66,8 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
       ->capture_default_str()
       ->group(group);
   add_rl_options(app, s.rl);
+  s.rl_rounds_option = app.get_option("--rl-rounds");
+  s.rl_hidden_option = app.get_option("--rl-hidden");
   const char* rl = "Placement: rl placer (docs/placers.md#rl)";
   app.add_option("--rl-policy", s.rl_policy,
                  "start from this saved policy (docs/placers.md#policy-files); with "
@@ -120,6 +122,26 @@ void check_placement_selection(const PlacementSelection& s) {
   }
 }
 
+namespace {
+
+// A saved policy's message-passing rounds and hidden width are its architecture: an
+// explicit --rl-rounds or --rl-hidden that differs would otherwise be silently ignored.
+void refuse_overridden_architecture(const PlacementSelection& s,
+                                    const placement::RlSavedPolicy& policy) {
+  auto check = [&](const CLI::Option* option, const std::string& flag, int given, int saved,
+                   const char* what) {
+    if (option == nullptr || option->count() == 0 || given == saved) return;
+    throw_invalid(flag + " " + std::to_string(given) + " differs from the " + what +
+                  " of the policy in '" + s.rl_policy + "' (" + std::to_string(saved) +
+                  "), which a loaded policy keeps. HINT: drop " + flag +
+                  ", or train a new policy without --rl-policy");
+  };
+  check(s.rl_rounds_option, "--rl-rounds", s.rl.rounds, policy.rounds, "message-passing rounds");
+  check(s.rl_hidden_option, "--rl-hidden", s.rl.hidden, policy.hidden, "hidden width");
+}
+
+}  // namespace
+
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
                            const PlacementSelection& s, int micro_batches) {
   check_placement_selection(s);
@@ -141,7 +163,10 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   placement::RlTrainingLog rl_log;
   if (s.placer == "rl") {
     request.rl = s.rl;
-    if (!s.rl_policy.empty()) request.rl.initial = placement::read_rl_policy(s.rl_policy);
+    if (!s.rl_policy.empty()) {
+      request.rl.initial = placement::read_rl_policy(s.rl_policy);
+      refuse_overridden_architecture(s, *request.rl.initial);
+    }
     // What `simulate` reports for the global strategy, without its per-call allocations.
     request.rl.estimator =
         [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](

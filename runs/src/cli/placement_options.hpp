@@ -27,6 +27,10 @@ struct PlacementSelection {
   placement::RlOptions rl;     // --rl-*; the estimator is set by run_placement
   std::string rl_policy;       // --rl-policy: start from this saved policy
   std::string rl_save_policy;  // --rl-save-policy: write the trained policy here
+  // --rl-rounds and --rl-hidden as parsed, to tell a value given on the command line from
+  // the default: a loaded policy fixes both, so a differing one given is refused.
+  const CLI::Option* rl_rounds_option = nullptr;
+  const CLI::Option* rl_hidden_option = nullptr;
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);
