@@ -570,6 +570,47 @@ def test_kill_and_resume_np2():
               "resuming: 8 of 8" in r.stderr, f"resume with another spec text: {r.stderr}")
 
 
+def test_disk_full_np2():
+    """The result file on a file system that fills up mid-sweep: one clear error naming the
+    file and the cause, exit 1, no crash (rank 0 ended with SIGSEGV inside HDF5 before), no
+    .tmp left holding space, every configuration finished before intact; with space again,
+    --resume completes it."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a small tmpfs")
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "small.toml", SMALL_SPEC)
+        # A file system the size of the finished file: the early configurations fit (file
+        # and its next version side by side), the last ones do not.
+        whole = os.path.join(tmp, "whole.h5")
+        ok(2, "sweep", spec, "--out", whole)
+        size = os.path.getsize(whole)
+        full = os.path.join(tmp, "full")
+        os.mkdir(full)
+        mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", full],
+                               capture_output=True, text=True)
+        if mount.returncode != 0:
+            raise Skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+        try:
+            out = os.path.join(full, "small.h5")
+            r = run(2, "sweep", spec, "--out", out)
+            check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
+            check(r.stderr.count("interplace: error: ") == 1, r.stderr)
+            check(f"interplace: error: cannot write {out}: No space left on device" in r.stderr
+                  and "HINT: free space" in r.stderr and "--resume" in r.stderr, r.stderr)
+            check("Segmentation" not in r.stderr and "signal" not in r.stderr, r.stderr)
+            check(not os.path.exists(out + ".tmp"), "the partial .tmp is left")
+            before = count_configs(out)
+            check(1 <= before < 8, f"{before} configurations in the full file system")
+            subprocess.run(["mount", "-o", "remount,size=64m", full], check=True)
+            r = ok(2, "sweep", spec, "--out", out, "--resume")
+            check(f"resuming: {before} of 8 configurations already in the file" in r.stderr,
+                  r.stderr)
+            groups = check_layout(out, spec, 2)
+            check(sorted(groups) == sorted(dry_run_ids(spec)), "every configuration exactly once")
+        finally:
+            subprocess.run(["umount", "-l", full])
+
+
 def test_failure_recorded_np2():
     with tempfile.TemporaryDirectory() as tmp:
         corrupt = os.path.join(tmp, "corrupt")

@@ -2,7 +2,13 @@
 
 #include <hdf5_hl.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <system_error>
 
 #include "interplace/kernels/error.hpp"
 
@@ -115,19 +121,99 @@ Handle strong_close_access() {
 }
 }  // namespace
 
-Handle create_file(const std::string& path, bool truncate) {
-  quiet();
-  const Handle fapl = strong_close_access();
-  return check(
-      H5Fcreate(path.c_str(), truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()),
-      H5Fclose, "creating " + path);
-}
-
 Handle open_file(const std::string& path, bool writable) {
   quiet();
   const Handle fapl = strong_close_access();
   return check(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
                H5Fclose, "opening " + path);
+}
+
+namespace {
+
+// The core driver in memory only; each extension of the image grows it by 1 MiB.
+Handle memory_access() {
+  Handle fapl = strong_close_access();
+  check(H5Pset_fapl_core(fapl.get(), size_t{1} << 20, false), "H5Pset_fapl_core");
+  return fapl;
+}
+
+// A name no file can have (below /dev/null), distinct per file: HDF5 1.10's core driver
+// refuses an image opened under the name of a file on disk ("file already exists"), and
+// HDF5 takes two open files of one name for the same file.
+std::string memory_name() {
+  static int count = 0;
+  return "/dev/null/interplace-in-memory-" + std::to_string(++count) + ".h5";
+}
+
+std::string errno_text(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+// The whole of `bytes` into `path`, flushed to the disk; errno on failure (0: written).
+int write_whole_file(const std::string& path, const std::vector<char>& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  size_t done = 0;
+  int error = 0;
+  while (done < bytes.size() && error == 0) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EINTR) {
+      error = errno;
+    }
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
+}  // namespace
+
+MemoryFile MemoryFile::create() {
+  quiet();
+  const Handle fapl = memory_access();
+  return MemoryFile(check(H5Fcreate(memory_name().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                          H5Fclose, "creating an HDF5 file in memory"));
+}
+
+MemoryFile MemoryFile::load(const std::string& path) {
+  quiet();
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) throw_runtime("cannot read " + path + ": " + error.message());
+  std::vector<char> bytes(static_cast<size_t>(size));
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())) || bytes.empty()) {
+    throw_runtime("cannot read " + path);
+  }
+  const Handle fapl = memory_access();
+  // HDF5 copies the image: `bytes` may go once the file is open.
+  check(H5Pset_file_image(fapl.get(), bytes.data(), bytes.size()), "H5Pset_file_image");
+  return MemoryFile(check(H5Fopen(memory_name().c_str(), H5F_ACC_RDWR, fapl.get()), H5Fclose,
+                          "opening a copy of " + path + " in memory"));
+}
+
+void MemoryFile::save(const std::string& path) {
+  check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "flushing " + path + " in memory");
+  const ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
+  if (size <= 0) throw_runtime("HDF5: the image of " + path + " is empty");
+  std::vector<char> bytes(static_cast<size_t>(size));
+  if (H5Fget_file_image(file_.get(), bytes.data(), bytes.size()) != size) {
+    throw_runtime("HDF5: copying the image of " + path + " failed");
+  }
+  const std::string tmp = path + ".tmp";
+  if (const int error = write_whole_file(tmp, bytes)) {
+    ::unlink(tmp.c_str());  // a partial file would only hold the space
+    throw_runtime("cannot write " + path + ": " + errno_text(error) + " (writing " +
+                  std::to_string(bytes.size()) + " bytes to " + tmp + ")");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw_runtime("cannot write " + path + ": renaming " + tmp +
+                  " over it failed: " + errno_text(error));
+  }
 }
 
 bool is_hdf5(const std::string& path) {

@@ -30,7 +30,7 @@ class Handle {
   ~Handle() { close(); }
 
   hid_t get() const { return id_; }
-  herr_t close();  // explicit close, for files whose closing must succeed
+  herr_t close();
 
  private:
   hid_t id_ = H5I_INVALID_HID;
@@ -41,10 +41,28 @@ class Handle {
 Handle check(hid_t id, Handle::Closer closer, const std::string& what);
 void check(herr_t status, const std::string& what);
 
-// Files. create: fails if it exists unless `truncate`.
-Handle create_file(const std::string& path, bool truncate);
+// Files: read them with open_file; write them through MemoryFile (below).
 Handle open_file(const std::string& path, bool writable);
 bool is_hdf5(const std::string& path);
+
+// An HDF5 file built in memory (the core driver without a backing store) and put on disk by
+// save() alone, so that HDF5 itself never writes to the disk. A full disk or any other
+// write error is then one clear error of save(), while the file on disk stays as it was:
+// HDF5 1.10, given ENOSPC, failed to close the file and crashed at exit (MPI_Finalize ends
+// the library) on the file it still listed as open.
+class MemoryFile {
+ public:
+  static MemoryFile create();                       // empty
+  static MemoryFile load(const std::string& path);  // a copy of the file at `path`
+  hid_t get() const { return file_.get(); }
+  // Writes the image to `path`.tmp, flushes it to the disk and renames it over `path`.
+  // Throws runtime "cannot write <path>: <cause>" (the .tmp removed) on any failure.
+  void save(const std::string& path);
+
+ private:
+  explicit MemoryFile(Handle file) : file_(std::move(file)) {}
+  Handle file_;
+};
 
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);

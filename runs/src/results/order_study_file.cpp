@@ -191,19 +191,12 @@ void write_order_study_file(const std::string& path, const OrderStudySetup& setu
                             const std::vector<OrderStudyModel>& models,
                             const std::vector<OrderStudyRun>& runs,
                             const std::vector<OrderStudyBaseline>& baselines) {
-  h5::quiet();
-  const std::string tmp = path + ".tmp";
-  {
-    h5::Handle file = h5::create_file(tmp, true);
-    write_setup(file.get(), setup);
-    write_models(file.get(), models);
-    write_runs(file.get(), runs);
-    write_baselines(file.get(), baselines);
-    if (file.close() < 0) throw_runtime("HDF5: closing " + tmp + " failed");
-  }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) throw_runtime("cannot rename " + tmp + " to " + path + ": " + error.message());
+  h5::MemoryFile file = h5::MemoryFile::create();  // on disk by save() alone (hdf5_io.hpp)
+  write_setup(file.get(), setup);
+  write_models(file.get(), models);
+  write_runs(file.get(), runs);
+  write_baselines(file.get(), baselines);
+  file.save(path);
 }
 
 }  // namespace interplace::runs

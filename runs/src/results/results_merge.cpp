@@ -64,34 +64,30 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       }
     }
   }
-  const std::string tmp = output + ".tmp";
+  // Built in memory (the merged file is the sum of the inputs) and written by save(), so a
+  // full disk is one clear error (hdf5_io.hpp).
+  h5::MemoryFile out = h5::MemoryFile::create();
   {
-    h5::Handle out = h5::create_file(tmp, true);
-    {
-      const h5::Handle front = open_results_file(inputs.front(), false);
-      h5::copy_attrs(front.get(), out.get());
-    }
-    // A merged file is no shard (shard_index and shard_count go), and a merged input's own
-    // sources are replaced by this merge's inputs.
-    for (const char* name : {"shard", "shard_index", "shard_count", "merged_sources"}) {
-      if (H5Aexists(out.get(), name) > 0) H5Adelete(out.get(), name);
-    }
-    h5::write_attr(out.get(), "shard", std::string("merged"));
-    h5::write_attr(out.get(), "merged_sources", inputs);
-    if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
-    const h5::Handle configs = h5::create_group(out.get(), "configs");
-    for (const std::string& input : inputs) {
-      const h5::Handle in = open_results_file(input, false);
-      const h5::Handle in_configs = h5::open_group(in.get(), "configs");
-      for (const std::string& id : h5::child_names(in_configs.get())) {
-        h5::copy_group(in_configs.get(), configs.get(), id);
-      }
-    }
-    if (out.close() < 0) throw_runtime("HDF5: closing " + tmp + " failed");
+    const h5::Handle front = open_results_file(inputs.front(), false);
+    h5::copy_attrs(front.get(), out.get());
   }
-  std::error_code error;
-  std::filesystem::rename(tmp, output, error);
-  if (error) throw_runtime("cannot rename " + tmp + " to " + output + ": " + error.message());
+  // A merged file is no shard (shard_index and shard_count go), and a merged input's own
+  // sources are replaced by this merge's inputs.
+  for (const char* name : {"shard", "shard_index", "shard_count", "merged_sources"}) {
+    if (H5Aexists(out.get(), name) > 0) H5Adelete(out.get(), name);
+  }
+  h5::write_attr(out.get(), "shard", std::string("merged"));
+  h5::write_attr(out.get(), "merged_sources", inputs);
+  if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
+  const h5::Handle configs = h5::create_group(out.get(), "configs");
+  for (const std::string& input : inputs) {
+    const h5::Handle in = open_results_file(input, false);
+    const h5::Handle in_configs = h5::open_group(in.get(), "configs");
+    for (const std::string& id : h5::child_names(in_configs.get())) {
+      h5::copy_group(in_configs.get(), configs.get(), id);
+    }
+  }
+  out.save(output);
 }
 
 }  // namespace interplace::runs

@@ -412,16 +412,6 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "filter", p.filter);
 }
 
-void close_file(h5::Handle& file, const std::string& path) {
-  if (file.close() < 0) throw_runtime("HDF5: closing " + path + " failed");
-}
-
-void publish(const std::string& tmp, const std::string& path) {
-  std::error_code error;
-  fs::rename(tmp, path, error);
-  if (error) throw_runtime("cannot rename " + tmp + " to " + path + ": " + error.message());
-}
-
 }  // namespace
 
 void create_results_file(const std::string& path, const Provenance& provenance) {
@@ -430,26 +420,22 @@ void create_results_file(const std::string& path, const Provenance& provenance) 
                   " exists already; results are never overwritten (use --resume to "
                   "continue it, or another --out)");
   }
-  const std::string tmp = path + ".tmp";
-  h5::Handle file = h5::create_file(tmp, true);
+  h5::MemoryFile file = h5::MemoryFile::create();
   write_provenance(file.get(), provenance);
   h5::create_group(file.get(), "configs");
-  close_file(file, tmp);
-  publish(tmp, path);
+  file.save(path);
 }
 
 double append_config(const std::string& path, const ConfigRecord& record) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string tmp = path + ".tmp";
-  std::error_code error;
-  fs::copy_file(path, tmp, fs::copy_options::overwrite_existing, error);
-  if (error) throw_runtime("cannot copy " + path + " to " + tmp + ": " + error.message());
-  {
-    h5::Handle file = h5::open_file(tmp, true);
-    write_record(file.get(), record);
-    close_file(file, tmp);
+  h5::MemoryFile file = h5::MemoryFile::load(path);
+  write_record(file.get(), record);
+  try {
+    file.save(path);
+  } catch (const Error& e) {
+    throw_runtime(std::string(e.what()) + "; the file keeps every configuration finished before " +
+                  "this one. HINT: free space (or choose another --out), then rerun with --resume");
   }
-  publish(tmp, path);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
