@@ -64,8 +64,9 @@ ALPHA = 0.05
 MIN_RUNS = 3  # runs per side before a difference may be called
 # The smallest change of a ratio that a verdict names (the band [1 / 1.05, 1.05]). Two
 # sweeps of one build on the 2-core VM differ by 1-3% per (model, strategy) family, a
-# drift no number of repeats averages away (the runs of a configuration spread by 7-16%,
-# median of max / min - 1: the intervals carry that); 5% clears the drift with room.
+# drift no number of repeats averages away (the runs of one configuration spread by 4-16%,
+# median of max / min - 1, results/2026-12-01-sim-validation.md: the intervals carry
+# that); 5% clears the drift with room.
 MIN_EFFECT = 0.05
 
 
