@@ -33,7 +33,7 @@ def _add_min_effect(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-effect", type=_min_effect, default=d, metavar="D",
                    help="smallest change of a ratio a verdict names: faster/slower (beats,"
                         " beyond noise) only when the 95%% interval lies wholly outside"
-                        f" [1/(1+D), 1+D] (default {d:g} = {stats.effect_text(d)}; 0: the"
+                        f" [1/(1+D), 1+D] (default {d:g} = {100 * d:g}%%; 0: the"
                         " interval need only exclude 1)")
 
 

@@ -171,3 +171,9 @@ def test_cli_min_effect(pair, capsys):
         main(["compare", str(base), str(slow), "--min-effect", "-0.1"])
     assert exit_.value.code == 2
     assert "--min-effect: must be >= 0" in capsys.readouterr().err
+    for command in ("compare", "report"):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        assert exit_.value.code == 0
+        assert "(default 0.05 = 5%; 0: the interval need only exclude 1)" in " ".join(
+            capsys.readouterr().out.split())
