@@ -96,7 +96,8 @@ def _apply_holm(frame: pd.DataFrame, estimates: dict[str, list[stats.Estimate]],
         ests = estimates[prefix]
         adjusted = stats.holm([e.p for e in ests])
         frame[f"{prefix}_p_holm"] = adjusted
-        frame[f"{prefix}_verdict"] = [stats.verdict(e, p, lower, min_effect)
+        frame[f"{prefix}_verdict"] = [stats.verdict(e, p, lower_is_better=lower,
+                                                    min_effect=min_effect)
                                       for e, p in zip(ests, adjusted)]
 
 

@@ -158,6 +158,7 @@ def strategy_table(results: Results, seed: int = 0,
     p = [e.p if not is_base else float("nan") for is_base, e in ests]
     table["speedup_p_holm"] = stats.holm(p)
     table["speedup_verdict"] = [
-        "baseline" if is_base else stats.verdict(e, q, False, min_effect)
+        "baseline" if is_base else stats.verdict(e, q, lower_is_better=False,
+                                                     min_effect=min_effect)
         for (is_base, e), q in zip(ests, table["speedup_p_holm"])]
     return table[COLUMNS]

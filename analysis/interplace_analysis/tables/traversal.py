@@ -96,7 +96,8 @@ def order_table(results: Results, seed: int = 0,
     table = pd.DataFrame(rows)
     table["speedup_p_holm"] = stats.holm(table["speedup_p"])
     table["verdict"] = [
-        "baseline" if o == BASELINE else stats.verdict(e, p, False, min_effect)
+        "baseline" if o == BASELINE else stats.verdict(e, p, lower_is_better=False,
+                                                          min_effect=min_effect)
         for o, e, p in zip(table["order"], ests, table["speedup_p_holm"])]
     table["rank"] = (table.groupby(GROUP_KEY, dropna=False)["median_step_s"]
                      .rank(method="min").astype(int))
@@ -184,7 +185,7 @@ def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
 def _tie(order: str, est: stats.Estimate, p_holm: float, min_effect: float) -> str:
     """An order the best does not beat; a significant difference short of the minimum
     effect in brackets (:func:`..stats.shortfall` of other / best)."""
-    short = stats.shortfall(est, p_holm, True, min_effect)
+    short = stats.shortfall(est, p_holm, min_effect=min_effect)
     return f"{order} ({short})" if short else order
 
 
