@@ -1,5 +1,6 @@
 """Command line: ``python -m interplace_analysis report FILE [FILE...] --out DIR``,
-``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]`` and
+``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]
+[--min-effect D]`` and
 ``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR`` and
 ``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (order-study files) and
 ``python -m interplace_analysis strategies FILE [FILE...] --out DIR [--step-times CSV]``.
@@ -15,8 +16,25 @@ import shlex
 import sys
 from pathlib import Path
 
+from . import stats
 from .h5file import ResultFormatError
 from .loader import load_results
+
+
+def _min_effect(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _add_min_effect(p: argparse.ArgumentParser) -> None:
+    d = stats.MIN_EFFECT
+    p.add_argument("--min-effect", type=_min_effect, default=d, metavar="D",
+                   help="smallest change of a ratio a verdict names: faster/slower (beats,"
+                        " beyond noise) only when the 95%% interval lies wholly outside"
+                        f" [1/(1+D), 1+D] (default {d:g} = {100 * d:g}%%; 0: the"
+                        " interval need only exclude 1)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--accuracy-tolerance", type=float, default=0.01, metavar="A",
                    help="largest accuracy cost vs global a recommended strategy may have"
                         " (default 0.01 = one percentage point)")
+    _add_min_effect(r)
     r.add_argument("--quiet", action="store_true", help="do not print the report")
     c = sub.add_parser("compare", help="NEW / BASE step time and throughput per configuration",
                        description="Matches configurations of two result files by id and"
@@ -48,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("text", "json", "md"), default="text",
                    help="what to print (default text)")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    _add_min_effect(c)
     from .export import FORMATS
     e = sub.add_parser("export", help="the tidy tables as CSV or Parquet",
                        description="Loads the result files and writes DIR/steps.FORMAT (one"
@@ -147,7 +167,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"interplace_analysis: {e}", file=sys.stderr)
         return 2
     c = compare.compare_results(base, new, seed=args.seed, base_name=str(args.base),
-                                new_name=str(args.new))
+                                new_name=str(args.new), min_effect=args.min_effect)
     if args.out is not None:
         try:
             compare.write(c, args.out)
@@ -183,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     from .report import build_report, write_report  # matplotlib: only once input is good
 
     report = build_report(results, seed=args.seed, tolerance=args.accuracy_tolerance,
-                          command=command_line(argv))
+                          command=command_line(argv), min_effect=args.min_effect)
     try:
         text, written = write_report(results, report, args.out)
     except OSError as e:

@@ -11,8 +11,11 @@ Per configuration present in both with ``ok`` runs:
 
 each with a 95% bootstrap interval over runs and a two-sided permutation p-value
 (:mod:`.stats`), Holm-adjusted over the rows of the table (separately per metric), and a
-verdict: ``faster``/``slower`` (at least ``MIN_RUNS`` runs per side, interval excludes
-1, Holm p < 0.05), ``same``, or ``not enough runs (n=... vs ...)``.
+verdict by :func:`.stats.verdict`: ``faster``/``slower`` (at least ``MIN_RUNS`` runs per
+side, Holm p < 0.05, the interval wholly beyond the minimum effect ``min_effect``),
+``same`` (``same (faster, within 5%)`` when significant but smaller), or ``not enough
+runs (n=... vs ...)``. The output states the minimum effect, so that a reader of a
+``same`` knows what it rules out.
 
 Per *family*, here a (model, strategy label) pair: the geometric mean over the
 family's matched configurations of the same ratios, with a joint bootstrap (every
@@ -56,6 +59,7 @@ class Comparison:
     unmatched: pd.DataFrame
     base: str
     new: str
+    min_effect: float = stats.MIN_EFFECT
     notes: list[str] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
@@ -86,18 +90,22 @@ def _ratio_fields(prefix: str, est: stats.Estimate) -> dict:
             f"{prefix}_ci_high": est.high, f"{prefix}_p": est.p}
 
 
-def _apply_holm(frame: pd.DataFrame, estimates: dict[str, list[stats.Estimate]]) -> None:
+def _apply_holm(frame: pd.DataFrame, estimates: dict[str, list[stats.Estimate]],
+                min_effect: float) -> None:
     for prefix, lower in (("step", True), ("throughput", False)):
         ests = estimates[prefix]
         adjusted = stats.holm([e.p for e in ests])
         frame[f"{prefix}_p_holm"] = adjusted
-        frame[f"{prefix}_verdict"] = [stats.verdict(e, p, lower_is_better=lower)
+        frame[f"{prefix}_verdict"] = [stats.verdict(e, p, lower_is_better=lower,
+                                                    min_effect=min_effect)
                                       for e, p in zip(ests, adjusted)]
 
 
 def compare_results(base: Results, new: Results, seed: int = 0, base_name: str = "BASE",
-                    new_name: str = "NEW") -> Comparison:
-    """Per configuration and per family, NEW / BASE with intervals and verdicts."""
+                    new_name: str = "NEW",
+                    min_effect: float = stats.MIN_EFFECT) -> Comparison:
+    """Per configuration and per family, NEW / BASE with intervals and verdicts
+    (``min_effect``: the smallest change a verdict names, :func:`.stats.evidence`)."""
     bc, nc = base.configs, new.configs
     bkeys = set(bc["config_key"]) if not bc.empty else set()
     nkeys = set(nc["config_key"]) if not nc.empty else set()
@@ -138,8 +146,8 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
                      "method": es.method})
     configs = pd.DataFrame(rows, columns=CONFIG_COLUMNS + ["step_p", "throughput_p"])
     if rows:
-        _apply_holm(configs, estimates)
-    families = _families(configs, per_key, seed)
+        _apply_holm(configs, estimates, min_effect)
+    families = _families(configs, per_key, seed, min_effect)
     notes = []
     if not configs.empty and (configs[["runs_base", "runs_new"]].min(axis=1)
                               < stats.MIN_RUNS).any():
@@ -148,7 +156,7 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
                      " intervals resample steps of one run (within-run jitter only)")
     return Comparison(configs=configs, families=families,
                       unmatched=pd.DataFrame(unmatched, columns=UNMATCHED_COLUMNS),
-                      base=base_name, new=new_name, notes=notes)
+                      base=base_name, new=new_name, min_effect=min_effect, notes=notes)
 
 
 def _geomean_ratio(m: list) -> np.ndarray:
@@ -157,7 +165,8 @@ def _geomean_ratio(m: list) -> np.ndarray:
     return np.exp(sum(logs) / len(logs))
 
 
-def _families(configs: pd.DataFrame, per_key: dict, seed: int) -> pd.DataFrame:
+def _families(configs: pd.DataFrame, per_key: dict, seed: int,
+              min_effect: float) -> pd.DataFrame:
     if configs.empty:
         return pd.DataFrame(columns=FAMILY_COLUMNS)
     rows, estimates = [], {"step": [], "throughput": []}
@@ -177,7 +186,7 @@ def _families(configs: pd.DataFrame, per_key: dict, seed: int) -> pd.DataFrame:
                      "min_runs": es.min_runs, **_ratio_fields("step", es),
                      **_ratio_fields("throughput", et), "method": es.method})
     fam = pd.DataFrame(rows)
-    _apply_holm(fam, estimates)
+    _apply_holm(fam, estimates, min_effect)
     return fam.reindex(columns=FAMILY_COLUMNS + ["step_p", "throughput_p"])
 
 
@@ -189,16 +198,28 @@ def _jsonable(v: object) -> object:
     return v
 
 
+def rule_text(c: Comparison) -> str:
+    """The verdict rule with this comparison's minimum effect, for every output format."""
+    lo, hi = stats.band(c.min_effect)
+    d = stats.effect_text(c.min_effect)
+    return (f"verdicts: faster/slower only with >= {stats.MIN_RUNS} runs a side, Holm p <"
+            f" {stats.ALPHA:g} and the 95% interval wholly outside [{lo:.4g}, {hi:.4g}]"
+            f" (minimum effect {d}, --min-effect); a significant change short of it is"
+            f" 'same (faster|slower, within {d})' or '... not shown beyond {d})'")
+
+
 def to_json(c: Comparison) -> str:
     def records(df: pd.DataFrame) -> list[dict]:
         return [{k: _jsonable(v) for k, v in r.items()} for r in df.to_dict("records")]
-    return json.dumps({"base": c.base, "new": c.new, "configurations": records(c.configs),
+    return json.dumps({"base": c.base, "new": c.new, "min_effect": c.min_effect,
+                       "band": list(stats.band(c.min_effect)), "rule": rule_text(c),
+                       "configurations": records(c.configs),
                        "families": records(c.families), "unmatched": records(c.unmatched),
                        "notes": c.notes}, indent=1)
 
 
 def to_markdown_text(c: Comparison) -> str:
-    parts = [f"# compare: NEW = {c.new} vs BASE = {c.base}", ""]
+    parts = [f"# compare: NEW = {c.new} vs BASE = {c.base}", "", rule_text(c), ""]
     if c.notes:
         parts += ["Notes:", ""] + [f"- {n}" for n in c.notes] + [""]
     return "\n".join(parts + [to_markdown(t) for t in c.tables()])
@@ -207,7 +228,7 @@ def to_markdown_text(c: Comparison) -> str:
 def to_text(c: Comparison) -> str:
     out = [f"compare: NEW = {c.new} vs BASE = {c.base}",
            "ratios are NEW / BASE: step time below 1 and throughput above 1 are faster;"
-           " [95% interval over runs]; n = runs per side", ""]
+           " [95% interval over runs]; n = runs per side", rule_text(c), ""]
     for t in c.tables():
         out.append(t.title)
         if t.frame.empty:

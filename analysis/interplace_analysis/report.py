@@ -39,19 +39,22 @@ class Report:
 
 
 def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
-                 command: str | None = None) -> Report:
+                 command: str | None = None,
+                 min_effect: float = stats.MIN_EFFECT) -> Report:
     """Computes every table and the provenance header (no files written); ``command``:
-    the command line that made the report, shown in the header."""
+    the command line that made the report, shown in the header; ``min_effect``: the
+    smallest change a verdict names (:func:`.stats.evidence`), stated in the notes."""
     notes = list(results.notes)
     samples = traversal.order_samples(results)
-    orders = traversal.order_table(results, seed=seed)
-    best = traversal.best_table(orders, samples, seed=seed)
+    orders = traversal.order_table(results, seed=seed, min_effect=min_effect)
+    best = traversal.best_table(orders, samples, seed=seed, min_effect=min_effect)
     for _, r in best[best["note"] != ""].iterrows():
         notes.append(f"{r['model']} {r['placer']} K={r['devices']}: {r['note']}")
-    strat = strategies.strategy_table(results, seed=seed)
+    strat = strategies.strategy_table(results, seed=seed, min_effect=min_effect)
     ranked = traversal.rank_orders(samples, ["family"], seed=seed)
     families = sorted(set(results.ok["family"])) if not results.ok.empty else []
-    rec = recommendations.recommendation_table(ranked, strat, families, tolerance)
+    rec = recommendations.recommendation_table(ranked, strat, families, tolerance,
+                                               min_effect)
     sim = simulator.simulator_table(results, seed=seed)
     c = results.configs
     per_config = results.runs_per_configuration()
@@ -65,7 +68,7 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
         **{s: int((c["status"] == s).sum()) if not c.empty else 0 for s in statuses},
         "other_status": int((~c["status"].isin(statuses)).sum()) if not c.empty else 0,
         "missing": len(results.missing)}])
-    notes = confidence_notes(per_config) + notes
+    notes = confidence_notes(per_config, min_effect) + notes
     scale = scaling.scaling_table(results, seed=seed)
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [
@@ -120,15 +123,20 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     return Report(tables=tables, notes=notes, header=header, seed=seed)
 
 
-def confidence_notes(per_config: pd.Series) -> list[str]:
+def confidence_notes(per_config: pd.Series, min_effect: float = stats.MIN_EFFECT) -> list[str]:
     """What the intervals and verdicts rest on, first in the report."""
+    lo, hi = stats.band(min_effect)
+    d = stats.effect_text(min_effect)
     rule = (f"Statistics: each run is summarised by the median of its measured steps; an"
             f" interval is a 95% bootstrap interval over runs (scipy.stats.bootstrap,"
             f" percentile); a difference is called (faster/slower, beats, beyond noise) only"
-            f" with >= {stats.MIN_RUNS} runs per configuration, an interval excluding 1 and a"
-            f" Holm-adjusted permutation p-value over runs < {stats.ALPHA} (Holm over each"
-            f" table's comparisons; with 3 runs a side p >= 0.1, so in practice verdicts need"
-            f" 4 or more runs, 5 or more to survive Holm). n = runs.")
+            f" with >= {stats.MIN_RUNS} runs per configuration, a Holm-adjusted permutation"
+            f" p-value over runs < {stats.ALPHA} (Holm over each table's comparisons; with 3"
+            f" runs a side p >= 0.1, so in practice verdicts need 4 or more runs, 5 or more"
+            f" to survive Holm) and the whole interval outside [{lo:.4g}, {hi:.4g}]: a minimum"
+            f" effect of {d} (--min-effect {min_effect:g}), as two sweeps of one build drift"
+            f" by a few percent; a significant difference short of it reads 'same (faster,"
+            f" within {d})' or '... not shown beyond {d})', 'tie with X (...)'. n = runs.")
     if per_config.empty:
         return [rule]
     few = int((per_config < stats.MIN_RUNS).sum())

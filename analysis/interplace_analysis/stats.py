@@ -26,10 +26,23 @@ go below 0.1 there, so a verdict needs more runs in practice (4 vs 4: p >= 0.029
 Within one table the p-values of all comparisons are adjusted together with Holm's
 step-down method (:func:`holm`), which controls the family-wise error rate at ``ALPHA``.
 
-Verdict of a ratio (:func:`verdict`): a difference is claimed only when both sides have
-at least ``MIN_RUNS`` runs, the 95% interval excludes 1, and the Holm-adjusted p-value is
-below ``ALPHA``; with enough runs and no such evidence the verdict is ``same``; with fewer
-runs it is ``not enough runs`` (whatever the interval says).
+Verdict of a ratio (:func:`evidence`, :func:`verdict`; every table calls these, none
+decides on its own): a difference is claimed only when both sides have at least
+``MIN_RUNS`` runs, the Holm-adjusted p-value is below ``ALPHA`` and the whole 95% interval
+lies beyond the band ``[1 / (1 + d), 1 + d]`` of the minimum effect ``d`` (``MIN_EFFECT``,
+``--min-effect``): its low end above ``1 + d`` or its high end below ``1 / (1 + d)``.
+Significance alone is not enough: two sweeps of one build drift by 1-3% against each other
+(the machine, not the code), and with enough runs such a drift is significant, so a
+verdict also needs an effect worth naming (as asv reports a change only beyond its
+``--factor``, 10% by default, and significant). The band is symmetric in log ratio:
+swapping the two sides (a ratio r becomes 1 / r, its interval likewise) turns ``faster``
+into ``slower`` and changes nothing else, and a throughput ratio, about the inverse of the
+step-time ratio, meets the same band (with ``[1 - d, 1 + d]`` a 4.9% drop in step time
+would be within 5% and the 5.2% gain in throughput it makes beyond). A significant
+difference whose interval is not wholly beyond the band is ``same`` with what was seen in
+brackets (``same (faster, within 5%)``). With enough runs and no significance the verdict
+is ``same``; with fewer runs it is ``not enough runs`` (whatever the interval says).
+``d = 0`` is the rule without a minimum effect (the interval excludes 1).
 """
 
 from __future__ import annotations
@@ -49,6 +62,12 @@ N_PERMUTATIONS = 9999
 LEVEL = 0.95
 ALPHA = 0.05
 MIN_RUNS = 3  # runs per side before a difference may be called
+# The smallest change of a ratio that a verdict names (the band [1 / 1.05, 1.05]). Two
+# sweeps of one build on the 2-core VM differ by 1-3% per (model, strategy) family, a
+# drift no number of repeats averages away (the runs of one configuration spread by 4-16%,
+# median of max / min - 1, results/2026-12-01-sim-validation.md: the intervals carry
+# that); 5% clears the drift with room.
+MIN_EFFECT = 0.05
 
 
 def median(values: Sequence[float] | np.ndarray, axis: int | None = None):
@@ -281,26 +300,80 @@ def not_enough_runs(runs: Sequence[int]) -> str:
     return "n=" + " vs ".join(str(n) for n in runs) + ": not enough repeats"
 
 
-def verdict(est: Estimate, p_holm: float, lower_is_better: bool = True) -> str:
-    """``faster``/``slower``/``same``/``not enough runs (...)`` of a ratio NEW/BASE.
+def effect_text(min_effect: float) -> str:
+    """The minimum effect as the tables write it: 0.05 -> ``5%``."""
+    return f"{100 * min_effect:g}%"
+
+
+def band(min_effect: float = MIN_EFFECT) -> tuple[float, float]:
+    """The ratios within the minimum effect: ``[1 / (1 + d), 1 + d]``."""
+    return 1.0 / (1.0 + min_effect), 1.0 + min_effect
+
+
+# What :func:`evidence` finds, from no estimate to a difference worth naming.
+NO_ESTIMATE, FEW_RUNS, NOISE, WITHIN, NOT_BEYOND, BEYOND = (
+    "n/a", "few runs", "noise", "within", "not beyond", "beyond")
+
+
+def evidence(est: Estimate, p_holm: float, min_effect: float = MIN_EFFECT) -> str:
+    """The verdict rule, without a direction: ``BEYOND`` when both sides have
+    ``MIN_RUNS`` runs, Holm p < ``ALPHA`` and the interval lies wholly outside
+    :func:`band`; a significant difference (interval excluding 1) that falls short is
+    ``WITHIN`` (interval inside the band: smaller than the minimum effect) or
+    ``NOT_BEYOND`` (the interval crosses an edge of the band); ``NOISE`` when not
+    significant, ``FEW_RUNS`` with fewer runs, ``NO_ESTIMATE`` without a ratio."""
+    if math.isnan(est.point):
+        return NO_ESTIMATE
+    if est.min_runs < MIN_RUNS:
+        return FEW_RUNS
+    if math.isnan(p_holm) or p_holm >= ALPHA or not (est.low > 1.0 or est.high < 1.0):
+        return NOISE
+    lo, hi = band(min_effect)
+    if est.low > hi or est.high < lo:
+        return BEYOND
+    return WITHIN if lo <= est.low and est.high <= hi else NOT_BEYOND
+
+
+def _direction(est: Estimate, lower_is_better: bool) -> str:
+    """``faster`` or ``slower``: the side of 1 a significant interval lies on."""
+    return "faster" if (est.high < 1.0) == lower_is_better else "slower"
+
+
+def shortfall(est: Estimate, p_holm: float, lower_is_better: bool = True,
+              min_effect: float = MIN_EFFECT) -> str:
+    """What a significant difference short of the minimum effect showed (``faster,
+    within 5%``, ``slower, not shown beyond 5%``), so that no table hides it; ``""``
+    for any other outcome of :func:`evidence`."""
+    found = evidence(est, p_holm, min_effect)
+    if found not in (WITHIN, NOT_BEYOND):
+        return ""
+    short = "within" if found == WITHIN else "not shown beyond"
+    return f"{_direction(est, lower_is_better)}, {short} {effect_text(min_effect)}"
+
+
+def verdict(est: Estimate, p_holm: float, lower_is_better: bool = True,
+            min_effect: float = MIN_EFFECT) -> str:
+    """``faster``/``slower``/``same``/``not enough runs (...)`` of a ratio NEW/BASE by
+    :func:`evidence`; a significant difference short of the minimum effect is ``same
+    (faster, within 5%)`` or ``same (faster, not shown beyond 5%)`` (:func:`shortfall`).
 
     ``lower_is_better``: True for step times (a ratio below 1 is faster), False for
-    throughput."""
-    if math.isnan(est.point):
+    throughput and speedups. The direction is the side of 1 the interval lies on."""
+    found = evidence(est, p_holm, min_effect)
+    if found == NO_ESTIMATE:
         return "n/a"
-    if est.min_runs < MIN_RUNS:
+    if found == FEW_RUNS:
         return f"not enough runs ({not_enough_runs(est.runs)})"
-    excludes = est.low > 1.0 or est.high < 1.0
-    if not excludes or math.isnan(p_holm) or p_holm >= ALPHA:
-        return "same"
-    better = (est.point < 1.0) == lower_is_better
-    return "faster" if better else "slower"
+    if found == BEYOND:
+        return _direction(est, lower_is_better)
+    short = shortfall(est, p_holm, lower_is_better, min_effect)
+    return f"same ({short})" if short else "same"
 
 
-def significant(est: Estimate, p_holm: float) -> bool:
-    """The verdict rule without a direction: enough runs, 1 outside, Holm p < ALPHA."""
-    return (est.min_runs >= MIN_RUNS and not math.isnan(p_holm) and p_holm < ALPHA
-            and (est.low > 1.0 or est.high < 1.0))
+def exceeds(est: Estimate, p_holm: float, min_effect: float = MIN_EFFECT) -> bool:
+    """The verdict rule for a ratio that should exceed 1 (a speedup, the runner-up's
+    time over the best's): a difference worth naming, and above 1."""
+    return evidence(est, p_holm, min_effect) == BEYOND and est.low > 1.0
 
 
 # Accuracy comparisons ---------------------------------------------------------------------

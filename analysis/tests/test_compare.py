@@ -8,9 +8,9 @@ import json
 import pytest
 from resultfile import Cfg, repeated, write_result_file
 
-from interplace_analysis import load_results
+from interplace_analysis import load_results, stats
 from interplace_analysis.cli import main
-from interplace_analysis.compare import compare_results
+from interplace_analysis.compare import compare_results, to_json, to_markdown_text, to_text
 
 RUNS = 5
 
@@ -96,3 +96,84 @@ def test_cli_text_json_md_and_out(pair, tmp_path, capsys):
     assert main(["compare", str(base), str(slow), "--format", "md"]) == 0
     assert capsys.readouterr().out.startswith("# compare")
     assert main(["compare", str(base), str(tmp_path / "missing.h5")]) == 2
+
+
+ORDERS = ["topo", "dfs-pre", "bfs", "lexical", "dfs-post", "random"]
+
+
+def _local_family(factor: float, seed: int) -> list[Cfg]:
+    """One (model, strategy) family, resnet20/local, of six configurations with five
+    runs each and tight intervals (1% between runs, 0.5% between steps)."""
+    out = []
+    for i, order in enumerate(ORDERS):
+        out += repeated(Cfg(order=order, strategy="local", pipeline="", index=i), RUNS,
+                        seed + i, factor=factor, run_sd=0.01, step_sd=0.005)
+    return out
+
+
+@pytest.fixture(scope="module")
+def drift(tmp_path_factory):
+    d = tmp_path_factory.mktemp("drift")
+    base = load_results([write_result_file(d / "base.h5", _local_family(1.0, 100))])
+    return {f: (base, load_results([write_result_file(d / f"new{f}.h5",
+                                                      _local_family(f, 200))]))
+            for f in (0.99, 0.9)}
+
+
+def test_a_1_percent_drift_between_two_sweeps_is_no_verdict(drift):
+    """The A/A case of issue #33: two sweeps of one build, every configuration the same,
+    the family 1% faster with a tight interval and a tiny Holm p. Significant, and
+    without a minimum effect a verdict (``faster``); with it ``same``, the 1% kept in
+    brackets."""
+    c = compare_results(*drift[0.99])
+    fam = c.families.iloc[0]
+    assert (fam["model"], fam["strategy_label"], fam["configurations"]) == (
+        "resnet20", "local", 6)
+    assert fam["step_ci_low"] > 1 / 1.05 and fam["step_ci_high"] < 1.0
+    assert fam["step_p_holm"] < 0.01
+    assert fam["step_verdict"] == fam["throughput_verdict"] == "same (faster, within 5%)"
+    for col in ("step_verdict", "throughput_verdict"):
+        assert all(v.startswith("same") for v in c.configs[col]), c.configs[col]
+    old = compare_results(*drift[0.99], min_effect=0.0)
+    assert old.families.iloc[0]["step_verdict"] == "faster"
+
+
+def test_a_10_percent_change_is_faster(drift):
+    c = compare_results(*drift[0.9])
+    fam = c.families.iloc[0]
+    assert fam["step_verdict"] == fam["throughput_verdict"] == "faster"
+    assert fam["step_ci_low"] <= 0.9 <= fam["step_ci_high"] < 1 / 1.05
+    assert set(c.configs["step_verdict"]) == set(c.configs["throughput_verdict"]) == {"faster"}
+
+
+def test_compare_states_its_minimum_effect(drift, tmp_path, capsys):
+    c = compare_results(*drift[0.99], min_effect=0.02)
+    assert c.min_effect == 0.02
+    assert c.families.iloc[0]["step_verdict"] == "same (faster, not shown beyond 2%)"
+    doc = json.loads(to_json(c))
+    assert doc["min_effect"] == 0.02 and doc["band"] == pytest.approx([1 / 1.02, 1.02])
+    for text in (to_text(c), to_markdown_text(c)):
+        assert "minimum effect 2%" in text and "[0.9804, 1.02]" in text
+
+
+def test_cli_min_effect(pair, capsys):
+    base, slow, _ = pair
+    assert main(["compare", str(base), str(slow), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["min_effect"] == stats.MIN_EFFECT
+    # a 20% slowdown is no change worth naming when only 25% would be
+    assert main(["compare", str(base), str(slow), "--format", "json",
+                 "--min-effect", "0.25"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["min_effect"] == 0.25
+    assert {r["step_verdict"].split(",")[0] for r in doc["configurations"]} == {
+        "same (slower"}
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", str(base), str(slow), "--min-effect", "-0.1"])
+    assert exit_.value.code == 2
+    assert "--min-effect: must be >= 0" in capsys.readouterr().err
+    for command in ("compare", "report"):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        assert exit_.value.code == 0
+        assert "(default 0.05 = 5%; 0: the interval need only exclude 1)" in " ".join(
+            capsys.readouterr().out.split())

@@ -100,7 +100,27 @@ def test_confidence_wording_for_a_tie():
     assert r["confidence"] == "medium: faster than topo, tie with p/bfs"
     ranked.loc[0, ["speedup_ci_low"]] = 0.95
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
-    assert r["confidence"] == "low: within noise of the runner-up and topo"
+    assert r["confidence"] == "low: within noise or 5% of the runner-up and topo"
+
+
+def test_confidence_needs_gains_beyond_the_minimum_effect():
+    """Best 3% ahead of the runner-up and 4% of topo, tight intervals, tiny p: beyond
+    noise, not beyond 5%, so no more than low; without a minimum effect, high."""
+    ranked = pd.DataFrame([
+        dict(family="f", placer="p", order="dfs-pre", settings=1, of_settings=1, **RUNS5,
+             speedup_vs_topo=1.04, speedup_ci_low=1.02, speedup_ci_high=1.06,
+             vs_runner_up=1.03, vs_ci_low=1.01, vs_ci_high=1.04, rank=1),
+        dict(family="f", placer="p", order="bfs", settings=1, of_settings=1, **RUNS5,
+             speedup_vs_topo=1.01, speedup_ci_low=0.99, speedup_ci_high=1.03,
+             vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "low: within noise or 5% of the runner-up and topo"
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"],
+                                             min_effect=0.0).iloc[0]
+    assert r["confidence"] == "high: faster than the runner-up and topo beyond noise and 0%"
+    ranked.loc[0, ["speedup_ci_low", "speedup_ci_high"]] = 1.06, 1.1
+    r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
+    assert r["confidence"] == "medium: faster than topo, tie with p/bfs"
 
 
 def test_failures_listed_with_reason(results):
@@ -121,15 +141,15 @@ def test_confidence_wording_when_topo_is_best():
              speedup_vs_topo=0.8, speedup_ci_low=0.75, speedup_ci_high=0.85,
              vs_runner_up=np.nan, vs_ci_low=np.nan, vs_ci_high=np.nan, rank=2)])
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
-    assert r["confidence"] == "high: topo is faster than the runner-up beyond noise"
+    assert r["confidence"] == "high: topo is faster than the runner-up beyond noise and 5%"
     assert r["order_evidence"].startswith("is topo; runner-up p/bfs x1.20 [1.10, 1.30] slower")
     ranked.loc[0, "vs_ci_low"] = 0.99
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
-    assert r["confidence"] == "low: topo is within noise of the runner-up"
+    assert r["confidence"] == "low: topo is within noise or 5% of the runner-up"
     ranked.loc[0, "vs_ci_low"] = 1.1
     ranked.loc[0, "vs_p"] = 0.2  # interval above 1 but Holm-adjusted p too large
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]
-    assert r["confidence"] == "low: topo is within noise of the runner-up"
+    assert r["confidence"] == "low: topo is within noise or 5% of the runner-up"
     ranked.loc[0, "vs_p"] = 0.001
     ranked.loc[:, "min_runs"] = 2
     r = recommendations.recommendation_table(ranked, pd.DataFrame(), ["f"]).iloc[0]

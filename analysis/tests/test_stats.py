@@ -122,6 +122,81 @@ def test_verdict_rule_needs_three_runs_an_interval_without_1_and_holm():
     assert stats.verdict(stats.Estimate(0.99, 0.95, 1.03, 0.5, (5, 5), "runs"), 0.5) == "same"
 
 
+def _est(low, high, runs=(5, 5)):
+    return stats.Estimate(math.sqrt(low * high), low, high, 0.001, runs, "runs")
+
+
+def test_the_band_is_symmetric_in_log_ratio():
+    lo, hi = stats.band(0.05)
+    assert hi == 1.05 and lo == pytest.approx(0.952381) and lo * hi == pytest.approx(1.0)
+    assert stats.band(0.0) == (1.0, 1.0)
+    assert stats.effect_text(0.05) == "5%" and stats.effect_text(0.025) == "2.5%"
+
+
+def test_verdict_needs_the_whole_interval_beyond_the_band_for_step_times():
+    lo, hi = stats.band(0.05)
+    below, above = np.nextafter(lo, 0.0), np.nextafter(hi, 2.0)
+    # faster: the high end just below 1 / 1.05; on the edge it is not shown beyond
+    assert stats.verdict(_est(0.90, below), 0.003) == "faster"
+    assert stats.verdict(_est(0.90, lo), 0.003) == "same (faster, not shown beyond 5%)"
+    # slower: the low end just above 1.05
+    assert stats.verdict(_est(above, 1.2), 0.003) == "slower"
+    assert stats.verdict(_est(hi, 1.2), 0.003) == "same (slower, not shown beyond 5%)"
+    # significant, but the whole interval inside the band: smaller than 5%
+    assert stats.verdict(_est(lo, 0.99), 0.003) == "same (faster, within 5%)"
+    assert stats.verdict(_est(1.01, hi), 0.003) == "same (slower, within 5%)"
+    # beyond the band, but not significant: plain same; too few runs: no verdict
+    assert stats.verdict(_est(0.80, 0.90), 0.06) == "same"
+    assert stats.verdict(_est(0.80, 0.90, (5, 2)), 0.003) == \
+        "not enough runs (n=5 vs 2: not enough repeats)"
+
+
+def test_for_throughput_the_band_is_the_same_and_the_direction_flips():
+    lo, hi = stats.band(0.05)
+    below, above = np.nextafter(lo, 0.0), np.nextafter(hi, 2.0)
+    assert stats.verdict(_est(above, 1.2), 0.003, lower_is_better=False) == "faster"
+    assert stats.verdict(_est(hi, 1.2), 0.003, lower_is_better=False) == \
+        "same (faster, not shown beyond 5%)"
+    assert stats.verdict(_est(0.90, below), 0.003, lower_is_better=False) == "slower"
+    assert stats.verdict(_est(1.01, 1.04), 0.003, lower_is_better=False) == \
+        "same (faster, within 5%)"
+    # Step time down 4.9% [4.9%, 7%] is throughput up 5.2% [5.2%, 7.5%]: one verdict for
+    # both, where a band [0.95, 1.05] would call the throughput and not the step time.
+    step = _est(0.93, 0.951)
+    thr = _est(1 / step.high, 1 / step.low)
+    assert stats.verdict(step, 0.003) == stats.verdict(thr, 0.003, False) == "faster"
+
+
+def test_swapping_the_sides_only_swaps_the_direction():
+    def swap(v: str) -> str:
+        return v.replace("faster", "@").replace("slower", "faster").replace("@", "slower")
+    rng = np.random.default_rng(2)
+    seen = set()
+    for low, width in zip(rng.uniform(0.85, 1.1, 300), rng.uniform(0.0, 0.1, 300)):
+        est = _est(low, low + width)
+        swapped = _est(1 / est.high, 1 / est.low)
+        v = stats.verdict(est, 0.01)
+        assert stats.verdict(swapped, 0.01) == swap(v), (est, v)
+        seen.add(v)
+    assert {"faster", "slower", "same", "same (faster, within 5%)",
+            "same (slower, not shown beyond 5%)"} <= seen
+
+
+def test_min_effect_0_is_the_rule_without_a_band():
+    small = _est(0.97, 0.99)
+    assert stats.verdict(small, 0.003) == "same (faster, within 5%)"
+    assert stats.verdict(small, 0.003, min_effect=0.0) == "faster"
+    assert stats.evidence(_est(1.0, 1.02), 0.003, 0.0) == stats.NOISE
+
+
+def test_exceeds_is_the_rule_above_1_only():
+    assert stats.exceeds(_est(1.06, 1.2), 0.003)
+    assert not stats.exceeds(_est(1.03, 1.2), 0.003)  # not wholly beyond 5%
+    assert stats.exceeds(_est(1.03, 1.2), 0.003, min_effect=0.02)
+    assert not stats.exceeds(_est(0.8, 0.9), 0.003)  # beyond, but below 1
+    assert not stats.exceeds(_est(1.06, 1.2), 0.2)  # Holm took it away
+
+
 def test_permutation_p_is_exact_over_runs():
     def ratio_p(a, b):
         return stats.ratio(stats.Runs(a), stats.Runs(b), seed=1).p

@@ -139,3 +139,24 @@ def test_settings_that_ran_one_order_do_not_count(tmp_path):
     assert ranked.loc[0, ["placer", "order", "settings", "of_settings"]].tolist() == \
         ["contiguous", "bfs", 1, 1]
     assert len(ranked) == 2  # balanced/topo only ran in the strategy setting
+
+
+def test_a_significant_gain_short_of_the_minimum_effect_is_named_but_not_called(tmp_path):
+    """dfs-pre 3% faster than topo with tight runs: significant, so without a minimum
+    effect it is ``faster`` and beats topo; with 5% it is a tie that says what it saw."""
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    cs = []
+    for i, (order, scale) in enumerate([("topo", 1.0), ("dfs-pre", 0.97)]):
+        cs += repeated(Cfg(order=order, scale=scale, index=i), 5, seed=i, run_sd=0.005,
+                       step_sd=0.002)
+    r = load_results([write_result_file(tmp_path / "r.h5", cs)])
+    samples = traversal.order_samples(r)
+    for min_effect, gain, beats in ((0.05, "same (faster, within 5%)",
+                                     "tie with topo (slower, within 5%)"),
+                                    (0.0, "faster", "beats runner-up")):
+        orders = traversal.order_table(r, min_effect=min_effect)
+        assert orders.set_index("order").loc["dfs-pre", "verdict"] == gain
+        best = traversal.best_table(orders, samples, min_effect=min_effect).iloc[0]
+        assert (best["best_order"], best["verdict"]) == ("dfs-pre", beats)

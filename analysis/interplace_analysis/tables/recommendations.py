@@ -4,13 +4,14 @@
   first over all the family's settings. Evidence: its speedup over ``topo`` with the
   same placer (geometric mean over settings) and the bootstrap interval.
 * **Confidence**, from two comparisons: the runner-up's step time over the best's
-  (``vs runner-up``) and the speedup over topo. Each is "beyond noise" by the verdict
-  rule of :mod:`..stats` (interval over runs above 1, Holm-adjusted p < 0.05 over the
-  table, at least 3 runs per configuration); with fewer runs the confidence is
-  ``low: n=...: not enough repeats`` whatever the intervals say.
-  - ``high``: the runner-up is slower beyond noise (interval above 1) and so is topo;
+  (``vs runner-up``) and the speedup over topo. Each is "beyond noise and 5%" (the
+  minimum effect, 5% by default) when it passes the verdict rule of :mod:`..stats` above 1
+  (:func:`..stats.exceeds`: Holm-adjusted p < 0.05 over the table, at least 3 runs per
+  configuration, the interval over runs above 1 + the minimum effect); with fewer runs
+  the confidence is ``low: n=...: not enough repeats`` whatever the intervals say.
+  - ``high``: the runner-up is slower beyond noise and 5%, and so is topo;
   - ``medium``: only one of the two holds;
-  - ``low``: the best is within noise of both, any of them will do;
+  - ``low``: the best is within noise or 5% of both, any of them will do;
   - when the best *is* topo, only the runner-up counts: ``high`` or ``low``;
   - ``insufficient data``: a single pair measured.
 * **Strategy**: the highest geometric-mean throughput gain over the global strategy
@@ -49,13 +50,18 @@ def _get(row: pd.Series, name: str, default: float = float("nan")) -> float:
     return default if v is None else float(v)
 
 
-def _beyond_noise(lo: float, p_holm: float, runs: float) -> bool:
-    """The verdict rule (:func:`..stats.verdict`) for a ratio that should exceed 1."""
-    return (not math.isnan(lo) and lo > 1.0 and not math.isnan(p_holm)
-            and p_holm < stats.ALPHA and runs >= stats.MIN_RUNS)
+def _beyond(row: pd.Series, prefix: str, p_holm: float, runs: float,
+            min_effect: float) -> bool:
+    """The verdict rule (:func:`..stats.exceeds`) for a ratio of the ranked table that
+    should exceed 1: ``prefix`` names its columns, ``runs`` the fewest runs behind it."""
+    point = "vs_runner_up" if prefix == "vs" else "speedup_vs_topo"
+    est = stats.Estimate(row[point], row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"],
+                         float("nan"), (int(runs),), "runs")
+    return stats.exceeds(est, p_holm, min_effect)
 
 
-def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float) -> dict:
+def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float,
+                  min_effect: float) -> dict:
     if ranked.empty:
         return {"order": "-", "placer": "-", "order_evidence": "no successful runs",
                 "confidence": "insufficient data", "runs": 0}
@@ -74,7 +80,7 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float) -> dict:
     else:
         sp = _fmt_ci(best["speedup_vs_topo"], best["speedup_ci_low"], best["speedup_ci_high"])
         sp_text = f"{sp} vs {BASELINE}"
-        gain = _beyond_noise(best["speedup_ci_low"], p_topo, _get(best, "speedup_runs", 0))
+        gain = _beyond(best, "speedup", p_topo, _get(best, "speedup_runs", 0), min_effect)
     if len(ranked) == 1:
         out.update(order_evidence=sp_text + f"; only pair measured; n={runs}",
                    confidence="insufficient data (one order/placer)")
@@ -83,7 +89,9 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float) -> dict:
     out["runner_up"] = f"{ru['placer']}/{ru['order']}"
     ru_text = (f"runner-up {out['runner_up']} "
                f"{_fmt_ci(best['vs_runner_up'], best['vs_ci_low'], best['vs_ci_high'])} slower")
-    beats = _beyond_noise(best["vs_ci_low"], p_vs, _get(best, "vs_runs", 0))
+    beats = _beyond(best, "vs", p_vs, _get(best, "vs_runs", 0), min_effect)
+    beyond, within = (f"beyond noise and {stats.effect_text(min_effect)}",
+                      f"within noise or {stats.effect_text(min_effect)}")
     settings = f"{int(best['settings'])}/{int(best['of_settings'])} settings"
     fewest = min(runs, int(_get(ru, "min_runs", 0)))
     out["runs"] = fewest
@@ -92,26 +100,27 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float) -> dict:
         out["confidence"] = (f"low: n={fewest}: not enough repeats (a verdict needs"
                              f" {stats.MIN_RUNS} runs per configuration)")
     elif best["order"] == BASELINE:
-        out["confidence"] = (f"high: {BASELINE} is faster than the runner-up beyond noise"
-                             if beats else f"low: {BASELINE} is within noise of the runner-up")
+        out["confidence"] = (f"high: {BASELINE} is faster than the runner-up {beyond}"
+                             if beats else f"low: {BASELINE} is {within} of the runner-up")
     elif gain is None:
-        out["confidence"] = ("medium: beats the runner-up beyond noise, no topo baseline"
-                             if beats else "low: within noise of the runner-up, no topo baseline")
+        out["confidence"] = (f"medium: beats the runner-up {beyond}, no topo baseline"
+                             if beats else f"low: {within} of the runner-up, no topo baseline")
     elif beats and gain:
-        out["confidence"] = "high: faster than the runner-up and topo beyond noise"
+        out["confidence"] = f"high: faster than the runner-up and topo {beyond}"
     elif beats:
-        out["confidence"] = "medium: beats the runner-up, but within noise of topo"
+        out["confidence"] = f"medium: beats the runner-up, but {within} of topo"
     elif gain:
         out["confidence"] = f"medium: faster than topo, tie with {out['runner_up']}"
     else:
-        out["confidence"] = "low: within noise of the runner-up and topo"
+        out["confidence"] = f"low: {within} of the runner-up and topo"
     return out
 
 
 def _strategy_summary(strat: pd.DataFrame) -> pd.DataFrame:
     """Per strategy label: geometric-mean speedup over global, mean accuracy cost (NaN
     when any of its comparisons was refused, with the reasons), configurations, fewest
-    runs, and whether every speedup was ``faster`` by the verdict rule."""
+    runs, and whether every speedup was ``faster`` by the verdict rule (the strategies
+    table's ``speedup_verdict``, minimum effect included)."""
     rows = []
     for label, g in strat.groupby("strategy_label", sort=True):
         sp = g["speedup"].dropna()
@@ -132,7 +141,7 @@ def _describe(r) -> str:
     return f"{r.label} x{r.speedup:.2f}, {cost}, n={r.runs}"
 
 
-def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
+def _strategy_choice(strat: pd.DataFrame, tolerance: float, min_effect: float) -> dict:
     if strat.empty:
         return {"strategy": "global", "strategy_evidence": "no strategy comparison measured"}
     agg = _strategy_summary(strat)
@@ -153,9 +162,10 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
     if best["runs"] < stats.MIN_RUNS:
         sure = f"low confidence: n={best['runs']}: not enough repeats"
     elif best["faster"]:
-        sure = "faster beyond noise in every setting"
+        sure = f"faster beyond noise and {stats.effect_text(min_effect)} in every setting"
     else:
-        sure = "low confidence: not faster beyond noise in every setting"
+        sure = ("low confidence: not faster beyond noise and"
+                f" {stats.effect_text(min_effect)} in every setting")
     evidence = (f"x{best['speedup']:.2f} samples/s vs global ({sure}), accuracy cost"
                 f" {best['cost']:+.3f} ({best['metric']}, {best['configs']} configuration(s),"
                 f" n={best['runs']})")
@@ -165,8 +175,10 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float) -> dict:
 
 
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],
-                         tolerance: float = 0.01) -> pd.DataFrame:
-    """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2.
+                         tolerance: float = 0.01,
+                         min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
+    """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2 (its
+    verdicts made with the same ``min_effect``).
 
     Holm: the p-values of the two comparisons behind each family's confidence (best vs
     runner-up, best vs topo) are adjusted together over the whole table."""
@@ -183,6 +195,6 @@ def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, familie
     for i, fam in enumerate(families):
         s = strategies[strategies["family"] == fam] if not strategies.empty else strategies
         rows.append({"family": fam, **_order_choice(per_fam[fam], adjusted[2 * i],
-                                                    adjusted[2 * i + 1]),
-                     **_strategy_choice(s, tolerance)})
+                                                    adjusted[2 * i + 1], min_effect),
+                     **_strategy_choice(s, tolerance, min_effect)})
     return pd.DataFrame(rows).reindex(columns=COLUMNS)

@@ -21,7 +21,7 @@ A row is a *configuration*: its runs (repeats) are pooled, every value is the me
 over runs of the per-run value (``runs`` says how many). ``speedup`` is the ratio of
 median samples/s over the baseline's, with a 95% bootstrap interval over runs, a
 Holm-adjusted p-value (over the table's comparisons) and ``speedup_verdict`` (faster,
-slower, same, not enough runs: :func:`..stats.verdict`).
+slower, same, not enough runs: :func:`..stats.verdict`, minimum effect included).
 
 ``accuracy_cost`` is the baseline's accuracy minus the strategy's (positive: the
 strategy loses accuracy), on the evaluation accuracy when both have one, else on the
@@ -80,9 +80,10 @@ def _throughput_runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
                       [results.measured_step_times(r) for r in runs["run_id"]], inverse=True)
 
 
-def strategy_table(results: Results, seed: int = 0) -> pd.DataFrame:
+def strategy_table(results: Results, seed: int = 0,
+                   min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
     """One row per configuration (its runs pooled) of every group that compares two or
-    more strategies."""
+    more strategies; ``min_effect``: the verdicts' minimum effect."""
     ok = results.ok
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -157,6 +158,7 @@ def strategy_table(results: Results, seed: int = 0) -> pd.DataFrame:
     p = [e.p if not is_base else float("nan") for is_base, e in ests]
     table["speedup_p_holm"] = stats.holm(p)
     table["speedup_verdict"] = [
-        "baseline" if is_base else stats.verdict(e, q, lower_is_better=False)
+        "baseline" if is_base else stats.verdict(e, q, lower_is_better=False,
+                                                     min_effect=min_effect)
         for (is_base, e), q in zip(ests, table["speedup_p_holm"])]
     return table[COLUMNS]

@@ -9,7 +9,8 @@ steps and the order by the median over its runs (:mod:`..stats`).
 * ``speedup`` = median(topo) / median(order), > 1 is faster than ``topo`` (the default
   order of most placers), with a 95% bootstrap interval over runs (a single run: the
   within-run block bootstrap, ``interval_over`` says which), a Holm-adjusted p-value and
-  a verdict (faster/slower/same/not enough runs) by the rule of :func:`..stats.verdict`.
+  a verdict (faster/slower/same/not enough runs) by the rule of :func:`..stats.verdict`,
+  minimum effect included.
 * The *best* order has the lowest median. It **beats** the runner-up by the same rule
   (see :func:`best_table`); otherwise the table says ``tie`` or ``not enough repeats``.
 
@@ -57,11 +58,12 @@ def runs_of(row: pd.Series) -> stats.Runs:
     return stats.Runs(row["values"], list(row["steps"]))
 
 
-def order_table(results: Results, seed: int = 0) -> pd.DataFrame:
+def order_table(results: Results, seed: int = 0,
+                min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
     """Long table: per group and order, median over runs of the run medians, its
     interval, the speedup over ``topo`` (median(topo) / median(order)) with its interval,
-    Holm-adjusted p-value (over every non-topo row of the table) and verdict, and the
-    order's rank in the group (1 = fastest)."""
+    Holm-adjusted p-value (over every non-topo row of the table) and verdict (minimum
+    effect ``min_effect``), and the order's rank in the group (1 = fastest)."""
     samples = order_samples(results)
     cols = GROUP_KEY + ["order", "configs", "runs", "steps", "median_step_s", "median_ci_low",
                         "median_ci_high", "speedup_vs_topo", "speedup_ci_low",
@@ -94,7 +96,8 @@ def order_table(results: Results, seed: int = 0) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     table["speedup_p_holm"] = stats.holm(table["speedup_p"])
     table["verdict"] = [
-        "baseline" if o == BASELINE else stats.verdict(e, p, lower_is_better=False)
+        "baseline" if o == BASELINE else stats.verdict(e, p, lower_is_better=False,
+                                                          min_effect=min_effect)
         for o, e, p in zip(table["order"], ests, table["speedup_p_holm"])]
     table["rank"] = (table.groupby(GROUP_KEY, dropna=False)["median_step_s"]
                      .rank(method="min").astype(int))
@@ -102,16 +105,18 @@ def order_table(results: Results, seed: int = 0) -> pd.DataFrame:
 
 
 def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
-               seed: int = 0) -> pd.DataFrame:
+               seed: int = 0, min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
     """Per group: the best order (lowest median over runs), its speedup over topo, the
     runner-up and the verdict.
 
-    The best order *beats* another when the ratio other / best has a Holm-adjusted
-    p-value below 0.05 (Holm over every such comparison in the table), its interval
-    lies above 1 and both have at least ``MIN_RUNS`` runs. ``beats runner-up``: it beats
-    every other order; otherwise ``tie with ...`` lists those it does not beat, and with
-    too few runs the verdict says ``n=...: not enough repeats``. Without ``samples``
-    (the :func:`order_samples` frame) the comparison uses the medians' intervals only.
+    The best order *beats* another when the ratio other / best passes the verdict rule
+    above 1 (:func:`..stats.exceeds`: both have at least ``MIN_RUNS`` runs, Holm p <
+    0.05 with Holm over every such comparison in the table, the interval above ``1 +
+    min_effect``). ``beats runner-up``: it beats every other order; otherwise ``tie with
+    ...`` lists those it does not beat, a significant difference short of the minimum
+    effect in brackets (``tie with bfs (slower, within 5%)``), and with too few runs the verdict
+    says ``n=...: not enough repeats``. Without ``samples`` (the :func:`order_samples`
+    frame) the comparison uses the medians' intervals only.
     """
     cols = GROUP_KEY + ["orders", "runs", "best_order", "best_median_s", "speedup_vs_topo",
                         "speedup_ci_low", "speedup_ci_high", "runner_up", "runner_up_median_s",
@@ -165,7 +170,8 @@ def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
         other, est, p = comps[0]  # the runner-up
         row.update(vs_runner_up=est.point, vs_ci_low=est.low, vs_ci_high=est.high, vs_p_holm=p)
         few = [e for _, e, _ in comps if e.min_runs < stats.MIN_RUNS]
-        tied = [o for o, e, q in comps if not stats.significant(e, q)]
+        tied = [_tie(o, e, q, min_effect) for o, e, q in comps
+                if not stats.exceeds(e, q, min_effect)]
         if few:
             row["verdict"] = (f"{stats.not_enough_runs(few[0].runs)}: best by point"
                               " estimate only")
@@ -174,6 +180,13 @@ def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
         else:
             row["verdict"] = "tie with " + ", ".join(tied)
     return pd.DataFrame(rows, columns=cols)
+
+
+def _tie(order: str, est: stats.Estimate, p_holm: float, min_effect: float) -> str:
+    """An order the best does not beat; a significant difference short of the minimum
+    effect in brackets (:func:`..stats.shortfall` of other / best)."""
+    short = stats.shortfall(est, p_holm, min_effect=min_effect)
+    return f"{order} ({short})" if short else order
 
 
 def _geomean_ratio(pairs: list[tuple[int, int]], sub: pd.DataFrame,
