@@ -2,7 +2,8 @@
 ``compare``: no configuration and no family may come out faster or slower.
 
 Set ``INTERPLACE_BINARY`` (the executable) and ``INTERPLACE_MPIEXEC`` (the launcher for
-one rank on one core, e.g. ``mpirun --bind-to core --cpu-set 0 -np 1``) to run it; CTest's
+one rank on one core, e.g. ``mpirun --bind-to core --cpu-set {cpu} -np 1``, where ``{cpu}``
+becomes the first core this process may use) to run it; CTest's
 ``analysis.aa_sweeps`` does (tests/CMakeLists.txt).
 
 Two sweeps of one build differ by what the machine did while each ran. One after the
@@ -65,7 +66,10 @@ def test_two_sweeps_of_one_build_at_the_same_time_compare_the_same(tmp_path, cap
     spec = tmp_path / "aa.toml"
     spec.write_text(SPEC)
     files = [tmp_path / "a.h5", tmp_path / "b.h5"]
-    sweeps = [subprocess.Popen([*shlex.split(MPIEXEC), BINARY, "sweep", str(spec), "--out",
+    # {cpu}: the first core this process may use (0 is not always allowed: a container's
+    # cpuset), so that both sweeps share one core.
+    launcher = shlex.split(MPIEXEC.replace("{cpu}", str(min(os.sched_getaffinity(0)))))
+    sweeps = [subprocess.Popen([*launcher, BINARY, "sweep", str(spec), "--out",
                                 str(f), "--format", "json"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
               for f in files]
