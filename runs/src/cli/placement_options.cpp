@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <chrono>
-#include <memory>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
@@ -167,16 +166,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
       request.rl.initial = placement::read_rl_policy(s.rl_policy);
       refuse_overridden_architecture(s, *request.rl.initial);
     }
-    // What `simulate` reports for the global strategy, without its per-call allocations.
-    request.rl.estimator =
-        [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](
-            const placement::Placement& candidate) { return (*step_time)(candidate); };
-    request.rl.group_estimator = [&cost_model, micro_batches](const placement::Graph& groups,
-                                                              const placement::NodeCosts& costs) {
-      return placement::RlStepEstimator(
-          [step_time = std::make_shared<GlobalStepTime>(groups, costs, cost_model, micro_batches)](
-              const placement::Placement& candidate) { return (*step_time)(candidate); });
-    };
+    set_placer_objective(request, graph, run.costs, cost_model);
     request.rl_log = &rl_log;
   }
   const placement::Placer placer = placement::placer_by_name(s.placer);
