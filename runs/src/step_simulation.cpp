@@ -329,6 +329,10 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                          schedule.has_aux_head[j]};
   }
   report.timeline = simulated_timeline(schedule, result);
+  for (const TimelineEvent& e : report.timeline) {  // the first mini-batch: one step
+    if (e.kind == "aux")
+      report.devices[static_cast<size_t>(e.rank)].aux_head_s += e.end_s - e.start_s;
+  }
   return report;
 }
 

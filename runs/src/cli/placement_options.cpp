@@ -76,6 +76,22 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
       ->group(rl);
 }
 
+void add_aux_head_options(CLI::App& app, AuxHeadWidth& width, const std::string& group) {
+  CLI::Option* named =
+      app.add_option_function<std::string>(
+             "--aux-head",
+             [&width](const std::string& name) { width = aux_head_width_by_name(name); },
+             "auxiliary heads' widths (docs/strategies.md): study (128/64 channels, the "
+             "default), capped (at the boundary tensor's), proportional (2C/C for C channels)")
+          ->check(CLI::IsMember(aux_head_width_names()))
+          ->group(group);
+  app.add_flag_callback(
+         "--aux-head-capped", [&width] { width = AuxHeadWidth::capped; },
+         "the same as --aux-head capped")
+      ->excludes(named)
+      ->group(group);
+}
+
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description) {
   // CLI11 would wrap "-1" and saturate "2^64" into a valid-looking seed.
   const CLI::Validator uint64_text(

@@ -48,6 +48,7 @@ struct DeviceStep {
   double idle_s = 0.0;  // per step
   int64_t peak_memory_bytes = 0;
   bool has_aux_head = false;
+  double aux_head_s = 0.0;  // per step: of busy_s, the auxiliary head's passes
 };
 
 // One interval of one rank during a step, for timeline plots: measured (the last measured
