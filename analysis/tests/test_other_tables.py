@@ -50,6 +50,21 @@ def test_simulator_errors_mape_and_spearman(results):
     assert within["configs"] == 4 and within["spearman"] == pytest.approx(1.0)
 
 
+def test_simulator_summary_keeps_each_cost_source_apart(results):
+    """A roofline's error is no calibrated prediction's: each source has its own rows."""
+    t = simulator.simulator_table(results)
+    assert set(t["cost_source"]) == {"roofline (cpu-core)"}
+    assert simulator.cost_source("profile:auto") == "measured in job"
+    assert simulator.cost_source("profile:/p/resnet20.tsv") == "profile"
+    t.loc[t.index[:3], "cost_source"] = "measured in job"
+    s = simulator.simulator_summary(t).set_index("scope")
+    measured, roofline = s.loc["costs: measured in job"], s.loc["costs: roofline (cpu-core)"]
+    assert measured["configs"] == 3 and roofline["configs"] == len(t) - 3
+    first = t.iloc[:3]
+    assert measured["mape_pct"] == pytest.approx(
+        100 * np.mean(np.abs(first["pred_step_time_s"] / first["step_time_s"] - 1)))
+
+
 @pytest.fixture(scope="module")
 def recs(results):
     def make(tolerance=0.01):
