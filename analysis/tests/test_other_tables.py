@@ -75,6 +75,32 @@ def recs(results):
     return make
 
 
+def test_recommendation_says_whether_the_measurement_confirmed_the_prediction(results):
+    """The prediction column: the simulator's runner-up / best ratio, and a gap it
+    predicted beyond the minimum effect that the measurement did not show, said as such."""
+    ranked = traversal.rank_orders(traversal.order_samples(results), ["family"])
+    strat = strategies.strategy_table(results)
+    sim = simulator.simulator_table(results)
+    plain = recommendations.recommendation_table(ranked, strat, ["gpt", "resnet"])
+    assert set(plain["prediction"]) == {""}  # no simulator table given
+    rec = recommendations.recommendation_table(ranked, strat, ["gpt", "resnet"],
+                                               simulated=sim).set_index("family")
+    best = rec.loc["resnet"]
+    ru_placer, ru_order = best["runner_up"].split("/")
+    # Predict the runner-up 30% slower than the best in every setting both ran.
+    fam = sim["family"] == "resnet"
+    is_best = fam & (sim["placer"] == best["placer"]) & (sim["order"] == best["order"])
+    is_ru = fam & (sim["placer"] == ru_placer) & (sim["order"] == ru_order)
+    keys = [k for k in traversal.SETTING_KEY]
+    at = sim[is_best].set_index(keys)["pred_step_time_s"]
+    sim.loc[is_ru, "pred_step_time_s"] = [1.3 * at[tuple(r)] for r in sim.loc[is_ru, keys].values]
+    text = recommendations.recommendation_table(
+        ranked, strat, ["resnet"], simulated=sim).set_index("family").loc["resnet", "prediction"]
+    confirmed = best["confidence"].startswith(("high", "medium: beats"))
+    assert text.startswith("simulator: runner-up x1.30 slower")
+    assert ("confirmed" in text) and (("NOT confirmed" in text) != confirmed), text
+
+
 def test_recommendation_per_family(recs):
     r = recs()
     res = r.loc["resnet"]
