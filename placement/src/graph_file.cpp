@@ -13,7 +13,9 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
 #include "interplace/kernels/shapes_only.hpp"
+#include "interplace/placement/graph_export.hpp"
 #include "interplace/placement/layer_factory.hpp"
+#include "interplace/placement/zoo.hpp"
 
 namespace interplace::placement {
 namespace {
@@ -567,6 +569,16 @@ GraphFile read_graph_file(const std::filesystem::path& path) {
   return parse_graph_file(text.str(), "'" + path.string() + "'");
 }
 
+void write_graph_file(const std::filesystem::path& path, const Graph& graph,
+                      std::string_view family) {
+  const std::string text = to_json(graph, family);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw_runtime("cannot write the graph file '" + path.string() + "'");
+  out << text;
+  out.close();
+  if (!out) throw_runtime("writing the graph file '" + path.string() + "' failed");
+}
+
 Graph rebatch_graph(const Graph& graph, int64_t batch_size) {
   if (batch_size == graph.batch_size()) return graph;
   if (batch_size < 1) throw_invalid("batch size must be >= 1, got " + std::to_string(batch_size));
@@ -657,6 +669,31 @@ std::string opaque_summary(const Graph& graph, int listed) {
   }
   if (static_cast<int>(ids.size()) > listed) out += ", ...";
   return out + ")";
+}
+
+void check_graph_file_options(const ModelOptions& o, std::string_view prefix) {
+  const ModelOptions defaults;
+  const std::pair<const char*, bool> set[] = {
+      {"in-channels", o.in_channels != defaults.in_channels},
+      {"image-size", o.image_size != defaults.image_size},
+      {"classes", o.classes != defaults.classes},
+      {"sequence-length", o.sequence_length != defaults.sequence_length},
+      {"layers", o.layers != defaults.layers},
+      {"dim", o.dim != defaults.dim},
+      {"heads", o.heads != defaults.heads},
+      {"vocab-size", o.vocab_size != defaults.vocab_size},
+      {"max-positions", o.max_positions != defaults.max_positions},
+      {"width-multiplier", o.width_multiplier != defaults.width_multiplier},
+      {"depth-multiplier", o.depth_multiplier != defaults.depth_multiplier}};
+  for (const auto& [name, given] : set) {
+    if (!given) continue;
+    std::string option = std::string(prefix) + name;
+    if (prefix != "--") std::replace(option.begin(), option.end(), '-', '_');
+    throw_invalid(option +
+                  " does not apply to a graph file: the file fixes the network's shapes (only the "
+                  "batch size and micro-batches rebuild it); change the network and import it "
+                  "again");
+  }
 }
 
 std::string graph_file_digest(const std::filesystem::path& path) {

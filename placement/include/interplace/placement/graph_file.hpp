@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "interplace/placement/graph.hpp"
+#include "interplace/placement/zoo.hpp"
 
 namespace interplace::placement {
 
@@ -53,6 +54,10 @@ GraphFile parse_graph_file(std::string_view text, std::string_view source = "<gr
 // check_input_file, then parse_graph_file.
 GraphFile read_graph_file(const std::filesystem::path& path);
 
+// to_json(graph, family) into `path` (overwritten); throws runtime when it cannot write.
+void write_graph_file(const std::filesystem::path& path, const Graph& graph,
+                      std::string_view family = {});
+
 // The same network for another batch size (every node's output shape begins with the batch
 // dimension): nodes with a kernel layer are asked again at the new shapes; opaque nodes'
 // FLOPs and bytes scale with the batch (rounded), their parameters stay. Throws
@@ -64,6 +69,12 @@ std::vector<NodeId> opaque_nodes(const Graph& graph);
 // "3 nodes have no kernel layer: 'a' (hardswish), 'b' (hardswish), 'c' (mul)" (at most
 // `listed` named); empty when every node has one.
 std::string opaque_summary(const Graph& graph, int listed = 8);
+
+// Throws invalid_input naming the first model option (ModelOptions other than batch_size) that
+// differs from its default: a graph file fixes the shapes those options change. `prefix` is
+// how the caller spells options: "--" gives --image-size, "model_options."
+// model_options.image_size.
+void check_graph_file_options(const ModelOptions& options, std::string_view prefix);
 
 // FNV-1a 64 of the file's bytes as 16 hex digits (the sweep's configuration id holds it, so
 // an edited file is another configuration). Checks the file as read_graph_file does.
