@@ -27,6 +27,11 @@ struct NodeTimingOptions {
   // time slices other processes took, its CPU time does not. Only for one CPU thread
   // (other threads' work is not the caller's CPU time): `interplace profile --clock cpu`.
   bool cpu_time = false;
+  // Nodes without a kernel layer (a graph file's "opaque" nodes) are not run: their time is
+  // estimated as max(FLOPs / the rate the measured nodes achieved, bytes read and written /
+  // this bandwidth) for forward and backward alike (docs/your-network.md), and their output
+  // is a random tensor of its shape.
+  double estimate_bandwidth_bytes_per_s = 15e9;
 };
 
 // Times every node of `graph` as its own kernel layer (placement::make_layer) at the
@@ -68,6 +73,7 @@ struct RuntimeUnits {
 };
 struct RuntimeUnitOptions {
   std::string model;                // a catalog name
+  std::string graph_file = {};      // or a graph file (docs/your-network.md): model unused
   placement::ModelOptions options;  // options.batch_size: the micro-batch, one per step
   int warmup = 2;
   int steps = 5;

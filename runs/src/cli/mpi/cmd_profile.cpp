@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
@@ -90,11 +91,13 @@ void write_file(const ProfileOptions& o, const ProfileRun& run) {
   std::ostringstream text;
   // The file's batch_size is the micro-batch the nodes were timed at: what a run that
   // reads the profile must build its graph for (docs/profile-format.md).
-  text << "# interplace profile --model " << o.model.model << " --batch-size "
-       << o.model.options.batch_size << " --micro-batches " << o.model.micro_batches
-       << " (nodes timed at micro-batch size " << run.profile.batch_size << "): median of "
-       << o.repeats << " runs after " << o.warmup << " warm-up runs per node, " << run.threads
-       << " CPU threads, "
+  text << "# interplace profile "
+       << (o.model.graph_file.empty() ? "--model " + o.model.model
+                                      : "--graph-file " + o.model.graph_file)
+       << " --batch-size " << o.model.options.batch_size << " --micro-batches "
+       << o.model.micro_batches << " (nodes timed at micro-batch size " << run.profile.batch_size
+       << "): median of " << o.repeats << " runs after " << o.warmup << " warm-up runs per node, "
+       << run.threads << " CPU threads, "
        << (o.clock == "cpu" ? "thread CPU time (--clock cpu; runtime units by CPU time)"
                             : "wall clock")
        << "\n"
@@ -128,7 +131,7 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
                          const ProfileRun& run) {
   const placement::Profile& p = run.profile;
   const double forward = total(p, false), backward = total(p, true);
-  std::string out = "profile of " + o.model.model + " at micro-batch size " +
+  std::string out = "profile of " + o.model.label() + " at micro-batch size " +
                     std::to_string(p.batch_size) + " (batch size " +
                     std::to_string(o.model.options.batch_size) + " / " +
                     plural(o.model.micro_batches, "micro-batch", "micro-batches") + ") on " +
@@ -137,14 +140,20 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
-  out += "runtime on 1 rank, whole model (calibration): forward " +
-         format_seconds(p.runtime_forward_s) + ", backward " +
-         format_seconds(p.runtime_backward_s) + ", optimiser step " +
-         format_seconds(p.runtime_optimizer_s) + " (" + "x" +
-         format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
-         format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
-         " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
-         format_seconds(p.runtime_overhead_s) + "\n";
+  if (const std::string opaque = placement::opaque_summary(graph); !opaque.empty()) {
+    out += "estimated, not measured: " + opaque +
+           "; their times are FLOPs at the measured nodes' rate or bytes at the preset's "
+           "bandwidth (docs/your-network.md); no calibration (the graph cannot train)\n";
+  } else {
+    out += "runtime on 1 rank, whole model (calibration): forward " +
+           format_seconds(p.runtime_forward_s) + ", backward " +
+           format_seconds(p.runtime_backward_s) + ", optimiser step " +
+           format_seconds(p.runtime_optimizer_s) + " (" + "x" +
+           format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
+           format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
+           " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
+           format_seconds(p.runtime_overhead_s) + "\n";
+  }
   for (const auto& [m, times] : p.runtime_in_flight) {
     out += "  with " + std::to_string(m) + " micro-batches in flight, per micro-batch: forward x" +
            format_fixed(times.first / std::max(p.runtime_forward_s, 1e-300), 2) + ", backward x" +
@@ -339,10 +348,14 @@ void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& op
   MPI_Comm_free(&host);
 }
 
+// Thrown past the calibration of a graph that cannot train.
+struct Skipped {};
+
 std::string run_profile(const ProfileOptions& o) {
   // Every rank checks the input before MPI starts, so bad input fails alike everywhere.
   check_options(o);
   const placement::Graph graph = build_selected_model(o.model);
+  const bool trainable = placement::opaque_nodes(graph).empty();
   const DevicePreset& preset =
       device_preset_by_name(o.preset.empty() ? device_presets().front().name : o.preset);
 
@@ -387,6 +400,7 @@ std::string run_profile(const ProfileOptions& o) {
   placement::ModelOptions micro = o.model.options;
   micro.batch_size = graph.batch_size();
   const RuntimeUnitOptions unit_options{.model = o.model.model,
+                                        .graph_file = o.model.graph_file,
                                         .options = micro,
                                         .warmup = std::max(1, o.warmup),
                                         .steps = o.repeats,
@@ -422,11 +436,13 @@ std::string run_profile(const ProfileOptions& o) {
       } else {
         run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
       }
-      const NodeTimingOptions node_timing{.warmup = o.warmup,
-                                          .repeats = o.repeats,
-                                          .seed = o.seed,
-                                          .device = device,
-                                          .cpu_time = o.clock == "cpu"};
+      const NodeTimingOptions node_timing{
+          .warmup = o.warmup,
+          .repeats = o.repeats,
+          .seed = o.seed,
+          .device = device,
+          .cpu_time = o.clock == "cpu",
+          .estimate_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s};
       run.profile.nodes = time_nodes(graph, node_timing);
       // The heads local and interlocking strategies add at stage boundaries, as the
       // runtime builds them by default (uncapped, the model's width multiplier).
@@ -438,6 +454,9 @@ std::string run_profile(const ProfileOptions& o) {
       for (const placement::NodeTiming& n : run.profile.nodes) {
         nodes_s += n.forward_s + n.backward_s;
       }
+      // A graph with opaque nodes cannot train: no calibration (its runtime_* stay unmeasured,
+      // as in profiles written before the calibration existed).
+      if (!trainable) throw Skipped{};
       RuntimeUnitOptions calibration = unit_options;
       calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
       calibration.cpu_time = o.clock == "cpu";
@@ -468,13 +487,16 @@ std::string run_profile(const ProfileOptions& o) {
         run.profile.runtime_in_flight[in_flight] = {step.forward_s / in_flight,
                                                     step.backward_s / in_flight};
       }
+    } catch (const Skipped&) {
+      // the nodes are timed; nothing else to measure
     } catch (...) {
       failure = std::current_exception();
     }
   }
   quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait without taking the cores
   // CPU time does not see the time slices ranks sharing a core take from each other.
-  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr || o.clock == "cpu");
+  measure_sharing_on_rank0_host(run, unit_options,
+                                failure != nullptr || o.clock == "cpu" || !trainable);
   if (mpi.world_rank() != 0) return "";  // rank 0 reports; the others print nothing
   if (failure) std::rethrow_exception(failure);
   write_file(o, run);
