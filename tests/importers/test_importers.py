@@ -313,6 +313,20 @@ def test_fashion_mnist_sweep_to_recommendations_np2():
     print(table)
 
 
+def test_committed_examples_are_current():
+    """importers/examples/*.json (docs/your-network.md reads them) are what the importer
+    writes today."""
+    for name, model in [("resnet18-cifar10", "resnet18"),
+                        ("mobilenet_v3_small-cifar10", "mobilenet_v3_small")]:
+        path = os.path.join(TMP, f"{name}.json")
+        importer_cli("torchvision", model, "--input-shape", "3,32,32", "--num-classes", "10",
+                     "--name", name, "--out", path)
+        with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
+                                                  f"{name}.json")) as committed:
+            check(json.load(new) == json.load(committed),
+                  f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+
+
 def set_binary(path):
     global BINARY
     BINARY = os.path.abspath(path)
