@@ -76,7 +76,7 @@ placement::Graph build_selected_model(const ModelSelection& selection) {
     return placement::rebatch_graph(file.graph, micro_batch);
   }
   if (selection.model.empty()) {
-    throw_invalid("--model (or --graph-file) is required (valid models: " + catalog_names() + ")");
+    throw_invalid("--model is required, or --graph-file (valid models: " + catalog_names() + ")");
   }
   model_info(selection.model);
   // The flags' names; build_model checks the rest (placement::check_model_options).

@@ -189,7 +189,7 @@ std::string run_train(TrainOptions& o) {
     apply_recipe_flags(o);
     TrainConfig config = o.config;
     if (o.model.model.empty() && o.model.graph_file.empty()) {
-      throw_invalid("--model (or --graph-file) is required");
+      throw_invalid("--model is required, or --graph-file");
     }
     if (!o.model.model.empty() && !o.model.graph_file.empty()) {
       throw_invalid("--model '" + o.model.model + "' and --graph-file '" + o.model.graph_file +
