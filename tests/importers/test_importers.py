@@ -41,9 +41,9 @@ def check(condition, message):
         raise AssertionError(message)
 
 
-def run(*args, env=None, timeout=300):
+def run(*args, env=None, timeout=300, cwd=None):
     return subprocess.run([str(a) for a in args], capture_output=True, text=True,
-                          timeout=timeout, env=env or MPI_ENV)
+                          timeout=timeout, env=env or MPI_ENV, cwd=cwd)
 
 
 def ok(*args, **kw):
@@ -280,6 +280,36 @@ def test_train_resnet18_np2():
     check(header.startswith("resnet18 topo stages K=2 local") and "(11181642 parameters)" in header,
           header)
     check("median step" in r.stdout, r.stdout)
+    # Its profile: every node measured, and the calibration run through the runtime.
+    profile = os.path.join(TMP, "resnet18.tsv")
+    r = interplace("profile", "--graph-file", path, "--batch-size", "2", "--repeats", "1",
+                   "--warmup", "0", "--threads", "1", "--out", profile)
+    check("runtime on 1 rank, whole model (calibration)" in r.stdout
+          and "estimated" not in r.stdout, r.stdout)
+    interplace("simulate", "--graph-file", path, "--batch-size", "2", "--profile", profile,
+               "--order", "topo", "--placer", "stages", "--devices", "2")
+
+
+def test_torchvision_resnet18_sweep_to_recommendations_np2():
+    """docs/your-network.md's worked example, shortened: the committed import of torchvision's
+    ResNet-18 swept on 2 ranks by the committed spec (2 steps, 1 repeat), then the report's
+    recommendation table names its family."""
+    out = os.path.join(TMP, "resnet18.h5")
+    ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep",
+       "importers/examples/resnet18-sweep.toml", "steps=2", "repeats=1", "warmup_steps=0",
+       "--out", out, timeout=600, cwd=ROOT)
+    files = json.loads(interplace("inspect", out, "--format", "json").stdout)
+    statuses = sorted(c["status"] for c in files["configs"])
+    check(statuses == ["ok"] * 7 + ["skipped"], statuses)
+    check(all(c["name"].startswith("resnet18-cifar10 ") for c in files["configs"]), files)
+    python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
+    report = os.path.join(TMP, "report18")
+    ok(python, "-m", "interplace_analysis", "report", out, "--out", report, "--quiet")
+    with open(os.path.join(report, "tables", "recommendations.md")) as f:
+        table = f.read()
+    row = [line for line in table.splitlines() if line.startswith("| torchvision |")]
+    check(len(row) == 1 and ("| stages |" in row[0] or "| contiguous |" in row[0]), table)
+    print(table)
 
 
 def test_fashion_mnist_sweep_to_recommendations_np2():
