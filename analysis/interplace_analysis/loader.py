@@ -135,6 +135,8 @@ def _recipe_lines(attrs: dict) -> str:
         out += f"augmentation={attrs['augmentation']}\n"
     if int(attrs.get("aux_head_capped", 0) or 0) != 0:
         out += "aux_head_capped=1\n"
+    if str(attrs.get("aux_head", "study")) == "proportional":
+        out += "aux_head=proportional\n"
     if int(attrs.get("weight_decay_all", 0) or 0) != 0:
         out += "weight_decay_all=1\n"
     if int(attrs.get("threads_per_rank", 0) or 0) != 0:

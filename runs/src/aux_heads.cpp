@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,6 +53,23 @@ int64_t scaled(int64_t channels, double multiplier) {
 
 }  // namespace
 
+const std::vector<std::string>& aux_head_width_names() {
+  static const std::vector<std::string> names = {"study", "capped", "proportional"};
+  return names;
+}
+
+AuxHeadWidth aux_head_width_by_name(const std::string& name) {
+  const auto& names = aux_head_width_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<AuxHeadWidth>(i);
+  }
+  throw_invalid("unknown auxiliary head width '" + name + "' (valid: study, capped, proportional)");
+}
+
+const std::string& to_string(AuxHeadWidth width) {
+  return aux_head_width_names()[static_cast<size_t>(width)];
+}
+
 Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& options) {
   const placement::Node& from = graph.node(boundary);
   const std::vector<NodeId> sinks = graph.sinks();
@@ -69,9 +85,15 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
   const kernels::Shape& shape = from.output_shape;
   if (shape.size() == 4) {
     int64_t channels = shape[1];
-    const int64_t cap = options.cap_to_input ? channels : std::numeric_limits<int64_t>::max();
-    const int64_t c1 = std::min(scaled(options.hidden_channels, options.width_multiplier), cap);
-    const int64_t c2 = std::min(scaled(options.head_channels, options.width_multiplier), cap);
+    int64_t c1 = scaled(options.hidden_channels, options.width_multiplier);
+    int64_t c2 = scaled(options.head_channels, options.width_multiplier);
+    if (options.width == AuxHeadWidth::capped) {
+      c1 = std::min(c1, channels);
+      c2 = std::min(c2, channels);
+    } else if (options.width == AuxHeadWidth::proportional) {
+      c1 = 2 * channels;
+      c2 = channels;
+    }
     int index = 1;
     for (int64_t out : {c1, c2}) {
       const std::string n = std::to_string(index++);

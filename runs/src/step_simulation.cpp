@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 #include "interplace/kernels/error.hpp"
@@ -154,6 +155,21 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
   schedule_request.mini_batches = request.mini_batches;
   schedule_request.interlock = request.interlock;
   return build_schedule(schedule_request);
+}
+
+void set_placer_objective(placement::PlacementRequest& request, const Graph& graph,
+                          const NodeCosts& costs, const CostModel& cost_model) {
+  const int micro_batches = request.micro_batches;
+  request.rl.estimator =
+      [step_time = std::make_shared<GlobalStepTime>(graph, costs, cost_model, micro_batches)](
+          const Placement& candidate) { return (*step_time)(candidate); };
+  request.rl.group_estimator = [&cost_model, micro_batches](const Graph& groups,
+                                                            const NodeCosts& group_costs) {
+    return placement::RlStepEstimator(
+        [step_time =
+             std::make_shared<GlobalStepTime>(groups, group_costs, cost_model, micro_batches)](
+            const Placement& candidate) { return (*step_time)(candidate); });
+  };
 }
 
 GlobalStepTime::GlobalStepTime(const Graph& graph, const NodeCosts& costs,
@@ -313,6 +329,10 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                          schedule.has_aux_head[j]};
   }
   report.timeline = simulated_timeline(schedule, result);
+  for (const TimelineEvent& e : report.timeline) {  // the first mini-batch: one step
+    if (e.kind == "aux")
+      report.devices[static_cast<size_t>(e.rank)].aux_head_s += e.end_s - e.start_s;
+  }
   return report;
 }
 

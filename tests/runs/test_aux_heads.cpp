@@ -57,7 +57,7 @@ TEST(AuxHeads, TheStudysHeadByDefault) {
 TEST(AuxHeads, CappedHeadNeverWiderThanItsInput) {
   const Graph resnet = placement::build_model("resnet20");
   const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
-  const Graph head = aux_head_graph(resnet, boundary, {.cap_to_input = true});
+  const Graph head = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::capped});
   ASSERT_EQ(head.node_count(), 9);
   // Both convolutions 16 -> 16 (128 and 64 capped at 16) with bias: 2 x (16*16*9 + 16),
   // BN 2 x 32, linear 170.
@@ -67,6 +67,31 @@ TEST(AuxHeads, CappedHeadNeverWiderThanItsInput) {
   const Graph small = aux_head_graph(resnet, boundary, {.width_multiplier = 0.1});
   EXPECT_EQ(small.total_parameter_count(),
             16 * 13 * 9 + 13 + 26 + 13 * 6 * 9 + 6 + 12 + 6 * 10 + 10);
+}
+
+// The study's heads read its ResNet-34's 64-channel first stage with 128 and 64 channels:
+// proportional keeps that ratio (2C, C) at a boundary of C channels, at any width.
+TEST(AuxHeads, ProportionalHeadIsTwiceThenOnceItsInput) {
+  const Graph resnet = placement::build_model("resnet20");
+  for (const char* name : {"layer1.0.relu2", "layer2.0.relu2", "layer3.0.relu2"}) {
+    const placement::NodeId boundary = resnet.id_of(name);
+    const kernels::Shape& in = resnet.node(boundary).output_shape;
+    const Graph head = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::proportional});
+    EXPECT_EQ(head.node(head.id_of("aux.conv1")).output_shape,
+              (kernels::Shape{in[0], 2 * in[1], in[2], in[3]}))
+        << name;
+    EXPECT_EQ(head.node(head.id_of("aux.conv2")).output_shape,
+              (kernels::Shape{in[0], in[1], in[2], in[3]}))
+        << name;
+  }
+  // The multiplier is in C already: a x0.5 model's 8-channel boundary gets 16 and 8.
+  const Graph half = placement::build_model("resnet20", {.width_multiplier = 0.5});
+  const Graph head = aux_head_graph(half, half.id_of("layer1.0.relu2"),
+                                    {.width_multiplier = 0.5, .width = AuxHeadWidth::proportional});
+  EXPECT_EQ(head.node(head.id_of("aux.conv1")).output_shape[1], 16);
+  EXPECT_EQ(head.node(head.id_of("aux.conv2")).output_shape[1], 8);
+  EXPECT_EQ(to_string(aux_head_width_by_name("proportional")), "proportional");
+  EXPECT_THROW(aux_head_width_by_name("wide"), Error);
 }
 
 TEST(AuxHeads, SequenceAndFlatHeads) {
@@ -168,7 +193,7 @@ TEST(AuxHeads, ProfiledHeadsAreTakenAsMeasured) {
   const std::string key = aux_head_key(head);
   ASSERT_EQ(heads.count(key), 1u) << key;
   EXPECT_EQ(key.rfind("conv2d 1x128x", 0), 0u) << key;  // batch 1, 128 channels
-  const Graph capped = aux_head_graph(resnet, boundary, {.cap_to_input = true});
+  const Graph capped = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::capped});
   EXPECT_NE(aux_head_key(capped), key);
 
   const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};

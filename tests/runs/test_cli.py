@@ -747,6 +747,25 @@ def train_summary(*args):
     return summary
 
 
+def test_place_and_train_pick_the_same_rl_placement():
+    """One configuration, one placement, whichever command places it: `train --placer rl`
+    trained rl against its list-scheduled default while `place` and `simulate` used the
+    simulated step (GlobalStepTime), so train could run another placement than the one
+    simulate reported."""
+    if not has_train():
+        return
+    model = TRAIN_SMALL[:-2]  # without --threads-per-rank, which only train takes
+    args = ("--order", "topo", "--placer", "rl", "--devices", "2", "--micro-batches", "1")
+    sim = ok("simulate", *model, *args, "--format", "json").json()
+    r = mpirun(2, "train", *TRAIN_SMALL, *args, "--steps", "1", "--warmup-steps", "0",
+               "--format", "json")
+    check(r.code == 0, f"exit {r.code}: {r.err}")
+    summary = json.loads(r.out.splitlines()[-1])
+    predicted, simulated = summary["predicted_step_time_s"], sim["simulation"]["step_time_s"]
+    check(abs(predicted - simulated) <= 1e-9 * simulated,
+          f"train predicts {predicted} s for its rl placement, simulate {simulated} s")
+
+
 def test_train_recipe_flags():
     """The step schedule's rate per step in the JSON lines; bad recipe values exit 2 naming
     the flag or the valid names."""

@@ -209,18 +209,23 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 3), 0.1 * 0.1);
 }
 
-// The heads the plan predicts with are the runtime's (config_aux_heads): uncapped by
-// default, which on resnet20's 16-channel boundary costs more than the capped head.
+// The heads the plan predicts with are the runtime's (config_aux_heads): the study's
+// 128/64 channels by default, which on resnet20's 16-channel boundary cost more than the
+// proportional head (32/16), which costs more than the capped one (16/16).
 TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
   TrainConfig c = base();
   c.placer = "stages";
   c.strategy = "local";
   const TrainPlan uncapped = plan_training(c);
-  c.aux_head_capped = true;
+  c.aux_head = AuxHeadWidth::proportional;
+  const TrainPlan proportional = plan_training(c);
+  c.aux_head = AuxHeadWidth::capped;
   const TrainPlan capped = plan_training(c);
-  EXPECT_FALSE(config_aux_heads(uncapped.config).cap_to_input);
-  EXPECT_TRUE(config_aux_heads(capped.config).cap_to_input);
-  EXPECT_GT(uncapped.prediction.devices[0].busy_s, capped.prediction.devices[0].busy_s);
+  EXPECT_EQ(config_aux_heads(uncapped.config).width, AuxHeadWidth::study);
+  EXPECT_EQ(config_aux_heads(proportional.config).width, AuxHeadWidth::proportional);
+  EXPECT_EQ(config_aux_heads(capped.config).width, AuxHeadWidth::capped);
+  EXPECT_GT(uncapped.prediction.devices[0].busy_s, proportional.prediction.devices[0].busy_s);
+  EXPECT_GT(proportional.prediction.devices[0].busy_s, capped.prediction.devices[0].busy_s);
   EXPECT_GT(uncapped.prediction.devices[0].peak_memory_bytes,
             capped.prediction.devices[0].peak_memory_bytes);
 }

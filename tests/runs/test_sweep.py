@@ -127,6 +127,8 @@ def canonical(attrs):
         lines.append(f"augmentation={attrs['augmentation']}\n")
     if int(attrs["aux_head_capped"]) != 0:
         lines.append("aux_head_capped=1\n")
+    if attrs.get("aux_head", "study") == "proportional":
+        lines.append("aux_head=proportional\n")
     if int(attrs["weight_decay_all"]) != 0:
         lines.append("weight_decay_all=1\n")
     if int(attrs.get("threads_per_rank", 0)) != 0:

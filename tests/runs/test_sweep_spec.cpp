@@ -246,7 +246,7 @@ optimizers = ["sgd-nesterov"]
   EXPECT_EQ(c.augmentation, Augmentation::crop_flip);
   EXPECT_EQ(c.optimizer, placement::OptimizerKind::sgd_nesterov);
   EXPECT_FALSE(c.weight_decay_all);
-  EXPECT_FALSE(c.aux_head_capped);
+  EXPECT_EQ(c.aux_head, AuxHeadWidth::study);
   EXPECT_EQ(c.train_samples, 0);
   EXPECT_EQ(c.eval_epoch_samples, 0);
   // A training subset: epochs count in its 1000 samples (7 steps of 128).
@@ -264,7 +264,7 @@ optimizers = ["sgd-nesterov"]
   const SweepSpec flags =
       parse_sweep_spec("weight_decay_all = 1\naux_head_capped = 1\n", "spec.toml");
   EXPECT_TRUE(flags.configs[0].train.weight_decay_all);
-  EXPECT_TRUE(flags.configs[0].train.aux_head_capped);
+  EXPECT_EQ(flags.configs[0].train.aux_head, AuxHeadWidth::capped);
   EXPECT_NE(flags.configs[0].id, parse_sweep_spec("", "spec.toml").configs[0].id);
   EXPECT_NE(error_of("weight_decay_all = 2\n").find("0 or 1"), std::string::npos);
   EXPECT_NE(error_of("lr_schedule = \"linear\"\n").find("spec.toml:1: unknown learning-rate"),
@@ -335,6 +335,32 @@ TEST(SweepSpec, SyntaxErrorsNameTheLine) {
   EXPECT_EQ(message.substr(0, 12), "spec.toml:2:") << message;
   EXPECT_NE(message.find("TOML syntax error"), std::string::npos);
   EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+// aux_head names the heads' widths; aux_head_capped = 1 stays its older spelling with the
+// same ids, and giving both is refused.
+TEST(SweepSpec, AuxHeadWidthsAndTheirIds) {
+  auto one = [](const std::string& key) {
+    const SweepSpec spec = parse_sweep_spec("strategy = \"local\"\n" + key, "spec.toml");
+    EXPECT_EQ(spec.configs.size(), 1u);
+    return spec.configs.front();
+  };
+  const SweepConfig study = one(""), capped_old = one("aux_head_capped = 1\n"),
+                    capped = one("aux_head = \"capped\"\n"),
+                    proportional = one("aux_head = \"proportional\"\n");
+  EXPECT_EQ(study.train.aux_head, AuxHeadWidth::study);
+  EXPECT_EQ(capped_old.train.aux_head, AuxHeadWidth::capped);
+  EXPECT_EQ(proportional.train.aux_head, AuxHeadWidth::proportional);
+  EXPECT_EQ(capped.id, capped_old.id);
+  EXPECT_EQ(one("aux_head = \"study\"\n").id, study.id);
+  EXPECT_EQ(one("aux_head_capped = 0\n").id, study.id);
+  EXPECT_NE(proportional.id, study.id);
+  EXPECT_NE(proportional.id, capped.id);
+  EXPECT_NE(error_of("aux_head = \"wide\"\n").find("unknown auxiliary head width 'wide'"),
+            std::string::npos);
+  EXPECT_NE(error_of("aux_head = \"capped\"\naux_head_capped = 1\n")
+                .find("aux_head and aux_head_capped are both given"),
+            std::string::npos);
 }
 
 TEST(SweepSpec, DeepNestingIsRefusedBeforeParsing) {

@@ -22,7 +22,7 @@ struct SimulateOptions {
   std::string strategy = "global";
   std::string pipeline;  // empty: gpipe for the global strategy
   int mini_batches = 1;
-  bool aux_head_capped = false;  // as train's --aux-head-capped
+  AuxHeadWidth aux_head = AuxHeadWidth::study;  // as train's --aux-head
   std::string format;
   // A device preset whose roofline orders and places the graph while the device options
   // (a profile) time the step: to simulate, with measured costs, the placement that a run
@@ -55,7 +55,7 @@ std::string simulate_text(const SimulateOptions& o, const PlacementContext& cont
     if (!fits) over.push_back(std::to_string(d));
     table.add_row({std::to_string(d), format_seconds(s.busy_s), format_seconds(s.idle_s),
                    format_bytes(static_cast<double>(s.peak_memory_bytes)), fits ? "yes" : "NO",
-                   s.has_aux_head ? "yes" : "no"});
+                   s.has_aux_head ? format_percent(s.aux_head_s / s.busy_s) + " of busy" : "no"});
   }
   out += table.str();
   if (!over.empty()) {
@@ -78,6 +78,7 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
                           .integer("peak_memory_bytes", s.peak_memory_bytes)
                           .boolean("fits_memory", s.peak_memory_bytes <= capacity)
                           .boolean("has_aux_head", s.has_aux_head)
+                          .number("aux_head_s", s.aux_head_s)
                           .str());
   }
   JsonObject simulation;
@@ -117,7 +118,7 @@ std::string run_simulate(const SimulateOptions& o) {
   }
   request.mini_batches = o.mini_batches;
   request.aux_heads.width_multiplier = o.model.options.width_multiplier;
-  request.aux_heads.cap_to_input = o.aux_head_capped;
+  request.aux_heads.width = o.aux_head;
 
   const placement::Graph graph = build_selected_model(o.model);
   const placement::CostModel cost_model = make_cost_model(o.device);
@@ -158,9 +159,7 @@ Command add_simulate_command(CLI::App& root) {
                   "device options (e.g. --profile): the placement of a run planned on that "
                   "preset (its cost_device)")
       ->group("Strategy");
-  app->add_flag("--aux-head-capped", options->aux_head_capped,
-                "cap the auxiliary heads' channels at the boundary tensor's (as train)")
-      ->group("Strategy");
+  add_aux_head_options(*app, options->aux_head, "Strategy");
   app->add_option("--mini-batches", options->mini_batches,
                   "mini-batches simulated back to back (times are per mini-batch)")
       ->capture_default_str()

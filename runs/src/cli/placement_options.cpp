@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <chrono>
-#include <memory>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
@@ -75,6 +74,22 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
       ->group(rl);
   app.add_option("--rl-save-policy", s.rl_save_policy, "write the trained policy to this file")
       ->group(rl);
+}
+
+void add_aux_head_options(CLI::App& app, AuxHeadWidth& width, const std::string& group) {
+  CLI::Option* named =
+      app.add_option_function<std::string>(
+             "--aux-head",
+             [&width](const std::string& name) { width = aux_head_width_by_name(name); },
+             "auxiliary heads' widths (docs/strategies.md): study (128/64 channels, the "
+             "default), capped (at the boundary tensor's), proportional (2C/C for C channels)")
+          ->check(CLI::IsMember(aux_head_width_names()))
+          ->group(group);
+  app.add_flag_callback(
+         "--aux-head-capped", [&width] { width = AuxHeadWidth::capped; },
+         "the same as --aux-head capped")
+      ->excludes(named)
+      ->group(group);
 }
 
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description) {
@@ -167,16 +182,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
       request.rl.initial = placement::read_rl_policy(s.rl_policy);
       refuse_overridden_architecture(s, *request.rl.initial);
     }
-    // What `simulate` reports for the global strategy, without its per-call allocations.
-    request.rl.estimator =
-        [step_time = std::make_shared<GlobalStepTime>(graph, run.costs, cost_model, micro_batches)](
-            const placement::Placement& candidate) { return (*step_time)(candidate); };
-    request.rl.group_estimator = [&cost_model, micro_batches](const placement::Graph& groups,
-                                                              const placement::NodeCosts& costs) {
-      return placement::RlStepEstimator(
-          [step_time = std::make_shared<GlobalStepTime>(groups, costs, cost_model, micro_batches)](
-              const placement::Placement& candidate) { return (*step_time)(candidate); });
-    };
+    set_placer_objective(request, graph, run.costs, cost_model);
     request.rl_log = &rl_log;
   }
   const placement::Placer placer = placement::placer_by_name(s.placer);

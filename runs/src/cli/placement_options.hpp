@@ -13,6 +13,7 @@
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/rl_placer.hpp"
+#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs::cli {
@@ -37,6 +38,10 @@ void add_placement_options(CLI::App& app, PlacementSelection& selection);
 // The rl placer's --rl-* training options (not its policy files), for `place`, `simulate`
 // and `order-study`.
 void add_rl_options(CLI::App& app, placement::RlOptions& rl_options);
+// --aux-head NAME (the auxiliary heads' widths: study, capped, proportional) and its older
+// spelling --aux-head-capped (= --aux-head capped), for `simulate` and `train`.
+void add_aux_head_options(CLI::App& app, AuxHeadWidth& width, const std::string& group);
+
 // --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped. Sets
 // `seed` to kDefaultSeed first, so that every subcommand defaults to the same seed.
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description);

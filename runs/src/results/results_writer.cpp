@@ -69,7 +69,8 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "eval_epoch_samples", c.eval_epoch_samples);
   write_attr(g, "train_samples", c.train_samples);
   write_attr(g, "augmentation", to_string(c.augmentation));
-  write_attr(g, "aux_head_capped", int64_t{c.aux_head_capped ? 1 : 0});
+  write_attr(g, "aux_head", to_string(c.aux_head));
+  write_attr(g, "aux_head_capped", int64_t{c.aux_head == AuxHeadWidth::capped ? 1 : 0});
   write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});
   write_attr(g, "threads_per_rank", int64_t{c.threads_per_rank});
   write_attr(g, "seed", static_cast<int64_t>(c.seed));

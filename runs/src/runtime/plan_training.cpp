@@ -209,6 +209,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   placement::PlacementRequest request{.device_count = config.devices, .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
   request.seed = config.seed;
+  set_placer_objective(request, plan.graph, costs, cost_model);  // as `place` places
   if (config.placement_path.empty()) {
     plan.placement = placer(plan.graph, plan.order, request);
   } else {

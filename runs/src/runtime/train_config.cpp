@@ -120,7 +120,7 @@ placement::PipelineKind config_pipeline(const TrainConfig& c) {
 AuxHeadOptions config_aux_heads(const TrainConfig& c) {
   AuxHeadOptions options;
   options.width_multiplier = c.model_options.width_multiplier;
-  options.cap_to_input = c.aux_head_capped;
+  options.width = c.aux_head;
   return options;
 }
 

@@ -228,16 +228,27 @@ std::vector<Dimension> make_dimensions() {
                     }
                   },
                   [](TrainConfig& c, const DimValue& v) { c.weight_decay_all = v.integer == 1; }});
+  dims.push_back(
+      {"aux_head",
+       "",
+       ValueKind::string,
+       {to_string(d.aux_head)},
+       [](const DimValue& v) { aux_head_width_by_name(v.text); },
+       [](TrainConfig& c, const DimValue& v) { c.aux_head = aux_head_width_by_name(v.text); }});
+  // The older spelling of aux_head = "capped" (a spec may not give both: spec_parse.cpp);
+  // applied after aux_head, and 0 leaves it as it is.
   dims.push_back({"aux_head_capped",
                   "",
                   ValueKind::integer,
-                  {d.aux_head_capped ? "1" : "0"},
+                  {"0"},
                   [](const DimValue& v) {
                     if (v.integer != 0 && v.integer != 1) {
                       throw_invalid("aux_head_capped is 0 or 1, got " + v.text);
                     }
                   },
-                  [](TrainConfig& c, const DimValue& v) { c.aux_head_capped = v.integer == 1; }});
+                  [](TrainConfig& c, const DimValue& v) {
+                    if (v.integer == 1) c.aux_head = AuxHeadWidth::capped;
+                  }});
   dims.push_back(
       {"augmentation",
        "augmentations",

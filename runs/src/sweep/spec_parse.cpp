@@ -528,6 +528,11 @@ SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
   }
   if (!root.is_table()) throw_invalid(path + ": not a TOML table");
   apply_overrides(root, overrides);
+  if (root.contains("aux_head") && root.contains("aux_head_capped")) {
+    throw_invalid(path +
+                  ": aux_head and aux_head_capped are both given; aux_head_capped = 1 is the "
+                  "older spelling of aux_head = \"capped\". HINT: keep aux_head");
+  }
   SweepSpec spec{path, text, overrides, {}};
   const Sections sections = read_sections(parser, root);
   spec.configs = expand(sections);

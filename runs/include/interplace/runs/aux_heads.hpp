@@ -6,10 +6,8 @@
 //   [N, C, H, W]  conv3x3 C->c1 (with bias), BN, ReLU, conv3x3 c1->c2 (with bias), BN,
 //                 ReLU, global average pool, linear c2->classes, where c1 = 128 w and
 //                 c2 = 64 w for the model's width multiplier w: the interlocking-
-//                 backpropagation study's head ("conv128_bn_conv64_bn_gbpl_fc"). With
-//                 cap_to_input, c1 = min(128 w, C) and c2 = min(64 w, C): never wider than
-//                 the tensor read (an uncapped head on a 16-channel CIFAR ResNet boundary
-//                 costs more than the whole network: 115 MFLOP at 28x28, resnet20 is 63)
+//                 backpropagation study's head ("conv128_bn_conv64_bn_gbpl_fc"); other
+//                 widths by AuxHeadWidth (below)
 //   [N, T, D]     layer norm, linear D->classes   (Transformers: classes = vocabulary)
 //   [N, F]        linear F->classes
 // where classes is the last dimension of the network's output (its last sink).
@@ -18,17 +16,30 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 
 namespace interplace::runs {
 
+// The widths (c1, c2) of a CNN head's two convolutions for a boundary tensor of C channels:
+//   study         128 w, 64 w (w: the model's width multiplier): the study's code, whose
+//                 heads all read 64-channel boundaries of its ResNet-34's first stage
+//   capped        min(128 w, C), min(64 w, C): never wider than the tensor read (an
+//                 uncapped head on a 16-channel CIFAR ResNet boundary costs more than the
+//                 whole network: 115 MFLOP at 28x28, resnet20 is 63)
+//   proportional  2 C, C: the study's ratio to the boundary it reads, at every boundary
+enum class AuxHeadWidth { study, capped, proportional };
+const std::vector<std::string>& aux_head_width_names();        // in enum order
+AuxHeadWidth aux_head_width_by_name(const std::string& name);  // invalid_input listing them
+const std::string& to_string(AuxHeadWidth width);
+
 struct AuxHeadOptions {
   int64_t hidden_channels = 128;
   int64_t head_channels = 64;
   double width_multiplier = 1.0;  // the model's, so small variants get small heads
-  bool cap_to_input = false;      // channels at most the boundary tensor's (C)
+  AuxHeadWidth width = AuxHeadWidth::study;
 };
 
 // The head as a graph: node 0 is "aux.input" (the boundary tensor, op "input"), then the

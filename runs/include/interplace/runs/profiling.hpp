@@ -14,6 +14,7 @@
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/aux_heads.hpp"
+#include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs {
 
@@ -167,5 +168,43 @@ void quiet_barrier(MPI_Comm comm);
 
 // "<CPU model name> (N threads)" from /proc/cpuinfo, for the profile's device line.
 std::string cpu_device_name(int threads);
+
+// What a profile is measured from (docs/profile-format.md): `interplace profile`'s options,
+// and what a sweep's `cost_device = "profile:auto"` measures for each of its configurations.
+struct ProfileRequest {
+  std::string model;
+  std::string graph_file = {};      // or a graph file's network (docs/your-network.md)
+  placement::ModelOptions options;  // batch_size: the micro-batch the nodes are timed at
+  int repeats = 5;
+  int warmup = 2;
+  int threads = 0;  // CPU threads; 0: the node's cores divided among its ranks
+  kernels::Device device = kernels::Device::cpu;
+  uint64_t seed = kDefaultSeed;
+  // The link written when rank 0 has no second rank on its host to ping-pong with.
+  placement::LinkSpec fallback_link = {};
+  std::string fallback_link_name;
+  bool cpu_clock = false;  // node times and runtime units by the thread's CPU time
+  // For the estimates of a graph file's opaque nodes (NodeTimingOptions).
+  double memory_bandwidth_bytes_per_s = 15e9;
+};
+
+struct MeasuredProfile {
+  placement::Profile profile;
+  LinkMeasurement link;        // within rank 0's host
+  LinkMeasurement inter_node;  // between rank 0's host and another (multi-host runs only)
+  LinkPeers peers;
+  std::string link_source;                        // "ping-pong" or "device preset <name>"
+  std::vector<placement::LinkPoint> receive_cpu;  // the receiver's time per message
+  int threads = 0;
+  int ranks = 1;
+};
+
+// Collective over `comm` (every rank calls it): the link between rank 0 and its peers
+// (link_peers), the receiver's share of a message, then on rank 0 every node's time
+// (time_nodes), the auxiliary heads', the runtime's units on one rank and with 4 and 8
+// micro-batches in flight, and how the ranks of rank 0's host slow each other down. The
+// result is complete on rank 0 only; a failure there is thrown on rank 0 after the others
+// have finished their part.
+MeasuredProfile measure_profile(const ProfileRequest& request, MPI_Comm comm);
 
 }  // namespace interplace::runs

@@ -20,6 +20,7 @@
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/simulator.hpp"
 #include "interplace/placement/step_estimate.hpp"
@@ -47,6 +48,7 @@ struct DeviceStep {
   double idle_s = 0.0;  // per step
   int64_t peak_memory_bytes = 0;
   bool has_aux_head = false;
+  double aux_head_s = 0.0;  // per step: of busy_s, the auxiliary head's passes
 };
 
 // One interval of one rank during a step, for timeline plots: measured (the last measured
@@ -120,6 +122,15 @@ StepReport list_schedule_step(const placement::Graph& graph, const placement::Pl
                               const placement::NodeCosts& costs,
                               const placement::CostModel& cost_model, int micro_batches,
                               std::string reason, const placement::Schedule* schedule = nullptr);
+
+// The objective of the placers that take one, as every command places: rl's reward is
+// GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,
+// `order-study`, `train` and sweeps all place through it, so one configuration gets one
+// placement whichever command asks (`train --placer rl` used rl's list-scheduled default).
+// `graph`, `costs` and `cost_model` must outlive the placer call.
+void set_placer_objective(placement::PlacementRequest& request, const placement::Graph& graph,
+                          const placement::NodeCosts& costs,
+                          const placement::CostModel& cost_model);
 
 // simulate_step(...).step_time_s of the global strategy for many placements of one graph
 // (the rl placer's reward, one call per move): the same number, without the report. A

@@ -87,9 +87,9 @@ struct TrainConfig {
   // each epoch (with_train_subset); epochs count in this subset. 0: the whole split.
   int64_t train_samples = 0;
   Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
-  // Auxiliary heads' channels capped at the boundary tensor's (aux_heads.hpp); the default
-  // is the study's uncapped 128/64-channel head.
-  bool aux_head_capped = false;
+  // The auxiliary heads' widths (aux_heads.hpp); the default is the study's uncapped
+  // 128/64-channel head.
+  AuxHeadWidth aux_head = AuxHeadWidth::study;
   uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses

@@ -31,11 +31,6 @@ Command add_profile_command(CLI::App& root);
 
 namespace {
 
-// The micro-batches in flight of the calibration's pipelined runs (Profile::
-// runtime_in_flight): the pipelines sweeps run most (M = 4, 8); between and beyond them
-// the cost model interpolates and holds.
-constexpr int kInFlightMicroBatches[] = {4, 8};
-
 struct ProfileOptions {
   ModelSelection model;
   std::string out;
@@ -54,16 +49,7 @@ const std::vector<std::string> kClocks = {"wall", "cpu"};
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
-struct ProfileRun {
-  placement::Profile profile;
-  LinkMeasurement link;        // within rank 0's host
-  LinkMeasurement inter_node;  // between rank 0's host and another (multi-host runs only)
-  LinkPeers peers;
-  std::string link_source;                        // "ping-pong" or the preset
-  std::vector<placement::LinkPoint> receive_cpu;  // the receiver's time per message
-  int threads = 0;
-  int ranks = 1;
-};
+using ProfileRun = MeasuredProfile;
 
 std::string link_comment(const ProfileRun& run) {
   std::string text;
@@ -272,7 +258,7 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
             .str();
   }
   return JsonObject()
-             .string("model", o.model.model)
+             .string("model", o.model.label())
              .raw("model_options", model_options_json(o.model))
              .string("device", p.device_name)
              .integer("batch_size", o.model.options.batch_size)
@@ -323,182 +309,30 @@ void check_options(const ProfileOptions& o) {
   }
 }
 
-// Collective over MPI_COMM_WORLD: the ranks on world rank 0's host measure how they slow
-// each other down (measure_host_sharing) into run.profile on rank 0; skipped when rank 0
-// failed or runs alone on its host.
-void measure_sharing_on_rank0_host(ProfileRun& run, const RuntimeUnitOptions& options, bool skip) {
-  int world_rank = 0;
-  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
-  // Rank 0's units alone; 0 when it failed or there is nothing to measure (a CPU-time
-  // profile).
-  double solo_s = skip ? 0.0 : run.profile.runtime_forward_s + run.profile.runtime_backward_s;
-  check_mpi(MPI_Bcast(&solo_s, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  MPI_Comm host = MPI_COMM_NULL;
-  check_mpi(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &host),
-      "MPI_Comm_split_type");
-  int lowest = world_rank;
-  check_mpi(MPI_Allreduce(&world_rank, &lowest, 1, MPI_INT, MPI_MIN, host), "MPI_Allreduce");
-  int host_size = 1;
-  check_mpi(MPI_Comm_size(host, &host_size), "MPI_Comm_size");
-  if (lowest == 0 && host_size > 1 && solo_s > 0.0) {
-    kernels::set_cpu_threads(options.threads);
-    run.profile.host_sharing = measure_host_sharing(host, options, solo_s);
-  }
-  MPI_Comm_free(&host);
-}
-
-// Thrown past the calibration of a graph that cannot train.
-struct Skipped {};
-
 std::string run_profile(const ProfileOptions& o) {
   // Every rank checks the input before MPI starts, so bad input fails alike everywhere.
   check_options(o);
   const placement::Graph graph = build_selected_model(o.model);
-  const bool trainable = placement::opaque_nodes(graph).empty();
   const DevicePreset& preset =
       device_preset_by_name(o.preset.empty() ? device_presets().front().name : o.preset);
+  ProfileRequest request{
+      .model = o.model.model,
+      .graph_file = o.model.graph_file,
+      .options = o.model.options,
+      .repeats = o.repeats,
+      .warmup = o.warmup,
+      .threads = o.threads,
+      .device = device_by_name(o.device),
+      .seed = o.seed,
+      .fallback_link = preset.link,
+      .fallback_link_name = preset.name,
+      .cpu_clock = o.clock == "cpu",
+      .memory_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s};
+  request.options.batch_size = graph.batch_size();  // the micro-batch
 
   MpiSession mpi(nullptr, nullptr);
-  ProfileRun run;
-  run.ranks = mpi.world_size();
-  // On a GPU the link is timed device to device through the runtime's staging, so ranks 0
-  // and 1 start their devices first. All ranks agree whether both could: if one could not,
-  // the link is timed between host buffers and rank 0 fails below with the reason.
-  const kernels::Device device = device_by_name(o.device);
-  int device_ready = 1;
-  if (device != kernels::Device::cpu && mpi.world_rank() <= 1) {
-    try {
-      start_device(device);
-    } catch (const Error&) {
-      device_ready = 0;
-    }
-  }
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &device_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
-            "MPI_Allreduce");
-  // Two levels: rank 0 with a rank on its host, then with one on another host (when the
-  // job spans hosts), one after the other so that they do not disturb each other. The
-  // device path applies to ranks 0 and 1 only (the ranks that started their devices).
-  run.peers = link_peers(MPI_COMM_WORLD);
-  const kernels::Device link_device =
-      device_ready != 0 && run.peers.intra == 1 ? device : kernels::Device::cpu;
-  run.link = measure_link(MPI_COMM_WORLD, int64_t{64} << 20, run.peers.intra, link_device);
-  if (run.peers.inter >= 0) {
-    run.inter_node = measure_link(MPI_COMM_WORLD, int64_t{64} << 20, run.peers.inter);
-  }
-  // What taking a message costs the receiver itself, by the profile's clock (host memory
-  // only: on a GPU the staging copies are part of the link's curve).
-  if (link_device == kernels::Device::cpu) {
-    run.receive_cpu = measure_receive_cpu(MPI_COMM_WORLD, run.peers.intra,
-                                          ping_pong_sizes(int64_t{16} << 20), o.clock == "cpu");
-  }
-  quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait off the cores during the ping-pongs
-  const NodeLocal local = node_local(MPI_COMM_WORLD);
-  run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
-  // The graph through the runtime's own units, to calibrate the cost model; the same units
-  // on several ranks of rank 0's host at once measure how they slow each other down.
-  placement::ModelOptions micro = o.model.options;
-  micro.batch_size = graph.batch_size();
-  const RuntimeUnitOptions unit_options{.model = o.model.model,
-                                        .graph_file = o.model.graph_file,
-                                        .options = micro,
-                                        .warmup = std::max(1, o.warmup),
-                                        .steps = o.repeats,
-                                        .seed = o.seed,
-                                        .device = device,
-                                        .threads = run.threads};
-  std::exception_ptr failure;
-  std::string output;
-  if (mpi.world_rank() == 0) {
-    try {
-      kernels::set_cpu_threads(run.threads);
-      start_device(device);
-      run.profile.device_name = device == kernels::Device::cpu
-                                    ? cpu_device_name(run.threads)
-                                    : device_description(device, run.threads);
-      run.profile.batch_size = graph.batch_size();
-      run.profile.graph_parameter_count = graph.total_parameter_count();
-      run.profile.graph_forward_flops = graph.total_forward_flops();
-      if (run.link.measured) {
-        run.profile.link = run.link.link;
-        run.profile.link.receive_cpu = run.receive_cpu;
-        run.link_source = "ping-pong";
-      } else {
-        run.profile.link = preset.link;
-        run.link_source = "device preset " + preset.name;
-      }
-      if (run.inter_node.measured) {
-        run.profile.link.devices_per_node = run.peers.devices_per_node;
-        run.profile.link.inter_node_latency_s = run.inter_node.link.latency_s;
-        run.profile.link.inter_node_bandwidth_bytes_per_s =
-            run.inter_node.link.bandwidth_bytes_per_s;
-        run.profile.link.inter_node_curve = run.inter_node.link.curve;
-      } else {
-        run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
-      }
-      const NodeTimingOptions node_timing{
-          .warmup = o.warmup,
-          .repeats = o.repeats,
-          .seed = o.seed,
-          .device = device,
-          .cpu_time = o.clock == "cpu",
-          .estimate_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s};
-      run.profile.nodes = time_nodes(graph, node_timing);
-      // The heads local and interlocking strategies add at stage boundaries, as the
-      // runtime builds them by default (uncapped, the model's width multiplier).
-      run.profile.aux_heads = time_aux_heads(
-          graph, {.width_multiplier = o.model.options.width_multiplier}, node_timing);
-      // The runtime's units on one rank, by the same clock as the nodes (the runtime
-      // records both); a CPU-time profile has no host sharing (docs/simulator.md).
-      double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s
-      for (const placement::NodeTiming& n : run.profile.nodes) {
-        nodes_s += n.forward_s + n.backward_s;
-      }
-      // A graph with opaque nodes cannot train: no calibration (its runtime_* stay unmeasured,
-      // as in profiles written before the calibration existed).
-      if (!trainable) throw Skipped{};
-      RuntimeUnitOptions calibration = unit_options;
-      calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
-      calibration.cpu_time = o.clock == "cpu";
-      // The nodes inside those steps (on a GPU the runtime does not wait for each node's
-      // kernels, so there only the units calibrate).
-      calibration.node_times = device == kernels::Device::cpu;
-      const RuntimeUnits units = time_runtime_units(calibration);
-      run.profile.runtime_forward_s = units.forward_s;
-      run.profile.runtime_backward_s = units.backward_s;
-      run.profile.runtime_optimizer_s = units.optimizer_s;
-      run.profile.runtime_overhead_s = units.overhead_s;
-      if (calibration.node_times) {
-        for (placement::NodeTiming& timing : run.profile.nodes) {
-          const auto id = static_cast<size_t>(graph.id_of(timing.name));
-          timing.runtime_forward_s = units.node_forward_s.at(id);
-          timing.runtime_backward_s = units.node_backward_s.at(id);
-        }
-      }
-      // The same units with more micro-batches in flight, per micro-batch: what a pass
-      // costs as the kept activations grow (docs/simulator.md, "Working set"). About a
-      // second of steps each.
-      for (const int in_flight : kInFlightMicroBatches) {
-        RuntimeUnitOptions pipelined = calibration;
-        pipelined.micro_batches = in_flight;
-        pipelined.node_times = false;
-        pipelined.steps = runtime_unit_steps(in_flight * nodes_s, o.repeats);
-        const RuntimeUnits step = time_runtime_units(pipelined);
-        run.profile.runtime_in_flight[in_flight] = {step.forward_s / in_flight,
-                                                    step.backward_s / in_flight};
-      }
-    } catch (const Skipped&) {
-      // the nodes are timed; nothing else to measure
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  quiet_barrier(MPI_COMM_WORLD);  // the other ranks wait without taking the cores
-  // CPU time does not see the time slices ranks sharing a core take from each other.
-  measure_sharing_on_rank0_host(run, unit_options,
-                                failure != nullptr || o.clock == "cpu" || !trainable);
+  const ProfileRun run = measure_profile(request, MPI_COMM_WORLD);
   if (mpi.world_rank() != 0) return "";  // rank 0 reports; the others print nothing
-  if (failure) std::rethrow_exception(failure);
   write_file(o, run);
   return o.format == "json" ? profile_json(o, graph, run) : profile_text(o, graph, run);
 }

@@ -285,10 +285,7 @@ Command add_train_command(CLI::App& root) {
                 "weight decay on every parameter (biases, norm parameters), as the study's "
                 "SGD; default: convolution and linear weights only")
       ->group(group);
-  app->add_flag("--aux-head-capped", c.aux_head_capped,
-                "cap the auxiliary heads' channels at the boundary tensor's (default: the "
-                "study's uncapped 128/64-channel heads)")
-      ->group(group);
+  add_aux_head_options(*app, c.aux_head, group);
   app->add_option("--augmentation", o->augmentation,
                   "training-batch augmentation of image data: none, crop-flip")
       ->capture_default_str()
