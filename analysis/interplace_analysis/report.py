@@ -53,9 +53,9 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     strat = strategies.strategy_table(results, seed=seed, min_effect=min_effect)
     ranked = traversal.rank_orders(samples, ["family"], seed=seed)
     families = sorted(set(results.ok["family"])) if not results.ok.empty else []
-    rec = recommendations.recommendation_table(ranked, strat, families, tolerance,
-                                               min_effect)
     sim = simulator.simulator_table(results, seed=seed)
+    rec = recommendations.recommendation_table(ranked, strat, families, tolerance,
+                                               min_effect, simulated=sim)
     c = results.configs
     per_config = results.runs_per_configuration()
     statuses = ("ok", "failed", "skipped", "diverged")
@@ -73,8 +73,8 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [
         Table("recommendations", "Recommendations per family", rec,
-              ["family", "order", "placer", "order_evidence", "confidence", "runs", "strategy",
-               "strategy_evidence"], "(no successful configurations)"),
+              ["family", "order", "placer", "order_evidence", "confidence", "prediction",
+               "runs", "strategy", "strategy_evidence"], "(no successful configurations)"),
         Table("summary", "Configurations", summary),
         Table("traversal_best", "Best traversal order per group", best,
               dk + ["orders", "runs", "best_order", "best_median_s", "speedup_vs_topo",
@@ -111,7 +111,8 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
                "mean_branching_factor", "critical_path_cost_share", "best_order",
                "best_placer", "speedup_vs_topo", "min_runs"], "(no graph statistics)"),
         Table("simulator", "Simulator vs measured step time", sim,
-              ["point", "name", "runs", "pred_estimator", "pred_step_time_s", "step_time_s",
+              ["point", "name", "runs", "cost_source", "pred_estimator", "pred_step_time_s",
+               "step_time_s",
                "step_time_ci_low", "step_time_ci_high", "sim_error", "pred_idle_fraction",
                "idle_fraction"], "(no predictions)"),
         Table("simulator_summary", "Simulator accuracy (MAPE, Spearman)",

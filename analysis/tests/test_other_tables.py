@@ -50,6 +50,21 @@ def test_simulator_errors_mape_and_spearman(results):
     assert within["configs"] == 4 and within["spearman"] == pytest.approx(1.0)
 
 
+def test_simulator_summary_keeps_each_cost_source_apart(results):
+    """A roofline's error is no calibrated prediction's: each source has its own rows."""
+    t = simulator.simulator_table(results)
+    assert set(t["cost_source"]) == {"roofline (cpu-core)"}
+    assert simulator.cost_source("profile:auto") == "measured in job"
+    assert simulator.cost_source("profile:/p/resnet20.tsv") == "profile"
+    t.loc[t.index[:3], "cost_source"] = "measured in job"
+    s = simulator.simulator_summary(t).set_index("scope")
+    measured, roofline = s.loc["costs: measured in job"], s.loc["costs: roofline (cpu-core)"]
+    assert measured["configs"] == 3 and roofline["configs"] == len(t) - 3
+    first = t.iloc[:3]
+    assert measured["mape_pct"] == pytest.approx(
+        100 * np.mean(np.abs(first["pred_step_time_s"] / first["step_time_s"] - 1)))
+
+
 @pytest.fixture(scope="module")
 def recs(results):
     def make(tolerance=0.01):
@@ -58,6 +73,32 @@ def recs(results):
             ranked, strategies.strategy_table(results), ["gpt", "resnet"], tolerance
         ).set_index("family")
     return make
+
+
+def test_recommendation_says_whether_the_measurement_confirmed_the_prediction(results):
+    """The prediction column: the simulator's runner-up / best ratio, and a gap it
+    predicted beyond the minimum effect that the measurement did not show, said as such."""
+    ranked = traversal.rank_orders(traversal.order_samples(results), ["family"])
+    strat = strategies.strategy_table(results)
+    sim = simulator.simulator_table(results)
+    plain = recommendations.recommendation_table(ranked, strat, ["gpt", "resnet"])
+    assert set(plain["prediction"]) == {""}  # no simulator table given
+    rec = recommendations.recommendation_table(ranked, strat, ["gpt", "resnet"],
+                                               simulated=sim).set_index("family")
+    best = rec.loc["resnet"]
+    ru_placer, ru_order = best["runner_up"].split("/")
+    # Predict the runner-up 30% slower than the best in every setting both ran.
+    fam = sim["family"] == "resnet"
+    is_best = fam & (sim["placer"] == best["placer"]) & (sim["order"] == best["order"])
+    is_ru = fam & (sim["placer"] == ru_placer) & (sim["order"] == ru_order)
+    keys = [k for k in traversal.SETTING_KEY]
+    at = sim[is_best].set_index(keys)["pred_step_time_s"]
+    sim.loc[is_ru, "pred_step_time_s"] = [1.3 * at[tuple(r)] for r in sim.loc[is_ru, keys].values]
+    text = recommendations.recommendation_table(
+        ranked, strat, ["resnet"], simulated=sim).set_index("family").loc["resnet", "prediction"]
+    confirmed = best["confidence"].startswith(("high", "medium: beats"))
+    assert text.startswith("simulator: runner-up x1.30 slower")
+    assert ("confirmed" in text) and (("NOT confirmed" in text) != confirmed), text
 
 
 def test_recommendation_per_family(recs):

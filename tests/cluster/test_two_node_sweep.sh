@@ -31,7 +31,11 @@ interplace=${1:?usage: test_two_node_sweep.sh INTERPLACE PYTHON}
 python=${2:?usage: test_two_node_sweep.sh INTERPLACE PYTHON}
 # As root, Slurm is installed here rather than left to the tests/slurm cases that happen to
 # run first (this test would otherwise skip on a fresh machine when scheduled before them).
-[[ $(id -u) -ne 0 ]] || install_slurm
+if ! why=$(slurm_supported); then
+  echo "SKIP: no two-node Slurm cluster on this machine: $why"
+  exit 77
+fi
+install_slurm
 if ! why=$(cluster2_supported); then
   echo "SKIP: no two-node cluster of namespaces on this machine: $why"
   exit 77

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/placement/profile.hpp"
 #include "interplace/runs/device_presets.hpp"
 
 namespace interplace::runs::testing {
@@ -57,7 +59,11 @@ TrainPlan fake_plan(const TrainConfig& c) {
   options.batch_size = micro_batch_size(c.batch_size, c.micro_batches);
   plan.graph = placement::build_model(c.model, options);
   const DevicePreset& preset = device_preset_by_name(c.cost_device);
-  const placement::CostModel cost_model(preset.device, preset.link, c.optimizer);
+  // The profile a sweep measured (profile:auto), as plan_training takes it.
+  const placement::CostModel cost_model =
+      c.measured_profile
+          ? placement::CostModel::from_profile(*c.measured_profile, preset.device, c.optimizer)
+          : placement::CostModel(preset.device, preset.link, c.optimizer);
   const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
   placement::OrderOptions order_options;
   order_options.seed = c.seed;
@@ -146,8 +152,30 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
   return result;
 }
 
+// A profile of the configuration's graph without measuring: every node 0.1 ms forward and
+// 0.2 ms backward, the cost_device preset's link; rank 0's text, after a barrier.
+std::string fake_profile(const TrainConfig& c, int threads, MPI_Comm comm) {
+  MPI_Barrier(comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank != 0) return "";
+  placement::ModelOptions options = c.model_options;
+  options.batch_size = micro_batch_size(c.batch_size, c.micro_batches);
+  const placement::Graph graph = placement::build_model(c.model, options);
+  placement::Profile profile;
+  profile.device_name = "fake (" + std::to_string(threads) + " threads)";
+  profile.batch_size = graph.batch_size();
+  for (const placement::Node& node : graph.nodes())
+    profile.nodes.push_back({node.name, 1e-4, 2e-4});
+  profile.link = device_preset_by_name(c.cost_device).link;
+  std::ostringstream text;
+  text << "# fake profile (tests/runs/fake_runner.cpp)\n";
+  placement::write_profile(text, profile);
+  return text.str();
+}
+
 SweepRunner fake_runner() {
-  return {fake_plan, fake_train};
+  return {fake_plan, fake_train, fake_profile};
 }
 
 }  // namespace interplace::runs::testing

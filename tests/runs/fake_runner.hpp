@@ -13,6 +13,7 @@ namespace interplace::runs::testing {
 
 TrainPlan fake_plan(const TrainConfig& config);
 TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm);
+std::string fake_profile(const TrainConfig& config, int threads, MPI_Comm comm);
 SweepRunner fake_runner();
 
 }  // namespace interplace::runs::testing

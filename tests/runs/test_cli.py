@@ -766,6 +766,24 @@ def test_place_and_train_pick_the_same_rl_placement():
           f"train predicts {predicted} s for its rl placement, simulate {simulated} s")
 
 
+def test_train_measures_its_own_profile():
+    """train --profile auto measures the profile on its ranks before planning, and predicts
+    from it: not the roofline's prediction, and the same configuration's prediction with
+    no profile named differs."""
+    if not has_train():
+        return
+    args = (*TRAIN_SMALL, "--steps", "1", "--warmup-steps", "0")
+    r = mpirun(1, "train", *args, "--profile", "auto")
+    check(r.code == 0 and "measuring the profile (--profile auto, 1 CPU threads)" in r.out,
+          f"exit {r.code}: {r.out[-500:]} {r.err[-1000:]}")
+    value, unit = re.search(r"\(simulated ([0-9.]+) (s|ms|us)\)", r.out).groups()
+    measured = float(value) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[unit]
+    r = mpirun(1, "train", *args, "--format", "json")
+    roofline = json.loads(r.out.splitlines()[-1])["predicted_step_time_s"]
+    check(abs(measured - roofline) > 0.05 * roofline, (measured, roofline))
+    train_fails(2, 1, *args, "--profile", "/nonexistent.tsv", contains=("nonexistent",))
+
+
 def test_train_recipe_flags():
     """The step schedule's rate per step in the JSON lines; bad recipe values exit 2 naming
     the flag or the valid names."""

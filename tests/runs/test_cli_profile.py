@@ -205,11 +205,21 @@ def test_profile_cpu_clock():
         # the units but for what the units spend outside the nodes, which on this tiny
         # model (4 samples, a quarter of resnet20's width) is up to ~40% of them (59% seen
         # inside under a loaded -j2 CI), and medians per node may add up a little above.
-        lines = [l.split("\t") for l in open(path).read().splitlines() if l.startswith("node\t")]
-        check(lines and all(len(f) == 7 for f in lines), lines[:3])
-        units = float(header["runtime_forward_s"]) + float(header["runtime_backward_s"])
-        inside = sum(float(f[5]) + float(f[6]) for f in lines)
-        check(0.3 * units <= inside <= 1.1 * units, (inside, units))
+        # Medians of a loaded machine's timings: once in five suites at -j2 beside two
+        # builds the sum came out 1.16x the units, so a profile whose sums miss the bound
+        # is measured again (up to 3 times); nodes counted twice would miss it every time.
+        def inside_over_units(profile_path):
+            head, _, _ = read_profile(profile_path)
+            fields = [l.split("\t") for l in open(profile_path).read().splitlines()
+                      if l.startswith("node\t")]
+            check(fields and all(len(f) == 7 for f in fields), fields[:3])
+            units = float(head["runtime_forward_s"]) + float(head["runtime_backward_s"])
+            return sum(float(f[5]) + float(f[6]) for f in fields) / units
+        ratios = [inside_over_units(path)]
+        while not 0.3 <= ratios[-1] <= 1.1 and len(ratios) < 3:
+            ok("profile", *SMALL, *QUICK, "--clock", "cpu", "--out", path)
+            ratios.append(inside_over_units(path))
+        check(0.3 <= ratios[-1] <= 1.1, f"node sums over the units, per attempt: {ratios}")
         sim = ok("simulate", *SMALL, "--order", "topo", "--placer", "contiguous", "--devices",
                  "2", "--profile", path, "--format", "json").json()
         check(sim["simulation"]["step_time_s"] > 0, sim["simulation"])

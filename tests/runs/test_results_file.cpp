@@ -135,9 +135,9 @@ TEST_F(ResultsFile, ConfigurationsReadBack) {
   const std::string file = path("r.h5");
   create_results_file(file, provenance());
   const TrainResult trained = result();
-  ConfigRecord ok{config(1), "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained};
-  ConfigRecord skipped{config(2), "skipped", "needs 4 ranks, the job has 2", "", 0.0,
-                       nullptr,   nullptr};
+  ConfigRecord ok{config(1), "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained, ""};
+  ConfigRecord skipped{config(2), "skipped", "needs 4 ranks, the job has 2", "", 0.0, nullptr,
+                       nullptr,   ""};
   EXPECT_GE(append_config(file, ok), 0.0);
   append_config(file, skipped);
   EXPECT_FALSE(fs::exists(file + ".tmp"));
@@ -207,7 +207,7 @@ TEST_F(ResultsFile, LearningRatesAndEvaluations) {
   c.train.eval_epoch_samples = 2048;
   c.id = config_id(c.train, 0);
   EXPECT_NE(c.id, config(1).id);  // the recipe is part of the question
-  append_config(file, {c, "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained});
+  append_config(file, {c, "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained, ""});
   const std::string g = "/configs/" + c.id + "/";
   EXPECT_EQ(doubles(file, g + "steps/learning_rate"),
             (std::vector<double>{0.1, 0.05, 0.1 / 3, 0.025}));
@@ -230,7 +230,7 @@ TEST_F(ResultsFile, LearningRatesAndEvaluations) {
   // Without evaluations the table is absent.
   const TrainResult plain = result();
   const SweepConfig other = config(2);
-  append_config(file, {other, "ok", "", "", 1.0, nullptr, &plain});
+  append_config(file, {other, "ok", "", "", 1.0, nullptr, &plain, ""});
   EXPECT_TRUE(doubles(file, "/configs/" + other.id + "/evaluations/epoch").empty());
 }
 
@@ -238,7 +238,7 @@ TEST_F(ResultsFile, NeverOverwritesAndRefusesDuplicateIds) {
   const std::string file = path("r.h5");
   create_results_file(file, provenance());
   EXPECT_THROW(create_results_file(file, provenance()), Error);
-  ConfigRecord record{config(1), "skipped", "x", "", 0.0, nullptr, nullptr};
+  ConfigRecord record{config(1), "skipped", "x", "", 0.0, nullptr, nullptr, ""};
   append_config(file, record);
   EXPECT_THROW(append_config(file, record), Error);
   EXPECT_EQ(read_results_file(file).configs.size(), 1u);  // the failed append left it alone
@@ -290,8 +290,8 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   create_results_file(path("a.h5"), provenance());
   create_results_file(path("b.h5"), provenance());
   const TrainResult trained = result();
-  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained});
-  append_config(path("b.h5"), {config(2), "failed", "boom", "", 1.0, nullptr, nullptr});
+  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(path("b.h5"), {config(2), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
   merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"));
   const ResultsSummary merged = read_results_file(path("m.h5"));
   EXPECT_EQ(merged.shard, "merged");
@@ -328,7 +328,7 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   }
   // Merging a merged file replaces its merged_sources (not a duplicate attribute).
   create_results_file(path("c.h5"), provenance());
-  append_config(path("c.h5"), {config(3), "failed", "boom", "", 1.0, nullptr, nullptr});
+  append_config(path("c.h5"), {config(3), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
   merge_results_files({path("m.h5"), path("c.h5")}, path("mm.h5"));
   EXPECT_EQ(read_results_file(path("mm.h5")).configs.size(), 3u);
   expect_scales(path("mm.h5"), config(1).id);

@@ -613,6 +613,83 @@ def test_disk_full_np2():
             subprocess.run(["umount", "-l", full])
 
 
+AUTO_SPEC = """
+models = ["resnet20"]
+dataset = "synthetic"
+devices = [1, 2]
+placers = ["contiguous"]
+strategies = ["global", "local"]
+micro_batches = 2
+batch_size = 4
+warmup_steps = 1
+steps = 2
+repeats = 2
+seed = 3
+threads_per_rank = 1
+cost_device = "profile:auto"
+[model_options]
+width_multiplier = 0.25
+image_size = 8
+"""
+
+
+def test_auto_profile_np2():
+    """cost_device = "profile:auto": the job measures the one profile its configurations
+    need (one key: one model at one micro-batch and thread count) once, keeps it in
+    /profiles and predicts every configuration from it; --resume after a kill reuses it
+    instead of measuring again; the dry run plans on the preset."""
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "auto.toml", AUTO_SPEC)
+        out = os.path.join(tmp, "auto.h5")
+        r = ok(None, "sweep", spec, "--dry-run", "--format", "json")
+        check(all(c["outcome"] == "run" for c in json.loads(r.stdout)["configs"]
+                  if "global" in c["name"]), r.stdout)
+        cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env("0.3"), start_new_session=True, text=True)
+        deadline = time.time() + 240
+        while count_configs(out) < 1:
+            check(proc.poll() is None, "the sweep ended before it could be killed")
+            check(time.time() < deadline, "no configuration written in time")
+            time.sleep(0.05)
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        _, first = proc.communicate()
+        check(first.count("measuring the profile of resnet20") == 1, first)
+        r = ok(2, "sweep", spec, "--out", out, "--resume")
+        check("measuring the profile" not in r.stderr, f"measured again: {r.stderr}")
+        groups = check_layout(out, spec, 2)
+        with h5py.File(out, "r") as f:
+            names = list(f["profiles"])
+            check(len(names) == 1 and names[0].endswith("-0"), names)
+            stored = f["profiles"][names[0]].attrs
+            check("micro_batch_size=2\nthreads=1\n" in stored["key"], stored["key"])
+            text = stored["profile"]
+        for gid, a in groups.items():
+            check(a["cost_device"] == "profile:auto", a["cost_device"])
+            check(a.get("profile_id") == names[0] or a["status"] != "ok",
+                  f"{gid}: profile_id {a.get('profile_id')}")
+        if is_fake():
+            return
+        # The prediction is the one the measured profile gives: simulate with it as a file.
+        profile = write(tmp, "measured.tsv", text)
+        for gid, a in groups.items():
+            if a["status"] != "ok" or int(a["devices"]) != 2:
+                continue
+            with h5py.File(out, "r") as f:
+                stored_prediction = float(f["configs"][gid]["prediction"].attrs["step_time_s"])
+            sim = ok(None, "simulate", "--model", "resnet20", "--width-multiplier", "0.25",
+                     "--image-size", "8", "--batch-size", "4", "--micro-batches", "2",
+                     "--order", "topo", "--placer", "contiguous", "--devices", "2",
+                     "--strategy", a["strategy"], "--aux-head", a.get("aux_head", "study"),
+                     "--profile", profile, "--format", "json")
+            predicted = json.loads(sim.stdout)["simulation"]["step_time_s"]
+            check(abs(stored_prediction - predicted) <= 1e-9 * predicted,
+                  f"{a['name']}: stored prediction {stored_prediction}, from the "
+                  f"profile {predicted}")
+
+
 def test_failure_recorded_np2():
     with tempfile.TemporaryDirectory() as tmp:
         corrupt = os.path.join(tmp, "corrupt")

@@ -3,6 +3,9 @@
 # that are free. Sourced by test_submit_smoke.sh; needs bash, root, Debian 12's slurm-wlm
 # 22.05 and munge (install_slurm installs them).
 #
+#   slurm_supported         0 when this machine can install and run the daemons (else
+#                           prints why: not root, root of a user namespace only, packages
+#                           missing where they cannot be installed)
 #   install_slurm           apt-get install slurm-wlm munge when missing (root only)
 #   cluster_start DIR       writes DIR/slurm.conf, starts the daemons, waits for an idle node,
 #                           exports SLURM_CONF so that sbatch/scontrol/srun talk to it
@@ -21,6 +24,27 @@ cluster_pids=()   # munged slurmctld slurmd, in start order
 
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*"; }
 die() { log "ERROR: $*" >&2; exit 1; }
+
+slurm_supported() {
+  [[ $(id -u) -eq 0 ]] || {
+    echo "needs root to install slurm-wlm/munge and run slurmctld, slurmd and munged as root"
+    return 1
+  }
+  # An unprivileged container maps its root to an ordinary user of the host (a user
+  # namespace): the daemons' root-only steps fail there, so tell it from the real root.
+  local map
+  map=$(awk '{print $1, $2, $3}' /proc/self/uid_map 2>/dev/null)
+  if [[ -n "$map" && "$map" != "0 0 4294967295" ]]; then
+    echo "root only inside a user namespace (an unprivileged container; uid_map '$map'): Slurm's daemons need the host's root"
+    return 1
+  fi
+  local installed
+  installed=$(dpkg-query -W -f='${Status}\n' slurm-wlm munge 2>/dev/null | grep -c "install ok installed")
+  if [[ $installed -ne 2 && ! -w /var/lib/dpkg ]]; then
+    echo "slurm-wlm and munge are not installed and cannot be here (/var/lib/dpkg is not writable)"
+    return 1
+  fi
+}
 
 install_slurm() {
   local missing=() p status

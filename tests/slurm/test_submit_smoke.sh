@@ -32,8 +32,8 @@ interplace=${1:?usage: test_submit_smoke.sh INTERPLACE [SPEC]}
 spec=${2:-$root/runs/configs/smoke.toml}
 ranks=${INTERPLACE_SLURM_TEST_RANKS:-2}
 
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: needs root to install slurm-wlm/munge and run slurmctld, slurmd and munged as root"
+if ! why=$(slurm_supported); then
+  echo "SKIP: $why"
   exit 77
 fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"

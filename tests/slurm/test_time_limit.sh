@@ -30,8 +30,8 @@ root=$(cd "$here/../.." && pwd)
 source "$here/local-cluster.bash"
 
 interplace=${1:?usage: test_time_limit.sh INTERPLACE}
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: needs root to install slurm-wlm/munge and run slurmctld, slurmd and munged as root"
+if ! why=$(slurm_supported); then
+  echo "SKIP: $why"
   exit 77
 fi
 [[ -x "$interplace" ]] || die "interplace binary '$interplace' is not executable"

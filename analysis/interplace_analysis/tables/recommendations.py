@@ -20,6 +20,11 @@
   nothing was compared or nothing else is accurate enough. A strategy whose accuracy
   comparison was refused (chance level, identical accuracies) has no known cost and is
   not recommended; the evidence says why.
+* **Prediction** (given the simulator table): what the simulator predicted for the same
+  comparison, the geometric mean over the settings both pairs ran of the runner-up's
+  predicted step time over the best's, and whether the measurement confirmed it: a gap
+  the simulator predicted beyond the minimum effect that the measurement did not show is
+  said, not hidden.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ import pandas as pd
 
 from .. import stats
 from ..frames import is_global_label
-from .traversal import BASELINE
+from .traversal import BASELINE, SETTING_KEY
 
-COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "runs", "strategy",
-           "strategy_evidence", "speedup_vs_topo", "speedup_ci_low", "speedup_ci_high",
+COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "prediction", "runs",
+           "strategy", "strategy_evidence", "speedup_vs_topo", "speedup_ci_low", "speedup_ci_high",
            "speedup_p_holm", "vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p_holm",
            "runner_up", "strategy_speedup", "strategy_accuracy_cost"]
 
@@ -174,11 +179,51 @@ def _strategy_choice(strat: pd.DataFrame, tolerance: float, min_effect: float) -
             "strategy_evidence": evidence + (f"; others: {others}" if others else "")}
 
 
+def _predicted_ratio(sim: pd.DataFrame, family: str, best: tuple[str, str],
+                     other: tuple[str, str]) -> float:
+    """Geometric mean over the settings both (placer, order) pairs ran of other's predicted
+    step time over best's; NaN without a common setting."""
+    fam = sim[sim["family"] == family]
+    if fam.empty:
+        return float("nan")
+    fam = fam.assign(setting=fam[SETTING_KEY].astype(str).agg("|".join, axis=1))
+    pred = fam.groupby(["placer", "order", "setting"])["pred_step_time_s"].agg(stats.median)
+    logs = []
+    for setting in pred.index.get_level_values("setting").unique():
+        a, b = (*best, setting), (*other, setting)
+        if a in pred.index and b in pred.index and pred[a] > 0 and pred[b] > 0:
+            logs.append(math.log(pred[b] / pred[a]))
+    return math.exp(sum(logs) / len(logs)) if logs else float("nan")
+
+
+def _prediction_check(sim: pd.DataFrame | None, family: str, choice: dict,
+                      beats: bool, min_effect: float) -> str:
+    """The simulator's view of best vs runner-up, and whether the measurement agreed."""
+    if sim is None or sim.empty or not choice.get("runner_up"):
+        return ""
+    ru_placer, ru_order = choice["runner_up"].split("/", 1)
+    ratio = _predicted_ratio(sim, family, (choice["placer"], choice["order"]),
+                             (ru_placer, ru_order))
+    if math.isnan(ratio):
+        return "no prediction for both"
+    band = stats.effect_text(min_effect)
+    said = f"simulator: runner-up x{ratio:.2f}"
+    if ratio > 1.0 + min_effect:
+        return said + (" slower, confirmed" if beats else
+                       f" slower, NOT confirmed: measured within noise or {band}")
+    if ratio < 1.0 / (1.0 + min_effect):
+        return said + (", i.e. predicted faster than the best measured"
+                       + ("" if beats else "; measured a tie"))
+    return said + f" (a tie within {band})" + (", measured beyond it" if beats else "")
+
+
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],
                          tolerance: float = 0.01,
-                         min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
+                         min_effect: float = stats.MIN_EFFECT,
+                         simulated: pd.DataFrame | None = None) -> pd.DataFrame:
     """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2 (its
-    verdicts made with the same ``min_effect``).
+    verdicts made with the same ``min_effect``); ``simulated``: the simulator table
+    (:mod:`.simulator`), for the ``prediction`` column.
 
     Holm: the p-values of the two comparisons behind each family's confidence (best vs
     runner-up, best vs topo) are adjusted together over the whole table."""
@@ -194,7 +239,8 @@ def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, familie
     rows = []
     for i, fam in enumerate(families):
         s = strategies[strategies["family"] == fam] if not strategies.empty else strategies
-        rows.append({"family": fam, **_order_choice(per_fam[fam], adjusted[2 * i],
-                                                    adjusted[2 * i + 1], min_effect),
-                     **_strategy_choice(s, tolerance, min_effect)})
+        choice = _order_choice(per_fam[fam], adjusted[2 * i], adjusted[2 * i + 1], min_effect)
+        beats = choice.get("confidence", "").startswith(("high", "medium: beats"))
+        choice["prediction"] = _prediction_check(simulated, fam, choice, beats, min_effect)
+        rows.append({"family": fam, **choice, **_strategy_choice(s, tolerance, min_effect)})
     return pd.DataFrame(rows).reindex(columns=COLUMNS)

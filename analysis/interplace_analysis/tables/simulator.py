@@ -10,6 +10,13 @@ number that says whether the placers can trust it, even when MAPE is large. Over
 all configurations it is dominated by model size, so the summary also gives the mean
 rank correlation *within* traversal groups (same model, placer, K, strategy, ...; the
 orders differ), which is the choice a placer actually makes.
+
+Each prediction is labelled with where its costs came from (``cost_source``): ``measured
+in job`` (``cost_device = "profile:auto"``: a profile the sweep measured on its own ranks),
+``profile`` (a profile file, ``profile:PATH``) or ``roofline (<preset>)`` (a device
+preset's peak rates: a placer's assumption, not a calibrated prediction, typically far
+from a CPU's measured time). The summary gives each source its own rows, so that the
+roofline's error is never read as the simulator's.
 """
 
 from __future__ import annotations
@@ -20,10 +27,20 @@ from .. import stats
 from ..loader import Results
 from .traversal import GROUP_KEY
 
-COLUMNS = ["point", "config_id", "runs", "name", "pred_estimator", "pred_step_time_s",
+COLUMNS = ["point", "config_id", "runs", "name", "cost_source", "pred_estimator", "pred_step_time_s",
            "step_time_s", "step_time_ci_low", "step_time_ci_high", "sim_error",
            "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
 SUMMARY = ["scope", "configs", "mape_pct", "spearman", "median_error"]
+
+
+def cost_source(cost_device: str) -> str:
+    """Where a configuration's predicted costs came from, by its cost_device attribute."""
+    cost_device = str(cost_device)
+    if cost_device == "profile:auto":
+        return "measured in job"
+    if cost_device.startswith("profile:"):
+        return "profile"
+    return f"roofline ({cost_device})"
 
 
 def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
@@ -48,6 +65,7 @@ def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
         r["step_time_ci_low"], r["step_time_ci_high"] = est.low, est.high
         r["idle_fraction"] = stats.median(g["idle_fraction"])
         r["sim_error"] = r["pred_step_time_s"] / r["step_time_s"] - 1.0
+        r["cost_source"] = cost_source(r.get("cost_device", ""))
         rows.append(r)
     out = pd.DataFrame(rows)
     out["point"] = range(1, len(out) + 1)  # the label of its point in the figure
@@ -62,10 +80,12 @@ def _summary_row(scope: str, t: pd.DataFrame) -> dict:
 
 
 def simulator_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """All configurations, then per estimator and per model (when there are several)."""
+    """All configurations, then per cost source (always, even one: a roofline's error is no
+    calibrated prediction's), per estimator and per model (when there are several)."""
     if table.empty:
         return pd.DataFrame(columns=SUMMARY)
     rows = [_summary_row("all", table)]
+    rows += [_summary_row(f"costs: {v}", g) for v, g in table.groupby("cost_source", sort=True)]
     groups = [g for _, g in table.groupby(GROUP_KEY, dropna=False) if len(g) >= 3]
     within = [(stats.spearman(g["pred_step_time_s"], g["step_time_s"]), len(g)) for g in groups]
     within = [(rho, n) for rho, n in within if rho == rho]  # NaN: constant side

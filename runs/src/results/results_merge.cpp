@@ -86,6 +86,19 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
     for (const std::string& id : h5::child_names(in_configs.get())) {
       h5::copy_group(in_configs.get(), configs.get(), id);
     }
+    // The profiles the input's job measured (named per shard, so shards do not meet; a
+    // name met twice is the same profile, from a file merged before).
+    if (h5::exists(in.get(), "profiles")) {
+      const h5::Handle in_profiles = h5::open_group(in.get(), "profiles");
+      const h5::Handle profiles = h5::exists(out.get(), "profiles")
+                                      ? h5::open_group(out.get(), "profiles")
+                                      : h5::create_group(out.get(), "profiles");
+      for (const std::string& name : h5::child_names(in_profiles.get())) {
+        if (!h5::exists(profiles.get(), name)) {
+          h5::copy_group(in_profiles.get(), profiles.get(), name);
+        }
+      }
+    }
   }
   out.save(output);
 }

@@ -142,4 +142,28 @@ ResultsSummary read_results_file(const std::string& path) {
   return summary;
 }
 
+std::vector<StoredProfile> read_profiles(const std::string& path) {
+  const h5::Handle file = open_results_file(path, false);
+  std::vector<StoredProfile> out;
+  if (!h5::exists(file.get(), "profiles")) return out;
+  try {
+    const h5::Handle profiles = h5::open_group(file.get(), "profiles");
+    for (const std::string& name : h5::child_names(profiles.get())) {
+      const h5::Handle g = h5::open_group(profiles.get(), name);
+      StoredProfile p;
+      p.name = name;
+      p.key = h5::read_attr_string(g.get(), "key").value_or("");
+      p.text = h5::read_attr_string(g.get(), "profile").value_or("");
+      p.measured_utc = h5::read_attr_string(g.get(), "measured_utc").value_or("");
+      p.measure_s = h5::read_attr_double(g.get(), "measure_s").value_or(0.0);
+      if (p.key.empty() || p.text.empty())
+        throw_runtime("profile " + name + " lacks its key or text");
+      out.push_back(std::move(p));
+    }
+  } catch (const Error& e) {
+    throw_runtime(path + " is damaged: " + e.what());
+  }
+  return out;
+}
+
 }  // namespace interplace::runs

@@ -92,6 +92,7 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "reason", r.reason);
   write_attr(g, "started_utc", r.started_utc);
   write_attr(g, "wall_s", r.wall_s);
+  if (!r.profile_id.empty()) write_attr(g, "profile_id", r.profile_id);
 }
 
 // What a dataset holds, as its `units` and `long_name` attributes (the names netCDF and
@@ -428,6 +429,22 @@ void create_results_file(const std::string& path, const Provenance& provenance) 
   h5::MemoryFile file = h5::MemoryFile::create();
   write_provenance(file.get(), provenance);
   h5::create_group(file.get(), "configs");
+  file.save(path);
+}
+
+void append_profile(const std::string& path, const StoredProfile& profile) {
+  h5::MemoryFile file = h5::MemoryFile::load(path);
+  const h5::Handle profiles = h5::exists(file.get(), "profiles")
+                                  ? h5::open_group(file.get(), "profiles")
+                                  : h5::create_group(file.get(), "profiles");
+  if (h5::exists(profiles.get(), profile.name)) {
+    throw_invalid(path + " holds profile " + profile.name + " already");
+  }
+  const h5::Handle g = h5::create_group(profiles.get(), profile.name);
+  write_attr(g.get(), "key", profile.key);
+  write_attr(g.get(), "profile", profile.text);
+  write_attr(g.get(), "measured_utc", profile.measured_utc);
+  write_attr(g.get(), "measure_s", profile.measure_s);
   file.save(path);
 }
 

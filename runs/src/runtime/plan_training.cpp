@@ -104,8 +104,16 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
   if (c.profile_path.empty()) return placement::CostModel(preset.device, preset.link, optimizer);
   placement::DeviceSpec device = preset.device;
   device.name.clear();  // the profile names the device it was measured on
+  if (c.profile_path == kAutoProfile && !c.measured_profile) {
+    throw_invalid(
+        "cost_device profile:auto: no profile was measured for this configuration (a sweep or "
+        "train measures it in its job, before planning). HINT: run it with interplace sweep "
+        "or train, or name a profile file: profile:PATH");
+  }
   placement::CostModel model = placement::CostModel::from_profile(
-      placement::read_profile_file(c.profile_path), device, optimizer);
+      c.profile_path == kAutoProfile ? *c.measured_profile
+                                     : placement::read_profile_file(c.profile_path),
+      device, optimizer);
   // The run's ranks share hosts as MPI placed them (consecutive ranks on one host); the
   // profile's host_sharing then slows down ranks that compute at once on one host.
   if (world_node_local_recorded()) {

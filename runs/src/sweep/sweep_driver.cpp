@@ -18,6 +18,7 @@
 #include "agreement.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/failure.hpp"
+#include "interplace/runs/auto_profile.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
@@ -163,6 +164,94 @@ std::vector<char> open_output(const std::vector<const SweepConfig*>& selected,
   return done;
 }
 
+// The profiles of the profile:auto configurations (auto_profile.hpp) on every rank, one
+// per AutoProfileKey: those the file holds already (--resume), then each measured in this
+// job before the first configuration that needs it and appended to the file, so that a
+// resumed sweep predicts from the profile its first part did. Every call is collective.
+class AutoProfiles {
+ public:
+  AutoProfiles(const SweepOptions& options, const SweepRunner& runner, MPI_Comm world, int rank,
+               std::ostream& progress)
+      : options_(options), runner_(runner), world_(world), rank_(rank), progress_(progress) {
+    std::string stored;  // name, key, text: three lines' lengths then the texts, per profile
+    if (rank == 0 && options.resume) {
+      for (const StoredProfile& p : read_profiles(options.out)) {
+        stored += std::to_string(p.name.size()) + " " + std::to_string(p.key.size()) + " " +
+                  std::to_string(p.text.size()) + "\n" + p.name + p.key + p.text;
+      }
+    }
+    stored = broadcast_text(stored, world);
+    for (size_t at = 0; at < stored.size();) {
+      std::istringstream sizes(stored.substr(at, stored.find('\n', at) - at));
+      size_t name = 0, key = 0, text = 0;
+      sizes >> name >> key >> text;
+      at = stored.find('\n', at) + 1;
+      Entry entry{stored.substr(at, name), nullptr, ""};
+      entry.profile = parse_profile_text(stored.substr(at + name + key, text),
+                                         options.out + ": profile " + entry.name);
+      by_key_[stored.substr(at + name, key)] = std::move(entry);
+      at += name + key + text;
+    }
+  }
+
+  // Sets config.measured_profile, measuring it first when this job has not; returns the
+  // /profiles group's name. Throws (on every rank) when measuring failed, now or before.
+  std::string attach(TrainConfig& config) {
+    int threads = rank_ == 0 ? auto_profile_threads(config) : 0;
+    check_mpi(MPI_Bcast(&threads, 1, MPI_INT, 0, world_), "MPI_Bcast");
+    const AutoProfileKey key = auto_profile_key(config, threads);
+    auto found = by_key_.find(key.text);
+    if (found == by_key_.end())
+      found = by_key_.emplace(key.text, measure(config, key, threads)).first;
+    if (!found->second.error.empty()) throw_runtime(found->second.error);
+    config.measured_profile = found->second.profile;
+    return found->second.name;
+  }
+
+ private:
+  struct Entry {
+    std::string name;
+    std::shared_ptr<const placement::Profile> profile;
+    std::string error;  // measuring failed: every configuration of the key fails with it
+  };
+
+  Entry measure(const TrainConfig& config, const AutoProfileKey& key, int threads) {
+    Entry entry{key.id + "-" + std::to_string(options_.shard.index), nullptr, ""};
+    if (rank_ == 0) {
+      progress_ << utc_now() << " measuring the profile of " << config.model << " at micro-batch "
+                << micro_batch_size(config.batch_size, config.micro_batches) << ", " << threads
+                << " CPU threads (cost_device profile:auto, " << entry.name << ")\n"
+                << std::flush;
+    }
+    const auto start = Clock::now();
+    AgreedProfile measured;
+    try {
+      measured =
+          measure_on_every_rank([&] { return runner_.profile(config, threads, world_); }, world_);
+    } catch (const Error& e) {
+      entry.error = e.what();
+      return entry;
+    }
+    entry.profile = measured.profile;
+    const StoredProfile stored{entry.name, key.text, measured.text, utc_now(),
+                               seconds_since(start)};
+    on_rank0_then_agree(world_, rank_, [&] { append_profile(options_.out, stored); });
+    if (rank_ == 0) {
+      progress_ << utc_now() << " measured " << entry.name << " in "
+                << static_cast<int>(std::lround(stored.measure_s)) << " s\n"
+                << std::flush;
+    }
+    return entry;
+  }
+
+  const SweepOptions& options_;
+  const SweepRunner& runner_;
+  MPI_Comm world_;
+  int rank_;
+  std::ostream& progress_;
+  std::map<std::string, Entry> by_key_;  // AutoProfileKey::text -> its profile
+};
+
 }  // namespace
 
 std::vector<const SweepConfig*> select_configs(const SweepSpec& spec, const std::string& filter,
@@ -221,7 +310,10 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
     PlannedConfig planned{config, "run", ""};
     Outcome outcome;
     try {
-      runner.plan(config->train);
+      // Without MPI there is no job to measure a profile:auto in: planned on its preset.
+      TrainConfig train = config->train;
+      if (train.profile_path == kAutoProfile) train.profile_path.clear();
+      runner.plan(train);
     } catch (...) {
       outcome = outcome_of(std::current_exception(), true);
     }
@@ -296,6 +388,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
   if (rank == 0) signals.set_note(": stopped; " + kept_note());
   opening.reset();
 
+  AutoProfiles profiles(options, runner, world, rank, progress);
   Communicators comms(world);
   for (const SweepConfig* config : todo) {
     {
@@ -309,16 +402,25 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       break;
     }
     const auto config_start = Clock::now();
-    ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr};
+    ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr, ""};
     const int k = config->train.devices;
     if (rank == 0) lines.starting(config->train.display_name(), utc_now());
 
-    // Plan on the ranks that would train (all of them, when K exceeds the job).
+    // Plan on the ranks that would train (all of them, when K exceeds the job), from the
+    // profile the job measured when the configuration asks for one (every rank takes part).
     std::optional<TrainPlan> plan;
     Outcome mine;
-    if (rank < std::min(k, size)) {
+    TrainConfig train = config->train;
+    if (train.profile_path == kAutoProfile) {
       try {
-        plan = runner.plan(config->train);
+        record.profile_id = profiles.attach(train);
+      } catch (...) {
+        mine = outcome_of(std::current_exception(), true);
+      }
+    }
+    if (rank < std::min(k, size) && mine.code == OutcomeCode::ok) {
+      try {
+        plan = runner.plan(train);
       } catch (...) {
         mine = outcome_of(std::current_exception(), true);
       }

@@ -59,7 +59,23 @@ struct ConfigRecord {
   double wall_s = 0.0;
   const TrainPlan* plan = nullptr;      // when planning succeeded
   const TrainResult* result = nullptr;  // when status == ok
+  std::string profile_id;               // the /profiles group it was predicted from, or ""
 };
+
+// A profile the job measured for itself (cost_device = "profile:auto", auto_profile.hpp),
+// kept as /profiles/<name> so that --resume reuses it and a reader sees what every
+// prediction of the file was computed from (docs/results-format.md).
+struct StoredProfile {
+  std::string name;  // "<key id>-<shard index>": unique across a merge's inputs
+  std::string key;   // AutoProfileKey::text
+  std::string text;  // the profile file (docs/profile-format.md)
+  std::string measured_utc;
+  double measure_s = 0.0;  // what measuring it took
+};
+// Adds /profiles/<name> as append_config adds a configuration (crash-safe, one write).
+void append_profile(const std::string& path, const StoredProfile& profile);
+// The file's profiles; none in files without /profiles.
+std::vector<StoredProfile> read_profiles(const std::string& path);
 
 // Creates `path` with the root attributes and an empty /configs; throws invalid_input when
 // it exists already (results are never overwritten).

@@ -16,6 +16,9 @@ namespace interplace::runs {
 inline constexpr int64_t kDefaultBatchSize = 32;
 // Seed of weights, data order, random orders and placers, profiled inputs.
 inline constexpr uint64_t kDefaultSeed = 1;
+// The profile path that asks the job to measure its own profile (cost_device =
+// "profile:auto", train --profile auto; auto_profile.hpp).
+inline constexpr const char* kAutoProfile = "auto";
 // Momentum SGD: what `train` ran before the optimiser names were unified.
 inline constexpr placement::OptimizerKind kDefaultOptimizer =
     placement::OptimizerKind::sgd_momentum;

@@ -21,6 +21,10 @@ namespace interplace::runs {
 struct SweepRunner {
   std::function<TrainPlan(const TrainConfig&)> plan;
   std::function<TrainResult(const TrainPlan&, MPI_Comm)> train;
+  // For profile_path "auto": measures the configuration's profile at `threads` CPU threads,
+  // collective over `comm` (every rank of the job); the profile file text on rank 0
+  // (auto_profile.hpp). Throws on rank 0 when measuring failed there.
+  std::function<std::string(const TrainConfig&, int threads, MPI_Comm comm)> profile;
 };
 SweepRunner runtime_runner();  // the real runtime (training.hpp)
 

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/placement.hpp"
+#include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/datasets.hpp"
@@ -94,7 +96,11 @@ struct TrainConfig {
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
   std::string profile_path;              // a measured profile replaces the preset when set
-  int threads_per_rank = 0;              // CPU threads per rank; 0: cores on node / ranks on node
+  // profile_path "auto" (sweep: cost_device = "profile:auto", train: --profile auto): the
+  // profile the job measured for this configuration on its own ranks (auto_profile.hpp),
+  // set by the sweep or train before planning. Not part of the question (nor of the id).
+  std::shared_ptr<const placement::Profile> measured_profile;
+  int threads_per_rank = 0;  // CPU threads per rank; 0: cores on node / ranks on node
   // Seconds a rank may wait for another (a message, a barrier) before the configuration
   // fails naming what it waited for: a stopped or hung rank must not leave the others
   // spinning forever. Not part of the question asked (nor of a configuration's id).

@@ -15,6 +15,7 @@
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
+#include "interplace/runs/auto_profile.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
@@ -211,6 +212,25 @@ std::string run_train(TrainOptions& o) {
                     "but this run has " + std::to_string(mpi.world_size()) + " (mpirun -np " +
                     std::to_string(config.devices) + ")");
     }
+    if (config.profile_path == kAutoProfile) {
+      // Measured on this job's ranks first, as a sweep measures it (auto_profile.hpp).
+      int threads = mpi.world_rank() == 0 ? auto_profile_threads(config) : 0;
+      check_mpi(MPI_Bcast(&threads, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+      if (mpi.world_rank() == 0 && o.format != "json") {
+        std::cout << "measuring the profile (--profile auto, " << threads << " CPU threads)\n"
+                  << std::flush;
+      }
+      config.measured_profile =
+          measure_on_every_rank(
+              [&] {
+                const MeasuredProfile measured =
+                    measure_profile(auto_profile_request(config, threads), MPI_COMM_WORLD);
+                return mpi.world_rank() == 0 ? profile_file_text(measured, "interplace train")
+                                             : std::string();
+              },
+              MPI_COMM_WORLD)
+              .profile;
+    }
     const TrainPlan plan = plan_training(config);
     const bool json = o.format == "json";
     // Steps are printed as every rank finishes them (a run that fails or is killed has
@@ -336,7 +356,9 @@ Command add_train_command(CLI::App& root) {
                   "device preset of the placer's cost model: " + join(device_preset_names()))
       ->capture_default_str()
       ->group(group);
-  app->add_option("--profile", c.profile_path, "measured profile for the cost model")->group(group);
+  app->add_option("--profile", c.profile_path,
+                  "measured profile for the cost model, or auto: measured in this job first")
+      ->group(group);
   app->add_option("--threads-per-rank", c.threads_per_rank,
                   "CPU threads per rank (0: cores on the node / ranks on the node)")
       ->capture_default_str()
