@@ -292,15 +292,20 @@ def test_train_resnet18_np2():
 
 def test_torchvision_resnet18_sweep_to_recommendations_np2():
     """docs/your-network.md's worked example, shortened: the committed import of torchvision's
-    ResNet-18 swept on 2 ranks by the committed spec (2 steps, 1 repeat), then the report's
-    recommendation table names its family."""
+    ResNet-18 swept on 2 ranks by the committed spec (2 steps, 1 repeat, its profile measured
+    by the job: profile:auto), then the report's recommendation table names its family."""
     out = os.path.join(TMP, "resnet18.h5")
     ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep",
        "importers/examples/resnet18-sweep.toml", "steps=2", "repeats=1", "warmup_steps=0",
+       "cost_device=profile:auto",  # the job profiles the imported network itself
        "--out", out, timeout=600, cwd=ROOT)
     files = json.loads(interplace("inspect", out, "--format", "json").stdout)
+    # Local strategies are skipped where the placement is no stage chain (which cuts the
+    # measured profile's costs give: contiguous may cut across a downsampling shortcut).
     statuses = sorted(c["status"] for c in files["configs"])
-    check(statuses == ["ok"] * 7 + ["skipped"], statuses)
+    check(statuses.count("ok") >= 5 and set(statuses) <= {"ok", "skipped"}, statuses)
+    for c in files["configs"]:
+        check(c["status"] == "ok" or "cannot run on this placement" in c["reason"], c)
     check(all(c["name"].startswith("resnet18-cifar10 ") for c in files["configs"]), files)
     python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
     report = os.path.join(TMP, "report18")
