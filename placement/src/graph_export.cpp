@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/json_text.hpp"
 
 namespace interplace::placement {
@@ -56,8 +57,11 @@ std::string dot_quote(std::string_view text) {
 
 }  // namespace
 
-std::string to_json(const Graph& graph) {
-  std::string out = "{\"name\": " + json_quote(graph.name()) +
+std::string to_json(const Graph& graph, std::string_view family) {
+  std::string out = "{\"format\": " + json_quote(kGraphFormatName) +
+                    ", \"format_version\": " + std::to_string(kGraphFormatVersion) +
+                    ", \"name\": " + json_quote(graph.name()) +
+                    (family.empty() ? "" : ", \"family\": " + json_quote(family)) +
                     ", \"batch_size\": " + std::to_string(graph.batch_size()) +
                     ", \"node_count\": " + std::to_string(graph.node_count()) +
                     ", \"edge_count\": " + std::to_string(graph.edge_count()) + ",\n \"nodes\": [";
@@ -69,6 +73,7 @@ std::string to_json(const Graph& graph) {
            ", \"output_shape\": " + json_int_array(node.output_shape) +
            ", \"forward_flops\": " + std::to_string(node.forward_flops) +
            ", \"backward_flops\": " + std::to_string(node.backward_flops) +
+           ", \"parameter_grad_flops\": " + std::to_string(node.parameter_grad_flops) +
            ", \"parameter_count\": " + std::to_string(node.parameter_count) +
            ", \"output_bytes\": " + std::to_string(node.output_bytes) +
            ", \"attributes\": " + json_attributes(node.attributes) + "}";

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/placement_file.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/rl_placer.hpp"
@@ -62,6 +63,13 @@ void policy(std::string_view bytes) {
   placement::read_rl_policy(file.path());
 }
 
+// A graph file (docs/your-network.md); one that reads is also rebuilt at another batch size.
+void graph(std::string_view bytes) {
+  const placement::GraphFile file = placement::parse_graph_file(bytes, "fuzz.json");
+  placement::rebatch_graph(file.graph, 3);
+  placement::opaque_summary(file.graph);
+}
+
 void results(std::string_view bytes) {
   const ScratchFile file(bytes);
   runs::read_results_file(file.path());
@@ -72,7 +80,8 @@ void results(std::string_view bytes) {
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"spec", spec},       {"override", override_value},
                                           {"profile", profile}, {"placement", placement_file},
-                                          {"policy", policy},   {"results", results}};
+                                          {"policy", policy},   {"results", results},
+                                          {"graph", graph}};
   return all;
 }
 

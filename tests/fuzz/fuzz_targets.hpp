@@ -19,7 +19,7 @@ struct Target {
 // spec (a sweep spec, TOML), override (one key=value of the command line), profile,
 // placement (a placement file for resnet20's graph), policy (an rl policy file), results
 // (an HDF5 result file: the bytes are written to a file and read as `interplace inspect`
-// and --resume do).
+// and --resume do), graph (a graph file, then rebuilt at another batch size).
 const std::vector<Target>& targets();
 const Target& target(const std::string& name);  // exits 2 naming the valid ones
 

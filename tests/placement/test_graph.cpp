@@ -129,15 +129,18 @@ TEST(GraphExport, JsonIsExactAndEscaped) {
   b.backward_flops = 9;
   graph.add_node(b);
   const std::string expected =
-      "{\"name\": \"quote\\\"name\", \"batch_size\": 2, \"node_count\": 2, \"edge_count\": 1,\n"
+      "{\"format\": \"interplace-graph\", \"format_version\": 1, "
+      "\"name\": \"quote\\\"name\", \"batch_size\": 2, \"node_count\": 2, \"edge_count\": 1,\n"
       " \"nodes\": [\n"
       "  {\"id\": 0, \"name\": \"in\\\\put\", \"op\": \"conv2d\", \"inputs\": [], "
       "\"successors\": [1], \"output_shape\": [2, 3], \"forward_flops\": 5, "
-      "\"backward_flops\": 0, \"parameter_count\": 0, \"output_bytes\": 24, "
+      "\"backward_flops\": 0, \"parameter_grad_flops\": 0, \"parameter_count\": 0, "
+      "\"output_bytes\": 24, "
       "\"attributes\": {\"eps\": 0.5, \"kernel\": 3, \"mode\": \"same\\npad\"}},\n"
       "  {\"id\": 1, \"name\": \"out\", \"op\": \"conv2d\", \"inputs\": [0], "
       "\"successors\": [], \"output_shape\": [2, 3], \"forward_flops\": 0, "
-      "\"backward_flops\": 9, \"parameter_count\": 7, \"output_bytes\": 24, "
+      "\"backward_flops\": 9, \"parameter_grad_flops\": 0, \"parameter_count\": 7, "
+      "\"output_bytes\": 24, "
       "\"attributes\": {}}\n"
       " ],\n"
       " \"edges\": [[0, 1]]}\n";

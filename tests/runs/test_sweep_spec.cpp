@@ -5,7 +5,11 @@
 #include <set>
 #include <vector>
 
+#include <filesystem>
+
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
+#include "interplace/placement/zoo.hpp"
 #include "interplace/runs/sweep.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 
@@ -503,6 +507,48 @@ TEST(ConfigId, IsStableAcrossSpecsAndChangesWithEveryParameter) {
   changed = {};
   changed.model_options.width_multiplier = 0.5;
   EXPECT_NE(config_id(changed, 0), config_id(TrainConfig{}, 0));
+}
+
+}  // namespace
+}  // namespace interplace::runs
+
+namespace interplace::runs {
+namespace {
+
+// A graph file's network in a spec (docs/your-network.md): the model is the graph's name,
+// the path and the file's digest enter the id (only then), and `model` beside it is refused.
+TEST(SweepSpec, GraphFilesNameTheModelAndEnterTheId) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "interplace-spec-graph.json";
+  placement::write_graph_file(path, placement::build_model("resnet20", {.batch_size = 1}),
+                              "resnet");
+  const std::string text = "graph_file = \"" + path.string() + "\"\nsteps = 2\n";
+  const SweepSpec spec = parse_sweep_spec(text, "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 1u);
+  const TrainConfig& c = spec.configs[0].train;
+  EXPECT_EQ(c.model, "resnet20");
+  EXPECT_EQ(c.graph_file, path.string());
+  EXPECT_EQ(c.graph_digest, placement::graph_file_digest(path));
+  EXPECT_EQ(c.graph_family, "resnet");
+  const std::string canonical = canonical_parameters(c, 0);
+  EXPECT_NE(canonical.find("\ngraph_file=" + path.string() + "\ngraph_digest=" + c.graph_digest +
+                           "\nrepeat=0\n"),
+            std::string::npos)
+      << canonical;
+  // The zoo's resnet20 with the same parameters: another id, and no graph lines in it.
+  const SweepSpec zoo = parse_sweep_spec("model = \"resnet20\"\nsteps = 2\n", "spec.toml");
+  EXPECT_NE(zoo.configs[0].id, spec.configs[0].id);
+  EXPECT_EQ(canonical_parameters(zoo.configs[0].train, 0).find("graph_"), std::string::npos);
+  // An edited file is another configuration.
+  placement::write_graph_file(path, placement::build_model("resnet20", {.batch_size = 2}),
+                              "resnet");
+  EXPECT_NE(parse_sweep_spec(text, "spec.toml").configs[0].id, spec.configs[0].id);
+
+  EXPECT_NE(error_of(text + "model = \"resnet20\"\n").find("'model' or 'graph_file', not both"),
+            std::string::npos);
+  EXPECT_NE(error_of("graph_file = \"/nonexistent/g.json\"\n").find("spec.toml:1"),
+            std::string::npos);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/graph_export.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/report_json.hpp"
 #include "json_writer.hpp"
@@ -20,7 +21,22 @@ struct GraphOptions {
   std::string format;
   bool stats = false;
   bool list = false;
+  std::string save_graph;  // --save-graph FILE: the graph file (docs/your-network.md)
 };
+
+// The catalog's entry for a zoo model; for a graph file its name and family, no reference.
+struct Described {
+  std::string name, family, description;
+  int64_t reference_parameters = -1;  // -1: none (a graph file)
+};
+
+Described describe(const ModelSelection& selection) {
+  if (!selection.graph_file.empty()) {
+    return {selection.graph_name, selection.graph_family, "graph file " + selection.graph_file, -1};
+  }
+  const placement::ModelInfo& info = model_info(selection.model);
+  return {info.name, info.family, info.description, info.reference_parameters};
+}
 
 const std::vector<std::string> kFormats = {"text", "json", "dot"};
 
@@ -50,7 +66,7 @@ int64_t activation_bytes(const placement::Graph& graph) {
 }
 
 std::string graph_text(const GraphOptions& o, const placement::Graph& graph) {
-  const placement::ModelInfo& info = model_info(o.model.model);
+  const Described info = describe(o.model);
   const placement::GraphStats stats = placement::compute_graph_stats(graph);
   TextTable summary({}, {1});
   auto row = [&](const std::string& key, const std::string& value) {
@@ -69,8 +85,14 @@ std::string graph_text(const GraphOptions& o, const placement::Graph& graph) {
       format_fixed(stats.mean_branching_factor, 3) + " (out-degree of nodes with successors)");
   row("critical-path share",
       format_percent(stats.critical_path_cost_share) + " (of forward+backward FLOPs)");
-  row("parameters", format_count(graph.total_parameter_count()) + " (reference " +
-                        format_count(info.reference_parameters) + " at default options)");
+  row("parameters", format_count(graph.total_parameter_count()) +
+                        (info.reference_parameters < 0
+                             ? std::string()
+                             : " (reference " + format_count(info.reference_parameters) +
+                                   " at default options)"));
+  if (const std::string opaque = placement::opaque_summary(graph); !opaque.empty()) {
+    row("no kernel layer", opaque + "; simulate and order-study take them, train refuses");
+  }
   row("forward FLOPs", format_scaled(static_cast<double>(graph.total_forward_flops()), "FLOP"));
   row("backward FLOPs", format_scaled(static_cast<double>(graph.total_backward_flops()), "FLOP"));
   row("activations", format_bytes(static_cast<double>(activation_bytes(graph))) +
@@ -90,12 +112,21 @@ std::string graph_text(const GraphOptions& o, const placement::Graph& graph) {
 }
 
 std::string graph_json(const GraphOptions& o, const placement::Graph& graph) {
-  const placement::ModelInfo& info = model_info(o.model.model);
+  const Described info = describe(o.model);
   JsonObject out;
-  out.string("model", info.name)
-      .string("family", info.family)
-      .raw("model_options", model_options_json(o.model))
-      .integer("reference_parameters", info.reference_parameters)
+  out.string("model", info.name).string("family", info.family);
+  if (!o.model.graph_file.empty()) out.string("graph_file", o.model.graph_file);
+  out.raw("model_options", model_options_json(o.model));
+  if (info.reference_parameters < 0) {
+    out.raw("reference_parameters", "null");
+  } else {
+    out.integer("reference_parameters", info.reference_parameters);
+  }
+  std::vector<std::string> opaque;
+  for (placement::NodeId id : placement::opaque_nodes(graph)) {
+    opaque.push_back(graph.node(id).name);
+  }
+  out.raw("opaque_nodes", json_array(opaque, [](const std::string& s) { return json_string(s); }))
       .integer("parameter_count", graph.total_parameter_count())
       .integer("forward_flops", graph.total_forward_flops())
       .integer("backward_flops", graph.total_backward_flops())
@@ -125,6 +156,9 @@ std::string run_graph(const GraphOptions& o) {
     return o.format == "json" ? catalog_json() + "\n" : catalog_text();
   }
   const placement::Graph graph = build_selected_model(o.model);
+  if (!o.save_graph.empty()) {
+    placement::write_graph_file(o.save_graph, graph, describe(o.model).family);
+  }
   if (o.format == "dot") return placement::to_dot(graph);
   return o.format == "json" ? graph_json(o, graph) : graph_text(o, graph);
 }
@@ -140,6 +174,9 @@ Command add_graph_command(CLI::App& root) {
   app->add_flag("--stats", options->stats,
                 "text: add a per-op breakdown; json: add the statistics and the breakdown");
   app->add_flag("--list", options->list, "print the model catalog instead (text or json)");
+  app->add_option("--save-graph", options->save_graph,
+                  "also write the graph (one micro-batch) as a graph file that --graph-file "
+                  "reads (docs/your-network.md); overwritten");
   set_example(*app, "interplace graph --model resnet20 --batch-size 128 --micro-batches 4 --stats");
   return {app, [options] { return run_graph(*options); }};
 }

@@ -60,7 +60,7 @@ std::string run_order(const OrderCommandOptions& o) {
     return JsonObject().integer("id", id).string("name", graph.node(id).name).str();
   });
   return JsonObject()
-             .string("model", o.model.model)
+             .string("model", o.model.label())
              .raw("model_options", model_options_json(o.model))
              .string("order", o.order)
              .unsigned_integer("seed", o.seed)

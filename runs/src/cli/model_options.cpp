@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/runs/run_defaults.hpp"
 #include "json_writer.hpp"
 #include "text_format.hpp"
@@ -24,6 +25,10 @@ void add_model_options(CLI::App& app, ModelSelection& selection) {
   placement::ModelOptions& o = selection.options;
   o.batch_size = kDefaultBatchSize;  // the zoo's own default is 1; train's has always been 32
   app.add_option("--model", selection.model, "model from the catalog: " + catalog_names())
+      ->group("Model");
+  app.add_option("--graph-file", selection.graph_file,
+                 "a graph file (interplace graph --save-graph, or the importers of importers/: "
+                 "PyTorch, ONNX) instead of --model; docs/your-network.md")
       ->group("Model");
   app.add_option("--batch-size", o.batch_size,
                  "samples per mini-batch (one optimiser step), split into --micro-batches")
@@ -58,8 +63,20 @@ int64_t selected_micro_batch_size(const ModelSelection& selection) {
 }
 
 placement::Graph build_selected_model(const ModelSelection& selection) {
+  if (!selection.graph_file.empty()) {
+    if (!selection.model.empty()) {
+      throw_invalid("--model '" + selection.model + "' and --graph-file '" + selection.graph_file +
+                    "' both name a network; give one");
+    }
+    placement::check_graph_file_options(selection.options, "--");
+    const int64_t micro_batch = selected_micro_batch_size(selection);
+    placement::GraphFile file = placement::read_graph_file(selection.graph_file);
+    selection.graph_name = file.graph.name();
+    selection.graph_family = file.family;
+    return placement::rebatch_graph(file.graph, micro_batch);
+  }
   if (selection.model.empty()) {
-    throw_invalid("--model is required (valid: " + catalog_names() + ")");
+    throw_invalid("--model is required, or --graph-file (valid models: " + catalog_names() + ")");
   }
   model_info(selection.model);
   // The flags' names; build_model checks the rest (placement::check_model_options).

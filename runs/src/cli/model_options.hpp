@@ -20,6 +20,14 @@ struct ModelSelection {
   std::string model;
   placement::ModelOptions options;  // options.batch_size: samples per mini-batch
   int micro_batches = 1;            // per mini-batch
+  // --graph-file: the network of a graph file (docs/your-network.md) instead of --model.
+  std::string graph_file = {};
+  // Set by build_selected_model from a graph file: its graph's name and family.
+  mutable std::string graph_name = {};
+  mutable std::string graph_family = {};
+
+  // What outputs call the model: --model, or the graph file's graph name.
+  const std::string& label() const { return graph_file.empty() ? model : graph_name; }
 };
 
 void add_model_options(CLI::App& app, ModelSelection& selection);
@@ -28,7 +36,9 @@ void add_model_options(CLI::App& app, ModelSelection& selection);
 // divide --batch-size.
 int64_t selected_micro_batch_size(const ModelSelection& selection);
 // The graph of one micro-batch. Throws invalid_input when --model is missing or unknown
-// (listing the catalog), or when the options do not fit the model.
+// (listing the catalog), or when the options do not fit the model. With --graph-file: the
+// file's graph rebuilt for the micro-batch (placement::rebatch_graph); --model and the
+// options that change a zoo model's shapes are refused beside it.
 placement::Graph build_selected_model(const ModelSelection& selection);
 // Throws invalid_input for an unknown name, listing the catalog.
 const placement::ModelInfo& model_info(std::string_view name);

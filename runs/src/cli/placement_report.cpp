@@ -117,7 +117,7 @@ JsonObject placement_json(const PlacementContext& c) {
     }
   };
   JsonObject out;
-  out.string("model", c.model.model)
+  out.string("model", c.model.label())
       .raw("model_options", model_options_json(c.model))
       .integer("node_count", c.graph.node_count())
       .string("order", c.selection.order)

@@ -37,7 +37,11 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "index", r.config.index);
   write_attr(g, "name", c.display_name());
   write_attr(g, "model", c.model);
-  write_attr(g, "family", family_of(c.model));
+  write_attr(g, "family", c.graph_file.empty() ? family_of(c.model) : c.graph_family);
+  if (!c.graph_file.empty()) {  // absent for zoo models
+    write_attr(g, "graph_file", c.graph_file);
+    write_attr(g, "graph_digest", c.graph_digest);
+  }
   write_attr(g, "order", c.order);
   write_attr(g, "placer", c.placer);
   write_attr(g, "devices", int64_t{c.devices});

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement_file.hpp"
 #include "interplace/placement/placers.hpp"
@@ -181,7 +182,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   TrainConfig config = given;
   resolve_epochs(config);  // steps from epochs; the recipe's epoch units checked
   validate_scalars(config);
-  const placement::ModelInfo& info = catalog_entry(config.model);
+  if (config.graph_file.empty()) catalog_entry(config.model);  // an unknown model, named first
   const placement::OrderKind order = placement::order_by_name(config.order);
   const placement::Placer placer = placement::placer_by_name(config.placer);
   require_name("dataset", config.dataset, dataset_names());
@@ -190,11 +191,15 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.config = config;
   parse_choices(plan);
   require_device_support(plan.device);
-  plan.family = info.family;
-  placement::ModelOptions options = config.model_options;
-  // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
-  options.batch_size = micro_batch_size(config.batch_size, config.micro_batches);
-  plan.graph = placement::build_model(config.model, options);
+  if (!config.graph_file.empty() && config.graph_digest.empty()) resolve_graph_file(plan.config);
+  plan.graph = build_config_graph(plan.config, &plan.family);
+  // A graph file's nodes without a kernel layer: simulate and order-study take them, the
+  // runtime cannot build them.
+  if (const std::string opaque = placement::opaque_summary(plan.graph); !opaque.empty()) {
+    throw_invalid("cannot train graph '" + plan.graph.name() + "': " + opaque +
+                  ". HINT: simulate, place and order-study take it as it is; to train it, "
+                  "replace those ops by ones the kernel library has (docs/your-network.md)");
+  }
   require_trainable_graph(plan.graph);
   check_dataset_fits(config.dataset, sample_shape(plan.graph));
   check_augmentation(config.augmentation, sample_shape(plan.graph));

@@ -5,6 +5,7 @@
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
@@ -43,10 +44,20 @@ void measure_sharing_on_rank0_host(MeasuredProfile& run, const RuntimeUnitOption
   MPI_Comm_free(&host);
 }
 
+// Thrown past the calibration of a graph that cannot train.
+struct NoCalibration {};
+
 }  // namespace
 
 MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
-  const placement::Graph graph = placement::build_model(o.model, o.options);
+  // A graph file's network: rebuilt for the micro-batch; with opaque nodes it cannot train,
+  // so there is no calibration run (docs/your-network.md).
+  const placement::Graph graph =
+      o.graph_file.empty()
+          ? placement::build_model(o.model, o.options)
+          : placement::rebatch_graph(placement::read_graph_file(o.graph_file).graph,
+                                     o.options.batch_size);
+  const bool trainable = placement::opaque_nodes(graph).empty();
   int rank = 0;
   MeasuredProfile run;
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -86,6 +97,7 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
   // The graph through the runtime's own units, to calibrate the cost model; the same units
   // on several ranks of rank 0's host at once measure how they slow each other down.
   const RuntimeUnitOptions unit_options{.model = o.model,
+                                        .graph_file = o.graph_file,
                                         .options = o.options,
                                         .warmup = std::max(1, o.warmup),
                                         .steps = o.repeats,
@@ -121,11 +133,13 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
       } else {
         run.profile.link.devices_per_node = 0;  // one host: the preset's nodes do not apply
       }
-      const NodeTimingOptions node_timing{.warmup = o.warmup,
-                                          .repeats = o.repeats,
-                                          .seed = o.seed,
-                                          .device = device,
-                                          .cpu_time = o.cpu_clock};
+      const NodeTimingOptions node_timing{
+          .warmup = o.warmup,
+          .repeats = o.repeats,
+          .seed = o.seed,
+          .device = device,
+          .cpu_time = o.cpu_clock,
+          .estimate_bandwidth_bytes_per_s = o.memory_bandwidth_bytes_per_s};
       run.profile.nodes = time_nodes(graph, node_timing);
       // The heads local and interlocking strategies add at stage boundaries, as the
       // runtime builds them by default (uncapped, the model's width multiplier).
@@ -137,6 +151,7 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
       for (const placement::NodeTiming& n : run.profile.nodes) {
         nodes_s += n.forward_s + n.backward_s;
       }
+      if (!trainable) throw NoCalibration{};
       RuntimeUnitOptions calibration = unit_options;
       calibration.steps = runtime_unit_steps(nodes_s, o.repeats);
       calibration.cpu_time = o.cpu_clock;
@@ -167,13 +182,16 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
         run.profile.runtime_in_flight[in_flight] = {step.forward_s / in_flight,
                                                     step.backward_s / in_flight};
       }
+    } catch (const NoCalibration&) {
+      // the nodes are timed (the opaque ones estimated); nothing else can run
     } catch (...) {
       failure = std::current_exception();
     }
   }
   quiet_barrier(comm);  // the other ranks wait without taking the cores
   // CPU time does not see the time slices ranks sharing a core take from each other.
-  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr || o.cpu_clock, comm);
+  measure_sharing_on_rank0_host(run, unit_options, failure != nullptr || o.cpu_clock || !trainable,
+                                comm);
   if (failure) std::rethrow_exception(failure);
   return run;
 }

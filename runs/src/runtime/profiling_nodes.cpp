@@ -11,6 +11,7 @@
 #include "interplace/kernels/layers/tied_linear.hpp"
 #include "interplace/kernels/median.hpp"
 #include "interplace/kernels/random.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/runs/profiling.hpp"
 
@@ -65,6 +66,39 @@ kernels::Parameter& owner_parameter(kernels::Layer& owner, const std::string& na
   throw_invalid("tied head: node " + owner_name + " has no parameter " + name);
 }
 
+// Opaque nodes: FLOPs at the rate the measured nodes achieved (their FLOPs over their
+// times, forward and backward apart), or the bytes they move at the given bandwidth, the
+// longer; with nothing measured, 1e11 FLOP/s.
+void estimate_opaque_nodes(const placement::Graph& graph, const NodeTimingOptions& options,
+                           std::vector<placement::NodeTiming>& timings) {
+  double forward_flops = 0.0, forward_s = 0.0, backward_flops = 0.0, backward_s = 0.0;
+  for (const Node& node : graph.nodes()) {
+    if (node.op == "input" || node.op == placement::kOpaqueOp) continue;
+    const placement::NodeTiming& t = timings[static_cast<size_t>(node.id)];
+    forward_flops += static_cast<double>(node.forward_flops);
+    forward_s += t.forward_s;
+    backward_flops += static_cast<double>(node.backward_flops);
+    backward_s += t.backward_s;
+  }
+  const double fallback = 1e11;
+  const double forward_rate =
+      forward_s > 0.0 && forward_flops > 0.0 ? forward_flops / forward_s : fallback;
+  const double backward_rate =
+      backward_s > 0.0 && backward_flops > 0.0 ? backward_flops / backward_s : forward_rate;
+  for (const Node& node : graph.nodes()) {
+    if (node.op != placement::kOpaqueOp) continue;
+    double bytes = static_cast<double>(node.output_bytes);
+    for (placement::NodeId input : node.inputs) {
+      bytes += static_cast<double>(graph.node(input).output_bytes);
+    }
+    const double moved_s = bytes / options.estimate_bandwidth_bytes_per_s;
+    placement::NodeTiming& t = timings[static_cast<size_t>(node.id)];
+    t.forward_s = std::max(static_cast<double>(node.forward_flops) / forward_rate, moved_s);
+    t.backward_s = std::max(static_cast<double>(node.backward_flops) / backward_rate, 2 * moved_s);
+    t.backward_input_s = t.backward_s;
+  }
+}
+
 }  // namespace
 
 std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
@@ -94,6 +128,10 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
     if (node.op == "input") {
       outputs[id] =
           random_tensor(node.output_shape, rng, vocabulary_of(graph, node), options.device);
+      continue;
+    }
+    if (node.op == placement::kOpaqueOp) {  // no layer to run: estimated below
+      outputs[id] = random_tensor(node.output_shape, rng, 0, options.device);
       continue;
     }
     layers[id] = placement::make_layer(node);
@@ -145,6 +183,7 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
     }
     layer.zero_grad();
   }
+  estimate_opaque_nodes(graph, options, timings);
   return timings;
 }
 

@@ -24,6 +24,7 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   if (options.micro_batches < 1) throw_invalid("runtime units: micro_batches must be >= 1");
   TrainConfig config;
   config.model = options.model;
+  config.graph_file = options.graph_file;
   config.model_options = options.options;
   config.batch_size = options.options.batch_size * options.micro_batches;
   config.micro_batches = options.micro_batches;

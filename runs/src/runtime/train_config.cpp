@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
@@ -13,6 +14,36 @@ std::string TrainConfig::display_name() const {
   if (interlock_mode != "single") name << '/' << interlock_mode;
   name << " M=" << micro_batches << " B=" << batch_size;
   return name.str();
+}
+
+void resolve_graph_file(TrainConfig& c) {
+  if (c.graph_file.empty()) return;
+  const std::string digest = placement::graph_file_digest(c.graph_file);
+  const placement::GraphFile file = placement::read_graph_file(c.graph_file);
+  c.model = file.graph.name();
+  c.graph_digest = digest;
+  c.graph_family = file.family;
+}
+
+placement::Graph build_config_graph(const TrainConfig& c, std::string* family) {
+  // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
+  const int64_t micro_batch = micro_batch_size(c.batch_size, c.micro_batches);
+  if (c.graph_file.empty()) {
+    const placement::ModelInfo& info = placement::find_model(c.model);  // "enas-cnn:7" too
+    if (family != nullptr) *family = info.family;
+    placement::ModelOptions options = c.model_options;
+    options.batch_size = micro_batch;
+    return placement::build_model(c.model, options);
+  }
+  placement::check_graph_file_options(c.model_options, "model_options.");
+  if (!c.graph_digest.empty() && placement::graph_file_digest(c.graph_file) != c.graph_digest) {
+    throw_invalid("graph file '" + c.graph_file +
+                  "' changed since the configuration was made (its id holds the file's digest " +
+                  c.graph_digest + "); start the sweep anew");
+  }
+  placement::GraphFile file = placement::read_graph_file(c.graph_file);
+  if (family != nullptr) *family = file.family;
+  return placement::rebatch_graph(file.graph, micro_batch);
 }
 
 int64_t config_steps_per_epoch(const TrainConfig& c) {

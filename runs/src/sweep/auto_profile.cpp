@@ -25,6 +25,11 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads) {
              "\nmicro_batch_size=" +
              std::to_string(micro_batch_size(config.batch_size, config.micro_batches)) +
              "\nthreads=" + std::to_string(threads) + "\ndevice=" + config.device + "\n";
+  // A graph file's network (docs/your-network.md): its path and digest; absent for zoo
+  // models, whose keys stay as they were.
+  if (!config.graph_file.empty()) {
+    key.text += "graph_file=" + config.graph_file + "\ngraph_digest=" + config.graph_digest + "\n";
+  }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(key.text)));
   key.id = hex;
@@ -34,6 +39,7 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads) {
 ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   ProfileRequest request;
   request.model = config.model;
+  request.graph_file = config.graph_file;
   request.options = config.model_options;
   request.options.batch_size = micro_batch_size(config.batch_size, config.micro_batches);
   request.threads = threads;
@@ -42,6 +48,7 @@ ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   const DevicePreset& preset = device_preset_by_name(config.cost_device);
   request.fallback_link = preset.link;
   request.fallback_link_name = preset.name;
+  request.memory_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s;
   return request;
 }
 

@@ -99,6 +99,12 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   if (c.aux_head == AuxHeadWidth::proportional) line("aux_head", "proportional");
   if (c.weight_decay_all) line("weight_decay_all", "1");
   if (c.threads_per_rank != 0) line("threads_per_rank", std::to_string(c.threads_per_rank));
+  // A graph file's network (docs/your-network.md): its path and the digest of its bytes;
+  // absent for zoo models, so their ids are unchanged.
+  if (!c.graph_file.empty()) {
+    line("graph_file", c.graph_file);
+    line("graph_digest", c.graph_digest);
+  }
   line("repeat", std::to_string(repeat));
   return out;
 }

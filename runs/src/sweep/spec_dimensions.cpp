@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -58,6 +59,14 @@ std::vector<Dimension> make_dimensions() {
       // A seeded family's set ("enas-cnn:0..31") stands for its members: read_sections
       // expands it; every member is checked here.
       [](const DimValue& v) { placement::expand_model_names(v.text); }, &TrainConfig::model));
+  // A graph file's network instead of `model` (docs/your-network.md); "" is none. The file is
+  // read and checked here, so a bad one is a spec error with its line.
+  dims.push_back(text_dim(
+      "graph_file", "graph_files", d.graph_file,
+      [](const DimValue& v) {
+        if (!v.text.empty()) placement::read_graph_file(v.text);
+      },
+      &TrainConfig::graph_file));
   dims.push_back(text_dim(
       "dataset", "datasets", d.dataset,
       [](const DimValue& v) { require_name("dataset", v.text, dataset_names()); },

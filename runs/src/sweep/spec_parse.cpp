@@ -268,6 +268,11 @@ Sections read_sections(const Parser& p, const Value& root) {
       s.lists[i].push_back(d);
     }
   }
+  const int graph_file = dimension_index("graph_file");
+  if (given[0] != nullptr && given[static_cast<size_t>(graph_file)] != nullptr) {
+    p.fail(*given[static_cast<size_t>(graph_file)],
+           "a spec sweeps 'model' or 'graph_file', not both (a graph file is the network)");
+  }
   std::set<std::string> models;
   for (const DimValue& d : s.lists[0]) models.insert(d.text);
   if (root.contains("model_options")) read_model_options(p, root.at("model_options"), s, models);
@@ -440,6 +445,7 @@ std::vector<SweepConfig> expand(const Sections& s) {
   const int micro_batches = dimension_index("micro_batches");
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
+  std::map<std::string, TrainConfig> graph_files;  // path -> its resolved fields
   std::vector<size_t> at(dims.size(), 0);
   int64_t setting = 0;
   for (int64_t n = 0; n < total / s.repeats; ++n) {
@@ -458,7 +464,18 @@ std::vector<SweepConfig> expand(const Sections& s) {
       config.micro_batches = 1;
       texts[static_cast<size_t>(micro_batches)] = "1";
     }
-    resolve_epochs(config);  // steps from epochs, so that the id and the file say them
+    resolve_epochs(config);            // steps from epochs, so that the id and the file say them
+    if (!config.graph_file.empty()) {  // model, digest and family from the file, read once
+      auto known = graph_files.find(config.graph_file);
+      if (known == graph_files.end()) {
+        TrainConfig resolved = config;
+        resolve_graph_file(resolved);
+        known = graph_files.emplace(config.graph_file, resolved).first;
+      }
+      config.model = known->second.model;
+      config.graph_digest = known->second.graph_digest;
+      config.graph_family = known->second.graph_family;
+    }
     auto options = s.per_model.find(config.model);
     if (options == s.per_model.end()) options = s.per_model.find(family_base(config.model));
     config.model_options = options != s.per_model.end() ? options->second : s.common_options;

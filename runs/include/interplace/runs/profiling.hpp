@@ -28,6 +28,11 @@ struct NodeTimingOptions {
   // time slices other processes took, its CPU time does not. Only for one CPU thread
   // (other threads' work is not the caller's CPU time): `interplace profile --clock cpu`.
   bool cpu_time = false;
+  // Nodes without a kernel layer (a graph file's "opaque" nodes) are not run: their time is
+  // estimated as max(FLOPs / the rate the measured nodes achieved, bytes read and written /
+  // this bandwidth) for forward and backward alike (docs/your-network.md), and their output
+  // is a random tensor of its shape.
+  double estimate_bandwidth_bytes_per_s = 15e9;
 };
 
 // Times every node of `graph` as its own kernel layer (placement::make_layer) at the
@@ -69,6 +74,7 @@ struct RuntimeUnits {
 };
 struct RuntimeUnitOptions {
   std::string model;                // a catalog name
+  std::string graph_file = {};      // or a graph file (docs/your-network.md): model unused
   placement::ModelOptions options;  // options.batch_size: the micro-batch, one per step
   int warmup = 2;
   int steps = 5;
@@ -167,6 +173,7 @@ std::string cpu_device_name(int threads);
 // and what a sweep's `cost_device = "profile:auto"` measures for each of its configurations.
 struct ProfileRequest {
   std::string model;
+  std::string graph_file = {};      // or a graph file's network (docs/your-network.md)
   placement::ModelOptions options;  // batch_size: the micro-batch the nodes are timed at
   int repeats = 5;
   int warmup = 2;
@@ -177,6 +184,8 @@ struct ProfileRequest {
   placement::LinkSpec fallback_link = {};
   std::string fallback_link_name;
   bool cpu_clock = false;  // node times and runtime units by the thread's CPU time
+  // For the estimates of a graph file's opaque nodes (NodeTimingOptions).
+  double memory_bandwidth_bytes_per_s = 15e9;
 };
 
 struct MeasuredProfile {

@@ -45,6 +45,13 @@ namespace interplace::runs {
 struct TrainConfig {
   std::string model = "resnet20";
   placement::ModelOptions model_options = {};  // batch_size is ignored: see batch_size
+  // A graph file (docs/your-network.md) whose network is trained instead of a zoo model
+  // (train --graph-file, the sweep key graph_file). resolve_graph_file then sets `model` to
+  // its graph's name, graph_digest to the file's FNV-1a 64 (part of the configuration's id,
+  // so an edited file is another configuration) and graph_family to its family.
+  std::string graph_file = {};
+  std::string graph_digest = {};
+  std::string graph_family = {};
   std::string order = "topo";
   std::string placer = "contiguous";
   // A placement file (docs/placers.md#placement-files) trained as it is instead of running
@@ -226,6 +233,14 @@ placement::PipelineKind config_pipeline(const TrainConfig& config);
 AuxHeadOptions config_aux_heads(const TrainConfig& config);
 // The learning rate of 0-based step `step` (warm-up steps included).
 double config_learning_rate(const TrainConfig& config, int step);
+
+// With graph_file set: reads the file and sets model, graph_digest and graph_family from it
+// (throws invalid_input for a bad file). Does nothing without one.
+void resolve_graph_file(TrainConfig& config);
+// The graph of the configuration's network, one micro-batch: the zoo model's, or the graph
+// file's rebuilt for it (refusing model options, which a graph file fixes, and a file that
+// changed since resolve_graph_file). `family` gets the network's family.
+placement::Graph build_config_graph(const TrainConfig& config, std::string* family = nullptr);
 
 // Throws invalid_input (the configuration cannot run, with the reason).
 TrainPlan plan_training(const TrainConfig& config);

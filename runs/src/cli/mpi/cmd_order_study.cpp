@@ -10,11 +10,13 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "commands.hpp"
 #include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
@@ -36,6 +38,7 @@ const std::vector<std::string> kFormats = {"text", "json"};
 
 struct StudyOptions {
   std::vector<std::string> models;
+  std::vector<std::string> graph_files;  // --graph-file: networks of graph files, beside --models
   std::vector<std::string> orders = kStudyOrders;
   std::vector<int> devices = {3};
   int seeds = 10;
@@ -53,14 +56,16 @@ struct StudyOptions {
 
 void check_options(const StudyOptions& o) {
   require_format(o.format, kFormats);
-  if (o.models.empty()) throw_invalid("--models is required: zoo models, comma-separated");
+  if (o.models.empty() && o.graph_files.empty()) {
+    throw_invalid("--models (zoo models, comma-separated) or --graph-file is required");
+  }
   for (const std::string& m : o.models) model_info(m);
   if (o.orders.empty()) throw_invalid("--orders is empty");
   for (const std::string& order : o.orders) placement::order_by_name(order);
   for (int k : o.devices) {
     if (k < 1) throw_invalid("--devices must be >= 1, got " + std::to_string(k));
   }
-  ModelSelection sizes{.model = o.models.front(), .options = {}, .micro_batches = o.micro_batches};
+  ModelSelection sizes{.model = "resnet20", .options = {}, .micro_batches = o.micro_batches};
   sizes.options.batch_size = o.batch_size;
   selected_micro_batch_size(sizes);  // --micro-batches must divide --batch-size
   if (o.seeds < 1) throw_invalid("--seeds must be >= 1, got " + std::to_string(o.seeds));
@@ -69,14 +74,24 @@ void check_options(const StudyOptions& o) {
     placement::placer_by_name(b);
   }
   placement::check_rl_options(o.rl);
-  if (!o.device.profile.empty() && o.models.size() > 1) {
+  if (!o.device.profile.empty() && o.models.size() + o.graph_files.size() > 1) {
     throw_invalid("--profile holds one model's times; with several --models use --profile-dir");
   }
   if (!o.device.profile.empty() && !o.profile_dir.empty()) {
     throw_invalid("--profile and --profile-dir exclude each other");
   }
+  // Every network by the name the study file gives it; a graph file's is its graph's name.
+  std::set<std::string> names(o.models.begin(), o.models.end());
+  if (names.size() != o.models.size()) throw_invalid("--models lists a model twice");
+  for (const std::string& file : o.graph_files) {
+    const std::string name = placement::read_graph_file(file).graph.name();
+    if (!names.insert(name).second) {
+      throw_invalid("--graph-file '" + file + "': its graph '" + name +
+                    "' has the name of another network of the study");
+    }
+  }
   if (!o.profile_dir.empty()) {
-    for (const std::string& m : o.models) {
+    for (const std::string& m : names) {
       const std::string path = o.profile_dir + "/" + m + ".tsv";
       if (!std::filesystem::exists(path)) {
         throw_invalid("--profile-dir: no profile " + path +
@@ -162,26 +177,36 @@ std::string run_study(StudyOptions& o) {
   std::vector<OrderStudyRun> runs;
   std::vector<OrderStudyBaseline> baselines;
   std::vector<SummaryRow> summary;
-  const size_t blocks = o.models.size() * o.devices.size() * o.orders.size();
+  const size_t blocks =
+      (o.models.size() + o.graph_files.size()) * o.devices.size() * o.orders.size();
   size_t block = 0;
+  std::vector<ModelSelection> selections;
   for (const std::string& name : o.models) {
-    ModelSelection model{.model = name, .options = {}, .micro_batches = o.micro_batches};
+    selections.push_back({.model = name, .options = {}, .micro_batches = o.micro_batches});
+  }
+  for (const std::string& file : o.graph_files) {
+    selections.push_back(
+        {.model = "", .options = {}, .micro_batches = o.micro_batches, .graph_file = file});
+  }
+  for (ModelSelection& model : selections) {
     model.options.batch_size = o.batch_size;
     const placement::Graph graph = build_selected_model(model);
+    const std::string name = model.label();
     DeviceSelection device = o.device;
     if (!o.profile_dir.empty()) device.profile = o.profile_dir + "/" + name + ".tsv";
     const placement::CostModel cost_model = make_cost_model(device);
     const placement::NodeCosts costs = cost_model.node_costs(graph);
     const placement::GraphStats stats = placement::compute_graph_stats(graph);
-    models.push_back({.name = name,
-                      .family = model_info(name).family,
-                      .node_count = stats.node_count,
-                      .edge_count = stats.edge_count,
-                      .depth = stats.depth,
-                      .max_width = stats.max_width,
-                      .mean_branching_factor = stats.mean_branching_factor,
-                      .critical_path_cost_share = stats.critical_path_cost_share,
-                      .parameter_count = graph.total_parameter_count()});
+    models.push_back(
+        {.name = name,
+         .family = model.graph_file.empty() ? model_info(name).family : model.graph_family,
+         .node_count = stats.node_count,
+         .edge_count = stats.edge_count,
+         .depth = stats.depth,
+         .max_width = stats.max_width,
+         .mean_branching_factor = stats.mean_branching_factor,
+         .critical_path_cost_share = stats.critical_path_cost_share,
+         .parameter_count = graph.total_parameter_count()});
     for (int k : o.devices) {
       for (const std::string& order : o.orders) {
         const auto block_start = std::chrono::steady_clock::now();
@@ -307,8 +332,11 @@ Command add_order_study_command(CLI::App& root) {
       "into an order-study file (docs/results-format.md)");
   o->app = app;
   app->add_option("--models", o->models, "zoo models, comma-separated (--list-models)")
-      ->delimiter(',')
-      ->required();
+      ->delimiter(',');
+  app->add_option("--graph-file", o->graph_files,
+                  "graph files (docs/your-network.md), comma-separated or repeated; studied "
+                  "beside --models under their graphs' names")
+      ->delimiter(',');
   app->add_option("--orders", o->orders,
                   "traversal orders, comma-separated (default: the study's seven: " +
                       join(kStudyOrders, ",") + ")")

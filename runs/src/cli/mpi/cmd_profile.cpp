@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
@@ -76,11 +77,13 @@ void write_file(const ProfileOptions& o, const ProfileRun& run) {
   std::ostringstream text;
   // The file's batch_size is the micro-batch the nodes were timed at: what a run that
   // reads the profile must build its graph for (docs/profile-format.md).
-  text << "# interplace profile --model " << o.model.model << " --batch-size "
-       << o.model.options.batch_size << " --micro-batches " << o.model.micro_batches
-       << " (nodes timed at micro-batch size " << run.profile.batch_size << "): median of "
-       << o.repeats << " runs after " << o.warmup << " warm-up runs per node, " << run.threads
-       << " CPU threads, "
+  text << "# interplace profile "
+       << (o.model.graph_file.empty() ? "--model " + o.model.model
+                                      : "--graph-file " + o.model.graph_file)
+       << " --batch-size " << o.model.options.batch_size << " --micro-batches "
+       << o.model.micro_batches << " (nodes timed at micro-batch size " << run.profile.batch_size
+       << "): median of " << o.repeats << " runs after " << o.warmup << " warm-up runs per node, "
+       << run.threads << " CPU threads, "
        << (o.clock == "cpu" ? "thread CPU time (--clock cpu; runtime units by CPU time)"
                             : "wall clock")
        << "\n"
@@ -114,7 +117,7 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
                          const ProfileRun& run) {
   const placement::Profile& p = run.profile;
   const double forward = total(p, false), backward = total(p, true);
-  std::string out = "profile of " + o.model.model + " at micro-batch size " +
+  std::string out = "profile of " + o.model.label() + " at micro-batch size " +
                     std::to_string(p.batch_size) + " (batch size " +
                     std::to_string(o.model.options.batch_size) + " / " +
                     plural(o.model.micro_batches, "micro-batch", "micro-batches") + ") on " +
@@ -123,14 +126,20 @@ std::string profile_text(const ProfileOptions& o, const placement::Graph& graph,
   out += "nodes: " + format_count(graph.node_count()) + "; forward " + format_seconds(forward) +
          ", backward " + format_seconds(backward) + ", step " + format_seconds(forward + backward) +
          "\n";
-  out += "runtime on 1 rank, whole model (calibration): forward " +
-         format_seconds(p.runtime_forward_s) + ", backward " +
-         format_seconds(p.runtime_backward_s) + ", optimiser step " +
-         format_seconds(p.runtime_optimizer_s) + " (" + "x" +
-         format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
-         format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
-         " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
-         format_seconds(p.runtime_overhead_s) + "\n";
+  if (const std::string opaque = placement::opaque_summary(graph); !opaque.empty()) {
+    out += "estimated, not measured: " + opaque +
+           "; their times are FLOPs at the measured nodes' rate or bytes at the preset's "
+           "bandwidth (docs/your-network.md); no calibration (the graph cannot train)\n";
+  } else {
+    out += "runtime on 1 rank, whole model (calibration): forward " +
+           format_seconds(p.runtime_forward_s) + ", backward " +
+           format_seconds(p.runtime_backward_s) + ", optimiser step " +
+           format_seconds(p.runtime_optimizer_s) + " (" + "x" +
+           format_fixed(p.runtime_forward_s / std::max(forward, 1e-300), 2) + " and " + "x" +
+           format_fixed(p.runtime_backward_s / std::max(backward, 1e-300), 2) +
+           " the per-node sums); the rest of its step (drawing the batch, bookkeeping) " +
+           format_seconds(p.runtime_overhead_s) + "\n";
+  }
   for (const auto& [m, times] : p.runtime_in_flight) {
     out += "  with " + std::to_string(m) + " micro-batches in flight, per micro-batch: forward x" +
            format_fixed(times.first / std::max(p.runtime_forward_s, 1e-300), 2) + ", backward x" +
@@ -249,7 +258,7 @@ std::string profile_json(const ProfileOptions& o, const placement::Graph& graph,
             .str();
   }
   return JsonObject()
-             .string("model", o.model.model)
+             .string("model", o.model.label())
              .raw("model_options", model_options_json(o.model))
              .string("device", p.device_name)
              .integer("batch_size", o.model.options.batch_size)
@@ -306,16 +315,19 @@ std::string run_profile(const ProfileOptions& o) {
   const placement::Graph graph = build_selected_model(o.model);
   const DevicePreset& preset =
       device_preset_by_name(o.preset.empty() ? device_presets().front().name : o.preset);
-  ProfileRequest request{.model = o.model.model,
-                         .options = o.model.options,
-                         .repeats = o.repeats,
-                         .warmup = o.warmup,
-                         .threads = o.threads,
-                         .device = device_by_name(o.device),
-                         .seed = o.seed,
-                         .fallback_link = preset.link,
-                         .fallback_link_name = preset.name,
-                         .cpu_clock = o.clock == "cpu"};
+  ProfileRequest request{
+      .model = o.model.model,
+      .graph_file = o.model.graph_file,
+      .options = o.model.options,
+      .repeats = o.repeats,
+      .warmup = o.warmup,
+      .threads = o.threads,
+      .device = device_by_name(o.device),
+      .seed = o.seed,
+      .fallback_link = preset.link,
+      .fallback_link_name = preset.name,
+      .cpu_clock = o.clock == "cpu",
+      .memory_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s};
   request.options.batch_size = graph.batch_size();  // the micro-batch
 
   MpiSession mpi(nullptr, nullptr);

@@ -11,6 +11,7 @@
 #include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
+#include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -188,9 +189,19 @@ std::string run_train(TrainOptions& o) {
   try {
     apply_recipe_flags(o);
     TrainConfig config = o.config;
-    if (o.model.model.empty()) throw_invalid("--model is required");
+    if (o.model.model.empty() && o.model.graph_file.empty()) {
+      throw_invalid("--model is required, or --graph-file");
+    }
+    if (!o.model.model.empty() && !o.model.graph_file.empty()) {
+      throw_invalid("--model '" + o.model.model + "' and --graph-file '" + o.model.graph_file +
+                    "' both name a network; give one");
+    }
     selected_micro_batch_size(o.model);  // refused here in the flags' names, not the config's
+    placement::check_graph_file_options(
+        o.model.graph_file.empty() ? placement::ModelOptions{} : o.model.options, "--");
     config.model = o.model.model;
+    config.graph_file = o.model.graph_file;
+    resolve_graph_file(config);
     config.model_options = o.model.options;
     config.batch_size = o.model.options.batch_size;
     config.micro_batches = o.model.micro_batches;

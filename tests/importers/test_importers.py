@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""The importers (importers/interplace_importers) and graph files through the real binary:
+torchvision models to graph files with torchvision's parameter counts, ONNX beside PyTorch,
+the zoo exported and re-imported, bad files refused, and an imported model through
+simulate, order-study, profile, train on 2 ranks and a sweep to the recommendation table.
+
+Usage: test_importers.py BINARY CASE   (CTest runs one case per test; tests/importers/)
+       test_importers.py BINARY --list
+Runs on /usr/bin/python3 with Debian's python3-torch, python3-torchvision and python3-onnx
+(scripts/install-deps); the analysis report uses the project's venv (INTERPLACE_ANALYSIS_PYTHON).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "runs"))
+sys.path.insert(0, os.path.join(ROOT, "importers"))
+sys.path.insert(0, HERE)
+from case_runner import run_cases  # noqa: E402
+
+BINARY = None
+TMP = tempfile.mkdtemp(prefix="interplace-importers-")
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
+                   [os.path.join(ROOT, "importers"), HERE, os.environ.get("PYTHONPATH", "")]))
+MPIEXEC = os.environ.get("INTERPLACE_MPIEXEC", "mpirun")
+# Published parameter counts (torchvision's documentation), at 1000 classes.
+TORCHVISION_PARAMETERS = {"resnet18": 11_689_512, "mobilenet_v3_small": 2_542_856,
+                          "inception_v3": 23_834_568}
+
+warnings.filterwarnings("ignore")
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def run(*args, env=None, timeout=300, cwd=None):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=env or MPI_ENV, cwd=cwd)
+
+
+def ok(*args, **kw):
+    r = run(*args, **kw)
+    check(r.returncode == 0, f"{args}: exit {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr}")
+    return r
+
+
+def interplace(*args, **kw):
+    return ok(BINARY, *args, **kw)
+
+
+def fails(code, *args, contains=()):
+    r = run(BINARY, *args)
+    check(r.returncode == code, f"{args}: exit {r.returncode}, expected {code}: {r.stderr}")
+    check(r.stdout == "", f"{args}: stdout on error: {r.stdout[:200]}")
+    lines = r.stderr.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("interplace: error: "), f"{args}: {lines}")
+    for text in contains:
+        check(text in lines[0], f"{args}: error lacks {text!r}: {lines[0]}")
+    return lines[0]
+
+
+def graph_json(*selection):
+    return json.loads(interplace("graph", *selection, "--format", "json").stdout)
+
+
+def torchvision_model(name, **kwargs):
+    import torchvision
+    if name == "inception_v3":
+        kwargs.update(aux_logits=False, init_weights=False)
+    return getattr(torchvision.models, name)(weights=None, **kwargs)
+
+
+def import_torchvision(name, input_shape, **kwargs):
+    """The model, its graph builder and the graph file written from it."""
+    from interplace_importers.from_torch import import_module
+    model = torchvision_model(name, **kwargs)
+    builder = import_module(model, input_shape, name, family="torchvision")
+    path = os.path.join(TMP, f"{name}.json")
+    builder.write(path)
+    return model, builder, path
+
+
+def importer_cli(*args):
+    return ok(sys.executable, "-m", "interplace_importers", *args)
+
+
+def test_torchvision_parameter_counts():
+    for name, shape, opaque in [("resnet18", (3, 64, 64), set()),
+                                ("mobilenet_v3_small", (3, 64, 64),
+                                 {"hardswish", "hardsigmoid", "adaptiveavgpool2d", "mul"}),
+                                ("inception_v3", (3, 299, 299), set())]:
+        model, builder, path = import_torchvision(name, shape)
+        expected = sum(p.numel() for p in model.parameters())
+        check(expected == TORCHVISION_PARAMETERS[name], f"{name}: torchvision has {expected}")
+        check(builder.parameter_count() == expected,
+              f"{name}: imported {builder.parameter_count()} parameters, torchvision {expected}")
+        g = graph_json("--graph-file", path, "--batch-size", "1")
+        check(g["parameter_count"] == expected, f"{name}: interplace reads {g['parameter_count']}")
+        check(g["family"] == "torchvision" and g["reference_parameters"] is None, g["family"])
+        check(set(builder.opaque_ops) == opaque, f"{name}: opaque {builder.opaque_ops.keys()}")
+        check(len(g["opaque_nodes"]) == sum(len(v) for v in builder.opaque_ops.values()),
+              f"{name}: {len(g['opaque_nodes'])} opaque nodes")
+
+
+def test_inception_matches_the_zoo():
+    """The branching model: torchvision's Inception-v3 imported costs what the zoo's does."""
+    _, _, path = import_torchvision("inception_v3", (3, 299, 299))
+    imported = graph_json("--graph-file", path, "--batch-size", "2")
+    zoo = graph_json("--model", "inception_v3", "--batch-size", "2")
+    for key in ("parameter_count", "forward_flops", "backward_flops"):
+        check(imported[key] == zoo[key], f"{key}: imported {imported[key]}, zoo {zoo[key]}")
+    concat = [n for n in imported["graph"]["nodes"] if n["op"] == "concat"]
+    check(len(concat) == 15 and max(len(n["inputs"]) for n in concat) == 4, "branches")
+
+
+def test_onnx_matches_torch():
+    import torch
+    from interplace_importers.from_onnx import import_onnx
+    for name in ("resnet18", "mobilenet_v3_small"):
+        model = torchvision_model(name).train()
+        onnx_path = os.path.join(TMP, f"{name}.onnx")
+        torch.onnx.export(model, torch.zeros(1, 3, 64, 64), onnx_path,
+                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False,
+                          opset_version=13, input_names=["input"])
+        builder = import_onnx(onnx_path, name)
+        expected = TORCHVISION_PARAMETERS[name]
+        check(builder.parameter_count() == expected,
+              f"{name} (onnx): {builder.parameter_count()} parameters, torchvision {expected}")
+        path = os.path.join(TMP, f"{name}-onnx.json")
+        builder.write(path)
+        from_onnx = graph_json("--graph-file", path, "--batch-size", "1")
+        check(from_onnx["parameter_count"] == expected, f"{name}: {from_onnx['parameter_count']}")
+        if name == "resnet18":  # every op mapped both ways: the same costs
+            _, _, torch_path = import_torchvision(name, (3, 64, 64))
+            from_torch = graph_json("--graph-file", torch_path, "--batch-size", "1")
+            for key in ("forward_flops", "backward_flops", "activation_bytes"):
+                check(from_onnx[key] == from_torch[key], f"{key}: onnx {from_onnx[key]}, "
+                      f"torch {from_torch[key]}")
+            check(from_onnx["opaque_nodes"] == [], from_onnx["opaque_nodes"])
+    r = importer_cli("onnx", os.path.join(TMP, "mobilenet_v3_small.onnx"), "--out",
+                     os.path.join(TMP, "mv3-cli.json"))
+    check("2,542,856 parameters" in r.stdout and "HardSigmoid" in r.stderr, r.stdout + r.stderr)
+
+
+def test_zoo_round_trip():
+    """The zoo exported (graph --save-graph), its kernel-layer costs recounted by the
+    importers' formulas, written again by them and read back: the same graph."""
+    from interplace_importers.graph import GraphBuilder, kernel_costs
+    models = ["resnet20", "mobilenet_v2-small", "inception_v3-small", "nasnet_a_mobile-small",
+              "vgg16-small", "resnet50-small", "enas-cnn-small:3", "gpt-mini", "nmt-small:2"]
+    for model in models:
+        exported = os.path.join(TMP, f"zoo-{model}.json")
+        interplace("graph", "--model", model, "--batch-size", "4", "--save-graph", exported,
+                   "--format", "json")
+        with open(exported) as f:
+            doc = json.load(f)
+        rebuilt = GraphBuilder(doc["name"], doc["batch_size"], family=doc["family"])
+        recounted = 0
+        for node in doc["nodes"]:
+            shapes = [doc["nodes"][i]["output_shape"] for i in node["inputs"]]
+            try:
+                if node["op"] == "input":
+                    raise ValueError("no layer")
+                out, forward, backward, grad, params = kernel_costs(node["op"], node["attributes"],
+                                                                    shapes)
+            except ValueError:
+                out = None  # an op the importers never map (embedding, attention, ...)
+            if out is not None:
+                recounted += 1
+                check([out, forward, backward, grad, params] ==
+                      [node["output_shape"], node["forward_flops"], node["backward_flops"],
+                       node["parameter_grad_flops"], node["parameter_count"]],
+                      f"{model}: node {node['name']}: importers count {out, forward, backward, grad, params}")
+            rebuilt._add(node["name"], node["op"], node["inputs"], node["output_shape"],
+                         node["forward_flops"], node["backward_flops"],
+                         node["parameter_grad_flops"], node["parameter_count"], node["attributes"])
+        check(recounted > len(doc["nodes"]) // 3, f"{model}: only {recounted} nodes recounted")
+        again = os.path.join(TMP, f"zoo-{model}-again.json")
+        rebuilt.write(again)
+        original = graph_json("--model", model, "--batch-size", "4")
+        reread = graph_json("--graph-file", again, "--batch-size", "4")
+        check(reread["graph"]["node_count"] == original["graph"]["node_count"], model)
+        for key in ("parameter_count", "forward_flops", "backward_flops", "activation_bytes"):
+            check(reread[key] == original[key], f"{model}: {key} {reread[key]} != {original[key]}")
+        check(reread["graph"]["nodes"] == original["graph"]["nodes"], f"{model}: nodes differ")
+        check(reread["family"] == original["family"], reread["family"])
+
+
+BAD_FILES = [
+    # (name, edit of a valid graph file, fragment of the error)
+    ("cycle", lambda g: g["nodes"][1].update(inputs=[2]) or g["edges"].remove([0, 1])
+     or g["edges"].append([2, 1]), "the graph has a cycle"),
+    ("dangling_edge", lambda g: g["edges"].append([0, 999]), "is dangling: there is no node 999"),
+    ("unknown_op", lambda g: g["nodes"][3].update(op="hardswish"),
+     "unknown op type 'hardswish'"),
+    ("negative_cost", lambda g: g["nodes"][2].update(backward_flops=-1), "backward_flops"),
+    ("huge_shape", lambda g: g["nodes"][0].update(output_shape=[1, 1 << 30, 1 << 20]),
+     "more than 1099511627776 elements"),
+    ("duplicate_name", lambda g: g["nodes"][2].update(name=g["nodes"][1]["name"]),
+     "duplicate node name"),
+    ("wrong_costs", lambda g: g["nodes"][1].update(forward_flops=1),
+     "differs from the conv2d kernel layer's"),
+    ("version", lambda g: g.update(format_version=7), "format_version 7"),
+]
+
+
+def test_bad_graph_files():
+    path = os.path.join(TMP, "good.json")
+    interplace("graph", "--model", "resnet20", "--batch-size", "1", "--save-graph", path)
+    for name, edit, fragment in BAD_FILES:
+        with open(path) as f:
+            doc = json.load(f)
+        edit(doc)
+        bad = os.path.join(TMP, f"bad-{name}.json")
+        with open(bad, "w") as f:
+            json.dump(doc, f)
+        for command in (["graph"], ["simulate", "--order", "topo", "--placer", "contiguous",
+                                    "--devices", "2"]):
+            fails(2, *command, "--graph-file", bad, contains=(f"graph file '{bad}'", fragment))
+    deep = os.path.join(TMP, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    fails(2, "graph", "--graph-file", deep, contains=("nested more than 16 levels",))
+    fails(2, "graph", "--graph-file", "/dev/zero", contains=("not a regular file",))
+    fails(2, "graph", "--graph-file", path, "--model", "resnet20", contains=("give one",))
+    fails(2, "graph", "--graph-file", path, "--image-size", "32",
+          contains=("--image-size does not apply to a graph file",))
+    spec = os.path.join(TMP, "bad.toml")
+    with open(spec, "w") as f:
+        f.write(f'steps = 2\ngraph_file = "{os.path.join(TMP, "bad-cycle.json")}"\n')
+    fails(2, "sweep", spec, "--dry-run", contains=(f"{spec}:2", "cycle"))
+    with open(spec, "w") as f:
+        f.write(f'model = "resnet20"\ngraph_file = "{path}"\n')
+    fails(2, "sweep", spec, "--dry-run", contains=("'model' or 'graph_file', not both",))
+
+
+def test_imported_model_simulate_order_study_and_refused_training():
+    path = os.path.join(TMP, "mv3.json")
+    r = importer_cli("torchvision", "mobilenet_v3_small", "--input-shape", "3,32,32",
+                     "--num-classes", "10", "--out", path)
+    check("hardswish" in r.stderr and "opaque" in r.stderr, f"no warning: {r.stderr}")
+    sim = json.loads(interplace("simulate", "--graph-file", path, "--order", "topo", "--placer",
+                                "contiguous", "--devices", "2", "--batch-size", "8",
+                                "--micro-batches", "2", "--format", "json").stdout)
+    check(sim["model"] == "mobilenet_v3_small" and sim["simulation"]["step_time_s"] > 0, sim)
+    study = os.path.join(TMP, "study.h5")
+    out = json.loads(interplace("order-study", "--graph-file", path, "--models", "resnet20",
+                                "--orders", "topo,dfs-pre", "--devices", "2", "--seeds", "2",
+                                "--rl-episodes", "4", "--batch-size", "8", "--out", study,
+                                "--quiet", "--format", "json").stdout)
+    check(out["failed"] == 0 and {s["model"] for s in out["summary"]} ==
+          {"mobilenet_v3_small", "resnet20"}, out)
+    line = fails(2, "train", "--graph-file", path, "--batch-size", "4", "--steps", "1",
+                 contains=("cannot train graph 'mobilenet_v3_small'", "hardswish",
+                           "no kernel layer"))
+    check("features.0.2" in line, line)
+    profile = os.path.join(TMP, "mv3.tsv")
+    r = interplace("profile", "--graph-file", path, "--batch-size", "2", "--out", profile,
+                   "--repeats", "1", "--warmup", "0", "--threads", "1")
+    check("estimated, not measured" in r.stdout and os.path.exists(profile), r.stdout)
+    interplace("simulate", "--graph-file", path, "--batch-size", "2", "--profile", profile,
+               "--order", "topo", "--placer", "contiguous", "--devices", "2")
+
+
+def test_train_resnet18_np2():
+    _, builder, path = import_torchvision("resnet18", (3, 32, 32), num_classes=10)
+    check(builder.opaque_ops == {}, builder.opaque_ops)
+    r = ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "train", "--graph-file", path,
+           "--batch-size", "4", "--steps", "2", "--threads-per-rank", "1", "--placer", "stages",
+           "--strategy", "local")
+    header = r.stdout.splitlines()[0]
+    check(header.startswith("resnet18 topo stages K=2 local") and "(11181642 parameters)" in header,
+          header)
+    check("median step" in r.stdout, r.stdout)
+    # Its profile: every node measured, and the calibration run through the runtime.
+    profile = os.path.join(TMP, "resnet18.tsv")
+    r = interplace("profile", "--graph-file", path, "--batch-size", "2", "--repeats", "1",
+                   "--warmup", "0", "--threads", "1", "--out", profile)
+    check("runtime on 1 rank, whole model (calibration)" in r.stdout
+          and "estimated" not in r.stdout, r.stdout)
+    interplace("simulate", "--graph-file", path, "--batch-size", "2", "--profile", profile,
+               "--order", "topo", "--placer", "stages", "--devices", "2")
+
+
+def test_torchvision_resnet18_sweep_to_recommendations_np2():
+    """docs/your-network.md's worked example, shortened: the committed import of torchvision's
+    ResNet-18 swept on 2 ranks by the committed spec (2 steps, 1 repeat, its profile measured
+    by the job: profile:auto), then the report's recommendation table names its family."""
+    out = os.path.join(TMP, "resnet18.h5")
+    ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep",
+       "importers/examples/resnet18-sweep.toml", "steps=2", "repeats=1", "warmup_steps=0",
+       "cost_device=profile:auto",  # the job profiles the imported network itself
+       "--out", out, timeout=600, cwd=ROOT)
+    files = json.loads(interplace("inspect", out, "--format", "json").stdout)
+    # Local strategies are skipped where the placement is no stage chain (which cuts the
+    # measured profile's costs give: contiguous may cut across a downsampling shortcut).
+    statuses = sorted(c["status"] for c in files["configs"])
+    check(statuses.count("ok") >= 5 and set(statuses) <= {"ok", "skipped"}, statuses)
+    for c in files["configs"]:
+        check(c["status"] == "ok" or "cannot run on this placement" in c["reason"], c)
+    check(all(c["name"].startswith("resnet18-cifar10 ") for c in files["configs"]), files)
+    python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
+    report = os.path.join(TMP, "report18")
+    ok(python, "-m", "interplace_analysis", "report", out, "--out", report, "--quiet")
+    with open(os.path.join(report, "tables", "recommendations.md")) as f:
+        table = f.read()
+    row = [line for line in table.splitlines() if line.startswith("| torchvision |")]
+    check(len(row) == 1 and ("| stages |" in row[0] or "| contiguous |" in row[0]), table)
+    print(table)
+
+
+def test_fashion_mnist_sweep_to_recommendations_np2():
+    if not os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"):
+        raise AssertionError("dataset-fashion-mnist is not installed (scripts/install-deps)")
+    path = os.path.join(TMP, "fashion_cnn.json")
+    r = importer_cli("module", "small_nets:fashion_cnn", "--input-shape", "1,28,28",
+                     "--out", path)
+    check("fashion_cnn: 12 nodes" in r.stdout and r.stderr == "", r.stdout + r.stderr)
+    spec = os.path.join(TMP, "fashion.toml")
+    with open(spec, "w") as f:
+        f.write(f'graph_file = "{path}"\ndataset = "fashion-mnist"\ndevices = 2\n'
+                'orders = ["topo", "dfs-pre"]\nplacers = ["contiguous", "stages"]\n'
+                'strategies = ["global", "local"]\nmicro_batches = 2\nbatch_size = 16\n'
+                'steps = 3\neval_samples = 32\nthreads_per_rank = 1\n')
+    plan = json.loads(interplace("sweep", spec, "--dry-run", "--format", "json").stdout)
+    for c in plan["configs"]:
+        check(f"graph_file={path}\ngraph_digest=" in c["canonical_parameters"], c)
+    out = os.path.join(TMP, "fashion.h5")
+    ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep", spec, "--out", out, timeout=600)
+    files = json.loads(interplace("inspect", out, "--format", "json").stdout)
+    statuses = [c["status"] for c in files["configs"]]
+    check(statuses.count("ok") >= 6 and "failed" not in statuses, statuses)
+    check(all(c["name"].startswith("fashion_cnn ") for c in files["configs"]), files)
+    python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
+    report = os.path.join(TMP, "report")
+    ok(python, "-m", "interplace_analysis", "report", out, "--out", report, "--quiet")
+    with open(os.path.join(report, "tables", "recommendations.md")) as f:
+        table = f.read()
+    check("torch" in table and ("topo" in table or "dfs-pre" in table), table)
+    print(table)
+
+
+def test_committed_examples_are_current():
+    """importers/examples/*.json (docs/your-network.md reads them) are what the importer
+    writes today."""
+    for name, model in [("resnet18-cifar10", "resnet18"),
+                        ("mobilenet_v3_small-cifar10", "mobilenet_v3_small")]:
+        path = os.path.join(TMP, f"{name}.json")
+        importer_cli("torchvision", model, "--input-shape", "3,32,32", "--num-classes", "10",
+                     "--name", name, "--out", path)
+        with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
+                                                  f"{name}.json")) as committed:
+            check(json.load(new) == json.load(committed),
+                  f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+
+
+def set_binary(path):
+    global BINARY
+    BINARY = os.path.abspath(path)
+
+
+if __name__ == "__main__":
+    run_cases(globals(), __doc__, set_binary)
