@@ -378,6 +378,24 @@ Order critical_path_order(const Graph& graph, std::span<const double> node_cost)
   return order;
 }
 
+std::vector<int> same_sequence_as(const Graph& graph, const std::vector<OrderKind>& kinds,
+                                  const OrderOptions& options) {
+  std::vector<Order> sequences;
+  std::vector<int> first(kinds.size(), -1);
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const bool seeded = kinds[i] == OrderKind::random || kinds[i] == OrderKind::random_topo;
+    sequences.push_back(compute_order(graph, kinds[i], options));
+    for (size_t j = 0; j < i && !seeded; ++j) {
+      const bool seeded_j = kinds[j] == OrderKind::random || kinds[j] == OrderKind::random_topo;
+      if (!seeded_j && first[j] == -1 && sequences[j] == sequences[i]) {
+        first[i] = static_cast<int>(j);
+        break;
+      }
+    }
+  }
+  return first;
+}
+
 Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& options) {
   switch (kind) {
     case OrderKind::topo:

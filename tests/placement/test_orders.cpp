@@ -152,6 +152,27 @@ TEST(Orders, PropertiesOnRandomDags) {
   }
 }
 
+// Node ids of this suite's graphs are a topological numbering and a node's consumers are
+// visited in ascending id: then DFS postorder is exactly the reverse of Kahn with a LIFO
+// stack (docs/orders.md), so a study that asks for both runs one.
+TEST(Orders, SameSequenceAsFindsOrdersThatCoincide) {
+  const std::vector<OrderKind> kinds = {OrderKind::topo_lifo_rev, OrderKind::dfs_post,
+                                        OrderKind::dfs_pre, OrderKind::random,
+                                        OrderKind::random};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Graph graph = testing::random_dag(25, 0.15, seed, 3);
+    const std::vector<int> same = same_sequence_as(graph, kinds, {.seed = 7, .node_cost = {}});
+    EXPECT_EQ(same[0], -1);
+    EXPECT_EQ(same[1], 0) << "seed " << seed;  // dfs-post is topo-lifo-rev
+    EXPECT_EQ(same[3], -1);
+    EXPECT_EQ(same[4], -1);  // seeded orders are never merged, even with one seed
+  }
+  // On a chain every topological order is one: each later one points at the first.
+  const std::vector<int> chain = same_sequence_as(
+      testing::chain(6), {OrderKind::topo, OrderKind::dfs_pre, OrderKind::bfs, OrderKind::topo_rev});
+  EXPECT_EQ(chain, (std::vector<int>{-1, 0, 0, -1}));
+}
+
 TEST(Orders, ValidationHelpers) {
   const Graph graph = testing::diamond();
   EXPECT_TRUE(is_topological(graph, Order{0, 2, 1, 3}));

@@ -51,6 +51,26 @@ def test_order_study_runs_every_setting_and_matches_place():
         fails(2, *STUDY, "--out", out, contains=("exists already",))
 
 
+def test_order_study_runs_each_distinct_order_once():
+    """dfs-post is topo-lifo-rev on every graph of this suite (docs/orders.md): asked for
+    both, the study runs one and names the other."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "distinct.h5")
+        study = [a for a in STUDY]
+        study[study.index("--orders") + 1] = "topo-lifo-rev,dfs-post,lexical"
+        doc = ok(*study, "--out", out, "--format", "json").json()
+        for model in doc["models"]:
+            check("dfs-post=topo-lifo-rev" in model["same_orders"], model)
+            check(model["distinct_orders"] == 3 - len(model["same_orders"]), model)
+        ran = {(s["model"], s["order"]) for s in doc["summary"]}
+        check(all(order != "dfs-post" for _, order in ran), ran)
+        check(("gpt-mini", "topo-lifo-rev") in ran and ("vgg16-small", "lexical") in ran, ran)
+        distinct = sum(m["distinct_orders"] for m in doc["models"])
+        check(doc["runs"] == distinct * 2, doc)  # 2 seeds per distinct order and model
+        text = ok(*study, "--out", os.path.join(tmp, "t.h5")).out
+        check("not run: dfs-post=topo-lifo-rev" in text, text)
+
+
 def test_order_study_bad_options():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.h5")

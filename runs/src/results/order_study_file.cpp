@@ -112,6 +112,16 @@ void write_models(hid_t root, const std::vector<OrderStudyModel>& models) {
          {"1", "forward+backward FLOPs of the costliest path over all FLOPs"});
   column(g.get(), "parameter_count", pick(models, [](const M& r) { return r.parameter_count; }), m,
          {"1", "trainable parameters"});
+  column(g.get(), "distinct_orders", pick(models, [](const M& r) { return r.distinct_orders; }), m,
+         {"1", "requested orders with distinct node sequences on this graph"});
+  column(g.get(), "same_orders",
+         pick(models,
+              [](const M& r) {
+                std::string text;
+                for (const std::string& s : r.same_orders) text += (text.empty() ? "" : ",") + s;
+                return text;
+              }),
+         m, {"1", "orders not run: order=the earlier order whose sequence it repeats"});
 }
 
 void write_runs(hid_t root, const std::vector<OrderStudyRun>& runs) {

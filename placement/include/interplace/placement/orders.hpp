@@ -55,6 +55,14 @@ struct OrderOptions {
 
 Order compute_order(const Graph& graph, OrderKind kind, const OrderOptions& options = {});
 
+// Orders that are one order on this graph: for each of `kinds`, the index in `kinds` of the
+// first order that gives `graph` the same node sequence (with `options`), or -1 when it is
+// the first of its sequence. Seeded orders (random, random-topo) are never merged: their
+// sequence changes with the seed. A study counts each distinct sequence once (on chains
+// dfs-post and topo-lifo-rev always coincide: docs/orders.md).
+std::vector<int> same_sequence_as(const Graph& graph, const std::vector<OrderKind>& kinds,
+                                  const OrderOptions& options = {});
+
 // The individual orders, for callers that want one directly.
 Order topological_order(const Graph& graph);
 Order dfs_preorder(const Graph& graph);

@@ -24,6 +24,10 @@ struct OrderStudyModel {
   double mean_branching_factor = 0.0;
   double critical_path_cost_share = 0.0;
   int64_t parameter_count = 0;
+  // The requested orders that give this graph the node sequence of an earlier one
+  // ("dfs-post=topo-lifo-rev"): not run, each distinct sequence counted once.
+  std::vector<std::string> same_orders;
+  int64_t distinct_orders = 0;  // of the requested orders, on this graph
 };
 
 // One rl placement: a model on `devices` devices, visiting nodes in `order`, from `seed`.

@@ -31,9 +31,10 @@
 namespace interplace::runs::cli {
 namespace {
 
-// The seven orders of the study, under this suite's names (docs/orders.md).
-const std::vector<std::string> kStudyOrders = {
-    "lexical", "topo-lifo", "topo-lifo-rev", "lexical-topo", "dfs-pre", "dfs-post", "bfs-by-name"};
+// The six orders the study's code runs (run_experiments.py: alpha, topo, reversed_topo,
+// dfs_preorder, dfs_postorder, bfs), under this suite's names (docs/orders.md, docs/placers.md).
+const std::vector<std::string> kStudyOrders = {"lexical", "topo-lifo", "topo-lifo-rev",
+                                               "dfs-pre", "dfs-post",  "bfs-by-name"};
 const std::vector<std::string> kFormats = {"text", "json"};
 
 struct StudyOptions {
@@ -206,9 +207,36 @@ std::string run_study(StudyOptions& o) {
          .max_width = stats.max_width,
          .mean_branching_factor = stats.mean_branching_factor,
          .critical_path_cost_share = stats.critical_path_cost_share,
-         .parameter_count = graph.total_parameter_count()});
+         .parameter_count = graph.total_parameter_count(),
+         .same_orders = {},
+         .distinct_orders = 0});
+    // Orders that are one order on this graph run once (under the first name asked).
+    placement::OrderOptions order_options;
+    order_options.seed = 1;
+    for (placement::NodeId id = 0; id < graph.node_count(); ++id) {
+      order_options.node_cost.push_back(costs.compute_s(id));
+    }
+    std::vector<placement::OrderKind> kinds;
+    for (const std::string& order : o.orders) kinds.push_back(placement::order_by_name(order));
+    const std::vector<int> same = placement::same_sequence_as(graph, kinds, order_options);
+    for (size_t i = 0; i < same.size(); ++i) {
+      if (same[i] >= 0) {
+        models.back().same_orders.push_back(o.orders[i] + "=" +
+                                            o.orders[static_cast<size_t>(same[i])]);
+      }
+    }
+    models.back().distinct_orders = std::count(same.begin(), same.end(), -1);
+    if (!o.quiet && !models.back().same_orders.empty()) {
+      std::cerr << name + ": not run, the same node sequence as an earlier order: " +
+                       join(models.back().same_orders) + "\n";
+    }
     for (int k : o.devices) {
-      for (const std::string& order : o.orders) {
+      for (size_t oi = 0; oi < o.orders.size(); ++oi) {
+        const std::string& order = o.orders[oi];
+        if (same[oi] >= 0) {
+          block += 1;
+          continue;
+        }
         const auto block_start = std::chrono::steady_clock::now();
         PlacementSelection selection;
         selection.order = order;
@@ -303,11 +331,20 @@ std::string run_study(StudyOptions& o) {
           .number("placer_wall_s", r.wall_s)
           .str();
     });
+    const std::string distinct = json_array(models, [](const OrderStudyModel& m) {
+      return JsonObject()
+          .string("model", m.name)
+          .integer("distinct_orders", m.distinct_orders)
+          .raw("same_orders",
+               json_array(m.same_orders, [](const std::string& s) { return json_string(s); }))
+          .str();
+    });
     return JsonObject()
                .string("out", o.out)
                .integer("runs", static_cast<int64_t>(runs.size()))
                .integer("failed", failed)
                .number("wall_s", wall_s)
+               .raw("models", distinct)
                .raw("summary", rows)
                .str() +
            "\n";
@@ -318,8 +355,15 @@ std::string run_study(StudyOptions& o) {
                    format_seconds(r.median_s), format_seconds(r.min_s), format_seconds(r.max_s),
                    format_fixed(r.wall_s, 1) + " s"});
   }
+  std::string same;
+  for (const OrderStudyModel& m : models) {
+    if (!m.same_orders.empty()) {
+      same += m.name + ": " + std::to_string(m.distinct_orders) +
+              " distinct orders; not run: " + join(m.same_orders) + "\n";
+    }
+  }
   return o.out + ": " + std::to_string(runs.size()) + " rl runs (" + std::to_string(failed) +
-         " failed) in " + format_fixed(wall_s, 1) + " s\n\n" + table.str();
+         " failed) in " + format_fixed(wall_s, 1) + " s\n" + same + "\n" + table.str();
 }
 
 }  // namespace
