@@ -25,7 +25,7 @@ void require_placeable(const Graph& graph, const Order& order, const PlacementRe
   require_valid_order(graph, order);
   int64_t total = 0;
   for (const Node& node : graph.nodes()) {
-    const int64_t bytes = costs.memory_bytes(node.id, request.micro_batches);
+    const int64_t bytes = costs.memory_bytes(node.id, request.memory_micro_batches());
     if (bytes > capacity) {
       throw_invalid("node '" + node.name + "' needs " + std::to_string(bytes) +
                     " bytes, more than one device holds (" + std::to_string(capacity) + ")");
@@ -50,7 +50,7 @@ PlacerContext make_placer_context(const Graph& graph, const Order& order,
   context.capacity_bytes = request.capacity_bytes();
   context.node_memory_bytes.resize(graph.node_count());
   for (NodeId id = 0; id < graph.node_count(); ++id) {
-    context.node_memory_bytes[id] = context.costs.memory_bytes(id, request.micro_batches);
+    context.node_memory_bytes[id] = context.costs.memory_bytes(id, request.memory_micro_batches());
   }
   return context;
 }

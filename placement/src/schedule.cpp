@@ -237,6 +237,11 @@ std::string to_string(PipelineKind kind) {
   return name_of(kPipelineNames, kind);
 }
 
+int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages) {
+  return pipeline == PipelineKind::one_f_one_b ? std::min(micro_batches, std::max(1, stages))
+                                               : micro_batches;
+}
+
 InterlockMode interlock_mode_by_name(std::string_view name) {
   return kind_by_name(kInterlockNames, name, "interlock mode");
 }

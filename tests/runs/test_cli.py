@@ -784,6 +784,19 @@ def test_train_measures_its_own_profile():
     train_fails(2, 1, *args, "--profile", "/nonexistent.tsv", contains=("nonexistent",))
 
 
+def test_placers_charge_the_micro_batches_the_pipeline_keeps():
+    """1F1B keeps at most K micro-batches on a stage: a 64-stage GPT with 1024
+    micro-batches plans and simulates with 1F1B, every device within its memory, while
+    GPipe's M in flight is refused (the LM head alone: 211 GB)."""
+    args = ("--model", "gpt", "--depth-multiplier", "8", "--devices", "64", "--batch-size",
+            "1024", "--micro-batches", "1024", "--device-preset", "h100", "--order", "topo",
+            "--placer", "contiguous")
+    sim = ok("simulate", *args, "--pipeline", "1f1b", "--format", "json").json()["simulation"]
+    check(sim["pipeline"] == "1f1b" and all(d["fits_memory"] for d in sim["devices"]),
+          [d["peak_memory_bytes"] for d in sim["devices"]][:4])
+    fails(2, "simulate", *args, "--pipeline", "gpipe", contains=("'lm_head' needs",))
+
+
 def test_train_recipe_flags():
     """The step schedule's rate per step in the JSON lines; bad recipe values exit 2 naming
     the flag or the valid names."""

@@ -106,7 +106,14 @@ std::string run_simulate(const SimulateOptions& o) {
   require_format(o.format, kFormats);
   check_placement_selection(o.placement);
   // Bad strategy or pipeline names fail before the (possibly slow) placement.
-  placement::strategy_reach(o.strategy, o.placement.devices);
+  const int k = o.placement.devices;
+  const bool global = placement::strategy_reach(o.strategy, k) >= k - 1;
+  // The placer charges each device the micro-batches the pipeline keeps at once (1F1B: K).
+  PlacementSelection selection = o.placement;
+  if (global && !o.pipeline.empty()) {
+    selection.kept_micro_batches = placement::micro_batches_kept(
+        placement::pipeline_by_name(o.pipeline), o.model.micro_batches, k);
+  }
   StepRequest request;
   request.strategy = o.strategy;
   if (!o.pipeline.empty()) request.pipeline = placement::pipeline_by_name(o.pipeline);
@@ -124,15 +131,15 @@ std::string run_simulate(const SimulateOptions& o) {
   const placement::CostModel cost_model = make_cost_model(o.device);
   PlacementRun run;
   if (o.place_with.empty()) {
-    run = run_placement(graph, cost_model, o.placement, o.model.micro_batches);
+    run = run_placement(graph, cost_model, selection, o.model.micro_batches);
   } else {
     DeviceSelection planner;
     planner.preset = o.place_with;
     planner.optimizer = o.device.optimizer;
-    run = run_placement(graph, make_cost_model(planner), o.placement, o.model.micro_batches);
+    run = run_placement(graph, make_cost_model(planner), selection, o.model.micro_batches);
     run.costs = cost_model.node_costs(graph);
   }
-  const PlacementContext context{o.model, o.device, o.placement, graph, cost_model, run};
+  const PlacementContext context{o.model, o.device, selection, graph, cost_model, run};
   const StepReport step = simulate_step(graph, run.placement, run.costs, cost_model, request);
   return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
 }

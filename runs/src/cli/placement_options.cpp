@@ -172,6 +172,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
 
   placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
   request.micro_batches = micro_batches;
+  request.kept_micro_batches = s.kept_micro_batches;
   request.seed = s.seed;
   request.refine_start = s.refine_start;
   request.refine_rounds = s.refine_rounds;

@@ -28,6 +28,9 @@ struct PlacementSelection {
   placement::RlOptions rl;     // --rl-*; the estimator is set by run_placement
   std::string rl_policy;       // --rl-policy: start from this saved policy
   std::string rl_save_policy;  // --rl-save-policy: write the trained policy here
+  // Micro-batches a device keeps at once under the run's schedule (micro_batches_kept);
+  // 0: all of them (GPipe's worst case).
+  int kept_micro_batches = 0;
   // --rl-rounds and --rl-hidden as parsed, to tell a value given on the command line from
   // the default: a loaded policy fixes both, so a differing one given is refused.
   const CLI::Option* rl_rounds_option = nullptr;

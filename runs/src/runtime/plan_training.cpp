@@ -216,6 +216,11 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.order = placement::compute_order(plan.graph, order, order_options);
   placement::PlacementRequest request{.device_count = config.devices, .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
+  // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count it.
+  if (plan.reach == config.devices - 1) {
+    request.kept_micro_batches =
+        placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices);
+  }
   request.seed = config.seed;
   set_placer_objective(request, plan.graph, costs, cost_model);  // as `place` places
   if (config.placement_path.empty()) {

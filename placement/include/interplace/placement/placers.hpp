@@ -25,7 +25,8 @@
 //                candidate costs one full estimate, so this keeps large graphs tractable.
 //
 // All respect the per-device memory capacity (a node needs its parameter state plus its
-// output activation for each of `micro_batches` micro-batches, GPipe's worst case): a
+// output activation for each micro-batch its device keeps at once: `micro_batches` under
+// GPipe, the worst case, or `kept_micro_batches` when the schedule keeps fewer): a
 // node that does not fit where a placer would put it goes to the next device that has
 // room. They throw invalid_input when placement is impossible: K < 1, K greater than the
 // node count, an order that is not a permutation of the nodes, a node larger than one
@@ -59,6 +60,12 @@ struct PlacementRequest {
   // Micro-batches whose activations a device keeps (memory check) and that the default
   // step-time estimator pipelines.
   int micro_batches = 1;
+  // Micro-batches whose activations a device keeps at once, when the schedule keeps fewer
+  // than `micro_batches` (1F1B: at most K, min(M, K) on its first stage); 0: all of them.
+  int kept_micro_batches = 0;
+  int memory_micro_batches() const {
+    return kept_micro_batches > 0 ? kept_micro_batches : micro_batches;
+  }
   uint64_t seed = 0;  // random
   // refine: the starting placer (any other placer name), the number of rounds (it stops
   // early when a round moves nothing), the candidate devices, and the estimator (empty:

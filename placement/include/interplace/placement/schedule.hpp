@@ -109,6 +109,10 @@ const std::vector<std::string>& strategy_forms();
 PipelineKind pipeline_by_name(std::string_view name);
 const std::vector<std::string>& pipeline_names();
 std::string to_string(PipelineKind kind);
+// The micro-batches whose activations the busiest stage keeps at once under the global
+// strategy's pipeline: GPipe all M (every forward before the first backward), 1F1B at most
+// K (stage s keeps min(M, K - s)). What the placers charge a device for.
+int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages);
 // "single" or "sum".
 InterlockMode interlock_mode_by_name(std::string_view name);
 const std::vector<std::string>& interlock_mode_names();
