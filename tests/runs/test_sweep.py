@@ -530,25 +530,31 @@ def count_configs(path):
         return 0
 
 
+def kill_after_first_config(spec, out, timeout_s):
+    """Sweeps `spec` into `out` on 2 ranks and SIGKILLs the whole job (mpirun and the ranks:
+    its session) once the file holds a configuration; returns what it printed on stderr."""
+    cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env("0.3"), start_new_session=True, text=True)
+    deadline = time.time() + timeout_s
+    while count_configs(out) < 1:
+        check(proc.poll() is None, "the sweep ended before it could be killed")
+        check(time.time() < deadline, "no configuration written in time")
+        time.sleep(0.05)
+    for pid in session_processes(proc.pid):
+        os.kill(pid, signal.SIGKILL)
+    _, stderr = proc.communicate()
+    while session_processes(proc.pid):
+        time.sleep(0.05)
+    return stderr
+
+
 def test_kill_and_resume_np2():
     import h5py
     with tempfile.TemporaryDirectory() as tmp:
         spec = write(tmp, "small.toml", SMALL_SPEC)
         out = os.path.join(tmp, "small.h5")
-        cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=env("0.3"), start_new_session=True)
-        deadline = time.time() + 120
-        while count_configs(out) < 1:
-            check(proc.poll() is None, "the sweep ended before it could be killed")
-            check(time.time() < deadline, "no configuration written in time")
-            time.sleep(0.05)
-        # SIGKILL to everything of the job: mpirun and the ranks (its session).
-        for pid in session_processes(proc.pid):
-            os.kill(pid, signal.SIGKILL)
-        proc.wait()
-        while session_processes(proc.pid):
-            time.sleep(0.05)
+        kill_after_first_config(spec, out, 120)
         before = count_configs(out)
         check(1 <= before < 8, f"killed mid-run, {before} configurations in the file")
         with h5py.File(out, "r") as f:
@@ -645,17 +651,7 @@ def test_auto_profile_np2():
         r = ok(None, "sweep", spec, "--dry-run", "--format", "json")
         check(all(c["outcome"] == "run" for c in json.loads(r.stdout)["configs"]
                   if "global" in c["name"]), r.stdout)
-        cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=env("0.3"), start_new_session=True, text=True)
-        deadline = time.time() + 240
-        while count_configs(out) < 1:
-            check(proc.poll() is None, "the sweep ended before it could be killed")
-            check(time.time() < deadline, "no configuration written in time")
-            time.sleep(0.05)
-        for pid in session_processes(proc.pid):
-            os.kill(pid, signal.SIGKILL)
-        _, first = proc.communicate()
+        first = kill_after_first_config(spec, out, 240)
         check(first.count("measuring the profile of resnet20") == 1, first)
         r = ok(2, "sweep", spec, "--out", out, "--resume")
         check("measuring the profile" not in r.stderr, f"measured again: {r.stderr}")
