@@ -5,6 +5,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/profiling.hpp"
 
 namespace interplace::runs {
@@ -39,6 +40,31 @@ TEST(Profiling, TimesEveryNodeOfACnn) {
       EXPECT_GT(t.backward_s, 0.0) << node.name;
     }
   }
+}
+
+// A profile prices the heads of whichever --aux-head a run picks: a head it did not time
+// falls back to the roofline (aux_head_costs), which missed local steps by 15-20%.
+TEST(Profiling, TimesTheAuxiliaryHeadsOfEveryWidth) {
+  placement::ModelOptions options;
+  options.batch_size = 2;
+  options.width_multiplier = 0.25;
+  const placement::Graph graph = placement::build_model("resnet20", options);
+  const auto timed = time_aux_heads(graph, 0.25, {.warmup = 0, .repeats = 1});
+  size_t study_heads = 0;
+  for (const std::string& width : aux_head_width_names()) {
+    const auto heads = distinct_aux_heads(
+        graph, {.width_multiplier = 0.25, .width = aux_head_width_by_name(width)});
+    ASSERT_FALSE(heads.empty()) << width;
+    for (const auto& [key, head] : heads) {
+      const auto found = timed.find(key);
+      ASSERT_NE(found, timed.end()) << width << " head " << key;
+      EXPECT_GT(found->second.first, 0.0) << key;
+      EXPECT_GT(found->second.second, 0.0) << key;
+    }
+    if (width == "study") study_heads = heads.size();
+  }
+  // More than the study's heads (widths can coincide at a boundary, so not their sum).
+  EXPECT_GT(timed.size(), study_heads);
 }
 
 TEST(Profiling, TransformerGetsValidTokenIdsAndABoundHead) {

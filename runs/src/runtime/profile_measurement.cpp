@@ -141,10 +141,9 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
           .cpu_time = o.cpu_clock,
           .estimate_bandwidth_bytes_per_s = o.memory_bandwidth_bytes_per_s};
       run.profile.nodes = time_nodes(graph, node_timing);
-      // The heads local and interlocking strategies add at stage boundaries, as the
-      // runtime builds them by default (uncapped, the model's width multiplier).
-      run.profile.aux_heads =
-          time_aux_heads(graph, {.width_multiplier = o.options.width_multiplier}, node_timing);
+      // The heads local and interlocking strategies add at stage boundaries, at every width
+      // a run may choose (--aux-head), with the model's width multiplier.
+      run.profile.aux_heads = time_aux_heads(graph, o.options.width_multiplier, node_timing);
       // The runtime's units on one rank, by the same clock as the nodes (the runtime
       // records both); a CPU-time profile has no host sharing (docs/simulator.md).
       double nodes_s = 0.0;  // the step by the per-node times: how many steps make ~1 s

@@ -200,10 +200,15 @@ std::string cpu_device_name(int threads) {
 }
 
 std::map<std::string, std::pair<double, double>> time_aux_heads(const placement::Graph& graph,
-                                                                const AuxHeadOptions& heads,
+                                                                double width_multiplier,
                                                                 const NodeTimingOptions& options) {
+  std::map<std::string, placement::Graph> heads;
+  for (const std::string& width : aux_head_width_names()) {
+    heads.merge(distinct_aux_heads(
+        graph, {.width_multiplier = width_multiplier, .width = aux_head_width_by_name(width)}));
+  }
   std::map<std::string, std::pair<double, double>> timed;
-  for (const auto& [key, head] : distinct_aux_heads(graph, heads)) {
+  for (const auto& [key, head] : heads) {
     std::pair<double, double> sums{0.0, 0.0};
     for (const placement::NodeTiming& layer : time_nodes(head, options)) {
       sums.first += layer.forward_s;

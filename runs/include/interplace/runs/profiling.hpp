@@ -48,10 +48,12 @@ std::vector<placement::NodeTiming> time_nodes(const placement::Graph& graph,
                                               const NodeTimingOptions& options);
 
 // Every distinct auxiliary head the graph's possible stage boundaries give
-// (distinct_aux_heads), its layers timed as time_nodes times a graph's nodes; per head key
-// the sums of the forward and of the backward times (placement::Profile::aux_heads).
+// (distinct_aux_heads) at every head width (study, capped, proportional: a run may ask for
+// any of them), at the model's width multiplier; each head's layers timed as time_nodes
+// times a graph's nodes; per head key the sums of the forward and of the backward times
+// (placement::Profile::aux_heads).
 std::map<std::string, std::pair<double, double>> time_aux_heads(const placement::Graph& graph,
-                                                                const AuxHeadOptions& heads,
+                                                                double width_multiplier,
                                                                 const NodeTimingOptions& options);
 
 // The runtime's own units for a whole model on one rank: `interplace train` of the graph's
