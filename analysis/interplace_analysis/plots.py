@@ -282,9 +282,9 @@ def _draw_timeline(ax, results: Results, config_id: str) -> set[str]:
     ev = results.timelines[config_id]
     cfg = results.configs.set_index("run_id").loc[config_id]
     ends = {}
-    st = results.steps
+    st = results.run_steps(config_id)  # this run's groups only
     if not st.empty:
-        last = st[(st["run_id"] == config_id) & ~st["warmup"]]
+        last = st[~st["warmup"]]
         if len(last) and "step_s" in last:
             last = last[last["step"] == last["step"].max()]
             ends = dict(zip(last["rank"], last["step_s"]))

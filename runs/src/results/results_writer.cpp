@@ -15,6 +15,7 @@
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
+#include "results_summary.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -429,6 +430,7 @@ void create_results_file(const std::string& path, const Provenance& provenance) 
   h5::MemoryFile file = h5::MemoryFile::create();
   write_provenance(file.get(), provenance);
   h5::create_group(file.get(), "configs");
+  create_summary(file.get());
   file.save(path);
 }
 
@@ -449,9 +451,25 @@ void append_profile(const std::string& path, const StoredProfile& profile) {
 }
 
 double append_config(const std::string& path, const ConfigRecord& record) {
+  return append_configs(path, {&record, 1});
+}
+
+double append_configs(const std::string& path, std::span<const ConfigRecord> records) {
   const auto start = std::chrono::steady_clock::now();
   h5::MemoryFile file = h5::MemoryFile::load(path);
-  write_record(file.get(), record);
+  // A file from before the summary table gets one first (from its groups), so that the
+  // table always describes every group.
+  ensure_summary(file.get());
+  std::vector<SummaryRow> rows;
+  {
+    const h5::Handle configs = h5::open_group(file.get(), "configs");
+    for (const ConfigRecord& record : records) {
+      write_record(file.get(), record);
+      // Read back from the group just written: the row says what the group says.
+      rows.push_back(summarize_config(configs.get(), record.config.id));
+    }
+  }
+  append_summary(file.get(), rows);
   try {
     file.save(path);
   } catch (const Error& e) {

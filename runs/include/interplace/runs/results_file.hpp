@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,11 @@ std::vector<StoredProfile> read_profiles(const std::string& path);
 void create_results_file(const std::string& path, const Provenance& provenance);
 // Copies `path` to `path.tmp`, adds /configs/<id> there, closes it and renames it over
 // `path`. Throws invalid_input when the id is present already. Returns the seconds taken.
+// The group's row is appended to the summary table (/summary) in the same write.
 double append_config(const std::string& path, const ConfigRecord& record);
+// Several at once, in one copy and one write (crash-safe as append_config: all or none of
+// them). For writers that hold many finished configurations (bench/results_scale_gen).
+double append_configs(const std::string& path, std::span<const ConfigRecord> records);
 
 // What `inspect`, `--resume` and `merge` need from a file.
 struct StoredConfig {
