@@ -378,6 +378,23 @@ class GroupReader:
         except (OSError, KeyError, ValueError, TypeError) as e:
             raise ResultFormatError(f"{path}: /configs/{gid}: corrupt ({e})") from None
 
+    def steps_record(self, path: str, gid: str, attrs: dict[str, Any],
+                     curve_only: bool = False) -> ConfigRecord:
+        """A record of the group's ``steps/*`` and ``ranks/*`` only (what the curves and
+        the steps table need); ``curve_only``: just the datasets of a curve."""
+        where = f"{path}: /configs/{gid}"
+        try:
+            g = self._file(path)["configs"][gid]
+            rec = ConfigRecord(file=path, attrs=attrs)
+            step_names = STEP_DATASETS if curve_only else STEP_DATASETS + STEP_RANK_DATASETS
+            rec.steps = _read_subgroup(g, "steps", step_names, where)
+            rec.ranks = _read_subgroup(g, "ranks", ("step_s",) if curve_only else RANK_DATASETS,
+                                       where)
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ResultFormatError(f"{where}: corrupt ({e})") from None
+        _check_shapes(rec, where)
+        return rec
+
     def measured_step_times(self, path: str, gid: str) -> np.ndarray:
         """``steps/step_time_s`` of the measured steps only (two datasets read)."""
         g = self._file(path)["configs"][gid]

@@ -126,10 +126,18 @@ class Results:
             self._step_times[run_id] = times
         return times
 
+    def _steps_record(self, run_id: str, curve_only: bool = False) -> ConfigRecord:
+        rec = self._records[run_id]
+        if rec.summary is None:
+            return rec
+        out = self._reader.steps_record(rec.file, rec.id, rec.attrs, curve_only)
+        out.run_id = rec.run_id
+        return out
+
     def measured_curve(self, run_id: str) -> pd.DataFrame:
         """The ``curves`` rows of the measured steps of one run, by step."""
-        curve = frames.curve_frame(self.record(run_id)) if run_id in self._records else \
-            pd.DataFrame()
+        curve = frames.curve_frame(self._steps_record(run_id, curve_only=True)) \
+            if run_id in self._records else pd.DataFrame()
         if curve.empty:
             return pd.DataFrame(columns=["config_id", "run_id", "step", "warmup", "step_time_s",
                                          "loss", "accuracy", "elapsed_s"])
@@ -139,7 +147,7 @@ class Results:
         """The ``steps`` rows of one run (one per step and rank)."""
         if run_id not in self._records:
             return pd.DataFrame()
-        rec = self.record(run_id)
+        rec = self._steps_record(run_id)
         curve = frames.curve_frame(rec)
         return frames.step_rank_frame(rec, curve) if not curve.empty else pd.DataFrame()
 
