@@ -73,8 +73,8 @@ TrainConfig train_config(const Setting& s, uint64_t seed) {
 // Deterministic jitter in [0, 1) from (index, step, rank).
 double jitter(int64_t index, int step, int rank) {
   uint64_t h = 1469598103934665603ULL;
-  for (const uint64_t v : {static_cast<uint64_t>(index), static_cast<uint64_t>(step),
-                           static_cast<uint64_t>(rank)}) {
+  for (const uint64_t v :
+       {static_cast<uint64_t>(index), static_cast<uint64_t>(step), static_cast<uint64_t>(rank)}) {
     h = (h ^ v) * 1099511628211ULL;
     h ^= h >> 29;
   }
@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   int batch = 2000;
   std::string out;
   app.add_option("--configs", configs, "configurations in all")->check(CLI::PositiveNumber);
-  app.add_option("--shards", shards, "files: shard i holds i, i+n, ...")->check(CLI::PositiveNumber);
+  app.add_option("--shards", shards, "files: shard i holds i, i+n, ...")
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "configurations per append_configs call")
       ->check(CLI::PositiveNumber);
   app.add_option("--out", out, "path prefix: PREFIX-<i>.h5 per shard")->required();
@@ -153,8 +154,8 @@ int main(int argc, char** argv) {
   try {
     const std::vector<Setting> all = settings();
     std::map<size_t, std::optional<TrainPlan>> plans;  // per setting; empty: planning failed
-    const std::string spec_text = "# bench/results_scale_gen: " + std::to_string(configs) +
-                                  " synthetic configurations\n";
+    const std::string spec_text =
+        "# bench/results_scale_gen: " + std::to_string(configs) + " synthetic configurations\n";
     for (int shard = 0; shard < shards; ++shard) {
       const auto start = std::chrono::steady_clock::now();
       const std::string path = out + "-" + std::to_string(shard) + ".h5";
@@ -207,8 +208,8 @@ int main(int argc, char** argv) {
           r.plan = &*plan;
         } else {
           r.plan = &*plan;
-          const double base = plan->prediction.step_time_s > 0 ? plan->prediction.step_time_s
-                                                                : 0.01;
+          const double base =
+              plan->prediction.step_time_s > 0 ? plan->prediction.step_time_s : 0.01;
           results.push_back(std::make_unique<TrainResult>(synthetic_result(i, base)));
           r.result = results.back().get();
         }

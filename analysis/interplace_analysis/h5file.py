@@ -340,6 +340,7 @@ def _read_summary(path: str, f: h5py.File) -> tuple[list[ConfigRecord] | None, s
         rec.summary = {c: v[i] for c, v in columns.items()}
         rec.summary["has_timeline"] = bool(rec.summary.get("has_timeline", 0))
         records.append(rec)
+    records.sort(key=lambda r: r.id)  # the groups' order (by name), as read group by group
     return records, ""
 
 

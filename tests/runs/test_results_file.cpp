@@ -340,12 +340,13 @@ TEST_F(ResultsFile, SummaryTableSaysWhatTheGroupsSay) {
   const TrainResult trained = result();
   append_config(file, {config(1), "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained, ""});
   append_config(file, {config(2), "skipped", "needs 4 ranks", "", 0.0, nullptr, nullptr, ""});
-  const ConfigRecord more[2] = {{config(3), "failed", "boom \"x\"\n", "", 2.0, nullptr, nullptr, ""},
-                                {config(4), "ok", "", "", 1.0, nullptr, &trained, ""}};
+  const ConfigRecord more[2] = {
+      {config(3), "failed", "boom \"x\"\n", "", 2.0, nullptr, nullptr, ""},
+      {config(4), "ok", "", "", 1.0, nullptr, &trained, ""}};
   append_configs(file, more);
   const std::vector<std::string> ids = summary_strings(file, "id");
-  ASSERT_EQ(ids, (std::vector<std::string>{config(1).id, config(2).id, config(3).id,
-                                           config(4).id}));
+  ASSERT_EQ(ids,
+            (std::vector<std::string>{config(1).id, config(2).id, config(3).id, config(4).id}));
   EXPECT_EQ(sorted(ids), group_ids(file));
   const std::vector<std::string> status = summary_strings(file, "status");
   EXPECT_EQ(status, (std::vector<std::string>{"ok", "skipped", "failed", "ok"}));
@@ -356,8 +357,7 @@ TEST_F(ResultsFile, SummaryTableSaysWhatTheGroupsSay) {
   const std::vector<double> loss = summary_doubles(file, "final_loss");
   const std::vector<double> measured = summary_doubles(file, "measured_steps");
   for (const StoredConfig& c : s.configs) {
-    const size_t row = static_cast<size_t>(
-        std::find(ids.begin(), ids.end(), c.id) - ids.begin());
+    const size_t row = static_cast<size_t>(std::find(ids.begin(), ids.end(), c.id) - ids.begin());
     ASSERT_LT(row, ids.size());
     if (std::isnan(c.median_step_s)) {
       EXPECT_TRUE(std::isnan(step[row])) << c.id;
@@ -411,14 +411,14 @@ TEST_F(ResultsFile, MergeRebuildsTheSummaryTable) {
   EXPECT_EQ(sorted(ids), group_ids(path("m.h5")));
   const std::vector<std::string> status = summary_strings(path("m.h5"), "status");
   for (size_t i = 0; i < ids.size(); ++i) {
-    EXPECT_EQ(status[i], ids[i] == config(1).id ? "ok"
+    EXPECT_EQ(status[i], ids[i] == config(1).id   ? "ok"
                          : ids[i] == config(2).id ? "failed"
                                                   : "skipped");
   }
   const std::vector<double> step = summary_doubles(path("m.h5"), "step_time_s");
-  EXPECT_DOUBLE_EQ(step[static_cast<size_t>(
-                       std::find(ids.begin(), ids.end(), config(1).id) - ids.begin())],
-                   0.2);
+  EXPECT_DOUBLE_EQ(
+      step[static_cast<size_t>(std::find(ids.begin(), ids.end(), config(1).id) - ids.begin())],
+      0.2);
 }
 
 TEST_F(ResultsFile, MergeCombinesAndRefuses) {

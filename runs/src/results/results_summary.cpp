@@ -186,7 +186,8 @@ void summarize_steps(hid_t g, SummaryRow& row) {
   std::array<std::optional<Matrix>, kSummaryRankColumns.size()> ranks;
   if (h5::exists(g, "ranks")) {
     const h5::Handle r = h5::open_group(g, "ranks");
-    for (size_t c = 0; c < ranks.size(); ++c) ranks[c] = read_matrix(r.get(), kSummaryRankColumns[c]);
+    for (size_t c = 0; c < ranks.size(); ++c)
+      ranks[c] = read_matrix(r.get(), kSummaryRankColumns[c]);
   }
   for (size_t c = 0; c < ranks.size(); ++c) {
     if (!ranks[c]) continue;
@@ -232,8 +233,8 @@ void summarize_steps(hid_t g, SummaryRow& row) {
       const double denominator = static_cast<double>(k) * st[i];
       double compute = 0.0, idle_sum = 0.0;
       for (size_t j = 0; j < forward->cols; ++j) {
-        compute += 0.0 + forward->at(i, j) + backward->at(i, j) + aux->at(i, j) +
-                   optimizer->at(i, j);
+        compute +=
+            0.0 + forward->at(i, j) + backward->at(i, j) + aux->at(i, j) + optimizer->at(i, j);
         if (idle) idle_sum += idle->at(i, j);
       }
       utilisation.push_back(compute / denominator);
@@ -248,8 +249,8 @@ void summarize_steps(hid_t g, SummaryRow& row) {
     const std::vector<int64_t> step = h5::read_ints(steps.get(), "step");
     if (last < step.size()) row.final_step = step[last];
   }
-  for (const auto& [name, value] : {std::pair{"loss", &row.final_loss},
-                                    std::pair{"accuracy", &row.final_accuracy}}) {
+  for (const auto& [name, value] :
+       {std::pair{"loss", &row.final_loss}, std::pair{"accuracy", &row.final_accuracy}}) {
     if (!h5::exists(steps.get(), name)) continue;
     const std::vector<double> v = h5::read_doubles(steps.get(), name);
     if (last < v.size()) *value = v[last];
@@ -378,8 +379,7 @@ void append_values(hid_t set, hid_t type, const void* data, hsize_t count) {
 }
 
 h5::Handle open_column(hid_t group, const std::string& name) {
-  return h5::check(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose,
-                   "opening summary/" + name);
+  return h5::check(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening summary/" + name);
 }
 
 int64_t group_count(hid_t group) {
@@ -393,11 +393,15 @@ int64_t group_count(hid_t group) {
 SummaryRow summarize_config(hid_t configs, const std::string& id) {
   const h5::Handle g = h5::open_group(configs, id);
   SummaryRow row;
-  const auto text = [&](const char* name) { return h5::read_attr_string(g.get(), name).value_or(""); };
+  const auto text = [&](const char* name) {
+    return h5::read_attr_string(g.get(), name).value_or("");
+  };
   const auto integer = [&](const char* name, int64_t absent) {
     return h5::read_attr_int(g.get(), name).value_or(absent);
   };
-  const auto real = [&](const char* name) { return h5::read_attr_double(g.get(), name).value_or(kNaN); };
+  const auto real = [&](const char* name) {
+    return h5::read_attr_double(g.get(), name).value_or(kNaN);
+  };
   row.id = h5::read_attr_string(g.get(), "id").value_or(id);
   row.name = text("name");
   row.status = text("status");
@@ -511,7 +515,8 @@ void ensure_summary(hid_t file) {
   if (summary_rows(file) == group_count(configs.get())) return;
   // Absent (a file from before the table) or not matching the groups (edited by hand):
   // made anew from every group.
-  if (h5::exists(file, kGroup)) h5::check(H5Ldelete(file, kGroup, H5P_DEFAULT), "deleting /summary");
+  if (h5::exists(file, kGroup))
+    h5::check(H5Ldelete(file, kGroup, H5P_DEFAULT), "deleting /summary");
   std::vector<SummaryRow> rows;
   for (const std::string& id : h5::child_names(configs.get())) {
     rows.push_back(summarize_config(configs.get(), id));
