@@ -13,8 +13,10 @@
 // (no plan) and 1 in 20 skipped (a plan, no steps), as a sweep has them.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -150,7 +152,15 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "configurations per append_configs call")
       ->check(CLI::PositiveNumber);
   app.add_option("--out", out, "path prefix: PREFIX-<i>.h5 per shard")->required();
+  int64_t timed = 0;
+  bool rewrite = false;
+  app.add_option("--time-appends", timed,
+                 "append the last N configurations of each file one at a time and print the "
+                 "seconds and bytes written per append");
+  app.add_flag("--rewrite", rewrite,
+               "rewrite the whole file at every append (no journal: the writer before it)");
   CLI11_PARSE(app, argc, argv);
+  if (rewrite) set_append_policy({UINT64_MAX, 0.25});
   try {
     const std::vector<Setting> all = settings();
     std::map<size_t, std::optional<TrainPlan>> plans;  // per setting; empty: planning failed
@@ -172,6 +182,8 @@ int main(int argc, char** argv) {
       p.spec_text = spec_text;
       create_results_file(path, p);
       std::vector<ConfigRecord> pending;
+      std::vector<double> times;
+      std::vector<uint64_t> bytes_per_append;
       std::vector<std::unique_ptr<TrainResult>> results;  // alive until appended
       int64_t written = 0;
       const auto flush = [&] {
@@ -213,10 +225,36 @@ int main(int argc, char** argv) {
           results.push_back(std::make_unique<TrainResult>(synthetic_result(i, base)));
           r.result = results.back().get();
         }
+        if (i + timed * shards >= configs) {  // one of the last `timed`: alone, timed
+          if (!pending.empty()) {             // not flush(): it frees r's result
+            append_configs(path, pending);
+            written += static_cast<int64_t>(pending.size());
+            pending.clear();
+          }
+          const uint64_t bytes = results_bytes_written();
+          times.push_back(append_config(path, r));
+          bytes_per_append.push_back(results_bytes_written() - bytes);
+          ++written;
+          results.clear();
+          continue;
+        }
         pending.push_back(r);
         if (static_cast<int>(pending.size()) >= batch) flush();
       }
       if (!pending.empty()) flush();
+      fold_journal(path);  // as a sweep ends
+      if (!times.empty()) {
+        std::vector<double> sorted_times = times;
+        std::sort(sorted_times.begin(), sorted_times.end());
+        double bytes = 0;
+        for (const uint64_t b : bytes_per_append) bytes += static_cast<double>(b);
+        std::printf(
+            "%s: %zu single appends at %lld configurations: median %.4f s, max %.4f s, "
+            "mean %.0f bytes written\n",
+            path.c_str(), times.size(), static_cast<long long>(written),
+            sorted_times[sorted_times.size() / 2], sorted_times.back(),
+            bytes / static_cast<double>(bytes_per_append.size()));
+      }
       const double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf("%s: %lld configurations in %.1f s\n", path.c_str(),

@@ -233,6 +233,14 @@ def _open_checked(path: str) -> tuple[h5py.File, dict[str, Any]]:
     """The open file and its root attributes, after the identity checks."""
     if not Path(path).is_file():
         raise ResultFormatError(f"{path}: no such file")
+    journal = Path(f"{path}.journal")
+    if journal.is_dir() and any(e.name.endswith(".h5") for e in journal.iterdir()):
+        # Configurations appended to a large file, not yet folded into it
+        # (docs/results-format.md, "Appends and the journal"): reading the file alone
+        # would miss them.
+        raise ResultFormatError(
+            f"{path}: {journal} holds configurations not yet folded into the file"
+            f" (a sweep still running, or killed). HINT: interplace fold {path}")
     try:
         f = h5py.File(path, "r")
     except OSError as e:

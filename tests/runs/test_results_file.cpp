@@ -501,5 +501,100 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   EXPECT_FALSE(fs::exists(path("m3.h5")));
 }
 
+// Appends to a large file go to the journal (FILE.journal/), folded when it reaches a
+// fraction of the file: the bytes written stay proportional to the bytes appended, where
+// rewriting the file at each append wrote bytes quadratic in the configurations.
+class Journal : public ResultsFile {
+ protected:
+  void SetUp() override {
+    ResultsFile::SetUp();
+    saved_ = append_policy();
+  }
+  void TearDown() override {
+    set_append_policy(saved_);
+    ResultsFile::TearDown();
+  }
+  AppendPolicy saved_;
+};
+
+TEST_F(Journal, AppendsDoNotCopyALargeFile) {
+  const std::string file = path("j.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({0, 1e9});  // every append to the journal, never folded
+  const uintmax_t size = fs::file_size(file);
+  std::vector<uint64_t> written;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const uint64_t before = results_bytes_written();
+    append_config(file, {config(seed), "ok", "", "", 1.0, nullptr, &trained, ""});
+    written.push_back(results_bytes_written() - before);
+  }
+  EXPECT_EQ(fs::file_size(file), size);  // the file itself untouched
+  EXPECT_EQ(journal_entries(file).size(), 30u);
+  EXPECT_EQ(written.back(), written.front());  // an entry's bytes, whatever the file holds
+  // Readers (inspect, --resume, merge) see the journal's configurations.
+  EXPECT_EQ(read_results_file(file).configs.size(), 30u);
+  EXPECT_THROW(append_config(file, {config(7), "ok", "", "", 1.0, nullptr, &trained, ""}), Error);
+  EXPECT_EQ(fold_journal(file), 30);
+  EXPECT_TRUE(journal_entries(file).empty());
+  EXPECT_FALSE(fs::exists(file + ".journal"));
+  EXPECT_EQ(group_ids(file).size(), 30u);
+  EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
+  expect_scales(file, config(30).id);  // the folded groups keep their dimension scales
+}
+
+TEST_F(Journal, BytesWrittenGrowLinearly) {
+  const std::string file = path("lin.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({64 * 1024, 0.25});
+  const uint64_t before = results_bytes_written();
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    append_config(file, {config(seed), "ok", "", "", 1.0, nullptr, &trained, ""});
+  }
+  fold_journal(file);
+  const uint64_t written = results_bytes_written() - before;
+  // Folds at geometric sizes: (1 + 1/0.25) times the file, plus the small file's rewrites
+  // below 64 kB and the entries; rewriting at each append wrote about 75 times the file.
+  EXPECT_LT(written, 8 * fs::file_size(file)) << written << " bytes for " << fs::file_size(file);
+  EXPECT_EQ(group_ids(file).size(), 150u);
+  EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
+}
+
+TEST_F(Journal, AKilledFoldIsFoldedAgainWithoutDuplicates) {
+  const std::string file = path("k.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({0, 1e9});
+  append_config(file, {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(file, {config(2), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  const std::vector<std::string> entries = journal_entries(file);
+  ASSERT_EQ(entries.size(), 2u);
+  fs::copy_file(entries[0], path("kept.h5"));
+  EXPECT_EQ(fold_journal(file), 2);
+  // A fold killed after its rename, before removing its entries; and a killed entry write.
+  fs::create_directories(file + ".journal");
+  fs::copy_file(path("kept.h5"), entries[0]);
+  std::ofstream(file + ".journal/0000000009.h5.tmp") << "partial";
+  EXPECT_EQ(read_results_file(file).configs.size(), 2u);
+  EXPECT_EQ(fold_journal(file), 0);
+  EXPECT_EQ(summary_strings(file, "id").size(), 2u);
+  EXPECT_FALSE(fs::exists(file + ".journal"));
+}
+
+TEST_F(Journal, MergeTakesAnInputsJournal) {
+  create_results_file(path("a.h5"), provenance());
+  create_results_file(path("b.h5"), provenance());
+  const TrainResult trained = result();
+  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  set_append_policy({0, 1e9});
+  append_config(path("a.h5"), {config(2), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(path("b.h5"), {config(3), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"), false);
+  EXPECT_EQ(group_ids(path("m.h5")).size(), 3u);
+  EXPECT_EQ(sorted(summary_strings(path("m.h5"), "id")), group_ids(path("m.h5")));
+  expect_scales(path("m.h5"), config(2).id);
+  EXPECT_FALSE(journal_entries(path("a.h5")).empty());  // merge reads, never changes, inputs
+}
 }  // namespace
 }  // namespace interplace::runs
