@@ -15,12 +15,13 @@ or Parquet (through pyarrow, with the column types kept).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from .frames import PARAMETERS
-from .h5file import MODEL_OPTION_PREFIX
+from .h5file import MODEL_OPTION_PREFIX, RANK_DATASETS
 from .loader import Results
 
 FORMATS = ("csv", "parquet")
@@ -34,36 +35,84 @@ def _option_columns(configs: pd.DataFrame) -> list[str]:
     return [c for c in configs.columns if c.startswith(MODEL_OPTION_PREFIX)]
 
 
-def tidy_steps(results: Results) -> pd.DataFrame:
-    """The ``steps`` table: one row per (run, step, rank) with its configuration's columns."""
+# The steps table's own columns after STEP_KEY, in this order; one a file lacks (the CPU
+# times of older files, aux_* of files without them) is empty.
+STEP_COLUMNS = ("warmup", "step_time_s", "loss", "accuracy", "elapsed_s", "aux_loss",
+                "aux_accuracy", *RANK_DATASETS)
+BATCH_RUNS = 2000  # runs per batch written: bounds the memory whatever the file's size
+
+
+def _step_batches(results: Results) -> Iterator[pd.DataFrame]:
+    """The ``steps`` table in batches of about BATCH_RUNS runs, in the order of the
+    configs table (file, position in the sweep, run id), then by step and rank; each
+    run's groups are read when its batch is made, and no batch is kept."""
     configs = results.configs
     extra = [c for c in CONFIG_COLUMNS if c in configs.columns] + _option_columns(configs)
-    if results.steps.empty:
-        return pd.DataFrame(columns=[*STEP_KEY, *extra])
-    per_run = configs[["run_id", *extra]]
-    steps = results.steps.merge(per_run, on="run_id", how="left", validate="many_to_one")
-    # In the order of the configs table (file, then position in the sweep), then by step.
-    steps = steps.sort_values(["file", "index", "run_id", "step", "rank"], kind="stable")
-    first = [c for c in STEP_KEY if c in steps.columns]
-    return steps[first + extra + [c for c in steps.columns if c not in first + extra]] \
-        .reset_index(drop=True)
+    columns = [*STEP_KEY, *extra, *STEP_COLUMNS]
+    if configs.empty:
+        yield pd.DataFrame(columns=columns)
+        return
+    order = configs.sort_values(["file", "index", "run_id"], kind="stable")
+    per_run = order[["run_id", *extra]]
+    for start in range(0, len(order), BATCH_RUNS):
+        chunk = per_run.iloc[start:start + BATCH_RUNS]
+        parts = [results.run_steps(r) for r in chunk["run_id"]]
+        parts = [p for p in parts if not p.empty]
+        if not parts:
+            continue
+        steps = pd.concat(parts, ignore_index=True).drop(columns=["config_id"])
+        steps = chunk.merge(steps, on="run_id", how="inner", validate="one_to_many")
+        steps.insert(0, "config_id", steps["run_id"].map(
+            dict(zip(configs["run_id"], configs["config_id"]))))
+        steps = steps.reindex(columns=columns)
+        for c in STEP_COLUMNS:
+            steps[c] = steps[c].astype(bool if c == "warmup" else float)
+        yield steps.astype({"step": "int64", "rank": "int64"})
+
+
+def tidy_steps(results: Results) -> pd.DataFrame:
+    """The ``steps`` table: one row per (run, step, rank) with its configuration's columns
+    (whole, in memory: :func:`write_tables` streams it instead)."""
+    return pd.concat(list(_step_batches(results)), ignore_index=True)
 
 
 def tables(results: Results) -> dict[str, pd.DataFrame]:
     return {"steps": tidy_steps(results), "configs": results.configs}
 
 
+def _write_steps(results: Results, path: Path, fmt: str) -> None:
+    """The steps table, batch by batch (bounded memory)."""
+    if fmt == "csv":
+        with open(path, "w", encoding="utf-8", newline="") as out:
+            for i, batch in enumerate(_step_batches(results)):
+                batch.to_csv(out, index=False, header=i == 0)
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    writer = None
+    try:
+        for batch in _step_batches(results):
+            table = pa.Table.from_pandas(batch, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema)
+            elif table.schema != writer.schema:
+                table = table.cast(writer.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
 def write_tables(results: Results, out: Path, fmt: str) -> list[Path]:
-    """Writes ``out/steps.<fmt>`` and ``out/configs.<fmt>``; returns the paths."""
+    """Writes ``out/steps.<fmt>`` (streamed, run by run) and ``out/configs.<fmt>``;
+    returns the paths."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (valid: {', '.join(FORMATS)})")
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, frame in tables(results).items():
-        path = out / f"{name}.{fmt}"
-        if fmt == "csv":
-            frame.to_csv(path, index=False)
-        else:
-            frame.to_parquet(path, engine="pyarrow", index=False)
-        written.append(path)
-    return written
+    steps_path, configs_path = out / f"steps.{fmt}", out / f"configs.{fmt}"
+    _write_steps(results, steps_path, fmt)
+    if fmt == "csv":
+        results.configs.to_csv(configs_path, index=False)
+    else:
+        results.configs.to_parquet(configs_path, engine="pyarrow", index=False)
+    return [steps_path, configs_path]

@@ -126,6 +126,39 @@ def config_row(rec: ConfigRecord) -> dict:
     row["strategy_label"] = strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
                                            a.get("interlock_mode", ""))
 
+    if rec.summary is not None:  # from the file's summary table: computed by the writer
+        row.update({k: v for k, v in rec.summary.items() if k != "has_timeline"})
+    else:
+        row.update(step_columns(rec))
+
+    pred = rec.prediction
+    row["pred_estimator"] = pred.get("estimator", "")
+    row["pred_step_time_s"] = pred.get("step_time_s", _nan())
+    row["pred_idle_fraction"] = pred.get("idle_fraction", _nan())
+    row["pred_fallback_reason"] = pred.get("fallback_reason", "")
+    for g in GRAPH_ATTRIBUTES:
+        row[g] = rec.graph.get(g, _nan())
+    # What the MFU needs (tables/efficiency.py); NaN/empty in files written before them.
+    row["forward_flops"] = rec.graph.get("forward_flops", _nan())
+    row["backward_flops"] = rec.graph.get("backward_flops", _nan())
+    row["graph_batch_size"] = rec.graph.get("batch_size", _nan())
+    row["peak_flops_per_s"] = a.get("peak_flops_per_s", _nan())
+    row["cost_device_preset"] = a.get("cost_device_preset", "")
+    row["device_names"] = a.get("device_names", "")
+    row["sim_error"] = (row["pred_step_time_s"] / row["step_time_s"] - 1.0
+                        if row["step_time_s"] and not math.isnan(row["step_time_s"])
+                        else _nan())
+    row["has_timeline"] = (bool(rec.summary.get("has_timeline", False))
+                           if rec.summary is not None
+                           else rec.timeline is not None and len(rec.timeline) > 0)
+    return row
+
+
+def step_columns(rec: ConfigRecord) -> dict:
+    """The columns of :func:`config_row` computed from the steps (the summary table's step
+    statistics, docs/results-format.md, which the C++ writer computes the same way)."""
+    a = rec.attrs
+    row: dict = {}
     mask = measured_mask(rec)
     row["measured_steps"] = int(mask.sum())
     st = np.asarray(rec.steps.get("step_time_s", np.zeros(0)), dtype=float)
@@ -157,25 +190,6 @@ def config_row(rec: ConfigRecord) -> dict:
                                  if "accuracy" in rec.steps else _nan())
     else:
         row["final_step"], row["final_loss"], row["final_accuracy"] = -1, _nan(), _nan()
-
-    pred = rec.prediction
-    row["pred_estimator"] = pred.get("estimator", "")
-    row["pred_step_time_s"] = pred.get("step_time_s", _nan())
-    row["pred_idle_fraction"] = pred.get("idle_fraction", _nan())
-    row["pred_fallback_reason"] = pred.get("fallback_reason", "")
-    for g in GRAPH_ATTRIBUTES:
-        row[g] = rec.graph.get(g, _nan())
-    # What the MFU needs (tables/efficiency.py); NaN/empty in files written before them.
-    row["forward_flops"] = rec.graph.get("forward_flops", _nan())
-    row["backward_flops"] = rec.graph.get("backward_flops", _nan())
-    row["graph_batch_size"] = rec.graph.get("batch_size", _nan())
-    row["peak_flops_per_s"] = a.get("peak_flops_per_s", _nan())
-    row["cost_device_preset"] = a.get("cost_device_preset", "")
-    row["device_names"] = a.get("device_names", "")
-    row["sim_error"] = (row["pred_step_time_s"] / row["step_time_s"] - 1.0
-                        if row["step_time_s"] and not math.isnan(row["step_time_s"])
-                        else _nan())
-    row["has_timeline"] = rec.timeline is not None and len(rec.timeline) > 0
     return row
 
 

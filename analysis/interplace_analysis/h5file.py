@@ -9,6 +9,7 @@ from deep inside pandas.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,10 @@ class ConfigRecord:
     order: np.ndarray | None = None
     placement: np.ndarray | None = None
     run_id: str = ""  # unique among the loaded runs; set by the loader (default: the id)
+    # From the file's summary table (/summary): the step statistics of the configs row
+    # (frames.STEP_COLUMNS); None when the record was read from its group whole. Such a
+    # record holds the attributes only; its per-step data is read when asked for.
+    summary: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -224,38 +229,193 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
     return rec
 
 
-def read_result_file(path: str | Path) -> FileContents:
-    """Reads and validates one file; raises :class:`ResultFormatError` on any problem."""
-    path = str(path)
+def _open_checked(path: str) -> tuple[h5py.File, dict[str, Any]]:
+    """The open file and its root attributes, after the identity checks."""
     if not Path(path).is_file():
         raise ResultFormatError(f"{path}: no such file")
+    journal = Path(f"{path}.journal")
+    if journal.is_dir() and any(e.name.endswith(".h5") for e in journal.iterdir()):
+        # Configurations appended to a large file, not yet folded into it
+        # (docs/results-format.md, "Appends and the journal"): reading the file alone
+        # would miss them.
+        raise ResultFormatError(
+            f"{path}: {journal} holds configurations not yet folded into the file"
+            f" (a sweep still running, or killed). HINT: interplace fold {path}")
     try:
         f = h5py.File(path, "r")
     except OSError as e:
         raise ResultFormatError(f"{path}: not an HDF5 file or unreadable ({e})") from None
+    prov = _attrs(f)
+    name = prov.get("format_name")
+    if name != FORMAT_NAME:
+        f.close()
+        raise ResultFormatError(
+            f"{path}: not an interplace result file (format_name is {name!r},"
+            f" expected {FORMAT_NAME!r})")
+    version = prov.get("format_version")
+    if version not in SUPPORTED_VERSIONS:
+        f.close()
+        raise ResultFormatError(
+            f"{path}: result format version {version!r} is not supported"
+            f" (this analysis reads versions"
+            f" {', '.join(map(str, SUPPORTED_VERSIONS))})")
+    return f, prov
+
+
+def _read_groups(path: str, f: h5py.File) -> list[ConfigRecord]:
+    configs = []
+    if "configs" in f:
+        try:
+            for gid in f["configs"]:
+                g = f["configs"][gid]
+                if not isinstance(g, h5py.Group):
+                    raise ResultFormatError(f"{path}: /configs/{gid} is not a group")
+                configs.append(_read_config(path, g, gid))
+        except ResultFormatError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ResultFormatError(f"{path}: corrupt configuration data ({e})") from None
+    return configs
+
+
+def read_result_file(path: str | Path) -> FileContents:
+    """Reads and validates one file whole (every group); raises :class:`ResultFormatError`
+    on any problem."""
+    path = str(path)
+    f, prov = _open_checked(path)
     with f:
-        prov = _attrs(f)
-        name = prov.get("format_name")
-        if name != FORMAT_NAME:
-            raise ResultFormatError(
-                f"{path}: not an interplace result file (format_name is {name!r},"
-                f" expected {FORMAT_NAME!r})")
-        version = prov.get("format_version")
-        if version not in SUPPORTED_VERSIONS:
-            raise ResultFormatError(
-                f"{path}: result format version {version!r} is not supported"
-                f" (this analysis reads versions"
-                f" {', '.join(map(str, SUPPORTED_VERSIONS))})")
-        configs = []
-        if "configs" in f:
-            try:
-                for gid in f["configs"]:
-                    g = f["configs"][gid]
-                    if not isinstance(g, h5py.Group):
-                        raise ResultFormatError(f"{path}: /configs/{gid} is not a group")
-                    configs.append(_read_config(path, g, gid))
-            except ResultFormatError:
-                raise
-            except (OSError, KeyError, ValueError, TypeError) as e:
-                raise ResultFormatError(f"{path}: corrupt configuration data ({e})") from None
+        configs = _read_groups(path, f)
     return FileContents(path=path, provenance=prov, configs=configs)
+
+
+# The step statistics the summary table holds (docs/results-format.md, "/summary"), as the
+# configs frame names them (frames.config_row).
+SUMMARY_STEP_COLUMNS = ("measured_steps", "step_time_s", *RANK_DATASETS, "utilisation",
+                        "idle_fraction", "final_step", "final_loss", "final_accuracy",
+                        "has_timeline")
+
+
+def _from_json(value: Any) -> Any:
+    """A JSON attribute value as :func:`_plain` gives the HDF5 one: a list of one element
+    is that element."""
+    if isinstance(value, list) and len(value) == 1:
+        return value[0]
+    return value
+
+
+def _summary_attrs(obj: dict[str, Any]) -> dict[str, Any]:
+    out = {k: _from_json(v) for k, v in obj.items()}
+    for key, sep in LIST_ATTRIBUTES.items():
+        if isinstance(out.get(key), list):
+            out[key] = sep.join(str(v) for v in out[key])
+    return out
+
+
+def _read_summary(path: str, f: h5py.File) -> tuple[list[ConfigRecord] | None, str]:
+    """The records of the summary table (attributes and step statistics, no per-step
+    data), or None and why not when the file has no table that matches its groups."""
+    if "summary" not in f or "configs" not in f:
+        return None, ""
+    s = f["summary"]
+    try:
+        ids = [str(x) for x in s["id"].asstr(errors="replace")[()]]
+        names = set(f["configs"].keys())
+        if len(ids) != len(names) or set(ids) != names:
+            return None, (f"{path}: its summary table does not match its configuration groups"
+                          f" ({len(ids)} rows, {len(names)} groups): read group by group")
+        texts = s["attributes"].asstr(errors="replace")[()]
+        columns = {c: s[c][()].tolist() for c in SUMMARY_STEP_COLUMNS if c in s}
+    except (KeyError, OSError, ValueError, TypeError) as e:
+        return None, f"{path}: its summary table is unreadable ({e}): read group by group"
+    records = []
+    for i, (gid, text) in enumerate(zip(ids, texts)):
+        where = f"{path}: /summary row {i} ({gid})"
+        try:
+            attrs = json.loads(text)
+        except ValueError as e:
+            raise ResultFormatError(f"{where}: attributes are not JSON ({e})") from None
+        graph = _summary_attrs(attrs.pop("graph", {}))
+        prediction = _summary_attrs(attrs.pop("prediction", {}))
+        rec = ConfigRecord(file=path, attrs=_summary_attrs(attrs), graph=graph,
+                           prediction=prediction)
+        rec.attrs.setdefault("id", gid)
+        for key, value in model_options(rec.attrs).items():
+            rec.attrs[MODEL_OPTION_PREFIX + key] = value
+        rec.run_id = rec.id
+        for required in ("status", "name", "model"):
+            if required not in rec.attrs:
+                raise ResultFormatError(f"{where}: attribute '{required}' is missing")
+        rec.summary = {c: v[i] for c, v in columns.items()}
+        rec.summary["has_timeline"] = bool(rec.summary.get("has_timeline", 0))
+        records.append(rec)
+    records.sort(key=lambda r: r.id)  # the groups' order (by name), as read group by group
+    return records, ""
+
+
+def read_result_summary(path: str | Path) -> tuple[FileContents, str]:
+    """One file's configurations from its summary table in one read per column (records
+    without per-step data, :attr:`ConfigRecord.summary` set); a file without a table that
+    matches its groups (older files) is read group by group. Returns the contents and a
+    note ("" when the table was used or the file has none)."""
+    path = str(path)
+    f, prov = _open_checked(path)
+    with f:
+        records, note = _read_summary(path, f)
+        if records is None:
+            records = _read_groups(path, f)
+    return FileContents(path=path, provenance=prov, configs=records), note
+
+
+class GroupReader:
+    """Reads single configuration groups on demand, keeping each file open once."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, h5py.File] = {}
+
+    def _file(self, path: str) -> h5py.File:
+        f = self._files.get(path)
+        if f is None:
+            f = self._files[path] = h5py.File(path, "r")
+        return f
+
+    def record(self, path: str, gid: str) -> ConfigRecord:
+        """The whole record of ``/configs/<gid>`` (as :func:`read_result_file` reads it)."""
+        try:
+            return _read_config(path, self._file(path)["configs"][gid], gid)
+        except ResultFormatError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ResultFormatError(f"{path}: /configs/{gid}: corrupt ({e})") from None
+
+    def steps_record(self, path: str, gid: str, attrs: dict[str, Any],
+                     curve_only: bool = False) -> ConfigRecord:
+        """A record of the group's ``steps/*`` and ``ranks/*`` only (what the curves and
+        the steps table need); ``curve_only``: just the datasets of a curve."""
+        where = f"{path}: /configs/{gid}"
+        try:
+            g = self._file(path)["configs"][gid]
+            rec = ConfigRecord(file=path, attrs=attrs)
+            step_names = STEP_DATASETS if curve_only else STEP_DATASETS + STEP_RANK_DATASETS
+            rec.steps = _read_subgroup(g, "steps", step_names, where)
+            rec.ranks = _read_subgroup(g, "ranks", ("step_s",) if curve_only else RANK_DATASETS,
+                                       where)
+        except (OSError, KeyError, ValueError, TypeError) as e:
+            raise ResultFormatError(f"{where}: corrupt ({e})") from None
+        _check_shapes(rec, where)
+        return rec
+
+    def measured_step_times(self, path: str, gid: str) -> np.ndarray:
+        """``steps/step_time_s`` of the measured steps only (two datasets read)."""
+        g = self._file(path)["configs"][gid]
+        if "steps" not in g or "step_time_s" not in g["steps"]:
+            return np.zeros(0)
+        steps = g["steps"]
+        st = np.asarray(steps["step_time_s"][()], dtype=float)
+        if "warmup" in steps:
+            st = st[np.asarray(steps["warmup"][()]) == 0]
+        return st
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()

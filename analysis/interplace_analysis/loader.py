@@ -22,35 +22,178 @@ a configuration that did not finish (a killed job, an unmerged shard). Gaps at t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from . import frames
-from .h5file import (FORMAT_NAME, FORMAT_VERSION, ConfigRecord, ResultFormatError,
-                     read_result_file)
+from .h5file import (FORMAT_NAME, FORMAT_VERSION, ConfigRecord, GroupReader,
+                     ResultFormatError, read_result_summary)
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "ResultFormatError", "Results", "load_results"]
 
 
-@dataclass
-class Results:
-    """The frames described in :mod:`.frames`, plus per-file provenance and notes."""
+class _RunMap(Mapping):
+    """Per run id, a frame read from the run's group when first asked for (the timelines):
+    ``get``, ``[]`` and ``in`` touch that run only; iterating reads every run."""
 
-    configs: pd.DataFrame
-    steps: pd.DataFrame
-    curves: pd.DataFrame
-    rank_summary: pd.DataFrame
-    timelines: dict[str, pd.DataFrame]
-    files: pd.DataFrame  # one row per file: its root attributes
-    missing: pd.DataFrame  # configurations absent from the files (index gaps)
-    notes: list[str] = field(default_factory=list)
-    # By run id: the simulator's first step of the configuration, the layout of timelines.
-    predicted_timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
-    # Test-split evaluations during training (frames.evaluation_frame); empty if none.
-    evaluations: pd.DataFrame = field(default_factory=pd.DataFrame)
+    def __init__(self, results: Results, make) -> None:
+        self._results = results
+        self._make = make  # record -> frame or None
+        self._cache: dict[str, pd.DataFrame | None] = {}
+
+    def _frame(self, run_id: str) -> pd.DataFrame | None:
+        if run_id not in self._cache:
+            if run_id not in self._results._records:
+                return None
+            self._cache[run_id] = self._make(self._results.record(run_id))
+        return self._cache[run_id]
+
+    def __getitem__(self, run_id: str) -> pd.DataFrame:
+        frame = self._frame(run_id)
+        if frame is None:
+            raise KeyError(run_id)
+        return frame
+
+    def __contains__(self, run_id: object) -> bool:
+        return isinstance(run_id, str) and self._frame(run_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([r for r in self._results._records if self._frame(r) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _timeline(rec: ConfigRecord) -> pd.DataFrame | None:
+    return rec.timeline if rec.timeline is not None and len(rec.timeline) else None
+
+
+def _predicted_timeline(rec: ConfigRecord) -> pd.DataFrame | None:
+    t = rec.predicted_timeline
+    return t if t is not None and len(t) else None
+
+
+class Results:
+    """The frames described in :mod:`.frames`, plus per-file provenance and notes.
+
+    ``configs``, ``files``, ``missing`` and ``notes`` are built when loading (from each
+    file's summary table where it has one). Per-step data is read when first asked for:
+    per run by :meth:`measured_step_times`, :meth:`measured_curve`, :meth:`run_steps`,
+    :meth:`record` and the ``timelines``/``predicted_timelines`` mappings (only that run's
+    group), or for every run by the ``steps``, ``curves``, ``rank_summary`` and
+    ``evaluations`` frames (every group; what a table over all steps needs)."""
+
+    def __init__(self, configs: pd.DataFrame, files: pd.DataFrame, missing: pd.DataFrame,
+                 notes: list[str], records: list[ConfigRecord]) -> None:
+        self.configs = configs
+        self.files = files
+        self.missing = missing
+        self.notes = notes
+        self._records = {r.run_id: r for r in records}
+        self._reader = GroupReader()
+        self._step_times: dict[str, np.ndarray] = {}
+        self._frames: dict[str, pd.DataFrame] = {}
+        self.timelines: Mapping[str, pd.DataFrame] = _RunMap(self, _timeline)
+        self.predicted_timelines: Mapping[str, pd.DataFrame] = _RunMap(self, _predicted_timeline)
+
+    # -- per run ---------------------------------------------------------------------------
+    def record(self, run_id: str) -> ConfigRecord:
+        """The run's whole record (its group read now when the summary table gave it)."""
+        rec = self._records[run_id]
+        if rec.summary is None:
+            return rec
+        full = self._reader.record(rec.file, rec.id)
+        full.attrs.update(rec.attrs)  # config_key, the typed model options
+        full.run_id = rec.run_id
+        return full
+
+    def measured_step_times(self, run_id: str) -> np.ndarray:
+        """Step times of the measured steps of one run, in step order."""
+        times = self._step_times.get(run_id)
+        if times is None:
+            rec = self._records.get(run_id)
+            if rec is None:
+                times = np.zeros(0)
+            elif rec.summary is None:
+                st = np.asarray(rec.steps.get("step_time_s", np.zeros(0)), dtype=float)
+                times = st[frames.measured_mask(rec)] if len(st) else st
+            else:
+                times = self._reader.measured_step_times(rec.file, rec.id)
+            times = times[~np.isnan(times)]
+            self._step_times[run_id] = times
+        return times
+
+    def _steps_record(self, run_id: str, curve_only: bool = False) -> ConfigRecord:
+        rec = self._records[run_id]
+        if rec.summary is None:
+            return rec
+        out = self._reader.steps_record(rec.file, rec.id, rec.attrs, curve_only)
+        out.run_id = rec.run_id
+        return out
+
+    def measured_curve(self, run_id: str) -> pd.DataFrame:
+        """The ``curves`` rows of the measured steps of one run, by step."""
+        curve = frames.curve_frame(self._steps_record(run_id, curve_only=True)) \
+            if run_id in self._records else pd.DataFrame()
+        if curve.empty:
+            return pd.DataFrame(columns=["config_id", "run_id", "step", "warmup", "step_time_s",
+                                         "loss", "accuracy", "elapsed_s"])
+        return curve[~curve["warmup"]].sort_values("step")
+
+    def run_steps(self, run_id: str) -> pd.DataFrame:
+        """The ``steps`` rows of one run (one per step and rank)."""
+        if run_id not in self._records:
+            return pd.DataFrame()
+        rec = self._steps_record(run_id)
+        curve = frames.curve_frame(rec)
+        return frames.step_rank_frame(rec, curve) if not curve.empty else pd.DataFrame()
+
+    def records(self) -> Iterator[ConfigRecord]:
+        """Every run's whole record, one at a time, in the order of ``configs``."""
+        for run_id in self.configs["run_id"] if not self.configs.empty else []:
+            yield self.record(run_id)
+
+    # -- every run -------------------------------------------------------------------------
+    def _all(self, name: str) -> pd.DataFrame:
+        if name not in self._frames:
+            curves, steps, ranks, evaluations = [], [], [], []
+            for rec in self.records():
+                curve = frames.curve_frame(rec)
+                if not curve.empty:
+                    curves.append(curve)
+                    sr = frames.step_rank_frame(rec, curve)
+                    if not sr.empty:
+                        steps.append(sr)
+                ranks.extend(frames.rank_summary_rows(rec))
+                ev = frames.evaluation_frame(rec)
+                if not ev.empty:
+                    evaluations.append(ev)
+            self._frames.update(
+                curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
+                steps=pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
+                rank_summary=pd.DataFrame(ranks),
+                evaluations=(pd.concat(evaluations, ignore_index=True) if evaluations
+                             else pd.DataFrame()))
+        return self._frames[name]
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        return self._all("steps")
+
+    @property
+    def curves(self) -> pd.DataFrame:
+        return self._all("curves")
+
+    @property
+    def rank_summary(self) -> pd.DataFrame:
+        return self._all("rank_summary")
+
+    @property
+    def evaluations(self) -> pd.DataFrame:
+        return self._all("evaluations")
 
     @property
     def ok(self) -> pd.DataFrame:
@@ -59,26 +202,6 @@ class Results:
         if c.empty:
             return c
         return c[(c["status"] == "ok") & (c["measured_steps"] > 0) & c["step_time_s"].notna()]
-
-    _measured: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        # Split once: tables ask per configuration, and filtering the whole frame each
-        # time would make a report quadratic in the number of configurations.
-        if not self.curves.empty:
-            m = self.curves[~self.curves["warmup"]].sort_values(["config_id", "step"])
-            self._measured = {rid: g for rid, g in m.groupby("run_id", sort=False)}
-
-    def measured_curve(self, run_id: str) -> pd.DataFrame:
-        """The ``curves`` rows of the measured steps of one run, by step."""
-        empty = self.curves.iloc[:0] if not self.curves.empty else pd.DataFrame(
-            columns=["config_id", "run_id", "step", "warmup", "step_time_s", "loss", "accuracy",
-                     "elapsed_s"])
-        return self._measured.get(run_id, empty)
-
-    def measured_step_times(self, run_id: str) -> np.ndarray:
-        """Step times of the measured steps of one run, in step order."""
-        return self.measured_curve(run_id)["step_time_s"].dropna().to_numpy(dtype=float)
 
     def runs_per_configuration(self) -> pd.Series:
         """Per ``config_key``: how many ``ok`` runs with measured steps it has."""
@@ -221,45 +344,21 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
             notes.append(f"{p} was given twice: read once")
             continue
         unique.append(p)
-    contents = [read_result_file(p) for p in unique]
+    contents = []
+    for p in unique:
+        fc, note = read_result_summary(p)
+        contents.append(fc)
+        if note:
+            notes.append(note)
     records: list[ConfigRecord] = [rec for fc in contents for rec in fc.configs]
     _identify_runs(records, notes)
-
-    config_rows, curves, steps, ranks, timelines, predicted = [], [], [], [], {}, {}
-    evaluations = []
-    for rec in records:
-        config_rows.append(frames.config_row(rec))
-        curve = frames.curve_frame(rec)
-        if not curve.empty:
-            curves.append(curve)
-            sr = frames.step_rank_frame(rec, curve)
-            if not sr.empty:
-                steps.append(sr)
-        ranks.extend(frames.rank_summary_rows(rec))
-        ev = frames.evaluation_frame(rec)
-        if not ev.empty:
-            evaluations.append(ev)
-        if rec.timeline is not None and len(rec.timeline):
-            timelines[rec.run_id] = rec.timeline
-        if rec.predicted_timeline is not None and len(rec.predicted_timeline):
-            predicted[rec.run_id] = rec.predicted_timeline
-    configs = pd.DataFrame(config_rows)
+    configs = pd.DataFrame([frames.config_row(rec) for rec in records])
     if not configs.empty:
         configs = configs.sort_values(["file", "index"], kind="stable").reset_index(drop=True)
     else:
         notes.append("the files hold no configurations")
     file_rows = [{"path": fc.path, "configurations": len(fc.configs), **fc.provenance}
                  for fc in contents]
-    return Results(
-        configs=configs,
-        steps=pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
-        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
-        rank_summary=pd.DataFrame(ranks),
-        timelines=timelines,
-        files=pd.DataFrame(file_rows),
-        missing=_missing_indices(contents, records, notes),
-        notes=notes,
-        predicted_timelines=predicted,
-        evaluations=(pd.concat(evaluations, ignore_index=True) if evaluations
-                     else pd.DataFrame()),
-    )
+    return Results(configs=configs, files=pd.DataFrame(file_rows),
+                   missing=_missing_indices(contents, records, notes), notes=notes,
+                   records=records)

@@ -136,7 +136,7 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
                 equal_time_s: float | None = None) -> plt.Figure | None:
     """Training loss per measured step and per elapsed wall time, one line per run
     given; a dashed line marks the equal-wall-time point of Table 2 when given."""
-    if results.curves.empty or not config_ids:
+    if results.ok.empty or not config_ids:
         return None
     cfg = results.configs.set_index("run_id")
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -159,12 +159,30 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
     return fig
 
 
+MAX_RUNS_DRAWN = 25  # per strategy in one figure: more lines show nothing more
+
+
+def drawn_runs(cfg: pd.DataFrame, run_ids: list[str]) -> list[str]:
+    """At most MAX_RUNS_DRAWN runs per strategy label, spread evenly over their step
+    times (fastest to slowest), so that a figure of a 100,000-run sweep reads a few
+    groups, not all of them."""
+    out = []
+    sub = cfg.loc[list(run_ids)]
+    for _, g in sub.groupby("strategy_label", sort=True):
+        g = g.sort_values("step_time_s", kind="stable")
+        if len(g) > MAX_RUNS_DRAWN:
+            g = g.iloc[np.linspace(0, len(g) - 1, MAX_RUNS_DRAWN).round().astype(int)]
+        out += list(g.index)
+    return out
+
+
 def accuracy_vs_time(results: Results, run_ids: list[str], title: str) -> plt.Figure | None:
     """Training accuracy against measured wall time, every run given, one colour per
     strategy (legend: strategy and n runs). None when no run has an accuracy."""
-    if results.curves.empty or not run_ids:
+    if results.ok.empty or not run_ids:
         return None
     cfg = results.configs.set_index("run_id")
+    run_ids = drawn_runs(cfg, run_ids)
     curves = {r: results.measured_curve(r).dropna(subset=["accuracy", "elapsed_s"])
               for r in run_ids}
     curves = {r: d for r, d in curves.items() if not d.empty}
@@ -282,9 +300,9 @@ def _draw_timeline(ax, results: Results, config_id: str) -> set[str]:
     ev = results.timelines[config_id]
     cfg = results.configs.set_index("run_id").loc[config_id]
     ends = {}
-    st = results.steps
+    st = results.run_steps(config_id)  # this run's groups only
     if not st.empty:
-        last = st[(st["run_id"] == config_id) & ~st["warmup"]]
+        last = st[~st["warmup"]]
         if len(last) and "step_s" in last:
             last = last[last["step"] == last["step"].max()]
             ends = dict(zip(last["rank"], last["step_s"]))

@@ -79,3 +79,27 @@ def test_version_1_has_only_phony_dimensions(fixture_file):
     with xr.open_datatree(fixture_file, engine="h5netcdf", phony_dims="sort") as tree:
         dims = tree[f"configs/{first.config_id()}/ranks/step_s"].dims
         assert all(d.startswith("phony_dim") for d in dims)
+
+
+def test_files_without_a_summary_table_read_group_by_group(fixture_file):
+    """Files from before /summary (every version, and the fixture) read from their groups
+    with nothing noted; a table that does not match the groups is not used (noted)."""
+    with h5py.File(fixture_file, "r") as f:
+        assert "summary" not in f
+    r = load_results([fixture_file])
+    assert not any("summary table" in n for n in r.notes)
+    assert len(r.configs) > 0
+
+
+def test_a_summary_table_that_does_not_match_its_groups_is_not_used(fixture_file, tmp_path):
+    import shutil
+    path = tmp_path / "mismatch.h5"
+    shutil.copy(fixture_file, path)
+    with h5py.File(path, "a") as f:  # one row for a file of several groups
+        s = f.create_group("summary")
+        s.create_dataset("id", data=["0123456789abcdef"], dtype=h5py.string_dtype())
+        s.create_dataset("attributes", data=["{}"], dtype=h5py.string_dtype())
+    r = load_results([path])
+    assert any("does not match its configuration groups" in n for n in r.notes), r.notes
+    expected = load_results([fixture_file]).configs.drop(columns=["file"])
+    pd.testing.assert_frame_equal(r.configs.drop(columns=["file"]), expected)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from interplace_analysis import load_results
@@ -81,3 +82,35 @@ def test_real_file_measured_and_simulated_timelines_carry_actions():
     texts = {t.get_text() for ax in fig.axes for t in ax.texts}
     assert any(t.startswith("F") for t in texts), texts
     plt.close(fig)
+
+
+@pytest.mark.skipif(not REAL, reason="INTERPLACE_RESULT_FILE is not set")
+def test_summary_table_says_what_the_groups_say():
+    """The C++ writer's summary table (/summary) gives the configs frame the groups give,
+    column for column (the loader reads the table; read_result_file reads every group)."""
+    import h5py
+    import numpy as np
+
+    from interplace_analysis import frames, h5file, loader
+    path = Path(REAL)
+    with h5py.File(path, "r") as f:
+        assert "summary" in f, "the writer wrote no summary table"
+        assert sorted(f["summary"]["id"].asstr()[()]) == sorted(f["configs"])
+    fast = load_results([path])
+    assert not any("summary table" in n for n in fast.notes), fast.notes
+    records = h5file.read_result_file(path).configs
+    loader._identify_runs(records, [])
+    slow = pd.DataFrame([frames.config_row(r) for r in records]).sort_values(
+        ["file", "index"], kind="stable").reset_index(drop=True)
+    assert list(fast.configs.columns) == list(slow.columns)
+    for c in slow.columns:
+        a, b = fast.configs[c], slow[c]
+        if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+            assert np.allclose(a.astype(float), b.astype(float), rtol=1e-12, equal_nan=True), c
+        else:
+            assert (a.astype(str) == b.astype(str)).all(), c
+    # Per-step data read per run equals the group's.
+    for rid in fast.ok["run_id"]:
+        rec = next(r for r in records if r.run_id == rid)
+        st = np.asarray(rec.steps["step_time_s"], dtype=float)[frames.measured_mask(rec)]
+        assert np.array_equal(fast.measured_step_times(rid), st)

@@ -4,6 +4,7 @@
 #include <hdf5.h>
 #include <hdf5_hl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -286,6 +287,140 @@ TEST_F(ResultsFile, RefusesFilesThatAreNotResultFiles) {
   EXPECT_EQ(cut.find('\n'), std::string::npos);
 }
 
+// The summary table (/summary): its columns read with the HDF5 C API alone.
+std::vector<std::string> summary_strings(const std::string& file, const char* column) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(f, ("summary/" + std::string(column)).c_str(), H5P_DEFAULT);
+  const hid_t space = H5Dget_space(d);
+  std::vector<char*> texts(static_cast<size_t>(H5Sget_simple_extent_npoints(space)), nullptr);
+  const hid_t type = H5Dget_type(d);
+  if (!texts.empty()) H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, texts.data());
+  std::vector<std::string> out;
+  for (char* t : texts) {
+    out.emplace_back(t != nullptr ? t : "");
+    H5free_memory(t);
+  }
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+  return out;
+}
+
+std::vector<double> summary_doubles(const std::string& file, const char* column) {
+  return doubles(file, "summary/" + std::string(column));
+}
+
+// Group ids of /configs, in name order.
+std::vector<std::string> group_ids(const std::string& file) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t g = H5Gopen2(f, "configs", H5P_DEFAULT);
+  H5G_info_t info;
+  H5Gget_info(g, &info);
+  std::vector<std::string> ids;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char name[64] = {};
+    H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
+    ids.emplace_back(name);
+  }
+  H5Gclose(g);
+  H5Fclose(f);
+  return ids;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_F(ResultsFile, SummaryTableSaysWhatTheGroupsSay) {
+  const std::string file = path("s.h5");
+  create_results_file(file, provenance());
+  EXPECT_TRUE(summary_strings(file, "id").empty());  // made with the file, empty
+  const TrainResult trained = result();
+  append_config(file, {config(1), "ok", "", "2026-11-29T19:00:01Z", 1.5, nullptr, &trained, ""});
+  append_config(file, {config(2), "skipped", "needs 4 ranks", "", 0.0, nullptr, nullptr, ""});
+  const ConfigRecord more[2] = {
+      {config(3), "failed", "boom \"x\"\n", "", 2.0, nullptr, nullptr, ""},
+      {config(4), "ok", "", "", 1.0, nullptr, &trained, ""}};
+  append_configs(file, more);
+  const std::vector<std::string> ids = summary_strings(file, "id");
+  ASSERT_EQ(ids,
+            (std::vector<std::string>{config(1).id, config(2).id, config(3).id, config(4).id}));
+  EXPECT_EQ(sorted(ids), group_ids(file));
+  const std::vector<std::string> status = summary_strings(file, "status");
+  EXPECT_EQ(status, (std::vector<std::string>{"ok", "skipped", "failed", "ok"}));
+  EXPECT_EQ(summary_strings(file, "reason")[2], "boom \"x\"\n");
+  // As read_results_file (inspect) computes from the steps: median of the measured steps.
+  const ResultsSummary s = read_results_file(file);
+  const std::vector<double> step = summary_doubles(file, "step_time_s");
+  const std::vector<double> loss = summary_doubles(file, "final_loss");
+  const std::vector<double> measured = summary_doubles(file, "measured_steps");
+  for (const StoredConfig& c : s.configs) {
+    const size_t row = static_cast<size_t>(std::find(ids.begin(), ids.end(), c.id) - ids.begin());
+    ASSERT_LT(row, ids.size());
+    if (std::isnan(c.median_step_s)) {
+      EXPECT_TRUE(std::isnan(step[row])) << c.id;
+      EXPECT_EQ(measured[row], 0.0);
+    } else {
+      EXPECT_DOUBLE_EQ(step[row], c.median_step_s) << c.id;
+      EXPECT_DOUBLE_EQ(loss[row], c.final_loss) << c.id;
+      EXPECT_EQ(measured[row], 3.0);
+    }
+  }
+  EXPECT_DOUBLE_EQ(summary_doubles(file, "samples_per_s")[0], 123.0);
+  EXPECT_TRUE(std::isnan(summary_doubles(file, "samples_per_s")[1]));
+  // Every attribute, in JSON: strings escaped, floats as floats.
+  const std::string json = summary_strings(file, "attributes")[2];
+  EXPECT_NE(json.find("\"reason\":\"boom \\\"x\\\"\\u000a\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"wall_s\":2.0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"id\":\"" + config(3).id + "\""), std::string::npos) << json;
+}
+
+TEST_F(ResultsFile, SummaryTableIsBuiltForFilesWithoutOne) {
+  const std::string file = path("old.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  append_config(file, {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  {  // a file from before the table
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(H5Ldelete(f, "summary", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  append_config(file, {config(2), "ok", "", "", 1.0, nullptr, &trained, ""});
+  EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
+  EXPECT_EQ(summary_strings(file, "id").size(), 2u);
+  EXPECT_DOUBLE_EQ(summary_doubles(file, "step_time_s")[0], 0.2);
+}
+
+TEST_F(ResultsFile, MergeRebuildsTheSummaryTable) {
+  create_results_file(path("a.h5"), provenance());
+  create_results_file(path("b.h5"), provenance());
+  const TrainResult trained = result();
+  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(path("a.h5"), {config(3), "skipped", "why", "", 1.0, nullptr, nullptr, ""});
+  append_config(path("b.h5"), {config(2), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  {  // b from before the table: merge makes the rows from the groups
+    const hid_t f = H5Fopen(path("b.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(H5Ldelete(f, "summary", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"));
+  const std::vector<std::string> ids = summary_strings(path("m.h5"), "id");
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_EQ(sorted(ids), group_ids(path("m.h5")));
+  const std::vector<std::string> status = summary_strings(path("m.h5"), "status");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(status[i], ids[i] == config(1).id   ? "ok"
+                         : ids[i] == config(2).id ? "failed"
+                                                  : "skipped");
+  }
+  const std::vector<double> step = summary_doubles(path("m.h5"), "step_time_s");
+  EXPECT_DOUBLE_EQ(
+      step[static_cast<size_t>(std::find(ids.begin(), ids.end(), config(1).id) - ids.begin())],
+      0.2);
+}
+
 TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   create_results_file(path("a.h5"), provenance());
   create_results_file(path("b.h5"), provenance());
@@ -366,5 +501,100 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   EXPECT_FALSE(fs::exists(path("m3.h5")));
 }
 
+// Appends to a large file go to the journal (FILE.journal/), folded when it reaches a
+// fraction of the file: the bytes written stay proportional to the bytes appended, where
+// rewriting the file at each append wrote bytes quadratic in the configurations.
+class Journal : public ResultsFile {
+ protected:
+  void SetUp() override {
+    ResultsFile::SetUp();
+    saved_ = append_policy();
+  }
+  void TearDown() override {
+    set_append_policy(saved_);
+    ResultsFile::TearDown();
+  }
+  AppendPolicy saved_;
+};
+
+TEST_F(Journal, AppendsDoNotCopyALargeFile) {
+  const std::string file = path("j.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({0, 1e9});  // every append to the journal, never folded
+  const uintmax_t size = fs::file_size(file);
+  std::vector<uint64_t> written;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const uint64_t before = results_bytes_written();
+    append_config(file, {config(seed), "ok", "", "", 1.0, nullptr, &trained, ""});
+    written.push_back(results_bytes_written() - before);
+  }
+  EXPECT_EQ(fs::file_size(file), size);  // the file itself untouched
+  EXPECT_EQ(journal_entries(file).size(), 30u);
+  EXPECT_EQ(written.back(), written.front());  // an entry's bytes, whatever the file holds
+  // Readers (inspect, --resume, merge) see the journal's configurations.
+  EXPECT_EQ(read_results_file(file).configs.size(), 30u);
+  EXPECT_THROW(append_config(file, {config(7), "ok", "", "", 1.0, nullptr, &trained, ""}), Error);
+  EXPECT_EQ(fold_journal(file), 30);
+  EXPECT_TRUE(journal_entries(file).empty());
+  EXPECT_FALSE(fs::exists(file + ".journal"));
+  EXPECT_EQ(group_ids(file).size(), 30u);
+  EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
+  expect_scales(file, config(30).id);  // the folded groups keep their dimension scales
+}
+
+TEST_F(Journal, BytesWrittenGrowLinearly) {
+  const std::string file = path("lin.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({64 * 1024, 0.25});
+  const uint64_t before = results_bytes_written();
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    append_config(file, {config(seed), "ok", "", "", 1.0, nullptr, &trained, ""});
+  }
+  fold_journal(file);
+  const uint64_t written = results_bytes_written() - before;
+  // Folds at geometric sizes: (1 + 1/0.25) times the file, plus the small file's rewrites
+  // below 64 kB and the entries; rewriting at each append wrote about 75 times the file.
+  EXPECT_LT(written, 8 * fs::file_size(file)) << written << " bytes for " << fs::file_size(file);
+  EXPECT_EQ(group_ids(file).size(), 150u);
+  EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
+}
+
+TEST_F(Journal, AKilledFoldIsFoldedAgainWithoutDuplicates) {
+  const std::string file = path("k.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  set_append_policy({0, 1e9});
+  append_config(file, {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(file, {config(2), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  const std::vector<std::string> entries = journal_entries(file);
+  ASSERT_EQ(entries.size(), 2u);
+  fs::copy_file(entries[0], path("kept.h5"));
+  EXPECT_EQ(fold_journal(file), 2);
+  // A fold killed after its rename, before removing its entries; and a killed entry write.
+  fs::create_directories(file + ".journal");
+  fs::copy_file(path("kept.h5"), entries[0]);
+  std::ofstream(file + ".journal/0000000009.h5.tmp") << "partial";
+  EXPECT_EQ(read_results_file(file).configs.size(), 2u);
+  EXPECT_EQ(fold_journal(file), 0);
+  EXPECT_EQ(summary_strings(file, "id").size(), 2u);
+  EXPECT_FALSE(fs::exists(file + ".journal"));
+}
+
+TEST_F(Journal, MergeTakesAnInputsJournal) {
+  create_results_file(path("a.h5"), provenance());
+  create_results_file(path("b.h5"), provenance());
+  const TrainResult trained = result();
+  append_config(path("a.h5"), {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  set_append_policy({0, 1e9});
+  append_config(path("a.h5"), {config(2), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(path("b.h5"), {config(3), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  merge_results_files({path("a.h5"), path("b.h5")}, path("m.h5"), false);
+  EXPECT_EQ(group_ids(path("m.h5")).size(), 3u);
+  EXPECT_EQ(sorted(summary_strings(path("m.h5"), "id")), group_ids(path("m.h5")));
+  expect_scales(path("m.h5"), config(2).id);
+  EXPECT_FALSE(journal_entries(path("a.h5")).empty());  // merge reads, never changes, inputs
+}
 }  // namespace
 }  // namespace interplace::runs

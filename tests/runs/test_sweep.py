@@ -559,6 +559,12 @@ def test_kill_and_resume_np2():
         check(1 <= before < 8, f"killed mid-run, {before} configurations in the file")
         with h5py.File(out, "r") as f:
             started = {gid: g.attrs["started_utc"] for gid, g in f["configs"].items()}
+            # The killed job's summary table says what its groups say (one crash-safe write).
+            rows = list(f["summary"]["id"].asstr()[()])
+            check(sorted(rows) == sorted(f["configs"]), f"summary rows {rows}")
+            statuses_by_row = dict(zip(rows, f["summary"]["status"].asstr()[()]))
+            for gid, g in f["configs"].items():
+                check(statuses_by_row[gid] == g.attrs["status"], f"{gid}: summary status")
 
         fails(2, 2, "sweep", spec, "--out", out, contains=("exists already",))
         r = ok(2, "sweep", spec, "--out", out, "--resume")

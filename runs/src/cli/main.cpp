@@ -78,6 +78,7 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_sweep_command(app, interplace::runs::runtime_runner()));
   commands.push_back(cli::add_inspect_command(app));
   commands.push_back(cli::add_merge_command(app));
+  commands.push_back(cli::add_fold_command(app));
   commands.push_back(cli::add_order_study_command(app));
 #endif
   try {

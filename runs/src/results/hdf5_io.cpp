@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <system_error>
 
 #include "interplace/kernels/error.hpp"
@@ -145,6 +146,8 @@ std::string memory_name() {
   return "/dev/null/interplace-in-memory-" + std::to_string(++count) + ".h5";
 }
 
+uint64_t saved_bytes = 0;
+
 std::string errno_text(int error) {
   return std::error_code(error, std::generic_category()).message();
 }
@@ -169,6 +172,10 @@ int write_whole_file(const std::string& path, const std::vector<char>& bytes) {
 }
 
 }  // namespace
+
+uint64_t MemoryFile::bytes_saved() {
+  return saved_bytes;
+}
 
 MemoryFile MemoryFile::create() {
   quiet();
@@ -208,6 +215,7 @@ void MemoryFile::save(const std::string& path) {
     throw_runtime("cannot write " + path + ": " + errno_text(error) + " (writing " +
                   std::to_string(bytes.size()) + " bytes to " + tmp + ")");
   }
+  saved_bytes += bytes.size();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     ::unlink(tmp.c_str());
@@ -458,52 +466,63 @@ struct Attachment {
   std::string scale;
 };
 
+// The copied group's datasets: relative path by object address (the scales found through
+// a dataset's references are named by looking their address up here: H5Iget_name on an
+// object opened through a reference searches the whole file, a cost that grew with the
+// file and made merge slow), and which of them are scales.
 struct ScaleWalk {
-  std::string prefix;  // the copied group's absolute path plus '/'
+  std::map<haddr_t, std::string> path_of;
   std::vector<std::string> datasets;
   std::vector<std::string> scales;
   std::vector<Attachment> attachments;
   std::string current;
   unsigned axis = 0;
+  bool outside = false;  // a scale outside the group was met
 };
-
-std::string object_path(hid_t object) {
-  const ssize_t size = H5Iget_name(object, nullptr, 0);
-  if (size < 0) throw_runtime("HDF5: H5Iget_name failed");
-  std::string path(static_cast<size_t>(size) + 1, '\0');
-  H5Iget_name(object, path.data(), path.size());
-  path.resize(static_cast<size_t>(size));
-  return path;
-}
 
 herr_t note_scale(hid_t, unsigned, hid_t scale, void* data) {
   auto* walk = static_cast<ScaleWalk*>(data);
-  const std::string path = object_path(scale);
-  if (path.rfind(walk->prefix, 0) != 0) return -1;  // a scale outside the group: not ours
-  walk->attachments.push_back({walk->current, walk->axis, path.substr(walk->prefix.size())});
+  H5O_info_t info;
+  if (H5Oget_info2(scale, &info, H5O_INFO_BASIC) < 0) return -1;
+  const auto found = walk->path_of.find(info.addr);
+  if (found == walk->path_of.end()) {  // a scale outside the group: not ours
+    walk->outside = true;
+    return -1;
+  }
+  walk->attachments.push_back({walk->current, walk->axis, found->second});
   return 0;
 }
 
-herr_t note_dataset(hid_t group, const char* name, const H5O_info_t* info, void* data) {
+herr_t note_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
   if (info->type != H5O_TYPE_DATASET) return 0;
   auto* walk = static_cast<ScaleWalk*>(data);
-  const hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
-  if (set < 0) return -1;
-  const Handle closer(set, H5Dclose);
+  walk->path_of.emplace(info->addr, name);
   walk->datasets.emplace_back(name);
-  if (H5DSis_scale(set) > 0) {
-    walk->scales.emplace_back(name);
-    return 0;
-  }
-  const Handle space(H5Dget_space(set), H5Sclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  walk->current = name;
-  for (int axis = 0; axis < rank; ++axis) {
-    walk->axis = static_cast<unsigned>(axis);
-    if (H5DSget_num_scales(set, walk->axis) <= 0) continue;
-    if (H5DSiterate_scales(set, walk->axis, nullptr, note_scale, walk) < 0) return -1;
-  }
   return 0;
+}
+
+// The attachments of every dataset of `group` (walk->datasets listed first).
+void note_attachments(hid_t group, ScaleWalk& walk) {
+  for (const std::string& name : walk.datasets) {
+    const Handle set =
+        check(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + name);
+    if (is_scale(set.get())) {
+      walk.scales.push_back(name);
+      continue;
+    }
+    const Handle space = check(H5Dget_space(set.get()), H5Sclose, "H5Dget_space");
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    walk.current = name;
+    for (int axis = 0; axis < rank; ++axis) {
+      walk.axis = static_cast<unsigned>(axis);
+      if (scale_count(set.get(), walk.axis) <= 0) continue;
+      if (H5DSiterate_scales(set.get(), walk.axis, nullptr, note_scale, &walk) < 0) {
+        throw_runtime(walk.outside
+                          ? "HDF5: dataset " + name + " has a dimension scale outside the group"
+                          : "HDF5: reading the dimension scales of " + name + " failed");
+      }
+    }
+  }
 }
 
 void delete_attr(hid_t object, const char* name) {
@@ -516,9 +535,9 @@ void delete_attr(hid_t object, const char* name) {
 void copy_group(hid_t from, hid_t to, const std::string& name) {
   const Handle source = open_group(from, name);
   ScaleWalk walk;
-  walk.prefix = object_path(source.get()) + "/";
-  check(H5Ovisit(source.get(), H5_INDEX_NAME, H5_ITER_INC, note_dataset, &walk),
-        "listing the dimension scales of " + name);
+  check(H5Ovisit2(source.get(), H5_INDEX_NAME, H5_ITER_INC, note_dataset, &walk, H5O_INFO_BASIC),
+        "listing the datasets of " + name);
+  note_attachments(source.get(), walk);
   check(H5Ocopy(from, name.c_str(), to, name.c_str(), H5P_DEFAULT, H5P_DEFAULT), "copying " + name);
   const Handle copy = open_group(to, name);
   // The copied DIMENSION_LIST and REFERENCE_LIST hold the source's references: dropped,

@@ -58,6 +58,8 @@ class MemoryFile {
   // Writes the image to `path`.tmp, flushes it to the disk and renames it over `path`.
   // Throws runtime "cannot write <path>: <cause>" (the .tmp removed) on any failure.
   void save(const std::string& path);
+  // Bytes save() has written in this process (all files).
+  static uint64_t bytes_saved();
 
  private:
   explicit MemoryFile(Handle file) : file_(std::move(file)) {}

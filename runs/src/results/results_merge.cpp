@@ -5,11 +5,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "results_open.hpp"
+#include "results_summary.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -80,11 +82,26 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
   h5::write_attr(out.get(), "merged_sources", inputs);
   if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
   const h5::Handle configs = h5::create_group(out.get(), "configs");
+  // The summary table is rebuilt from the copied groups (an input's own table may be
+  // missing, from before tables existed), one row per group in the order copied.
+  std::vector<SummaryRow> rows;
   for (const std::string& input : inputs) {
     const h5::Handle in = open_results_file(input, false);
     const h5::Handle in_configs = h5::open_group(in.get(), "configs");
     for (const std::string& id : h5::child_names(in_configs.get())) {
       h5::copy_group(in_configs.get(), configs.get(), id);
+      rows.push_back(summarize_config(configs.get(), id));
+    }
+    // The input's journal: its configurations not yet folded into it (an id already
+    // copied is one a killed fold left behind).
+    for (const std::string& entry : journal_entries(input)) {
+      const h5::Handle journal = h5::open_file(entry, false);
+      const h5::Handle entry_configs = h5::open_group(journal.get(), "configs");
+      for (const std::string& id : h5::child_names(entry_configs.get())) {
+        if (h5::exists(configs.get(), id)) continue;
+        h5::copy_group(entry_configs.get(), configs.get(), id);
+        rows.push_back(summarize_config(configs.get(), id));
+      }
     }
     // The profiles the input's job measured (named per shard, so shards do not meet; a
     // name met twice is the same profile, from a file merged before).
@@ -100,6 +117,8 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       }
     }
   }
+  create_summary(out.get());
+  append_summary(out.get(), rows);
   out.save(output);
 }
 

@@ -3,9 +3,13 @@
 // "Crash safety").
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
+#include <map>
+#include <set>
 #include <type_traits>
 
 #include "hdf5_io.hpp"
@@ -15,6 +19,7 @@
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
+#include "results_summary.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -429,6 +434,7 @@ void create_results_file(const std::string& path, const Provenance& provenance) 
   h5::MemoryFile file = h5::MemoryFile::create();
   write_provenance(file.get(), provenance);
   h5::create_group(file.get(), "configs");
+  create_summary(file.get());
   file.save(path);
 }
 
@@ -448,15 +454,204 @@ void append_profile(const std::string& path, const StoredProfile& profile) {
   file.save(path);
 }
 
-double append_config(const std::string& path, const ConfigRecord& record) {
-  const auto start = std::chrono::steady_clock::now();
-  h5::MemoryFile file = h5::MemoryFile::load(path);
-  write_record(file.get(), record);
+namespace {
+
+std::string journal_dir(const std::string& path) {
+  return path + ".journal";
+}
+
+AppendPolicy& policy_store() {
+  static AppendPolicy policy = [] {
+    AppendPolicy p;
+    if (const char* from = std::getenv("INTERPLACE_JOURNAL_FROM_BYTES")) {
+      p.journal_from_bytes = std::strtoull(from, nullptr, 10);
+    }
+    return p;
+  }();
+  return policy;
+}
+
+// What this process knows of a file's journal, so that an append need not list it:
+// valid while `path` keeps the size it had (only this process writes it).
+struct JournalState {
+  uintmax_t file_bytes = 0;
+  uintmax_t journal_bytes = 0;
+  int64_t next = 0;
+  std::set<std::string> ids;  // configurations in the entries
+};
+std::map<std::string, JournalState>& journal_states() {
+  static std::map<std::string, JournalState> states;
+  return states;
+}
+
+// The entry number of `name` (`<seq>.h5`), or -1 for anything else (a `.tmp` of a killed
+// write among them).
+int64_t entry_number(const std::string& name) {
+  if (name.size() <= 3 || name.substr(name.size() - 3) != ".h5") return -1;
+  const std::string digits = name.substr(0, name.size() - 3);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
+}
+
+std::vector<std::string> entry_ids(const std::string& entry) {
+  const h5::Handle file = h5::open_file(entry, false);
+  const h5::Handle configs = h5::open_group(file.get(), "configs");
+  return h5::child_names(configs.get());
+}
+
+JournalState& journal_state(const std::string& path) {
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) throw_runtime("cannot read " + path + ": " + error.message());
+  auto found = journal_states().find(path);
+  if (found != journal_states().end() && found->second.file_bytes == size) return found->second;
+  JournalState state;
+  state.file_bytes = size;
+  for (const std::string& entry : journal_entries(path)) {
+    state.journal_bytes += fs::file_size(entry);
+    state.next = std::max(state.next, entry_number(fs::path(entry).filename().string()) + 1);
+    for (std::string& id : entry_ids(entry)) state.ids.insert(std::move(id));
+  }
+  return journal_states()[path] = std::move(state);
+}
+
+// Appends `records` to `file` (a copy in memory) with their summary rows.
+void add_records(hid_t file, std::span<const ConfigRecord> records) {
+  // A file from before the summary table gets one first (from its groups), so that the
+  // table always describes every group.
+  ensure_summary(file);
+  std::vector<SummaryRow> rows;
+  const h5::Handle configs = h5::open_group(file, "configs");
+  for (const ConfigRecord& record : records) {
+    write_record(file, record);
+    // Read back from the group just written: the row says what the group says.
+    rows.push_back(summarize_config(configs.get(), record.config.id));
+  }
+  append_summary(file, rows);
+}
+
+void save_or_explain(h5::MemoryFile& file, const std::string& path, const std::string& target) {
   try {
-    file.save(path);
+    file.save(target);
   } catch (const Error& e) {
-    throw_runtime(std::string(e.what()) + "; the file keeps every configuration finished before " +
-                  "this one. HINT: free space (or choose another --out), then rerun with --resume");
+    std::string what = e.what();
+    // The error names the result file, whichever file of it was being written.
+    if (target != path) {
+      const std::string prefix = "cannot write " + target + ": ";
+      if (what.rfind(prefix, 0) == 0)
+        what = "cannot write " + path + ": " + what.substr(prefix.size());
+    }
+    throw_runtime(what + "; the file keeps every configuration finished before this one. " +
+                  "HINT: free space (or choose another --out), then rerun with --resume");
+  }
+}
+
+}  // namespace
+
+AppendPolicy append_policy() {
+  return policy_store();
+}
+void set_append_policy(const AppendPolicy& policy) {
+  policy_store() = policy;
+}
+uint64_t results_bytes_written() {
+  return h5::MemoryFile::bytes_saved();
+}
+
+std::vector<std::string> journal_entries(const std::string& path) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  for (const fs::directory_entry& e : fs::directory_iterator(journal_dir(path), error)) {
+    const int64_t number = entry_number(e.path().filename().string());
+    if (number >= 0) found.emplace_back(number, e.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+int64_t fold_journal(const std::string& path) {
+  const std::vector<std::string> entries = journal_entries(path);
+  int64_t added = 0;
+  if (!entries.empty()) {
+    h5::MemoryFile file = h5::MemoryFile::load(path);
+    ensure_summary(file.get());
+    std::vector<SummaryRow> rows;
+    const h5::Handle configs = h5::open_group(file.get(), "configs");
+    for (const std::string& entry : entries) {
+      const h5::Handle in = h5::open_file(entry, false);
+      const h5::Handle in_configs = h5::open_group(in.get(), "configs");
+      for (const std::string& id : h5::child_names(in_configs.get())) {
+        // Present already: a fold killed after its rename, before removing its entries.
+        if (h5::exists(configs.get(), id)) continue;
+        h5::copy_group(in_configs.get(), configs.get(), id);
+        rows.push_back(summarize_config(configs.get(), id));
+      }
+    }
+    append_summary(file.get(), rows);
+    save_or_explain(file, path, path);
+    added = static_cast<int64_t>(rows.size());
+    for (const std::string& entry : entries) fs::remove(entry);
+  }
+  std::error_code error;
+  const fs::path dir = journal_dir(path);
+  if (fs::exists(dir, error)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(dir, error)) {
+      fs::remove(e.path(), error);  // stale .tmp files of killed writes
+    }
+    fs::remove(dir, error);
+  }
+  journal_states().erase(path);
+  return added;
+}
+
+double append_config(const std::string& path, const ConfigRecord& record) {
+  return append_configs(path, {&record, 1});
+}
+
+double append_configs(const std::string& path, std::span<const ConfigRecord> records) {
+  const auto start = std::chrono::steady_clock::now();
+  const AppendPolicy policy = append_policy();
+  JournalState& state = journal_state(path);
+  if (state.file_bytes < policy.journal_from_bytes && state.ids.empty()) {
+    // A small file: rewritten whole (the copy costs less than a journal's bookkeeping).
+    h5::MemoryFile file = h5::MemoryFile::load(path);
+    add_records(file.get(), records);
+    save_or_explain(file, path, path);
+    journal_states().erase(path);
+  } else {
+    {
+      // Present already: in the file or in an entry.
+      const h5::Handle main = h5::open_file(path, false);
+      const h5::Handle configs = h5::open_group(main.get(), "configs");
+      for (const ConfigRecord& record : records) {
+        if (h5::exists(configs.get(), record.config.id) || state.ids.count(record.config.id)) {
+          throw_invalid("configuration " + record.config.id + " is already in the result file");
+        }
+      }
+    }
+    // One entry: a result file of its own holding the groups (no summary: the fold computes
+    // the rows from the groups).
+    h5::MemoryFile entry = h5::MemoryFile::create();
+    h5::create_group(entry.get(), "configs");
+    for (const ConfigRecord& record : records) write_record(entry.get(), record);
+    std::error_code error;
+    fs::create_directories(journal_dir(path), error);
+    if (error)
+      throw_runtime("cannot write " + path + ": creating " + journal_dir(path) + ": " +
+                    error.message());
+    char name[32];
+    std::snprintf(name, sizeof name, "%010lld.h5", static_cast<long long>(state.next));
+    const std::string entry_path = journal_dir(path) + "/" + name;
+    save_or_explain(entry, path, entry_path);
+    ++state.next;
+    state.journal_bytes += fs::file_size(entry_path);
+    for (const ConfigRecord& record : records) state.ids.insert(record.config.id);
+    if (static_cast<double>(state.journal_bytes) >=
+        policy.fold_fraction * static_cast<double>(state.file_bytes)) {
+      fold_journal(path);
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

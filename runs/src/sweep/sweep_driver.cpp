@@ -124,6 +124,8 @@ std::vector<char> open_output(const std::vector<const SweepConfig*>& selected,
       create_results_file(options.out, provenance);
       return;
     }
+    // A journal left by a killed job goes into the file first (docs/results-format.md).
+    fold_journal(options.out);
     const ResultsSummary existing = read_results_file(options.out);
     // New groups are written in this version's layout: in an older file they would sit
     // under a format_version that does not describe them.
@@ -461,6 +463,12 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
         signals.set_note(": stopped; " + kept_note());
       }
     }
+  }
+  {
+    // The journal (appends to a large file) goes into the file: a finished or stopped
+    // sweep leaves one file.
+    const Unabandonable writing(signals);
+    on_rank0_then_agree(world, rank, [&] { fold_journal(options.out); });
   }
   if (summary.stop_signal != 0 && rank == 0) {
     progress << "interplace sweep: SIGUSR1: stopped after the configuration in flight; "

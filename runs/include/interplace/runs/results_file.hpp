@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,39 @@ std::vector<StoredProfile> read_profiles(const std::string& path);
 // Creates `path` with the root attributes and an empty /configs; throws invalid_input when
 // it exists already (results are never overwritten).
 void create_results_file(const std::string& path, const Provenance& provenance);
-// Copies `path` to `path.tmp`, adds /configs/<id> there, closes it and renames it over
-// `path`. Throws invalid_input when the id is present already. Returns the seconds taken.
+// Adds /configs/<id>, crash-safe (docs/results-format.md, "Appends and the journal"): to
+// a small file, by rewriting it whole (a copy in memory, then `path.tmp`, fsync, rename,
+// with the group's summary row); to a large one, as one entry of the journal
+// `path.journal/` (a small file of its own, written the same way), folded into `path`
+// when the journal reaches a fixed fraction of it, so that an append's cost does not grow
+// with the file. Throws invalid_input when the id is present already. Returns the seconds
+// taken.
 double append_config(const std::string& path, const ConfigRecord& record);
+// Several at once, in one write (crash-safe as append_config: all or none of them). For
+// writers that hold many finished configurations (bench/results_scale_gen).
+double append_configs(const std::string& path, std::span<const ConfigRecord> records);
+
+// When appends go to the journal: once `path` is `journal_from_bytes` large, and the
+// journal is folded once its entries hold `fold_fraction` of the file's bytes (so the
+// bytes copied by folds stay proportional to the bytes appended). The defaults (16 MiB,
+// 0.25) can be changed for tests and benchmarks, and by the environment variable
+// INTERPLACE_JOURNAL_FROM_BYTES.
+struct AppendPolicy {
+  uint64_t journal_from_bytes = uint64_t{16} << 20;
+  double fold_fraction = 0.25;
+};
+AppendPolicy append_policy();
+void set_append_policy(const AppendPolicy& policy);
+// The journal's entries of `path` (`path.journal/<seq>.h5`), in the order written; empty
+// when it has none.
+std::vector<std::string> journal_entries(const std::string& path);
+// Folds the journal of `path` into it: one rewrite of `path` (crash-safe as a small
+// append) holding every configuration of the entries, then the entries removed. Returns
+// the configurations added. A fold killed midway leaves entries that the next fold skips.
+int64_t fold_journal(const std::string& path);
+// Bytes written to result files and journal entries by this process (for tests that an
+// append to a large file does not copy it).
+uint64_t results_bytes_written();
 
 // What `inspect`, `--resume` and `merge` need from a file.
 struct StoredConfig {

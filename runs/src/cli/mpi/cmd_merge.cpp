@@ -48,4 +48,27 @@ Command add_merge_command(CLI::App& root) {
           }};
 }
 
+Command add_fold_command(CLI::App& root) {
+  struct FoldOptions {
+    std::string file;
+    std::string format;
+  };
+  auto o = std::make_shared<FoldOptions>();
+  CLI::App* app = root.add_subcommand(
+      "fold", "Fold a result file's journal (FILE.journal/, a large sweep's appends) into it");
+  app->add_option("file", o->file, "result file (HDF5)")->required();
+  add_format_option(*app, o->format, kFormats);
+  set_example(*app, "interplace fold sweep.h5");
+  return {app, [o] {
+            require_format(o->format, kFormats);
+            read_results_file(o->file);  // the format check, and a journal that reads
+            const int64_t folded = fold_journal(o->file);
+            if (o->format == "json") {
+              return JsonObject().string("file", o->file).integer("folded", folded).str() + "\n";
+            }
+            return o->file + ": " + plural(folded, "configuration", "configurations") +
+                   " folded from its journal\n";
+          }};
+}
+
 }  // namespace interplace::runs::cli

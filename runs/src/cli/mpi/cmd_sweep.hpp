@@ -10,5 +10,6 @@ namespace interplace::runs::cli {
 Command add_sweep_command(CLI::App& root, SweepRunner runner);
 Command add_inspect_command(CLI::App& root);
 Command add_merge_command(CLI::App& root);
+Command add_fold_command(CLI::App& root);
 
 }  // namespace interplace::runs::cli
