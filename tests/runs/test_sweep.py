@@ -584,6 +584,60 @@ def test_kill_and_resume_np2():
               "resuming: 8 of 8" in r.stderr, f"resume with another spec text: {r.stderr}")
 
 
+def test_journal_kill_inspect_and_resume_np2():
+    """A sweep whose appends go to the journal (from the first byte, never folded on the
+    way): killed, its entries are read by inspect and refused by the analysis with a HINT;
+    --resume folds them first, keeps them and finishes; the finished sweep leaves no
+    journal and the same layout as a sweep without one."""
+    import h5py
+    saved = dict(os.environ)
+    os.environ.update(INTERPLACE_JOURNAL_FROM_BYTES="0", INTERPLACE_JOURNAL_FOLD_FRACTION="1e9")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = write(tmp, "small.toml", SMALL_SPEC)
+            out = os.path.join(tmp, "small.h5")
+            journal = out + ".journal"
+            entries = lambda: sorted(n for n in os.listdir(journal) if n.endswith(".h5")) \
+                if os.path.isdir(journal) else []
+            cmd = [*MPIRUN, "-np", "2", BINARY, "sweep", spec, "--out", out]
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    env=env("0.3"), start_new_session=True, text=True)
+            deadline = time.time() + 120
+            while not entries():
+                check(proc.poll() is None, "the sweep ended before it could be killed")
+                check(time.time() < deadline, "no journal entry written in time")
+                time.sleep(0.05)
+            for pid in session_processes(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            proc.communicate()
+            while session_processes(proc.pid):
+                time.sleep(0.05)
+            journaled = len(entries())
+            check(1 <= journaled < 8, f"{journaled} journal entries")
+            check(count_configs(out) == 0, "the main file took configurations before a fold")
+            r = ok(0, "inspect", out, "--format", "json")
+            listed = json.loads(r.stdout)
+            check(len(listed["configs"]) == journaled,
+                  f"inspect lists {len(listed['configs'])} of {journaled} journaled")
+            analysis = subprocess.run([sys.executable, "-m", "interplace_analysis", "report", out,
+                                       "--out", os.path.join(tmp, "report")],
+                                      capture_output=True, text=True, env=env())
+            check(analysis.returncode != 0 and f"interplace fold {out}" in analysis.stderr,
+                  f"exit {analysis.returncode}: {analysis.stderr}")
+            r = ok(2, "sweep", spec, "--out", out, "--resume")
+            check(f"resuming: {journaled} of 8 configurations already in the file" in r.stderr,
+                  r.stderr)
+            check(not os.path.exists(journal), "the finished sweep left its journal")
+            groups = check_layout(out, spec, 2)
+            check(sorted(groups) == sorted(dry_run_ids(spec)), "every configuration exactly once")
+            with h5py.File(out, "r") as f:
+                rows = list(f["summary"]["id"].asstr()[()])
+            check(sorted(rows) == sorted(groups), f"summary rows {rows}")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def test_disk_full_np2():
     """The result file on a file system that fills up mid-sweep: one clear error naming the
     file and the cause, exit 1, no crash (rank 0 ended with SIGSEGV inside HDF5 before), no

@@ -466,6 +466,10 @@ AppendPolicy& policy_store() {
     if (const char* from = std::getenv("INTERPLACE_JOURNAL_FROM_BYTES")) {
       p.journal_from_bytes = std::strtoull(from, nullptr, 10);
     }
+    if (const char* fraction = std::getenv("INTERPLACE_JOURNAL_FOLD_FRACTION")) {
+      const double value = std::strtod(fraction, nullptr);
+      if (value > 0.0) p.fold_fraction = value;
+    }
     return p;
   }();
   return policy;

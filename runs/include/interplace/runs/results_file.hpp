@@ -96,8 +96,8 @@ double append_configs(const std::string& path, std::span<const ConfigRecord> rec
 // When appends go to the journal: once `path` is `journal_from_bytes` large, and the
 // journal is folded once its entries hold `fold_fraction` of the file's bytes (so the
 // bytes copied by folds stay proportional to the bytes appended). The defaults (16 MiB,
-// 0.25) can be changed for tests and benchmarks, and by the environment variable
-// INTERPLACE_JOURNAL_FROM_BYTES.
+// 0.25) can be changed for tests and benchmarks, and by the environment variables
+// INTERPLACE_JOURNAL_FROM_BYTES and INTERPLACE_JOURNAL_FOLD_FRACTION (> 0).
 struct AppendPolicy {
   uint64_t journal_from_bytes = uint64_t{16} << 20;
   double fold_fraction = 0.25;
