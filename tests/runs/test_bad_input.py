@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from case_runner import run_cases  # noqa: E402
+from case_runner import Skip, run_cases  # noqa: E402
 
 BINARY = None
 CAP_BYTES = 2 << 30  # ulimit -v for the "cap" cases
@@ -131,12 +131,21 @@ CASES = [
 ]
 
 
-def make_case(args, code, fragment, cap):
-    return lambda: expect(args, code, fragment, cap=cap)
+# Refused only because the cap leaves less memory than the cost model's device holds: with
+# no cap (a sanitizer build) the run fits and trains, so there is nothing to check.
+NEEDS_THE_CAP = {"train_does_not_fit"}
+
+
+def make_case(name, args, code, fragment, cap):
+    def case():
+        if name in NEEDS_THE_CAP and os.environ.get("INTERPLACE_TEST_NO_CAP") == "1":
+            raise Skip("INTERPLACE_TEST_NO_CAP=1: the refusal needs the address-space cap")
+        expect(args, code, fragment, cap=cap)
+    return case
 
 
 for _name, _args, _code, _fragment, _cap in CASES:
-    globals()["test_" + _name] = make_case(_args, _code, _fragment, _cap)
+    globals()["test_" + _name] = make_case(_name, _args, _code, _fragment, _cap)
 
 
 def test_graph_of_a_huge_model_allocates_no_weights():

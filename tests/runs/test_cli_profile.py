@@ -192,8 +192,11 @@ def test_profile_cpu_clock():
                  "--format", "json").json()
         check(doc["total_forward_s"] > 0 and doc["total_backward_s"] > 0, doc)
         check(doc["runtime_forward_s"] > 0 and doc["runtime_backward_s"] > 0, doc)
-        # By CPU time the units cannot be far below what the nodes take one by one.
-        check(doc["runtime_forward_s"] > 0.5 * doc["total_forward_s"], doc)
+        # By CPU time the units cannot be far below what the nodes take one by one (not
+        # under sanitizers: their allocator slows the per-node harness's fresh buffers
+        # far more than the runtime's reused ones, 0.36x seen).
+        if os.environ.get("INTERPLACE_TEST_SANITIZED") != "1":
+            check(doc["runtime_forward_s"] > 0.5 * doc["total_forward_s"], doc)
         check(doc["host_sharing"] == {}, doc)
         header, nodes, comments = read_profile(path)
         check("runtime_forward_s" in header and "runtime_overhead_s" in header, header)
