@@ -80,7 +80,7 @@ class Comparison:
 
 
 def _sides(results: Results, rows: pd.DataFrame) -> tuple[stats.Runs, stats.Runs]:
-    steps = [results.measured_step_times(r) for r in rows["run_id"]]
+    steps = results.lazy_step_times(rows["run_id"])
     return (stats.Runs(rows["step_time_s"].to_numpy(float), steps),
             stats.Runs(rows["samples_per_s"].to_numpy(float), steps, inverse=True))
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import frames
+from . import frames, stats
 from .h5file import (FORMAT_NAME, FORMAT_VERSION, ConfigRecord, GroupReader,
                      ResultFormatError, read_result_summary)
 
@@ -125,6 +125,11 @@ class Results:
             times = times[~np.isnan(times)]
             self._step_times[run_id] = times
         return times
+
+    def lazy_step_times(self, run_ids) -> stats.LazySteps:
+        """:meth:`measured_step_times` of each run, read only when a statistic asks for
+        it (the single-run fallback of :mod:`.stats`)."""
+        return stats.LazySteps(self.measured_step_times, list(run_ids))
 
     def _steps_record(self, run_id: str, curve_only: bool = False) -> ConfigRecord:
         rec = self._records[run_id]

@@ -36,7 +36,7 @@ MS = 1e3  # step times are recorded in seconds and drawn in milliseconds
 
 def _run_side(results: Results, runs: pd.DataFrame) -> stats.Runs:
     return stats.Runs(runs["step_time_s"].to_numpy(float),
-                      [results.measured_step_times(r) for r in runs["run_id"]])
+                      results.lazy_step_times(runs["run_id"]))
 
 
 def _errorbar(ax, x, y, low, high, **kw):
@@ -111,7 +111,7 @@ def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Result
             runs = ok[ok["config_key"] == r["config_key"]]
             tput = stats.median_estimate(
                 stats.Runs(runs["samples_per_s"].to_numpy(float),
-                           [results.measured_step_times(x) for x in runs["run_id"]],
+                           results.lazy_step_times(runs["run_id"]),
                            inverse=True), stats.seed_for("plot-tput", r["config_key"], base=seed))
             xerr = np.array([[max(r["samples_per_s"] - tput.low, 0.0)],
                              [max(tput.high - r["samples_per_s"], 0.0)]])

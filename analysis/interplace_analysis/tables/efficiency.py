@@ -102,7 +102,7 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
         est = stats.NAN_ESTIMATE
         if not note:
             per_run = mfu(flops, runs["step_time_s"].to_numpy(float), k, peak)
-            steps = [results.measured_step_times(rid) for rid in runs["run_id"]]
+            steps = results.lazy_step_times(runs["run_id"])
             est = stats.median_estimate(stats.Runs(per_run, steps, inverse=True),
                                         stats.seed_for("mfu", ckey, base=seed))
         rows.append({

@@ -59,7 +59,7 @@ def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
         r["runs"] = len(g)
         est = stats.median_estimate(
             stats.Runs(g["step_time_s"].to_numpy(float),
-                       [results.measured_step_times(rid) for rid in g["run_id"]]),
+                       results.lazy_step_times(g["run_id"])),
             stats.seed_for("simulator", key, base=seed))
         r["step_time_s"] = est.point
         r["step_time_ci_low"], r["step_time_ci_high"] = est.low, est.high

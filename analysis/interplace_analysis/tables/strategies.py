@@ -77,7 +77,7 @@ def _baseline_label(group: pd.DataFrame) -> str:
 
 def _throughput_runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
     return stats.Runs(runs["samples_per_s"].to_numpy(float),
-                      [results.measured_step_times(r) for r in runs["run_id"]], inverse=True)
+                      results.lazy_step_times(runs["run_id"]), inverse=True)
 
 
 def strategy_table(results: Results, seed: int = 0,
