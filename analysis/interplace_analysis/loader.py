@@ -148,6 +148,24 @@ class Results:
                                          "loss", "accuracy", "elapsed_s"])
         return curve[~curve["warmup"]].sort_values("step")
 
+    def curve_arrays(self, run_id: str) -> dict[str, np.ndarray]:
+        """:meth:`measured_curve` as arrays (``step``, ``loss``, ``accuracy``,
+        ``elapsed_s``), the same values without a DataFrame: what a table over many runs
+        (the strategies table) reads per run."""
+        names = ("step", "loss", "accuracy", "elapsed_s")
+        rec = self._steps_record(run_id, curve_only=True) if run_id in self._records else None
+        if rec is None or "step_time_s" not in rec.steps:
+            return {k: np.zeros(0) for k in names}
+        n = len(rec.steps["step_time_s"])
+        mask = frames.measured_mask(rec)
+        out = {"step": np.asarray(rec.steps.get("step", np.arange(n))).astype(int),
+               "loss": np.asarray(rec.steps.get("loss", np.full(n, np.nan)), dtype=float),
+               "accuracy": np.asarray(rec.steps.get("accuracy", np.full(n, np.nan)),
+                                      dtype=float),
+               "elapsed_s": frames.elapsed_times(rec, mask)}
+        order = np.argsort(out["step"][mask], kind="stable")
+        return {k: v[mask][order] for k, v in out.items()}
+
     def run_steps(self, run_id: str) -> pd.DataFrame:
         """The ``steps`` rows of one run (one per step and rank)."""
         if run_id not in self._records:
