@@ -163,6 +163,9 @@ class Results:
                "accuracy": np.asarray(rec.steps.get("accuracy", np.full(n, np.nan)),
                                       dtype=float),
                "elapsed_s": frames.elapsed_times(rec, mask)}
+        if run_id not in self._step_times:  # what measured_step_times would read
+            st = np.asarray(rec.steps["step_time_s"], dtype=float)[mask]
+            self._step_times[run_id] = st[~np.isnan(st)]
         order = np.argsort(out["step"][mask], kind="stable")
         return {k: v[mask][order] for k, v in out.items()}
 
