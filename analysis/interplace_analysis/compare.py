@@ -134,11 +134,14 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
     unmatched, rows, per_key = [], [], {}
     estimates: dict[str, list[stats.Estimate]] = {"step": [], "throughput": []}
 
+    cols = {id(f): {c: f[c].to_numpy() for c in ("name", "status")} if not f.empty else {}
+            for f in (bc, nc)}
+
     def statuses(frame: pd.DataFrame, pos: np.ndarray) -> str:
-        return ", ".join(sorted(set(frame["status"].to_numpy()[pos])))
+        return ", ".join(sorted(set(cols[id(frame)]["status"][pos])))
     for key in sorted(bkeys | nkeys):
         src, pos = (bc, ball[key]) if key in bkeys else (nc, nall[key])
-        name = src["name"].to_numpy()[pos[0]]
+        name = cols[id(src)]["name"][pos[0]]
         if key not in bkeys or key not in nkeys:
             where = f"only in {base_name}" if key in bkeys else f"only in {new_name}"
             unmatched.append({"config_key": key, "name": name, "where": where,

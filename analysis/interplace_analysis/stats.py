@@ -89,6 +89,8 @@ def median(values: Sequence[float] | np.ndarray, axis: int | None = None):
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.nanmedian(a, axis=axis)
     a = np.asarray(values, dtype=float).ravel()
+    if a.size == 1:  # one run: its value (NaN stays NaN)
+        return float(a[0])
     a = a[~np.isnan(a)]
     return float(np.median(a)) if a.size else float("nan")
 
@@ -151,7 +153,9 @@ class Runs:
 
     @property
     def point(self) -> float:
-        return median(self.values)
+        if getattr(self, "_point", None) is None:  # values are not changed after init
+            self._point = median(self.values)
+        return self._point
 
 
 @dataclass
