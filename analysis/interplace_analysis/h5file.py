@@ -407,19 +407,19 @@ class GroupReader:
         """A record of the group's ``steps/*`` and ``ranks/*`` only (what the curves and
         the steps table need); ``curve_only``: just the datasets of a curve."""
         where = f"{path}: /configs/{gid}"
-        if curve_only:
-            try:
-                data = self._fast_read(path, gid, tuple(f"steps/{n}" for n in STEP_DATASETS)
-                                       + ("ranks/step_s",))
-            except Exception:  # noqa: BLE001 - the checked path below says what is wrong
-                data = None
-            if data is not None:
-                rec = ConfigRecord(file=path, attrs=attrs)
-                rec.steps = {n.split("/", 1)[1]: a for n, a in data.items()
-                             if n.startswith("steps/")}
-                rec.ranks = {"step_s": data["ranks/step_s"]} if "ranks/step_s" in data else {}
-                _check_shapes(rec, where)
-                return rec
+        step_names = STEP_DATASETS if curve_only else STEP_DATASETS + STEP_RANK_DATASETS
+        rank_names = ("step_s",) if curve_only else RANK_DATASETS
+        try:
+            data = self._fast_read(path, gid, tuple(f"steps/{n}" for n in step_names)
+                                   + tuple(f"ranks/{n}" for n in rank_names))
+        except Exception:  # noqa: BLE001 - the checked path below says what is wrong
+            data = None
+        if data is not None:
+            rec = ConfigRecord(file=path, attrs=attrs)
+            rec.steps = {n.split("/", 1)[1]: a for n, a in data.items() if n.startswith("steps/")}
+            rec.ranks = {n.split("/", 1)[1]: a for n, a in data.items() if n.startswith("ranks/")}
+            _check_shapes(rec, where)
+            return rec
         try:
             g = self._file(path)["configs"][gid]
             rec = ConfigRecord(file=path, attrs=attrs)
