@@ -177,6 +177,12 @@ class Results:
         curve = frames.curve_frame(rec)
         return frames.step_rank_frame(rec, curve) if not curve.empty else pd.DataFrame()
 
+    def run_step_arrays(self, run_id: str) -> dict[str, np.ndarray] | None:
+        """:meth:`run_steps` as columns of arrays (None where it is empty)."""
+        if run_id not in self._records:
+            return None
+        return frames.step_rank_arrays(self._steps_record(run_id))
+
     def records(self) -> Iterator[ConfigRecord]:
         """Every run's whole record, one at a time, in the order of ``configs``."""
         for run_id in self.configs["run_id"] if not self.configs.empty else []:
