@@ -265,6 +265,8 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
     if any(not np.all(np.isfinite(v)) for v in logs):
         return float("nan")
     rng = np.random.default_rng(seed)
+    if len(pairs) == 1 and max(sides[pairs[0][0]].n, sides[pairs[0][1]].n) > SHARED_SIDE_RUNS:
+        return _subset_permutation_p(logs[pairs[0][0]], logs[pairs[0][1]], rng, n_resamples)
     if len(pairs) == 1:
         i, j = pairs[0]
 
@@ -282,6 +284,30 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
         ni = sides[i].n
         total += shuffled[:, :ni].mean(axis=1) - shuffled[:, ni:].mean(axis=1)
     t = np.abs(total / len(pairs))
+    return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
+
+
+def _subset_permutation_p(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
+                          n_resamples: int) -> float:
+    """:func:`permutation_p` of one pair when a side has more than SHARED_SIDE_RUNS runs:
+    the same test (statistic |mean a - mean b| of the log values, random relabellings of
+    the pooled runs), each relabelling drawn as the smaller side's share of the pool (a
+    uniform subset, by rejecting draws with a repeated index) so that one costs the
+    smaller side's size, not the pool's; p = (1 + #{T* >= T}) / (n_resamples + 1)."""
+    small, large = (a, b) if a.size <= b.size else (b, a)
+    pool = np.concatenate([small, large])
+    n, k = pool.size, small.size
+    total = pool.sum()
+    observed = abs(small.mean() - large.mean())
+    idx = rng.integers(0, n, size=(n_resamples, k))
+    while True:  # rows with a repeated index are drawn again (rare for k << n)
+        srt = np.sort(idx, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1)) if k > 1 else []
+        if len(bad) == 0:
+            break
+        idx[bad] = rng.integers(0, n, size=(len(bad), k))
+    chosen = pool[idx].sum(axis=1)
+    t = np.abs(chosen / k - (total - chosen) / (n - k))
     return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
 
 
@@ -306,7 +332,15 @@ def joint_estimate(sides: Sequence[Runs], statistic: Callable[[list], np.ndarray
         return Estimate(float("nan"), float("nan"), float("nan"), float("nan"), runs, "none")
     point = float(np.asarray(statistic([np.asarray(s.point) for s in sides])))
     rng = np.random.default_rng(seed)
-    if min(runs) >= 2:
+    shared = any(s.replicates is not None for s in sides)
+    if min(runs) >= 2 and shared:
+        # A side of thousands of runs (share_replicates): each side resampled on its own,
+        # the large one once per table group, as the bootstrap's independent resampling
+        # of the sides does, without n_resamples x n draws per comparison.
+        reps = np.asarray(statistic([_replicate_medians(s, rng, n_resamples) for s in sides]),
+                          dtype=float)
+        method = "runs"
+    elif min(runs) >= 2:
         def stat(*samples, axis=-1):
             return statistic([median(x, axis=axis) for x in samples])
         with warnings.catch_warnings():  # constant data: a degenerate but valid interval

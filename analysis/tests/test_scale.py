@@ -97,3 +97,16 @@ def test_compare_of_many_configurations_finds_each_ones_runs(tmp_path):
     assert len(c.configs) == r.ok["config_key"].nunique()
     assert (c.configs["step_ratio"] == 1.0).all()
     assert set(c.unmatched["where"]) <= {"no ok run in BASE"}
+
+
+def test_a_large_sides_permutation_p_samples_the_smaller_sides_share():
+    rng = np.random.default_rng(4)
+    big = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS * 5))
+    same = stats.Runs(rng.lognormal(0.0, 0.05, size=5))
+    slower = stats.Runs(rng.lognormal(np.log(1.3), 0.05, size=5))
+    p_same = stats.permutation_p([same, big], [(0, 1)], seed=1)
+    p_slower = stats.permutation_p([slower, big], [(0, 1)], seed=1)
+    assert p_same > 0.05
+    assert p_slower == 1 / (stats.N_PERMUTATIONS + 1)
+    est = stats.ratio(slower, stats.share_replicates(big, seed=2), seed=3)
+    assert est.method == "runs" and est.low > 1.2 and est.runs == (5, big.n)
