@@ -265,7 +265,8 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
     if any(not np.all(np.isfinite(v)) for v in logs):
         return float("nan")
     rng = np.random.default_rng(seed)
-    if len(pairs) == 1 and max(sides[pairs[0][0]].n, sides[pairs[0][1]].n) > SHARED_SIDE_RUNS:
+    small, large = sorted((sides[pairs[0][0]].n, sides[pairs[0][1]].n))
+    if len(pairs) == 1 and large > SHARED_SIDE_RUNS and small * small <= small + large:
         return _subset_permutation_p(logs[pairs[0][0]], logs[pairs[0][1]], rng, n_resamples)
     if len(pairs) == 1:
         i, j = pairs[0]
@@ -293,7 +294,9 @@ def _subset_permutation_p(a: np.ndarray, b: np.ndarray, rng: np.random.Generator
     the same test (statistic |mean a - mean b| of the log values, random relabellings of
     the pooled runs), each relabelling drawn as the smaller side's share of the pool (a
     uniform subset, by rejecting draws with a repeated index) so that one costs the
-    smaller side's size, not the pool's; p = (1 + #{T* >= T}) / (n_resamples + 1)."""
+    smaller side's size, not the pool's; p = (1 + #{T* >= T}) / (n_resamples + 1). Only
+    for a smaller side of k runs with k^2 <= the pool (most draws have no repeat); two
+    large sides (traversal orders) keep scipy's test."""
     small, large = (a, b) if a.size <= b.size else (b, a)
     pool = np.concatenate([small, large])
     n, k = pool.size, small.size

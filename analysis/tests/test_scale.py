@@ -110,3 +110,11 @@ def test_a_large_sides_permutation_p_samples_the_smaller_sides_share():
     assert p_slower == 1 / (stats.N_PERMUTATIONS + 1)
     est = stats.ratio(slower, stats.share_replicates(big, seed=2), seed=3)
     assert est.method == "runs" and est.low > 1.2 and est.runs == (5, big.n)
+
+
+def test_two_large_sides_keep_scipys_permutation_test():
+    rng = np.random.default_rng(5)
+    a = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS + 50))
+    b = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS + 80))
+    p = stats.permutation_p([a, b], [(0, 1)], seed=1)  # returns (no endless redraw)
+    assert 0 < p <= 1
