@@ -201,6 +201,10 @@ def block_bootstrap_medians(steps: np.ndarray, rng: np.random.Generator,
 # resampled once per table group (:func:`share_replicates`), not once per comparison:
 # drawing n_resamples x n indices for each of n comparisons costs O(n^2).
 SHARED_SIDE_RUNS = 200
+# Relabellings evaluated at once by scipy's permutation test: bounds its memory (9999 x a
+# pool of 45,000 runs would be 3.6 GB) without changing a value (scipy draws them one by
+# one whatever the batch).
+PERMUTATION_BATCH = 500
 
 
 def share_replicates(side: Runs, seed: int, n_resamples: int = N_RESAMPLES) -> Runs:
@@ -275,7 +279,7 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
             return np.abs(np.mean(a, axis=axis) - np.mean(b, axis=axis))
         res = sps.permutation_test((logs[i], logs[j]), stat, permutation_type="independent",
                                    vectorized=True, n_resamples=n_resamples,
-                                   alternative="greater", rng=rng)
+                                   alternative="greater", rng=rng, batch=PERMUTATION_BATCH)
         return float(res.pvalue)
     observed = abs(np.mean([logs[i].mean() - logs[j].mean() for i, j in pairs]))
     total = np.zeros(n_resamples)

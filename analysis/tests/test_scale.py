@@ -118,3 +118,12 @@ def test_two_large_sides_keep_scipys_permutation_test():
     b = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS + 80))
     p = stats.permutation_p([a, b], [(0, 1)], seed=1)  # returns (no endless redraw)
     assert 0 < p <= 1
+
+
+def test_the_permutation_tests_batch_changes_no_p_value(monkeypatch):
+    rng = np.random.default_rng(1)
+    a, b = stats.Runs(rng.lognormal(0, 0.05, 40)), stats.Runs(rng.lognormal(0.01, 0.05, 150))
+    p = stats.permutation_p([a, b], [(0, 1)], seed=3)
+    for batch in (None, 7):
+        monkeypatch.setattr(stats, "PERMUTATION_BATCH", batch)
+        assert stats.permutation_p([a, b], [(0, 1)], seed=3) == p
