@@ -285,9 +285,14 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
     total = np.zeros(n_resamples)
     for i, j in pairs:
         pooled = np.concatenate([logs[i], logs[j]])
-        shuffled = rng.permuted(np.tile(pooled, (n_resamples, 1)), axis=1)
         ni = sides[i].n
-        total += shuffled[:, :ni].mean(axis=1) - shuffled[:, ni:].mean(axis=1)
+        # In batches of rows (memory bounded); rows are shuffled one after another, so
+        # the draws are those of one call over all rows.
+        for start in range(0, n_resamples, PERMUTATION_BATCH or n_resamples):
+            rows = min(PERMUTATION_BATCH or n_resamples, n_resamples - start)
+            shuffled = rng.permuted(np.tile(pooled, (rows, 1)), axis=1)
+            total[start:start + rows] += (shuffled[:, :ni].mean(axis=1)
+                                          - shuffled[:, ni:].mean(axis=1))
     t = np.abs(total / len(pairs))
     return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
 

@@ -127,3 +127,12 @@ def test_the_permutation_tests_batch_changes_no_p_value(monkeypatch):
     for batch in (None, 7):
         monkeypatch.setattr(stats, "PERMUTATION_BATCH", batch)
         assert stats.permutation_p([a, b], [(0, 1)], seed=3) == p
+
+
+def test_the_multi_pair_permutation_batch_changes_no_p_value(monkeypatch):
+    rng = np.random.default_rng(2)
+    sides = [stats.Runs(rng.lognormal(0, 0.05, n)) for n in (30, 40, 25, 35)]
+    p = stats.permutation_p(sides, [(0, 1), (2, 3)], seed=4)
+    for batch in (None, 7):
+        monkeypatch.setattr(stats, "PERMUTATION_BATCH", batch)
+        assert stats.permutation_p(sides, [(0, 1), (2, 3)], seed=4) == p
