@@ -80,9 +80,28 @@ class Comparison:
 
 
 def _sides(results: Results, rows: pd.DataFrame) -> tuple[stats.Runs, stats.Runs]:
-    steps = [results.measured_step_times(r) for r in rows["run_id"]]
+    steps = results.lazy_step_times(rows["run_id"])
     return (stats.Runs(rows["step_time_s"].to_numpy(float), steps),
             stats.Runs(rows["samples_per_s"].to_numpy(float), steps, inverse=True))
+
+
+class _Side:
+    """The ``ok`` runs of one file by ``config_key``: positions into its columns, so that
+    a configuration's runs are found without scanning the frame."""
+
+    def __init__(self, results: Results) -> None:
+        ok = results.ok
+        self.results = results
+        self.index = ok.groupby("config_key").indices if not ok.empty else {}
+        cols = ("run_id", "step_time_s", "samples_per_s", "model", "strategy_label")
+        self.cols = {c: ok[c].to_numpy() for c in cols} if not ok.empty else {}
+
+    def runs(self, key: str) -> tuple[stats.Runs, stats.Runs]:
+        pos = self.index[key]
+        steps = self.results.lazy_step_times(self.cols["run_id"][pos])
+        return (stats.Runs(self.cols["step_time_s"][pos].astype(float), steps),
+                stats.Runs(self.cols["samples_per_s"][pos].astype(float), steps,
+                           inverse=True))
 
 
 def _ratio_fields(prefix: str, est: stats.Estimate) -> dict:
@@ -109,37 +128,42 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
     bc, nc = base.configs, new.configs
     bkeys = set(bc["config_key"]) if not bc.empty else set()
     nkeys = set(nc["config_key"]) if not nc.empty else set()
-    bok, nok = base.ok, new.ok
+    bside, nside = _Side(base), _Side(new)
+    ball = bc.groupby("config_key").indices if not bc.empty else {}
+    nall = nc.groupby("config_key").indices if not nc.empty else {}
     unmatched, rows, per_key = [], [], {}
     estimates: dict[str, list[stats.Estimate]] = {"step": [], "throughput": []}
+
+    cols = {id(f): {c: f[c].to_numpy() for c in ("name", "status")} if not f.empty else {}
+            for f in (bc, nc)}
+
+    def statuses(frame: pd.DataFrame, pos: np.ndarray) -> str:
+        return ", ".join(sorted(set(cols[id(frame)]["status"][pos])))
     for key in sorted(bkeys | nkeys):
-        b = bok[bok["config_key"] == key] if not bok.empty else bok
-        n = nok[nok["config_key"] == key] if not nok.empty else nok
-        any_row = (bc[bc["config_key"] == key] if key in bkeys else nc[nc["config_key"] == key])
-        name = any_row["name"].iloc[0]
+        src, pos = (bc, ball[key]) if key in bkeys else (nc, nall[key])
+        name = cols[id(src)]["name"][pos[0]]
         if key not in bkeys or key not in nkeys:
             where = f"only in {base_name}" if key in bkeys else f"only in {new_name}"
             unmatched.append({"config_key": key, "name": name, "where": where,
-                              "status": ", ".join(sorted(set(any_row["status"])))})
+                              "status": statuses(src, pos)})
             continue
-        if b.empty or n.empty:
-            side = base_name if b.empty else new_name
-            src = bc if b.empty else nc
+        if key not in bside.index or key not in nside.index:
+            side = base_name if key not in bside.index else new_name
+            src, pos = (bc, ball[key]) if key not in bside.index else (nc, nall[key])
             unmatched.append({"config_key": key, "name": name,
-                              "where": f"no ok run in {side}",
-                              "status": ", ".join(sorted(set(src[src["config_key"] == key]
-                                                             ["status"])))})
+                              "where": f"no ok run in {side}", "status": statuses(src, pos)})
             continue
-        bs, bt = _sides(base, b)
-        ns, nt = _sides(new, n)
+        bs, bt = bside.runs(key)
+        ns, nt = nside.runs(key)
+        first = bside.index[key][0]
         seed_key = stats.seed_for(key, base=seed)
         es = stats.ratio(ns, bs, seed_key)
         et = stats.ratio(nt, bt, seed_key + 1)
         estimates["step"].append(es)
         estimates["throughput"].append(et)
         per_key[key] = (bs, bt, ns, nt)
-        rows.append({"config_key": key, "name": name, "model": b["model"].iloc[0],
-                     "strategy_label": b["strategy_label"].iloc[0], "runs_base": bs.n,
+        rows.append({"config_key": key, "name": name, "model": bside.cols["model"][first],
+                     "strategy_label": bside.cols["strategy_label"][first], "runs_base": bs.n,
                      "runs_new": ns.n, "step_base_s": bs.point, "step_new_s": ns.point,
                      **_ratio_fields("step", es), "throughput_base": bt.point,
                      "throughput_new": nt.point, **_ratio_fields("throughput", et),

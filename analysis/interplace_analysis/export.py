@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .frames import PARAMETERS
@@ -42,6 +43,23 @@ STEP_COLUMNS = ("warmup", "step_time_s", "loss", "accuracy", "elapsed_s", "aux_l
 BATCH_RUNS = 2000  # runs per batch written: bounds the memory whatever the file's size
 
 
+def _join(parts: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """The runs' columns joined into one frame, as ``pd.concat`` of their frames would
+    (columns in order of first appearance; NaN where a run lacks one), in one step."""
+    names: dict[str, None] = {}
+    for p in parts:
+        names.update(dict.fromkeys(p))
+    lengths = [len(p["run_id"]) for p in parts]
+    data = {}
+    for name in names:
+        if all(name in p for p in parts):
+            data[name] = np.concatenate([p[name] for p in parts])
+        else:
+            data[name] = np.concatenate([np.asarray(p[name], dtype=float) if name in p
+                                         else np.full(n, np.nan) for p, n in zip(parts, lengths)])
+    return pd.DataFrame(data)
+
+
 def _step_batches(results: Results) -> Iterator[pd.DataFrame]:
     """The ``steps`` table in batches of about BATCH_RUNS runs, in the order of the
     configs table (file, position in the sweep, run id), then by step and rank; each
@@ -56,11 +74,11 @@ def _step_batches(results: Results) -> Iterator[pd.DataFrame]:
     per_run = order[["run_id", *extra]]
     for start in range(0, len(order), BATCH_RUNS):
         chunk = per_run.iloc[start:start + BATCH_RUNS]
-        parts = [results.run_steps(r) for r in chunk["run_id"]]
-        parts = [p for p in parts if not p.empty]
+        parts = [results.run_step_arrays(r) for r in chunk["run_id"]]
+        parts = [p for p in parts if p is not None]
         if not parts:
             continue
-        steps = pd.concat(parts, ignore_index=True).drop(columns=["config_id"])
+        steps = _join(parts).drop(columns=["config_id"])
         steps = chunk.merge(steps, on="run_id", how="inner", validate="one_to_many")
         steps.insert(0, "config_id", steps["run_id"].map(
             dict(zip(configs["run_id"], configs["config_id"]))))

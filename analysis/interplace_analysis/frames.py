@@ -254,6 +254,36 @@ def step_rank_frame(rec: ConfigRecord, curve: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+def step_rank_arrays(rec: ConfigRecord) -> dict[str, np.ndarray] | None:
+    """:func:`step_rank_frame` of :func:`curve_frame` as columns of arrays (no frame per
+    run; export joins a batch of runs into one frame); None where that frame is empty."""
+    if "step_time_s" not in rec.steps or not rec.ranks:
+        return None
+    st = np.asarray(rec.steps["step_time_s"], dtype=float)
+    n = len(st)
+    mask = measured_mask(rec)
+    s, k = next(iter(rec.ranks.values())).shape
+    if n == 0:
+        return None
+    curve = {"step": rec.steps.get("step", np.arange(n)).astype(int), "warmup": ~mask,
+             "step_time_s": st,
+             "loss": np.asarray(rec.steps.get("loss", np.full(n, np.nan)), dtype=float),
+             "accuracy": np.asarray(rec.steps.get("accuracy", np.full(n, np.nan)),
+                                    dtype=float),
+             "elapsed_s": elapsed_times(rec, mask)}
+    data = {"config_id": np.full(s * k, rec.id, dtype=object),
+            "run_id": np.full(s * k, rec.run_id, dtype=object),
+            "step": np.repeat(curve["step"], k), "rank": np.tile(np.arange(k), s)}
+    for col in ("warmup", "step_time_s", "loss", "accuracy", "elapsed_s"):
+        data[col] = np.repeat(curve[col], k)
+    for name in ("aux_loss", "aux_accuracy"):
+        if name in rec.steps:
+            data[name] = rec.steps[name].astype(float).reshape(-1)
+    for name, v in rec.ranks.items():
+        data[name] = v.reshape(-1)
+    return data
+
+
 def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
     """Per rank: medians over measured steps of every ``ranks/*`` value, the rank's
     utilisation (compute / its step_s), and the simulator's busy/idle for that device."""

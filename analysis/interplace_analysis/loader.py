@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import frames
+from . import frames, stats
 from .h5file import (FORMAT_NAME, FORMAT_VERSION, ConfigRecord, GroupReader,
                      ResultFormatError, read_result_summary)
 
@@ -126,6 +126,11 @@ class Results:
             self._step_times[run_id] = times
         return times
 
+    def lazy_step_times(self, run_ids) -> stats.LazySteps:
+        """:meth:`measured_step_times` of each run, read only when a statistic asks for
+        it (the single-run fallback of :mod:`.stats`)."""
+        return stats.LazySteps(self.measured_step_times, list(run_ids))
+
     def _steps_record(self, run_id: str, curve_only: bool = False) -> ConfigRecord:
         rec = self._records[run_id]
         if rec.summary is None:
@@ -143,6 +148,27 @@ class Results:
                                          "loss", "accuracy", "elapsed_s"])
         return curve[~curve["warmup"]].sort_values("step")
 
+    def curve_arrays(self, run_id: str) -> dict[str, np.ndarray]:
+        """:meth:`measured_curve` as arrays (``step``, ``loss``, ``accuracy``,
+        ``elapsed_s``), the same values without a DataFrame: what a table over many runs
+        (the strategies table) reads per run."""
+        names = ("step", "loss", "accuracy", "elapsed_s")
+        rec = self._steps_record(run_id, curve_only=True) if run_id in self._records else None
+        if rec is None or "step_time_s" not in rec.steps:
+            return {k: np.zeros(0) for k in names}
+        n = len(rec.steps["step_time_s"])
+        mask = frames.measured_mask(rec)
+        out = {"step": np.asarray(rec.steps.get("step", np.arange(n))).astype(int),
+               "loss": np.asarray(rec.steps.get("loss", np.full(n, np.nan)), dtype=float),
+               "accuracy": np.asarray(rec.steps.get("accuracy", np.full(n, np.nan)),
+                                      dtype=float),
+               "elapsed_s": frames.elapsed_times(rec, mask)}
+        if run_id not in self._step_times:  # what measured_step_times would read
+            st = np.asarray(rec.steps["step_time_s"], dtype=float)[mask]
+            self._step_times[run_id] = st[~np.isnan(st)]
+        order = np.argsort(out["step"][mask], kind="stable")
+        return {k: v[mask][order] for k, v in out.items()}
+
     def run_steps(self, run_id: str) -> pd.DataFrame:
         """The ``steps`` rows of one run (one per step and rank)."""
         if run_id not in self._records:
@@ -150,6 +176,12 @@ class Results:
         rec = self._steps_record(run_id)
         curve = frames.curve_frame(rec)
         return frames.step_rank_frame(rec, curve) if not curve.empty else pd.DataFrame()
+
+    def run_step_arrays(self, run_id: str) -> dict[str, np.ndarray] | None:
+        """:meth:`run_steps` as columns of arrays (None where it is empty)."""
+        if run_id not in self._records:
+            return None
+        return frames.step_rank_arrays(self._steps_record(run_id))
 
     def records(self) -> Iterator[ConfigRecord]:
         """Every run's whole record, one at a time, in the order of ``configs``."""

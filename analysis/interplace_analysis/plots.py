@@ -36,7 +36,7 @@ MS = 1e3  # step times are recorded in seconds and drawn in milliseconds
 
 def _run_side(results: Results, runs: pd.DataFrame) -> stats.Runs:
     return stats.Runs(runs["step_time_s"].to_numpy(float),
-                      [results.measured_step_times(r) for r in runs["run_id"]])
+                      results.lazy_step_times(runs["run_id"]))
 
 
 def _errorbar(ax, x, y, low, high, **kw):
@@ -89,8 +89,9 @@ def step_time_by_order(results: Results, model: str, seed: int = 0) -> plt.Figur
 
 def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Results | None = None,
                            seed: int = 0) -> plt.Figure | None:
-    """Samples/s against accuracy, one point per configuration, labelled by strategy and
-    placement, n in the legend. With ``results``, bars give each point's 95% intervals
+    """Samples/s against accuracy, one point per configuration (at most MAX_RUNS_DRAWN
+    per strategy, spread over samples/s), labelled by strategy and placement, n in the
+    legend. With ``results``, bars give each point's 95% intervals
     over runs (horizontal: samples/s; vertical: evaluation accuracy)."""
     s = strategies[strategies["model"] == model] if not strategies.empty else strategies
     if s.empty:
@@ -99,19 +100,23 @@ def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Result
     col = "eval_accuracy" if use_eval else "accuracy_at_equal_step"
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     ok = results.ok if results is not None else None
+    by_key = ok.groupby("config_key").indices if ok is not None and not ok.empty else {}
     for i, (label, g) in enumerate(s.groupby("strategy_label", sort=True)):
         n = int(g["runs"].min())
         colour = f"C{i % 10}"
+        if len(g) > MAX_RUNS_DRAWN:  # spread over throughput, as drawn_runs does
+            g = g.sort_values("samples_per_s", kind="stable")
+            g = g.iloc[np.linspace(0, len(g) - 1, MAX_RUNS_DRAWN).round().astype(int)]
         ax.scatter(g["samples_per_s"], g[col], label=f"{label} (n={n})", color=colour)
         for _, r in g.iterrows():
             ax.annotate(f"{label} {r['order']}/{r['placer']}", (r["samples_per_s"], r[col]),
                         textcoords="offset points", xytext=(4, 3), fontsize=6)
             if ok is None:
                 continue
-            runs = ok[ok["config_key"] == r["config_key"]]
+            runs = ok.iloc[by_key[r["config_key"]]]
             tput = stats.median_estimate(
                 stats.Runs(runs["samples_per_s"].to_numpy(float),
-                           [results.measured_step_times(x) for x in runs["run_id"]],
+                           results.lazy_step_times(runs["run_id"]),
                            inverse=True), stats.seed_for("plot-tput", r["config_key"], base=seed))
             xerr = np.array([[max(r["samples_per_s"] - tput.low, 0.0)],
                              [max(tput.high - r["samples_per_s"], 0.0)]])
@@ -160,6 +165,7 @@ def loss_curves(results: Results, config_ids: list[str], title: str,
 
 
 MAX_RUNS_DRAWN = 25  # per strategy in one figure: more lines show nothing more
+MAX_LABELLED = 200  # points of predicted_vs_measured that get their number written beside
 
 
 def drawn_runs(cfg: pd.DataFrame, run_ids: list[str]) -> list[str]:
@@ -223,7 +229,7 @@ def predicted_vs_measured(sim: pd.DataFrame) -> plt.Figure | None:
         n = int(g["runs"].min())
         ax.errorbar(x, y, xerr=err, fmt="o", capsize=2, color=f"C{i % 10}",
                     label=f"{model} ({len(g)} configs, n>={n})")
-        for xi, yi, pt in zip(x, y, g["point"]):  # the row of the simulator table
+        for xi, yi, pt in zip(x, y, g["point"] if len(d) <= MAX_LABELLED else []):
             ax.annotate(str(pt), (xi, yi), textcoords="offset points", xytext=(3, 3),
                         fontsize=6)
     allv = np.concatenate([d["step_time_s"].to_numpy(float),

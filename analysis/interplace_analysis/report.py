@@ -280,7 +280,11 @@ def write_plots(results: Results, report: Report, out: Path) -> list[Figure]:
         if fig is not None:
             by["accuracy_vs_time"].paths.append(
                 plots.save(fig, out / f"accuracy_vs_time_{stem}.png"))
-        fig = plots.loss_curves(results, list(rows["run_id"]), title,
+        drawn = list(rows["run_id"])
+        if len(drawn) > plots.MAX_RUNS_DRAWN:  # one line per strategy (its median run)
+            drawn = [g.sort_values(["samples_per_s", "run_id"])["run_id"].iloc[
+                (len(g) - 1) // 2] for _, g in rows.groupby("strategy_label", sort=True)]
+        fig = plots.loss_curves(results, drawn, title,
                                 float(rows["equal_time_s"].iloc[0]))
         if fig is not None:
             by["loss"].paths.append(plots.save(fig, out / f"loss_{stem}.png"))

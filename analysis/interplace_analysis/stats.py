@@ -76,10 +76,21 @@ def median(values: Sequence[float] | np.ndarray, axis: int | None = None):
     nothing is left. The C++ side has the same definition (kernels/median.hpp).
     With ``axis``, an array of medians along that axis (same rules per slice)."""
     if axis is not None:
+        a = np.asarray(values, dtype=float)
+        if not np.isnan(a).any():  # the same values as nanmedian, faster
+            n = a.shape[axis] if a.ndim else 0
+            if 0 < n <= 64:  # short rows (bootstrap replicates of a few steps): a sort
+                srt = np.sort(a, axis=axis)
+                mid = np.take(srt, n // 2, axis=axis)
+                # (a + b) / 2 of the two middle values: numpy's median exactly
+                return mid if n % 2 else (np.take(srt, n // 2 - 1, axis=axis) + mid) / 2
+            return np.median(a, axis=axis)
         with warnings.catch_warnings():  # an all-NaN slice gives NaN, as it should
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmedian(np.asarray(values, dtype=float), axis=axis)
+            return np.nanmedian(a, axis=axis)
     a = np.asarray(values, dtype=float).ravel()
+    if a.size == 1:  # one run: its value (NaN stays NaN)
+        return float(a[0])
     a = a[~np.isnan(a)]
     return float(np.median(a)) if a.size else float("nan")
 
@@ -87,6 +98,27 @@ def median(values: Sequence[float] | np.ndarray, axis: int | None = None):
 def seed_for(*key: object, base: int = 0) -> int:
     """A stable seed from a key (crc32 of its text), so results are reproducible."""
     return (base + zlib.crc32("|".join(map(str, key)).encode())) % (2**32)
+
+
+class LazySteps(Sequence):
+    """Per run, its measured step times, read (by ``get(run_id)``) only when indexed: the
+    single-run fallback needs one run's steps, most comparisons none, so a table over
+    many runs reads no per-step data for sides with two or more runs."""
+
+    def __init__(self, get: Callable[[str], np.ndarray], run_ids: Sequence[str]) -> None:
+        self._get = get
+        self._ids = list(run_ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [np.asarray(self._get(r), dtype=float) for r in self._ids[i]]
+        return np.asarray(self._get(self._ids[i]), dtype=float)
+
+    def subset(self, keep: Sequence[bool]) -> LazySteps:
+        return LazySteps(self._get, [r for r, k in zip(self._ids, keep) if k])
 
 
 @dataclass
@@ -99,14 +131,20 @@ class Runs:
     """
 
     values: np.ndarray
-    steps: list[np.ndarray] = field(default_factory=list)
+    steps: list[np.ndarray] | LazySteps = field(default_factory=list)
     inverse: bool = False
+    # Replicates of the median over runs drawn once (:func:`share_replicates`), used by
+    # every comparison against this side that resamples sides independently.
+    replicates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         v = np.asarray(self.values, dtype=float).ravel()
         keep = ~np.isnan(v)
         self.values = v[keep]
-        if self.steps and len(self.steps) == len(keep):
+        if isinstance(self.steps, LazySteps):
+            if len(self.steps) == len(keep):
+                self.steps = self.steps.subset(keep)
+        elif self.steps and len(self.steps) == len(keep):
             self.steps = [np.asarray(s, dtype=float) for s, k in zip(self.steps, keep) if k]
 
     @property
@@ -115,7 +153,9 @@ class Runs:
 
     @property
     def point(self) -> float:
-        return median(self.values)
+        if getattr(self, "_point", None) is None:  # values are not changed after init
+            self._point = median(self.values)
+        return self._point
 
 
 @dataclass
@@ -157,8 +197,34 @@ def block_bootstrap_medians(steps: np.ndarray, rng: np.random.Generator,
     return median(x[idx], axis=1)
 
 
+# A side of more runs than this (a strategy group's baseline over thousands of seeds) is
+# resampled once per table group (:func:`share_replicates`), not once per comparison:
+# drawing n_resamples x n indices for each of n comparisons costs O(n^2).
+SHARED_SIDE_RUNS = 200
+# Relabellings evaluated at once by scipy's permutation test: bounds its memory (9999 x a
+# pool of 45,000 runs would be 3.6 GB) without changing a value (scipy draws them one by
+# one whatever the batch).
+PERMUTATION_BATCH = 500
+
+
+def share_replicates(side: Runs, seed: int, n_resamples: int = N_RESAMPLES) -> Runs:
+    """When ``side`` has more than :data:`SHARED_SIDE_RUNS` runs, draws the replicates of
+    its median over runs once (runs resampled with replacement, seeded by ``seed``), to be
+    reused by every comparison of the table against it in the within-run path of
+    :func:`joint_estimate` (where sides are resampled independently anyway). Those
+    intervals then differ from drawing the side anew per comparison by Monte-Carlo
+    noise only; sides of fewer runs are untouched (every file so far)."""
+    if side.n > SHARED_SIDE_RUNS and side.replicates is None:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, side.n, size=(n_resamples, side.n))
+        side.replicates = median(side.values[idx], axis=1)
+    return side
+
+
 def _replicate_medians(side: Runs, rng: np.random.Generator, n_resamples: int) -> np.ndarray:
     """Replicates of ``median(side.values)``: runs resampled, or the block fallback."""
+    if side.n >= 2 and side.replicates is not None and side.replicates.size == n_resamples:
+        return side.replicates
     if side.n >= 2:
         idx = rng.integers(0, side.n, size=(n_resamples, side.n))
         return median(side.values[idx], axis=1)
@@ -203,6 +269,9 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
     if any(not np.all(np.isfinite(v)) for v in logs):
         return float("nan")
     rng = np.random.default_rng(seed)
+    small, large = sorted((sides[pairs[0][0]].n, sides[pairs[0][1]].n))
+    if len(pairs) == 1 and large > SHARED_SIDE_RUNS and small * small <= small + large:
+        return _subset_permutation_p(logs[pairs[0][0]], logs[pairs[0][1]], rng, n_resamples)
     if len(pairs) == 1:
         i, j = pairs[0]
 
@@ -210,16 +279,47 @@ def permutation_p(sides: Sequence[Runs], pairs: Sequence[tuple[int, int]], seed:
             return np.abs(np.mean(a, axis=axis) - np.mean(b, axis=axis))
         res = sps.permutation_test((logs[i], logs[j]), stat, permutation_type="independent",
                                    vectorized=True, n_resamples=n_resamples,
-                                   alternative="greater", rng=rng)
+                                   alternative="greater", rng=rng, batch=PERMUTATION_BATCH)
         return float(res.pvalue)
     observed = abs(np.mean([logs[i].mean() - logs[j].mean() for i, j in pairs]))
     total = np.zeros(n_resamples)
     for i, j in pairs:
         pooled = np.concatenate([logs[i], logs[j]])
-        shuffled = rng.permuted(np.tile(pooled, (n_resamples, 1)), axis=1)
         ni = sides[i].n
-        total += shuffled[:, :ni].mean(axis=1) - shuffled[:, ni:].mean(axis=1)
+        # In batches of rows (memory bounded); rows are shuffled one after another, so
+        # the draws are those of one call over all rows.
+        for start in range(0, n_resamples, PERMUTATION_BATCH or n_resamples):
+            rows = min(PERMUTATION_BATCH or n_resamples, n_resamples - start)
+            shuffled = rng.permuted(np.tile(pooled, (rows, 1)), axis=1)
+            total[start:start + rows] += (shuffled[:, :ni].mean(axis=1)
+                                          - shuffled[:, ni:].mean(axis=1))
     t = np.abs(total / len(pairs))
+    return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
+
+
+def _subset_permutation_p(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
+                          n_resamples: int) -> float:
+    """:func:`permutation_p` of one pair when a side has more than SHARED_SIDE_RUNS runs:
+    the same test (statistic |mean a - mean b| of the log values, random relabellings of
+    the pooled runs), each relabelling drawn as the smaller side's share of the pool (a
+    uniform subset, by rejecting draws with a repeated index) so that one costs the
+    smaller side's size, not the pool's; p = (1 + #{T* >= T}) / (n_resamples + 1). Only
+    for a smaller side of k runs with k^2 <= the pool (most draws have no repeat); two
+    large sides (traversal orders) keep scipy's test."""
+    small, large = (a, b) if a.size <= b.size else (b, a)
+    pool = np.concatenate([small, large])
+    n, k = pool.size, small.size
+    total = pool.sum()
+    observed = abs(small.mean() - large.mean())
+    idx = rng.integers(0, n, size=(n_resamples, k))
+    while True:  # rows with a repeated index are drawn again (rare for k << n)
+        srt = np.sort(idx, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1)) if k > 1 else []
+        if len(bad) == 0:
+            break
+        idx[bad] = rng.integers(0, n, size=(len(bad), k))
+    chosen = pool[idx].sum(axis=1)
+    t = np.abs(chosen / k - (total - chosen) / (n - k))
     return float((1 + np.sum(t >= observed * (1 - 1e-9))) / (n_resamples + 1))
 
 
@@ -244,7 +344,15 @@ def joint_estimate(sides: Sequence[Runs], statistic: Callable[[list], np.ndarray
         return Estimate(float("nan"), float("nan"), float("nan"), float("nan"), runs, "none")
     point = float(np.asarray(statistic([np.asarray(s.point) for s in sides])))
     rng = np.random.default_rng(seed)
-    if min(runs) >= 2:
+    shared = any(s.replicates is not None for s in sides)
+    if min(runs) >= 2 and shared:
+        # A side of thousands of runs (share_replicates): each side resampled on its own,
+        # the large one once per table group, as the bootstrap's independent resampling
+        # of the sides does, without n_resamples x n draws per comparison.
+        reps = np.asarray(statistic([_replicate_medians(s, rng, n_resamples) for s in sides]),
+                          dtype=float)
+        method = "runs"
+    elif min(runs) >= 2:
         def stat(*samples, axis=-1):
             return statistic([median(x, axis=axis) for x in samples])
         with warnings.catch_warnings():  # constant data: a degenerate but valid interval

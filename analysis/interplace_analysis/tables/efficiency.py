@@ -88,8 +88,20 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
     rows = []
-    for ckey, runs in ok.groupby("config_key", sort=False):
-        r = runs.iloc[0]
+    # Per configuration (in the order they first occur), positions into the columns.
+    index = ok.groupby("config_key", sort=False).indices
+    keys = list(pd.unique(ok["config_key"]))
+    first = ok.iloc[[index[k][0] for k in keys]]
+    firsts = {c: first[c].to_numpy() for c in COLUMNS[:9] + [
+        "forward_flops", "backward_flops", "graph_batch_size", "cost_device_preset",
+        "peak_flops_per_s", "device_names"]}
+    step_col = ok["step_time_s"].to_numpy(float)
+    util_col = ok["utilisation"].to_numpy(float)
+    idle_col = ok["idle_fraction"].to_numpy(float)
+    run_ids = ok["run_id"].to_numpy()
+    for i, ckey in enumerate(keys):
+        pos = index[ckey]
+        r = {c: v[i] for c, v in firsts.items()}
         flops = training_flops_per_step(r["forward_flops"], r["backward_flops"],
                                         r["graph_batch_size"], r["batch_size"])
         peak, note = peak_per_rank(str(r["device"]), str(r["cost_device_preset"]),
@@ -98,17 +110,17 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
         if math.isnan(flops) and not note:
             note = "no FLOP counts in the file (written before they were recorded)"
         k = int(r["devices"])
-        step = stats.median(runs["step_time_s"])
+        step = stats.median(step_col[pos])
         est = stats.NAN_ESTIMATE
         if not note:
-            per_run = mfu(flops, runs["step_time_s"].to_numpy(float), k, peak)
-            steps = [results.measured_step_times(rid) for rid in runs["run_id"]]
+            per_run = mfu(flops, step_col[pos], k, peak)
+            steps = results.lazy_step_times(run_ids[pos])
             est = stats.median_estimate(stats.Runs(per_run, steps, inverse=True),
                                         stats.seed_for("mfu", ckey, base=seed))
         rows.append({
-            **{c: r[c] for c in COLUMNS[:9]}, "config_key": ckey, "runs": len(runs),
-            "step_time_s": step, "utilisation": stats.median(runs["utilisation"]),
-            "idle_fraction": stats.median(runs["idle_fraction"]),
+            **{c: r[c] for c in COLUMNS[:9]}, "config_key": ckey, "runs": len(pos),
+            "step_time_s": step, "utilisation": stats.median(util_col[pos]),
+            "idle_fraction": stats.median(idle_col[pos]),
             "train_flops_per_step": flops,
             "achieved_flops_per_rank": flops / (step * k) if step > 0 else float("nan"),
             "peak_flops_per_rank": peak, "mfu": est.point, "mfu_ci_low": est.low,

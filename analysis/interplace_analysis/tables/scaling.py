@@ -26,7 +26,7 @@ COLUMNS = BASE_KEY + ["strategy_label", "devices", "runs", "step_time_s", "base_
 
 def _runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
     return stats.Runs(runs["step_time_s"].to_numpy(float),
-                      [results.measured_step_times(r) for r in runs["run_id"]])
+                      results.lazy_step_times(runs["run_id"]))
 
 
 def _baseline(at_k: pd.DataFrame, label: str) -> pd.DataFrame:

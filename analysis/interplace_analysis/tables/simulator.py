@@ -51,23 +51,32 @@ def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
     if have.empty:
         return pd.DataFrame(columns=COLUMNS)
     # One row per configuration: the prediction is the same for every run of it, the
-    # measurement is the median over its runs (counting runs would weigh repeats).
-    rows = []
-    for key, g in have.groupby("config_key", sort=False):
-        r = g.iloc[0].copy()
-        r["config_id"] = key
-        r["runs"] = len(g)
+    # measurement is the median over its runs (counting runs would weigh repeats). Rows in
+    # the order the configurations first occur; positions, not sub-frames, per configuration.
+    index = have.groupby("config_key", sort=False).indices
+    keys = list(pd.unique(have["config_key"]))
+    out = have.iloc[[index[k][0] for k in keys]].copy().reset_index(drop=True)
+    step = have["step_time_s"].to_numpy(float)
+    idle = have["idle_fraction"].to_numpy(float)
+    run_ids = have["run_id"].to_numpy()
+    points, lows, highs, idles = [], [], [], []
+    for key in keys:
+        pos = index[key]
         est = stats.median_estimate(
-            stats.Runs(g["step_time_s"].to_numpy(float),
-                       [results.measured_step_times(rid) for rid in g["run_id"]]),
+            stats.Runs(step[pos], results.lazy_step_times(run_ids[pos])),
             stats.seed_for("simulator", key, base=seed))
-        r["step_time_s"] = est.point
-        r["step_time_ci_low"], r["step_time_ci_high"] = est.low, est.high
-        r["idle_fraction"] = stats.median(g["idle_fraction"])
-        r["sim_error"] = r["pred_step_time_s"] / r["step_time_s"] - 1.0
-        r["cost_source"] = cost_source(r.get("cost_device", ""))
-        rows.append(r)
-    out = pd.DataFrame(rows)
+        points.append(est.point)
+        lows.append(est.low)
+        highs.append(est.high)
+        idles.append(stats.median(idle[pos]))
+    out["config_id"] = keys
+    out["runs"] = [len(index[k]) for k in keys]
+    out["step_time_s"] = points
+    out["step_time_ci_low"], out["step_time_ci_high"] = lows, highs
+    out["idle_fraction"] = idles
+    out["sim_error"] = out["pred_step_time_s"] / out["step_time_s"] - 1.0
+    devices = out["cost_device"] if "cost_device" in out else pd.Series([""] * len(out))
+    out["cost_source"] = [cost_source(d) for d in devices]
     out["point"] = range(1, len(out) + 1)  # the label of its point in the figure
     return out[COLUMNS].reset_index(drop=True)
 

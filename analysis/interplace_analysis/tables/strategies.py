@@ -55,16 +55,29 @@ COLUMNS = GROUP_KEY + [
     "accuracy_verdict", "accuracy_refused", "baseline"]
 
 
-def _at_step(curve: pd.DataFrame, step: int, col: str) -> float:
-    hit = curve[curve["step"] == step]
-    return float(hit[col].iloc[0]) if len(hit) else float("nan")
+def _at_step(curve: dict[str, np.ndarray], step: int, col: str) -> float:
+    hit = np.flatnonzero(curve["step"] == step)
+    return float(curve[col][hit[0]]) if hit.size else float("nan")
 
 
-def _at_time(curve: pd.DataFrame, t: float, col: str) -> float:
-    d = curve.dropna(subset=["elapsed_s", col])
-    if d.empty or math.isnan(t):
+def _at_time(curve: dict[str, np.ndarray], t: float, col: str) -> float:
+    keep = ~np.isnan(curve["elapsed_s"]) & ~np.isnan(curve[col])
+    if not keep.any() or math.isnan(t):
         return float("nan")
-    return float(np.interp(t, d["elapsed_s"], d[col]))
+    return float(np.interp(t, curve["elapsed_s"][keep], curve[col][keep]))
+
+
+def _max(values: np.ndarray) -> float:
+    """pandas' ``max`` of a column: NaN values skipped, NaN when none is left."""
+    v = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    return v.max() if v.size else float("nan")
+
+
+def _median_of(values: np.ndarray, pos: np.ndarray) -> float:
+    """:func:`..stats.median` of ``values[pos]`` (one run: its value, no numpy call)."""
+    if pos.size == 1:
+        return float(values[pos[0]])
+    return stats.median(values[pos])
 
 
 def _baseline_label(group: pd.DataFrame) -> str:
@@ -77,13 +90,27 @@ def _baseline_label(group: pd.DataFrame) -> str:
 
 def _throughput_runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
     return stats.Runs(runs["samples_per_s"].to_numpy(float),
-                      [results.measured_step_times(r) for r in runs["run_id"]], inverse=True)
+                      results.lazy_step_times(runs["run_id"]), inverse=True)
+
+
+PER_RUN = ["loss_at_equal_step", "accuracy_at_equal_step", "step_at_equal_time",
+           "loss_at_equal_time", "accuracy_at_equal_time"]
+
+
+def _per_run(curve: dict[str, np.ndarray], equal_step: int, equal_time: float) -> list[float]:
+    """A run's values at equal steps and at equal wall time, in :data:`PER_RUN` order."""
+    before = curve["elapsed_s"] <= equal_time * (1 + 1e-12)
+    return [_at_step(curve, equal_step, "loss"), _at_step(curve, equal_step, "accuracy"),
+            int(curve["step"][before].max()) if before.any() else int(curve["step"].min()),
+            _at_time(curve, equal_time, "loss"), _at_time(curve, equal_time, "accuracy")]
 
 
 def strategy_table(results: Results, seed: int = 0,
                    min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
     """One row per configuration (its runs pooled) of every group that compares two or
-    more strategies; ``min_effect``: the verdicts' minimum effect."""
+    more strategies; ``min_effect``: the verdicts' minimum effect. Per run it reads the
+    curve (steps, loss, accuracy, elapsed time) once, as arrays; per configuration it works
+    on positions into the group's columns, not on sub-frames."""
     ok = results.ok
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -91,28 +118,27 @@ def strategy_table(results: Results, seed: int = 0,
     for key, grp in ok.groupby(GROUP_KEY, dropna=False, sort=True):
         if grp["strategy_label"].nunique() < 2:
             continue
-        curves = {rid: results.measured_curve(rid) for rid in grp["run_id"]}
-        equal_step = int(min(c["step"].max() for c in curves.values()))
-        equal_time = float(min(c["elapsed_s"].max() for c in curves.values()))
+        run_ids = grp["run_id"].to_numpy()
+        curves = [results.curve_arrays(rid) for rid in run_ids]
+        equal_step = int(min(_max(c["step"]) for c in curves))
+        equal_time = float(min(_max(c["elapsed_s"]) for c in curves))
+        per_run = np.array([_per_run(c, equal_step, equal_time) for c in curves], dtype=float)
         base_label = _baseline_label(grp)
         base = grp[grp["strategy_label"] == base_label]
         use_eval = base["eval_accuracy"].notna().any() and grp["eval_accuracy"].notna().all()
         base_runs = _throughput_runs(results, base) if len(base) else None
+        if base_runs is not None:
+            stats.share_replicates(base_runs, stats.seed_for(*key, base_label, "shared",
+                                                             base=seed))
+        sps = grp["samples_per_s"].to_numpy(float)
+        util = grp["utilisation"].to_numpy(float)
+        idle = grp["idle_fraction"].to_numpy(float)
+        evals = grp["eval_accuracy"].to_numpy(float)
+        indices = grp.groupby(["strategy_label", "config_key"], sort=True).indices
         part = []
-        for (label, ckey), runs in grp.groupby(["strategy_label", "config_key"], sort=True):
-            per_run = []
-            for _, r in runs.iterrows():
-                c = curves[r["run_id"]]
-                before = c[c["elapsed_s"] <= equal_time * (1 + 1e-12)]
-                per_run.append({
-                    "loss_at_equal_step": _at_step(c, equal_step, "loss"),
-                    "accuracy_at_equal_step": _at_step(c, equal_step, "accuracy"),
-                    "step_at_equal_time": int(before["step"].max()) if len(before)
-                    else int(c["step"].min()),
-                    "loss_at_equal_time": _at_time(c, equal_time, "loss"),
-                    "accuracy_at_equal_time": _at_time(c, equal_time, "accuracy")})
-            per_run = pd.DataFrame(per_run)
-            mine = _throughput_runs(results, runs)
+        for (label, ckey) in sorted(indices):
+            pos = indices[(label, ckey)]
+            mine = stats.Runs(sps[pos], results.lazy_step_times(run_ids[pos]), inverse=True)
             if base_runs is None:
                 est = stats.NAN_ESTIMATE
             elif label == base_label:
@@ -120,18 +146,18 @@ def strategy_table(results: Results, seed: int = 0,
             else:
                 est = stats.ratio(mine, base_runs, stats.seed_for(*key, label, base=seed))
             ests.append((label == base_label, est))
+            med = {col: _median_of(per_run[:, i], pos) for i, col in enumerate(PER_RUN)}
             part.append({
                 **dict(zip(GROUP_KEY, key)), "strategy_label": label, "config_key": ckey,
-                "run_id": runs["run_id"].iloc[0], "runs": len(runs),
+                "run_id": run_ids[pos[0]], "runs": len(pos),
                 "samples_per_s": mine.point, "speedup": est.point, "speedup_ci_low": est.low,
                 "speedup_ci_high": est.high, "speedup_p": est.p,
-                "utilisation": stats.median(runs["utilisation"]),
-                "idle_fraction": stats.median(runs["idle_fraction"]),
+                "utilisation": _median_of(util, pos),
+                "idle_fraction": _median_of(idle, pos),
                 "equal_step": equal_step,
-                **{col: stats.median(per_run[col]) for col in per_run.columns
-                   if col != "step_at_equal_time"},
-                "step_at_equal_time": int(stats.median(per_run["step_at_equal_time"])),
-                "eval_accuracy": stats.median(runs["eval_accuracy"]), "equal_time_s": equal_time,
+                **{col: med[col] for col in PER_RUN if col != "step_at_equal_time"},
+                "step_at_equal_time": int(med["step_at_equal_time"]),
+                "eval_accuracy": _median_of(evals, pos), "equal_time_s": equal_time,
                 "accuracy_metric": "eval" if use_eval else "train@equal_step",
             })
         part = pd.DataFrame(part)

@@ -37,25 +37,27 @@ BASELINE = "topo"
 
 def order_samples(results: Results) -> pd.DataFrame:
     """One row per (group, order): its runs (every ``ok`` run of its configurations),
-    ``values`` = each run's median step time, ``steps`` = each run's measured step times,
-    ``samples`` = those steps pooled (for plots), ``configs`` and ``runs`` counts."""
+    ``values`` = each run's median step time, ``steps`` = each run's measured step times
+    (:class:`..stats.LazySteps`: read only if an interval needs them, a side of one run),
+    ``samples`` = how many measured steps the runs have together (``measured_steps``),
+    ``configs`` and ``runs`` counts."""
     ok = results.ok
     cols = GROUP_KEY + ["order", "values", "steps", "samples", "configs", "runs"]
     if ok.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for key, sub in ok.groupby(GROUP_KEY + ["order"], dropna=False, sort=True):
-        steps = [results.measured_step_times(rid) for rid in sub["run_id"]]
+        steps = results.lazy_step_times(sub["run_id"])
         rows.append({**dict(zip(GROUP_KEY + ["order"], key)),
                      "values": sub["step_time_s"].to_numpy(dtype=float), "steps": steps,
-                     "samples": np.concatenate(steps) if steps else np.zeros(0),
+                     "samples": int(sub["measured_steps"].sum()),
                      "configs": sub["config_key"].nunique(), "runs": len(sub)})
     return pd.DataFrame(rows, columns=cols)
 
 
 def runs_of(row: pd.Series) -> stats.Runs:
     """The :class:`..stats.Runs` of an :func:`order_samples` row."""
-    return stats.Runs(row["values"], list(row["steps"]))
+    return stats.Runs(row["values"], row["steps"])
 
 
 def order_table(results: Results, seed: int = 0,
@@ -87,7 +89,7 @@ def order_table(results: Results, seed: int = 0,
                 sp = stats.NAN_ESTIMATE
             ests.append(sp)
             rows.append({**dict(zip(GROUP_KEY, key)), "order": r["order"],
-                         "configs": r["configs"], "runs": mine.n, "steps": len(r["samples"]),
+                         "configs": r["configs"], "runs": mine.n, "steps": r["samples"],
                          "median_step_s": med.point, "median_ci_low": med.low,
                          "median_ci_high": med.high, "speedup_vs_topo": sp.point,
                          "speedup_ci_low": sp.low, "speedup_ci_high": sp.high,
