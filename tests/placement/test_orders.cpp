@@ -157,8 +157,7 @@ TEST(Orders, PropertiesOnRandomDags) {
 // stack (docs/orders.md), so a study that asks for both runs one.
 TEST(Orders, SameSequenceAsFindsOrdersThatCoincide) {
   const std::vector<OrderKind> kinds = {OrderKind::topo_lifo_rev, OrderKind::dfs_post,
-                                        OrderKind::dfs_pre, OrderKind::random,
-                                        OrderKind::random};
+                                        OrderKind::dfs_pre, OrderKind::random, OrderKind::random};
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     const Graph graph = testing::random_dag(25, 0.15, seed, 3);
     const std::vector<int> same = same_sequence_as(graph, kinds, {.seed = 7, .node_cost = {}});
@@ -168,8 +167,9 @@ TEST(Orders, SameSequenceAsFindsOrdersThatCoincide) {
     EXPECT_EQ(same[4], -1);  // seeded orders are never merged, even with one seed
   }
   // On a chain every topological order is one: each later one points at the first.
-  const std::vector<int> chain = same_sequence_as(
-      testing::chain(6), {OrderKind::topo, OrderKind::dfs_pre, OrderKind::bfs, OrderKind::topo_rev});
+  const std::vector<int> chain =
+      same_sequence_as(testing::chain(6),
+                       {OrderKind::topo, OrderKind::dfs_pre, OrderKind::bfs, OrderKind::topo_rev});
   EXPECT_EQ(chain, (std::vector<int>{-1, 0, 0, -1}));
 }
 
