@@ -92,17 +92,8 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       h5::copy_group(in_configs.get(), configs.get(), id);
       rows.push_back(summarize_config(configs.get(), id));
     }
-    // The input's journal: its configurations not yet folded into it (an id already
-    // copied is one a killed fold left behind).
-    for (const std::string& entry : journal_entries(input)) {
-      const h5::Handle journal = h5::open_file(entry, false);
-      const h5::Handle entry_configs = h5::open_group(journal.get(), "configs");
-      for (const std::string& id : h5::child_names(entry_configs.get())) {
-        if (h5::exists(configs.get(), id)) continue;
-        h5::copy_group(entry_configs.get(), configs.get(), id);
-        rows.push_back(summarize_config(configs.get(), id));
-      }
-    }
+    // The input's journal: its configurations not yet folded into it.
+    copy_journal_configs(journal_entries(input), configs.get(), rows);
     // The profiles the input's job measured (named per shard, so shards do not meet; a
     // name met twice is the same profile, from a file merged before).
     if (h5::exists(in.get(), "profiles")) {

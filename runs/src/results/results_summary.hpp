@@ -56,4 +56,10 @@ int64_t summary_rows(hid_t file);
 // table existed, or by an older interplace) gets one built from all its groups.
 void ensure_summary(hid_t file);
 
+// Copies into `configs` every configuration of the journal `entries` (journal_entries) that
+// `configs` does not hold yet (one met again is one a killed fold left behind), and appends
+// each copied group's row to `rows`: what a fold and a merge of a journaled file share.
+void copy_journal_configs(const std::vector<std::string>& entries, hid_t configs,
+                          std::vector<SummaryRow>& rows);
+
 }  // namespace interplace::runs

@@ -575,6 +575,19 @@ std::vector<std::string> journal_entries(const std::string& path) {
   return out;
 }
 
+void copy_journal_configs(const std::vector<std::string>& entries, hid_t configs,
+                          std::vector<SummaryRow>& rows) {
+  for (const std::string& entry : entries) {
+    const h5::Handle in = h5::open_file(entry, false);
+    const h5::Handle in_configs = h5::open_group(in.get(), "configs");
+    for (const std::string& id : h5::child_names(in_configs.get())) {
+      if (h5::exists(configs, id)) continue;
+      h5::copy_group(in_configs.get(), configs, id);
+      rows.push_back(summarize_config(configs, id));
+    }
+  }
+}
+
 int64_t fold_journal(const std::string& path) {
   const std::vector<std::string> entries = journal_entries(path);
   int64_t added = 0;
@@ -582,17 +595,7 @@ int64_t fold_journal(const std::string& path) {
     h5::MemoryFile file = h5::MemoryFile::load(path);
     ensure_summary(file.get());
     std::vector<SummaryRow> rows;
-    const h5::Handle configs = h5::open_group(file.get(), "configs");
-    for (const std::string& entry : entries) {
-      const h5::Handle in = h5::open_file(entry, false);
-      const h5::Handle in_configs = h5::open_group(in.get(), "configs");
-      for (const std::string& id : h5::child_names(in_configs.get())) {
-        // Present already: a fold killed after its rename, before removing its entries.
-        if (h5::exists(configs.get(), id)) continue;
-        h5::copy_group(in_configs.get(), configs.get(), id);
-        rows.push_back(summarize_config(configs.get(), id));
-      }
-    }
+    copy_journal_configs(entries, h5::open_group(file.get(), "configs").get(), rows);
     append_summary(file.get(), rows);
     save_or_explain(file, path, path);
     added = static_cast<int64_t>(rows.size());
