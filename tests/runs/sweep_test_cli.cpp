@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1, 1);
     const std::vector<cli::Command> commands = {
         cli::add_sweep_command(app, interplace::runs::testing::fake_runner()),
-        cli::add_inspect_command(app), cli::add_merge_command(app)};
+        cli::add_inspect_command(app), cli::add_merge_command(app), cli::add_fold_command(app)};
     try {
       app.parse(argc, argv);
     } catch (const CLI::Success& help) {

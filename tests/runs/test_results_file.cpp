@@ -393,6 +393,79 @@ TEST_F(ResultsFile, SummaryTableIsBuiltForFilesWithoutOne) {
   EXPECT_DOUBLE_EQ(summary_doubles(file, "step_time_s")[0], 0.2);
 }
 
+// read_results_file (inspect, merge, --resume) lists the configurations from the summary
+// table when it describes the groups, and gives what the groups give.
+TEST_F(ResultsFile, ListsConfigurationsFromTheSummaryTableAsFromTheGroups) {
+  const std::string file = path("listed.h5");
+  create_results_file(file, provenance());
+  const TrainResult trained = result();
+  append_config(file, {config(1), "ok", "", "", 1.0, nullptr, &trained, ""});
+  append_config(file, {config(2), "skipped", "why", "", 1.0, nullptr, nullptr, ""});
+  append_config(file, {config(3), "failed", "boom", "", 1.0, nullptr, nullptr, ""});
+  const ResultsSummary from_table = read_results_file(file);
+  const std::string old_file = path("listed-old.h5");
+  std::filesystem::copy_file(file, old_file);
+  {
+    const hid_t f = H5Fopen(old_file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(H5Ldelete(f, "summary", H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  const ResultsSummary from_groups = read_results_file(old_file);
+  ASSERT_EQ(from_table.configs.size(), 3u);
+  ASSERT_EQ(from_groups.configs.size(), 3u);
+  const auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+  for (size_t i = 0; i < 3; ++i) {
+    const StoredConfig& a = from_table.configs[i];
+    const StoredConfig& b = from_groups.configs[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.index, b.index);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.status, b.status);
+    EXPECT_EQ(a.reason, b.reason);
+    EXPECT_TRUE(same(a.median_step_s, b.median_step_s)) << a.median_step_s;
+    EXPECT_TRUE(same(a.samples_per_s, b.samples_per_s)) << a.samples_per_s;
+    EXPECT_TRUE(same(a.final_loss, b.final_loss)) << a.final_loss;
+    EXPECT_TRUE(same(a.eval_accuracy, b.eval_accuracy)) << a.eval_accuracy;
+  }
+  EXPECT_EQ(from_table.configs[0].status, "ok");
+  EXPECT_DOUBLE_EQ(from_table.configs[0].median_step_s, 0.2);
+  EXPECT_EQ(from_table.configs[1].reason, "why");
+  EXPECT_TRUE(std::isnan(from_table.configs[1].median_step_s));
+
+  // A status damaged in the table is refused with the row and its group named.
+  {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t set = H5Dopen2(f, "summary/status", H5P_DEFAULT);
+    const hid_t type = H5Dget_type(set);
+    const char* values[] = {"ok", "done", "failed"};
+    ASSERT_GE(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), 0);
+    H5Tclose(type);
+    H5Dclose(set);
+    H5Fclose(f);
+  }
+  try {
+    read_results_file(file);
+    FAIL() << "a damaged summary row was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/summary row 1 (group /configs/" + config(2).id + ")"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("attribute 'status' is 'done'"), std::string::npos) << what;
+  }
+
+  // A table that does not list the groups (one deleted by hand) is not used: the groups are.
+  const std::string edited = path("listed-edited.h5");
+  std::filesystem::copy_file(file, edited);
+  {
+    const hid_t f = H5Fopen(edited.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(H5Ldelete(f, ("configs/" + config(2).id).c_str(), H5P_DEFAULT), 0);
+    H5Fclose(f);
+  }
+  const ResultsSummary after_edit = read_results_file(edited);
+  ASSERT_EQ(after_edit.configs.size(), 2u);
+  EXPECT_EQ(after_edit.configs[1].status, "failed");
+}
+
 TEST_F(ResultsFile, MergeRebuildsTheSummaryTable) {
   create_results_file(path("a.h5"), provenance());
   create_results_file(path("b.h5"), provenance());

@@ -675,6 +675,45 @@ def test_disk_full_np2():
                   r.stderr)
             groups = check_layout(out, spec, 2)
             check(sorted(groups) == sorted(dry_run_ids(spec)), "every configuration exactly once")
+            os.remove(out)
+
+            # The fold of a journal (its entries copied into a copy of the file, written by
+            # HDF5 on the disk) that does not fit: refused before HDF5 writes, with the file
+            # and every entry kept; `interplace fold` completes it once there is space.
+            subprocess.run(["mount", "-o", f"remount,size={2 * size + (4 << 20)}", full],
+                           check=True)
+            journaled = os.path.join(full, "journaled.h5")
+            saved = dict(os.environ)
+            os.environ.update(INTERPLACE_JOURNAL_FROM_BYTES="0",
+                              INTERPLACE_JOURNAL_FOLD_FRACTION="1e9")
+            try:
+                r = run(2, "sweep", spec, "--out", journaled)
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+            check(r.returncode == 1, f"exit {r.returncode}: {r.stderr}")
+            check(f"cannot write {journaled}: No space left on device (reserving" in r.stderr
+                  and f"HINT: free space, then run `interplace fold {journaled}`" in r.stderr,
+                  r.stderr)
+            check("Segmentation" not in r.stderr and "signal" not in r.stderr, r.stderr)
+            check(not os.path.exists(journaled + ".tmp"), "the fold's .tmp is left")
+            listed = json.loads(ok(0, "inspect", journaled, "--format", "json").stdout)
+            check(len(listed["configs"]) == 8, f"{len(listed['configs'])} of 8 kept")
+            subprocess.run(["mount", "-o", "remount,size=64m", full], check=True)
+            ok(0, "fold", journaled)
+            check(count_configs(journaled) == 8 and not os.path.exists(journaled + ".journal"),
+                  "fold after freeing space")
+
+            # A merge that does not fit: refused before anything is written.
+            used = os.statvfs(full)
+            used_bytes = (used.f_blocks - used.f_bfree) * used.f_frsize
+            subprocess.run(["mount", "-o", f"remount,size={used_bytes + (1 << 20)}", full],
+                           check=True)
+            merged = os.path.join(full, "merged.h5")
+            fails(1, None, "merge", journaled, "-o", merged,
+                  contains=(f"cannot write {merged}: No space left on device (reserving",))
+            check(not os.path.exists(merged) and not os.path.exists(merged + ".tmp"),
+                  "a refused merge left a file")
         finally:
             subprocess.run(["umount", "-l", full])
 
@@ -978,20 +1017,29 @@ def test_merge_refusals():
             check(f.attrs["merged_different_specs"] == 1, "merged_different_specs recorded")
             check(len(f["configs"]) == 2, "both configurations merged")
         # Readers check the attributes they count: a damaged status names the file, the
-        # group and the attribute (escaped), instead of counts that do not add up.
+        # group and the attribute (escaped), instead of counts that do not add up. Inspect
+        # counts the summary table's rows when the table lists the groups, the groups
+        # themselves when it does not (a file from before the table: here, deleted).
         for value, expected in (("bogus", "attribute 'status' is 'bogus'"),
                                 ("ok\x1b[2J", "is 'ok\\x1b[2J'"),
                                 (None, "attribute 'status' is missing")):
-            damaged = os.path.join(tmp, "damaged.h5")
-            shutil.copy(first, damaged)
-            with h5py.File(damaged, "r+") as f:
-                group = next(iter(f["configs"].values()))
-                if value is None:
-                    del group.attrs["status"]
-                else:
-                    group.attrs["status"] = value
-            fails(1, None, "inspect", damaged, contains=(damaged, "/configs/", expected))
-            os.remove(damaged)
+            for where in ("group", "summary"):
+                damaged = os.path.join(tmp, "damaged.h5")
+                shutil.copy(first, damaged)
+                with h5py.File(damaged, "r+") as f:
+                    if where == "group":
+                        del f["summary"]
+                        group = next(iter(f["configs"].values()))
+                        if value is None:
+                            del group.attrs["status"]
+                        else:
+                            group.attrs["status"] = value
+                    else:
+                        f["summary"]["status"][0] = "" if value is None else value
+                fails(1, None, "inspect", damaged,
+                      contains=(damaged, "/configs/", expected) +
+                      (("/summary row 0",) if where == "summary" else ()))
+                os.remove(damaged)
         # --resume continues a file as the shard it was made for, and nothing else.
         fails(2, 1, "sweep", spec, "--out", first, "--resume", "--shard", "0/2",
               contains=("holds shard 0/1", "HINT: resume with --shard 0/1"))

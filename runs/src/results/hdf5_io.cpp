@@ -3,6 +3,8 @@
 #include <hdf5_hl.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -221,6 +223,100 @@ void MemoryFile::save(const std::string& path) {
     ::unlink(tmp.c_str());
     throw_runtime("cannot write " + path + ": renaming " + tmp +
                   " over it failed: " + errno_text(error));
+  }
+}
+
+namespace {
+
+// Reserves `bytes` on the disk beyond the end of the open file `fd` (the file's size
+// unchanged), so that writing them later cannot fail for want of space; where the file
+// system cannot reserve, checks that it has them free. Returns errno (0: reserved).
+int reserve_space(int fd, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) return errno;
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, info.st_size, static_cast<off_t>(bytes)) == 0) return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
+  struct statvfs space {};
+  if (::fstatvfs(fd, &space) != 0) return errno;
+  const uint64_t free_bytes = static_cast<uint64_t>(space.f_bavail) * space.f_frsize;
+  return free_bytes < bytes ? ENOSPC : 0;
+}
+
+[[noreturn]] void fail_to_write(const std::string& path, int error, const std::string& doing) {
+  throw_runtime("cannot write " + path + ": " + errno_text(error) + " (" + doing + ")");
+}
+
+void reserve_for(const std::string& path, const std::string& tmp, uint64_t bytes) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail_to_write(path, errno, "opening " + tmp);
+  const int error = reserve_space(fd, bytes);
+  ::close(fd);
+  if (error != 0) {
+    ::unlink(tmp.c_str());
+    fail_to_write(path, error, "reserving " + std::to_string(bytes) + " bytes for " + tmp);
+  }
+}
+
+}  // namespace
+
+DiskFile DiskFile::create(const std::string& path, uint64_t reserve_bytes) {
+  quiet();
+  const std::string tmp = path + ".tmp";
+  const Handle fapl = strong_close_access();
+  Handle file = check(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose,
+                      "creating " + tmp);
+  DiskFile out(path, std::move(file));
+  reserve_for(path, tmp, reserve_bytes);
+  return out;
+}
+
+DiskFile DiskFile::copy_of(const std::string& path, uint64_t reserve_bytes) {
+  quiet();
+  const std::string tmp = path + ".tmp";
+  std::error_code error;
+  std::filesystem::copy_file(path, tmp, std::filesystem::copy_options::overwrite_existing, error);
+  if (error) {
+    std::filesystem::remove(tmp);
+    throw_runtime("cannot write " + path + ": " + error.message() + " (copying it to " + tmp + ")");
+  }
+  reserve_for(path, tmp, reserve_bytes);
+  const Handle fapl = strong_close_access();
+  Handle file = check(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()), H5Fclose, "opening " + tmp);
+  return DiskFile(path, std::move(file));
+}
+
+DiskFile::~DiskFile() {
+  if (committed_ || path_.empty()) return;
+  file_.close();
+  ::unlink((path_ + ".tmp").c_str());
+}
+
+void DiskFile::commit() {
+  const std::string tmp = path_ + ".tmp";
+  check(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "flushing " + tmp);
+  if (file_.close() < 0) fail_to_write(path_, EIO, "closing " + tmp + " in HDF5");
+  committed_ = true;
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+  int error = fd < 0 ? errno : 0;
+  if (error == 0) {
+    // Truncating to its own size gives back the reserved blocks beyond the end.
+    struct stat info {};
+    if (::fstat(fd, &info) != 0 || ::ftruncate(fd, info.st_size) != 0) error = errno;
+    if (error == 0 && ::fsync(fd) != 0) error = errno;
+    if (::close(fd) != 0 && error == 0) error = errno;
+  }
+  if (error == 0) {
+    const auto size = std::filesystem::file_size(tmp);
+    if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+      error = errno;
+    } else {
+      saved_bytes += size;
+    }
+  }
+  if (error != 0) {
+    ::unlink(tmp.c_str());
+    fail_to_write(path_, error, "writing " + tmp);
   }
 }
 
@@ -563,6 +659,29 @@ std::vector<double> read_doubles(hid_t parent, const std::string& name) {
 
 std::vector<int64_t> read_ints(hid_t parent, const std::string& name) {
   return read_raw<int64_t>(parent, name, H5T_NATIVE_INT64);
+}
+
+std::vector<std::string> read_strings(hid_t parent, const std::string& name) {
+  const Handle set =
+      check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "opening dataset " + name);
+  const Handle file_type = check(H5Dget_type(set.get()), H5Tclose, "H5Dget_type");
+  if (H5Tget_class(file_type.get()) != H5T_STRING || H5Tis_variable_str(file_type.get()) <= 0) {
+    throw_runtime("dataset " + name + " is not of variable-length strings");
+  }
+  const Handle space = check(H5Dget_space(set.get()), H5Sclose, "H5Dget_space");
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) throw_runtime("cannot read the shape of dataset " + name);
+  std::vector<char*> pointers(static_cast<size_t>(count), nullptr);
+  const Handle type = utf8_string_type();
+  if (count > 0) {
+    check(H5Dread(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()),
+          "reading dataset " + name);
+  }
+  std::vector<std::string> out;
+  out.reserve(pointers.size());
+  for (const char* p : pointers) out.emplace_back(p != nullptr ? p : "");
+  if (count > 0) H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, pointers.data());
+  return out;
 }
 
 }  // namespace interplace::runs::h5

@@ -66,6 +66,39 @@ class MemoryFile {
   Handle file_;
 };
 
+// An HDF5 file too large to build in memory (a fold of a large file's journal, a merge),
+// written by HDF5 itself (the sec2 driver) under `<path>.tmp` and renamed onto `path` by
+// commit(), so that a kill at any moment leaves `path` as it was. Before HDF5 writes, the
+// bytes it is to add are reserved on the disk (fallocate beyond the end of the file; where
+// the file system cannot, its free space is checked): a full disk is then one clear error
+// of ours ("cannot write <path>: No space left on device (reserving ...)"), not an ENOSPC
+// inside HDF5, which made HDF5 1.10 crash at exit (MemoryFile). An uncommitted file is
+// closed and removed.
+class DiskFile {
+ public:
+  // A new, empty file for `path`; HDF5 will write at most about `reserve_bytes`.
+  static DiskFile create(const std::string& path, uint64_t reserve_bytes);
+  // A copy of the file at `path` (copied by the kernel, never held in memory), to which
+  // HDF5 will add at most about `reserve_bytes`.
+  static DiskFile copy_of(const std::string& path, uint64_t reserve_bytes);
+  DiskFile(DiskFile&& other) noexcept
+      : path_(std::move(other.path_)),
+        file_(std::move(other.file_)),
+        committed_(std::exchange(other.committed_, true)) {}
+  DiskFile& operator=(DiskFile&&) = delete;
+  ~DiskFile();
+  hid_t get() const { return file_.get(); }
+  // Closes the file, gives back what was reserved and not used, flushes it to the disk
+  // (fsync) and renames it over `path`. Throws runtime "cannot write <path>: <cause>".
+  void commit();
+
+ private:
+  DiskFile(std::string path, Handle file) : path_(std::move(path)), file_(std::move(file)) {}
+  std::string path_;
+  Handle file_;
+  bool committed_ = false;
+};
+
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& name);
@@ -113,5 +146,7 @@ void copy_group(hid_t from, hid_t to, const std::string& name);
 int scale_count(hid_t dataset, unsigned axis);  // scales attached to that axis
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<int64_t> read_ints(hid_t parent, const std::string& name);
+// A one-dimensional dataset of variable-length strings.
+std::vector<std::string> read_strings(hid_t parent, const std::string& name);
 
 }  // namespace interplace::runs::h5

@@ -1,6 +1,6 @@
 // Merging shard files: every input is checked before anything is written, then the
 // configuration groups are copied whole (H5Ocopy, dimension scales attached anew) into a new file
-// that appears under its name only when complete.
+// on the disk that appears under its name only when complete.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -66,9 +66,16 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
       }
     }
   }
-  // Built in memory (the merged file is the sum of the inputs) and written by save(), so a
-  // full disk is one clear error (hdf5_io.hpp).
-  h5::MemoryFile out = h5::MemoryFile::create();
+  // Written on the disk under <output>.tmp, never held in memory whole, with the inputs'
+  // bytes (and a quarter more for the new indexes) reserved first, so that a full disk is
+  // one clear error before anything is written (hdf5_io.hpp, DiskFile).
+  uint64_t input_bytes = 0;
+  for (const std::string& input : inputs) {
+    input_bytes += std::filesystem::file_size(input);
+    for (const std::string& entry : journal_entries(input))
+      input_bytes += std::filesystem::file_size(entry);
+  }
+  h5::DiskFile out = h5::DiskFile::create(output, input_bytes + input_bytes / 4 + (8u << 20));
   {
     const h5::Handle front = open_results_file(inputs.front(), false);
     h5::copy_attrs(front.get(), out.get());
@@ -110,7 +117,7 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
   }
   create_summary(out.get());
   append_summary(out.get(), rows);
-  out.save(output);
+  out.commit();
 }
 
 }  // namespace interplace::runs

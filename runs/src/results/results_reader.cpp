@@ -1,9 +1,9 @@
 // Reading result files back: the format check first (so that a wrong file gets one clear
-// line, not an HDF5 error stack), then one summary row per configuration group.
+// line, not an HDF5 error stack), then one row per configuration, from the file's summary
+// table where it describes the groups (docs/results-format.md, "/summary").
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,17 +12,13 @@
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
-#include "interplace/kernels/median.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "results_open.hpp"
+#include "results_summary.hpp"
 
 namespace interplace::runs {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-using kernels::median;
 
 // A string from a file, quoted, with control characters and non-ASCII bytes as \xNN so
 // that a damaged or hostile file cannot write to the terminal.
@@ -44,47 +40,79 @@ std::string escaped(const std::string& text) {
 // The statuses a configuration group may have (docs/results-format.md).
 constexpr std::array<std::string_view, 4> kStatuses = {"ok", "failed", "skipped", "diverged"};
 
-// An attribute every configuration group has: missing or of another type, the file is
-// damaged, and every count made from it would be wrong.
-template <typename Value>
-Value required(const std::optional<Value>& value, const std::string& id, const char* attribute,
-               const char* type) {
-  if (!value) {
-    throw_invalid("group /configs/" + id + ": attribute '" + attribute + "' is missing or not " +
-                  type);
+// The fields of a summary row that the list of configurations holds, checked: the
+// attributes every configuration has (id, index, a known status); missing or damaged, the
+// file is damaged and every count made from it would be wrong. `where` names the row's
+// source (the group, or the summary table's row).
+StoredConfig stored_config(const SummaryRow& row, const std::string& where) {
+  if (row.id.empty()) throw_invalid(where + ": attribute 'id' is missing or empty");
+  if (row.index < 0) throw_invalid(where + ": attribute 'index' is missing or not an integer");
+  if (row.status.empty()) throw_invalid(where + ": attribute 'status' is missing");
+  if (std::find(kStatuses.begin(), kStatuses.end(), row.status) == kStatuses.end()) {
+    throw_invalid(where + ": attribute 'status' is " + escaped(row.status) +
+                  " (valid: ok, failed, skipped, diverged)");
   }
-  return *value;
+  return StoredConfig{.id = row.id,
+                      .index = row.index,
+                      .name = row.name,
+                      .status = row.status,
+                      .reason = row.reason,
+                      .median_step_s = row.step_time_s,
+                      .samples_per_s = row.samples_per_s,
+                      .final_loss = row.final_loss,
+                      .eval_accuracy = row.eval_accuracy};
 }
 
 StoredConfig read_config(hid_t configs, const std::string& id) {
-  const h5::Handle g = h5::open_group(configs, id);
-  StoredConfig c;
-  c.id = required(h5::read_attr_string(g.get(), "id"), id, "id", "a string");
-  c.index = required(h5::read_attr_int(g.get(), "index"), id, "index", "an integer");
-  c.name = h5::read_attr_string(g.get(), "name").value_or("");
-  c.status = required(h5::read_attr_string(g.get(), "status"), id, "status", "a string");
-  if (std::find(kStatuses.begin(), kStatuses.end(), c.status) == kStatuses.end()) {
-    throw_invalid("group /configs/" + id + ": attribute 'status' is " + escaped(c.status) +
-                  " (valid: ok, failed, skipped, diverged)");
+  return stored_config(summarize_config(configs, id), "group /configs/" + id);
+}
+
+// The configurations of `file` from its summary table in one read per column, when the
+// table describes exactly the groups of /configs (the same ids); nullopt otherwise (a file
+// from before the table, or one whose groups were changed by hand): then they are read
+// group by group.
+std::optional<std::vector<StoredConfig>> configs_from_summary(hid_t file, hid_t configs) {
+  const int64_t rows = summary_rows(file);
+  if (rows < 0) return std::nullopt;
+  std::vector<std::string> groups = h5::child_names(configs);
+  if (static_cast<int64_t>(groups.size()) != rows) return std::nullopt;
+  const h5::Handle table = h5::open_group(file, "summary");
+  std::vector<std::string> ids = h5::read_strings(table.get(), "id");
+  {
+    std::vector<std::string> sorted = ids;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(groups.begin(), groups.end());
+    if (sorted != groups) return std::nullopt;
   }
-  c.reason = h5::read_attr_string(g.get(), "reason").value_or("");
-  c.samples_per_s = h5::read_attr_double(g.get(), "samples_per_s").value_or(kNaN);
-  c.eval_accuracy = h5::read_attr_double(g.get(), "eval_accuracy").value_or(kNaN);
-  c.median_step_s = kNaN;
-  c.final_loss = kNaN;
-  if (h5::exists(g.get(), "steps")) {
-    const h5::Handle steps = h5::open_group(g.get(), "steps");
-    const std::vector<double> times = h5::read_doubles(steps.get(), "step_time_s");
-    const std::vector<int64_t> warmup = h5::read_ints(steps.get(), "warmup");
-    std::vector<double> measured;
-    for (size_t i = 0; i < times.size() && i < warmup.size(); ++i) {
-      if (warmup[i] == 0) measured.push_back(times[i]);
-    }
-    c.median_step_s = median(measured);
-    const std::vector<double> loss = h5::read_doubles(steps.get(), "loss");
-    if (!loss.empty()) c.final_loss = loss.back();
+  const auto texts = [&](const char* name) { return h5::read_strings(table.get(), name); };
+  const auto reals = [&](const char* name) { return h5::read_doubles(table.get(), name); };
+  const std::vector<std::string> names = texts("name"), statuses = texts("status"),
+                                 reasons = texts("reason");
+  const std::vector<int64_t> indices = h5::read_ints(table.get(), "index");
+  const std::vector<double> step = reals("step_time_s"), rate = reals("samples_per_s"),
+                            loss = reals("final_loss"), accuracy = reals("eval_accuracy");
+  const size_t n = ids.size();
+  for (const size_t size : {names.size(), statuses.size(), reasons.size(), indices.size(),
+                            step.size(), rate.size(), loss.size(), accuracy.size()}) {
+    if (size != n) throw_runtime("the summary table's columns differ in length");
   }
-  return c;
+  std::vector<StoredConfig> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    SummaryRow row;
+    row.id = ids[i];
+    row.index = indices[i];
+    row.name = names[i];
+    row.status = statuses[i];
+    row.reason = reasons[i];
+    row.step_time_s = step[i];
+    row.samples_per_s = rate[i];
+    row.final_loss = loss[i];
+    row.eval_accuracy = accuracy[i];
+    out.push_back(stored_config(
+        row, "/summary row " + std::to_string(i) + " (group /configs/" + ids[i] + ")"));
+  }
+  return out;
 }
 
 }  // namespace
@@ -132,8 +160,12 @@ ResultsSummary read_results_file(const std::string& path) {
     }
     summary.filter = h5::read_attr_string(file.get(), "filter").value_or("");
     const h5::Handle configs = h5::open_group(file.get(), "configs");
-    for (const std::string& id : h5::child_names(configs.get())) {
-      summary.configs.push_back(read_config(configs.get(), id));
+    if (auto listed = configs_from_summary(file.get(), configs.get())) {
+      summary.configs = std::move(*listed);
+    } else {
+      for (const std::string& id : h5::child_names(configs.get())) {
+        summary.configs.push_back(read_config(configs.get(), id));
+      }
     }
   } catch (const Error& e) {
     throw_runtime(path + " is damaged: " + e.what());

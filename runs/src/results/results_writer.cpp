@@ -456,6 +456,10 @@ void append_profile(const std::string& path, const StoredProfile& profile) {
 
 namespace {
 
+// What a fold may add beyond the entries' groups: the summary rows and the growth of the
+// file's indexes.
+constexpr uint64_t kFoldReserveBytes = uint64_t{8} << 20;
+
 std::string journal_dir(const std::string& path) {
   return path + ".journal";
 }
@@ -592,12 +596,24 @@ int64_t fold_journal(const std::string& path) {
   const std::vector<std::string> entries = journal_entries(path);
   int64_t added = 0;
   if (!entries.empty()) {
-    h5::MemoryFile file = h5::MemoryFile::load(path);
-    ensure_summary(file.get());
+    // The file is copied on the disk and the entries added to the copy by HDF5 (never the
+    // whole file in memory); what HDF5 adds is about the entries' bytes, reserved twice over.
+    uint64_t entry_bytes = 0;
+    for (const std::string& entry : entries) entry_bytes += fs::file_size(entry);
     std::vector<SummaryRow> rows;
-    copy_journal_configs(entries, h5::open_group(file.get(), "configs").get(), rows);
-    append_summary(file.get(), rows);
-    save_or_explain(file, path, path);
+    try {
+      h5::DiskFile file = h5::DiskFile::copy_of(path, 2 * entry_bytes + kFoldReserveBytes);
+      ensure_summary(file.get());
+      copy_journal_configs(entries, h5::open_group(file.get(), "configs").get(), rows);
+      append_summary(file.get(), rows);
+      file.commit();
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.rfind("cannot write " + path + ": ", 0) != 0) throw;
+      throw_runtime(what + "; the fold of its journal stopped, and the file and the journal " +
+                    "keep every configuration. HINT: free space, then run `interplace fold " +
+                    path + "` (or the sweep again with --resume)");
+    }
     added = static_cast<int64_t>(rows.size());
     for (const std::string& entry : entries) fs::remove(entry);
   }

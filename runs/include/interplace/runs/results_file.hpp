@@ -124,7 +124,7 @@ struct StoredConfig {
   std::string reason;
   double median_step_s = 0.0;  // over measured steps; NaN when there are none
   double samples_per_s = 0.0;  // NaN unless ok
-  double final_loss = 0.0;     // loss of the last step; NaN when there are no steps
+  double final_loss = 0.0;     // loss of the last measured step; NaN when there is none
   double eval_accuracy = 0.0;  // NaN unless evaluated
 };
 
