@@ -645,6 +645,10 @@ def test_disk_full_np2():
     --resume completes it."""
     if os.geteuid() != 0:
         raise Skip("needs root to mount a small tmpfs")
+    import shutil
+    for tool in ("mount", "umount"):
+        if shutil.which(tool) is None:
+            raise Skip(f"needs the {tool} command to mount a small tmpfs (Debian: mount)")
     with tempfile.TemporaryDirectory() as tmp:
         spec = write(tmp, "small.toml", SMALL_SPEC)
         # A file system the size of the finished file: the early configurations fit (file
