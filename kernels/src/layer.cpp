@@ -81,12 +81,59 @@ std::vector<Tensor> Layer::backward(const Tensor& grad_output, Context& ctx, Gra
     throw_invalid(type() + ": backward called without a matching forward");
   }
   check_shape(grad_output, output_shape(ctx.input_shapes), type() + " backward gradient");
-  std::vector<Tensor> grads =
-      run_backward(backend_for(grad_output.device()), grad_output, ctx, which);
+  Backend& backend = backend_for(grad_output.device());
+  std::vector<Tensor> grads;
+  if (which == Gradients::inputs_deferring_parameters) {
+    // One parameter pass per deferring backward: a second would lose the first's gradient.
+    if (ctx.parameters_pending) {
+      throw_invalid(type() +
+                    ": backward deferring the parameter gradients again before "
+                    "backward_parameters ran for the previous one");
+    }
+    ctx.deferred.clear();
+    const Deferral how = deferral();
+    grads = run_backward(backend, grad_output, ctx,
+                         how == Deferral::own ? which : Gradients::inputs_only);
+    if (how == Deferral::rerun) ctx.deferred = {grad_output};
+    ctx.parameters_pending = true;
+  } else {
+    grads = run_backward(backend, grad_output, ctx, which);
+  }
   if (grads.size() != ctx.input_shapes.size()) {
     throw_runtime(type() + " returned " + std::to_string(grads.size()) + " input gradients");
   }
   return grads;
+}
+
+void Layer::backward_parameters(Context& ctx) {
+  if (!ctx.parameters_pending) {
+    throw_invalid(type() +
+                  ": backward_parameters without a pending parameter pass (it follows a "
+                  "backward with Gradients::inputs_deferring_parameters, once)");
+  }
+  ctx.parameters_pending = false;
+  switch (deferral()) {
+    case Deferral::none:
+      break;
+    case Deferral::rerun: {
+      const Tensor grad_output = ctx.deferred.at(0);
+      run_backward(backend_for(grad_output.device()), grad_output, ctx,
+                   Gradients::inputs_and_parameters);
+      break;
+    }
+    case Deferral::own:
+      run_backward_parameters(ctx);
+      break;
+  }
+  ctx.deferred.clear();
+}
+
+Layer::Deferral Layer::deferral() {
+  return parameters().empty() ? Deferral::none : Deferral::rerun;
+}
+
+void Layer::run_backward_parameters(Context& /*ctx*/) {
+  throw_runtime(type() + " defers its parameter gradients itself but has no parameter pass");
 }
 
 bool Layer::begin_grad(Parameter& p) {

@@ -59,6 +59,9 @@ class StageBuilder {
           backward_part(b, m, false);
         }
       }
+      // ZB-H1: the W's put off past the last B.
+      while (next_weight_ < deferred_) weight_pass(b, next_weight_++);
+      next_weight_ = deferred_ = 0;
       actions_.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
     }
     return std::move(actions_);
@@ -86,13 +89,23 @@ class StageBuilder {
 
   void backward_pass(int b, int m, const Flow& flow) {
     const bool propagates = stage_ > flow.destination;
+    const bool defers = zero_bubble_ && flow.updates(stage_);
     actions_.push_back({.kind = ActionKind::backward,
                         .mini_batch = b,
                         .micro_batch = m,
                         .loss_stage = flow.source,
                         .updates_parameters = flow.updates(stage_),
-                        .propagates_gradient = propagates});
+                        .propagates_gradient = propagates,
+                        .defers_parameters = defers});
     if (propagates) message(ActionKind::send, b, m, stage_ - 1, Payload::gradient, flow.source);
+    if (!defers) return;
+    // W(m - j) after B(m) on stage j: the B's of the first j micro-batches go without.
+    ++deferred_;
+    if (deferred_ - next_weight_ > stage_) weight_pass(b, next_weight_++);
+  }
+
+  void weight_pass(int b, int m) {
+    actions_.push_back({.kind = ActionKind::backward_weight, .mini_batch = b, .micro_batch = m});
   }
 
   void message(ActionKind kind, int b, int m, int peer, Payload payload, int loss_stage) {
@@ -110,6 +123,9 @@ class StageBuilder {
   Flow own_flow_{-1, -1, false};
   std::vector<Flow> arriving_;
   int warm_up_ = 0;
+  bool zero_bubble_ = schedule_.pipeline == PipelineKind::zb_h1;
+  int deferred_ = 0;     // ZB-H1: B's of this mini-batch so far (micro-batches 0..deferred_-1)
+  int next_weight_ = 0;  // ZB-H1: the micro-batch of the next W
   std::vector<Action> actions_;
 };
 
@@ -187,9 +203,10 @@ const std::vector<std::string>& strategy_forms() {
 namespace {
 
 // Name tables: the parsers, to_string and help texts all read these.
-constexpr std::array<std::pair<PipelineKind, const char*>, 2> kPipelineNames = {{
+constexpr std::array<std::pair<PipelineKind, const char*>, 3> kPipelineNames = {{
     {PipelineKind::gpipe, "gpipe"},
     {PipelineKind::one_f_one_b, "1f1b"},
+    {PipelineKind::zb_h1, "zb-h1"},
 }};
 constexpr std::array<std::pair<InterlockMode, const char*>, 2> kInterlockNames = {{
     {InterlockMode::single, "single"},
@@ -238,8 +255,8 @@ std::string to_string(PipelineKind kind) {
 }
 
 int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages) {
-  return pipeline == PipelineKind::one_f_one_b ? std::min(micro_batches, std::max(1, stages))
-                                               : micro_batches;
+  return pipeline == PipelineKind::gpipe ? micro_batches
+                                         : std::min(micro_batches, std::max(1, stages));
 }
 
 InterlockMode interlock_mode_by_name(std::string_view name) {
@@ -272,9 +289,14 @@ Schedule schedule_header(const ScheduleRequest& request) {
                   std::to_string(request.mini_batches));
   }
   const bool global = reach == k - 1;
-  if (!global && request.pipeline == PipelineKind::gpipe) {
-    throw_invalid("the gpipe schedule is for the global strategy only, not '" +
-                  to_string(request.strategy) + "'");
+  if (!global && request.pipeline != PipelineKind::one_f_one_b) {
+    throw_invalid("the " + to_string(request.pipeline) +
+                  " schedule is for the global strategy only, not '" + to_string(request.strategy) +
+                  "' (other strategies run 1f1b)");
+  }
+  if (request.pipeline == PipelineKind::zb_h1 && request.interlock != InterlockMode::single) {
+    throw_invalid("the zb-h1 schedule runs the network's loss alone (interlock mode single), not " +
+                  to_string(request.interlock));
   }
   Schedule schedule;
   schedule.strategy = to_string(request.strategy);
@@ -349,6 +371,8 @@ std::string grid_label(const Action& action, int micro_batches) {
       return "F" + m;
     case ActionKind::backward:
       return (action.updates_parameters ? "B" : "b") + m;
+    case ActionKind::backward_weight:
+      return "W" + m;
     case ActionKind::aux_forward:
       return "H" + m;
     case ActionKind::aux_backward:
@@ -380,7 +404,10 @@ std::string to_string(const Action& action) {
     case ActionKind::backward:
       return "bwd " + unit + " loss" + std::to_string(action.loss_stage) +
              (action.updates_parameters ? " upd" : "") +
-             (action.propagates_gradient ? " prop" : "");
+             (action.propagates_gradient ? " prop" : "") +
+             (action.defers_parameters ? " defer" : "");
+    case ActionKind::backward_weight:
+      return "bwd-w " + unit;
     case ActionKind::send:
       return "send " + what + ">" + std::to_string(action.peer_stage) + " " + unit;
     case ActionKind::receive:

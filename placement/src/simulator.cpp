@@ -56,7 +56,10 @@ double duration_s(const Action& action, const StageCosts& costs) {
     case ActionKind::forward:
       return costs.forward_s;
     case ActionKind::backward:
-      return action.updates_parameters ? costs.backward_s : costs.backward_input_s;
+      return action.updates_parameters && !action.defers_parameters ? costs.backward_s
+                                                                    : costs.backward_input_s;
+    case ActionKind::backward_weight:  // the rest of a whole backward
+      return std::max(0.0, costs.backward_s - costs.backward_input_s);
     case ActionKind::aux_forward:
       return costs.aux_forward_s;
     case ActionKind::aux_backward:
@@ -70,12 +73,12 @@ double duration_s(const Action& action, const StageCosts& costs) {
   return 0.0;
 }
 
-// Index of the last backward pass of every (mini-batch, micro-batch) on a stage: where its
-// kept activations are freed.
+// Index of the last backward pass (or ZB-H1 weight pass) of every (mini-batch,
+// micro-batch) on a stage: where its kept activations are freed.
 std::map<std::pair<int, int>, size_t> last_backward_index(const std::vector<Action>& actions) {
   std::map<std::pair<int, int>, size_t> last;
   for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i].kind == ActionKind::backward) {
+    if (actions[i].kind == ActionKind::backward || actions[i].kind == ActionKind::backward_weight) {
       last[{actions[i].mini_batch, actions[i].micro_batch}] = i;
     }
   }
@@ -146,8 +149,8 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         std::max(timeline.peak_memory_bytes, c.parameter_state_bytes + s.live_bytes);
     if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
     const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch});
-    if (action.kind == ActionKind::backward && frees != s.frees_at.end() &&
-        frees->second == s.next) {
+    if ((action.kind == ActionKind::backward || action.kind == ActionKind::backward_weight) &&
+        frees != s.frees_at.end() && frees->second == s.next) {
       s.live_bytes -= c.activation_bytes;
     }
     if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(now_s);

@@ -228,6 +228,7 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
         kind = "forward";
         break;
       case placement::ActionKind::backward:
+      case placement::ActionKind::backward_weight:
         kind = "backward";
         break;
       case placement::ActionKind::aux_forward:

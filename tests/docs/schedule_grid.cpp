@@ -2,12 +2,15 @@
 // real build_schedule, timed by the real simulator with unit costs, so the documented
 // grids are what the simulator and the runtime execute (test_doc_examples.py checks them).
 //
-// Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] [gpipe|1f1b] [single|sum]
+// Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] [gpipe|1f1b|zb-h1]
+//        [single|sum]
 //
-// Costs: forward 1, backward 1 (every pass), optimiser step 1; auxiliary heads and
-// transfers 0, so each cell is one time unit and waiting shows as idle. Cells: F<m> forward
-// of micro-batch m, B<m> a backward pass that updates the body, b<m> one that only passes
-// the gradient on, S the optimiser step, `.` idle. Micro-batches are numbered across
+// Costs: forward 1, backward 1 (every pass), optimiser step 1; under zb-h1 a backward is
+// split into B 1 and W 1, as in the zero-bubble paper's T_F = T_B = T_W; auxiliary heads
+// and transfers 0, so each cell is one time unit and waiting shows as idle. Cells: F<m>
+// forward of micro-batch m, B<m> a backward pass that updates the body (zb-h1: its input
+// gradient), W<m> zb-h1's weight gradient, b<m> one that only passes the gradient on, S
+// the optimiser step, `.` idle. Micro-batches are numbered across
 // mini-batches (mini-batch b's m-th is b*M + m).
 #include <algorithm>
 #include <cmath>
@@ -28,6 +31,7 @@ std::string label(const Action& action, int micro_batches) {
   switch (action.kind) {
     case ActionKind::forward:
     case ActionKind::backward:
+    case ActionKind::backward_weight:
     case ActionKind::optimizer_step:
       return grid_label(action, micro_batches);
     default:
@@ -39,7 +43,7 @@ int run(int argc, char** argv) {
   if (argc < 4 || argc > 7) {
     std::fprintf(stderr,
                  "usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] "
-                 "[gpipe|1f1b] [single|sum]\n");
+                 "[gpipe|1f1b|zb-h1] [single|sum]\n");
     return 2;
   }
   ScheduleRequest request;
@@ -55,8 +59,9 @@ int run(int argc, char** argv) {
   for (int k = 0; k < schedule.stage_count; ++k) {
     StageCosts stage;
     stage.forward_s = 1.0;
-    stage.backward_s = 1.0;
-    stage.backward_input_s = 1.0;  // unit costs: a pass-through takes as long as any pass
+    // Unit costs: a pass-through takes as long as any pass; zb-h1's B and W 1 each.
+    stage.backward_s = schedule.pipeline == PipelineKind::zb_h1 ? 2.0 : 1.0;
+    stage.backward_input_s = 1.0;
     stage.optimizer_s = 1.0;
     costs.stages.push_back(stage);
   }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "interplace/kernels/error.hpp"
 #include "interplace/kernels/random.hpp"
 
 namespace interplace::kernels::testing {
@@ -128,6 +129,86 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
   return ::testing::AssertionSuccess();
 }
 
+// |a - b| <= 1e-6 |b| (and a tiny floor for values that cancel to about zero) for every
+// element: the two passes run the same kernels on the same operands, so they agree to
+// rounding at most.
+::testing::AssertionResult same_values(const std::string& what, const Tensor& actual,
+                                       const Tensor& expected) {
+  if (actual.defined() != expected.defined()) {
+    return ::testing::AssertionFailure() << what << ": defined differently";
+  }
+  if (!actual.defined()) return ::testing::AssertionSuccess();
+  if (actual.numel() != expected.numel()) {
+    return ::testing::AssertionFailure()
+           << what << ": " << actual.numel() << " elements, expected " << expected.numel();
+  }
+  for (int64_t e = 0; e < actual.numel(); ++e) {
+    const double a = actual.data()[e], b = expected.data()[e];
+    if (!(std::abs(a - b) <= 1e-12 + 1e-6 * std::abs(b))) {
+      return ::testing::AssertionFailure()
+             << what << " element " << e << " is " << a << ", the full backward gave " << b;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Gradients::inputs_deferring_parameters then backward_parameters must give the full
+// backward's input gradients and, between them, leave every parameter gradient as it was
+// (a marker value); the parameter pass must then give the full backward's parameter
+// gradients, and a second parameter pass must be refused.
+::testing::AssertionResult deferred_matches(Layer& layer, const std::vector<Tensor>& inputs,
+                                            const Tensor& r,
+                                            const std::vector<Tensor>& full_input_grads,
+                                            const std::vector<Tensor>& full_param_grads,
+                                            const std::function<void()>& prepare) {
+  constexpr float kMarker = 0.25f;
+  const std::vector<Parameter*> params = layer.parameters();
+  for (Parameter* p : params) {
+    p->grad = Tensor(p->value.shape());
+    for (int64_t e = 0; e < p->grad.numel(); ++e) p->grad.data()[e] = kMarker;
+    p->grad_is_zero = false;
+  }
+  Context ctx;
+  prepare();
+  layer.forward(inputs, ctx);
+  const std::vector<Tensor> grads = layer.backward(r, ctx, Gradients::inputs_deferring_parameters);
+  for (Parameter* p : params) {
+    bool same = !p->grad_is_zero;
+    for (int64_t e = 0; same && e < p->grad.numel(); ++e) same = p->grad.data()[e] == kMarker;
+    if (!same) {
+      return ::testing::AssertionFailure()
+             << layer.type() << "." << p->name << ": the deferring input pass changed it";
+    }
+  }
+  if (grads.size() != full_input_grads.size()) {
+    return ::testing::AssertionFailure()
+           << layer.type() << " deferring pass returned " << grads.size() << " input gradients";
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    auto result = same_values(layer.type() + " deferring pass: input " + std::to_string(i),
+                              grads[i], full_input_grads[i]);
+    if (!result) return result;
+  }
+  layer.zero_grad();
+  layer.backward_parameters(ctx);
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (params[k]->grad_is_zero) {
+      return ::testing::AssertionFailure()
+             << layer.type() << "." << params[k]->name << ": the parameter pass left it zero";
+    }
+    auto result = same_values(layer.type() + " parameter pass: " + params[k]->name, params[k]->grad,
+                              full_param_grads[k]);
+    if (!result) return result;
+  }
+  try {
+    layer.backward_parameters(ctx);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::invalid_input) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << layer.type() << ": a second backward_parameters was not refused";
+}
+
 }  // namespace
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
@@ -163,6 +244,10 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float stddev) {
   }
 
   if (auto result = inputs_only_matches(layer, inputs, r, input_grads, prepare); !result) {
+    return result;
+  }
+  if (auto result = deferred_matches(layer, inputs, r, input_grads, param_grads, prepare);
+      !result) {
     return result;
   }
 

@@ -27,7 +27,9 @@ struct GradCheckOptions {
 };
 
 // Also checks that backward with Gradients::inputs_only gives the same input gradients and
-// leaves every parameter gradient untouched.
+// leaves every parameter gradient untouched, and that Gradients::inputs_deferring_parameters
+// followed by Layer::backward_parameters gives the full backward's input and parameter
+// gradients (each pass touching only its own) and refuses a second parameter pass.
 ::testing::AssertionResult check_gradients(Layer& layer, std::vector<Tensor> inputs,
                                            const GradCheckOptions& options = {});
 

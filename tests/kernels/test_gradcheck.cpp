@@ -47,12 +47,18 @@ class ScaleLayer final : public Layer {
     weight_.grad_is_zero = false;
     return {dx};
   }
+  // Broken on purpose when claims_deferral_: it claims to defer the parameter gradients
+  // but computes them in the input pass (run_backward ignores the mode) and its parameter
+  // pass does nothing.
+  Deferral deferral() override { return claims_deferral_ ? Deferral::own : Layer::deferral(); }
+  void run_backward_parameters(Context& /*ctx*/) override {}
 
  private:
   float input_factor_, param_factor_;
 
  public:
   bool honours_inputs_only_ = true;  // false: computes parameter gradients regardless
+  bool claims_deferral_ = false;
   Parameter weight_;
 };
 
@@ -85,15 +91,25 @@ TEST(GradCheck, FailsWhenABackwardForTheInputsOnlyChangesAParameterGradient) {
       << result.message();
 }
 
+TEST(GradCheck, FailsWhenADeferringInputPassComputesTheParameterGradients) {
+  ScaleLayer layer(8, 1.0f, 1.0f);
+  layer.claims_deferral_ = true;
+  const ::testing::AssertionResult result = check_gradients(layer, {random_tensor({8}, 1)});
+  EXPECT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("the deferring input pass changed it"),
+            std::string::npos)
+      << result.message();
+}
+
 TEST(GradCheck, CallsBeforeForwardBeforeEveryForward) {
   ScaleLayer layer(3, 1.0f, 1.0f);
   testing::GradCheckOptions options;
   int calls = 0;
   options.before_forward = [&] { ++calls; };
   ASSERT_TRUE(check_gradients(layer, {random_tensor({3}, 2)}, options));
-  // One analytic forward, one for the inputs-only backward, then two per checked element:
-  // 3 inputs + 3 weights.
-  EXPECT_EQ(calls, 2 + 2 * (3 + 3));
+  // One analytic forward, one for the inputs-only backward, one for the deferring one, then
+  // two per checked element: 3 inputs + 3 weights.
+  EXPECT_EQ(calls, 3 + 2 * (3 + 3));
 }
 
 }  // namespace

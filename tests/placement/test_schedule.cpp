@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -248,6 +250,113 @@ TEST(Schedule, NwiseKIsGlobalAndNamesAgree) {
               schedule_for("nwise:1", k, 3).stage_actions);
     EXPECT_EQ(schedule_for("pairwise", k, 3).stage_actions,
               schedule_for("nwise:2", k, 3).stage_actions);
+  }
+}
+
+// ZB-H1 (Qi et al., ICLR 2024): 1F1B's order with each backward split into B (input
+// gradient) and W (parameter gradients); stage j runs W(m - j) right after B(m) and the
+// rest before the step. Written out by hand from that rule for K = 4, M = 8.
+TEST(Schedule, ZbH1FourStagesEightMicroBatches) {
+  const Schedule schedule = schedule_for("global", 4, 8, 1, PipelineKind::zb_h1);
+  const std::vector<std::string> expected = {
+      "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 B7 W7 S",
+      "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7 S",
+      "F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 W6 W7 S",
+      "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7 S",
+  };
+  for (int j = 0; j < 4; ++j) {
+    std::string grid;
+    for (const Action& a : schedule.stage_actions[j]) {
+      if (a.kind == ActionKind::send || a.kind == ActionKind::receive) continue;
+      grid += (grid.empty() ? "" : " ") + grid_label(a, 8);
+    }
+    EXPECT_EQ(grid, expected[j]) << "stage " << j;
+  }
+  // B sends its gradient on before the W that follows it; W has no message.
+  EXPECT_EQ(texts(schedule.stage_actions[1]).at(16), "bwd 0.1 loss3 upd prop defer");
+  EXPECT_EQ(texts(schedule.stage_actions[1]).at(17), "send grad3>0 0.1");
+  EXPECT_EQ(texts(schedule.stage_actions[1]).at(18), "bwd-w 0.0");
+}
+
+// What the paper states of ZB-H1, for many K and M: every F, B and W of every
+// micro-batch once per stage, W(m) after B(m) after F(m); 1F1B's order and messages once
+// the W's are taken out; stage j holds at most min(M, K - j) micro-batches between F and
+// B (1F1B's activation memory) and min(M, K) between F and W.
+TEST(Schedule, ZbH1IsOneFOneBWithTheWeightPassesPutOff) {
+  for (int k = 1; k <= 6; ++k) {
+    for (int m : {1, 2, 3, 5, 8, 13}) {
+      for (int b : {1, 2}) {
+        const Schedule zb = schedule_for("global", k, m, b, PipelineKind::zb_h1);
+        const Schedule one_f_one_b = schedule_for("global", k, m, b);
+        ASSERT_EQ(zb.pipeline, PipelineKind::zb_h1);
+        for (int j = 0; j < k; ++j) {
+          const std::string where =
+              "K " + std::to_string(k) + " M " + std::to_string(m) + " stage " + std::to_string(j);
+          std::vector<Action> without_w;
+          std::map<std::pair<int, int>, std::array<int, 3>> seen;  // F, B, W counts
+          int between_f_and_b = 0, between_f_and_w = 0, max_f_b = 0, max_f_w = 0;
+          for (const Action& a : zb.stage_actions[j]) {
+            const std::pair<int, int> unit{a.mini_batch, a.micro_batch};
+            if (a.kind == ActionKind::forward) {
+              ++seen[unit][0];
+              max_f_b = std::max(max_f_b, ++between_f_and_b);
+              max_f_w = std::max(max_f_w, ++between_f_and_w);
+            } else if (a.kind == ActionKind::backward) {
+              ASSERT_TRUE(a.defers_parameters && a.updates_parameters) << where;
+              ASSERT_EQ(seen[unit][0], 1) << where << ": B before F";
+              ++seen[unit][1];
+              --between_f_and_b;
+            } else if (a.kind == ActionKind::backward_weight) {
+              ASSERT_EQ(seen[unit][1], 1) << where << ": W before B";
+              ++seen[unit][2];
+              --between_f_and_w;
+              continue;
+            }
+            Action plain = a;
+            plain.defers_parameters = false;
+            without_w.push_back(plain);
+          }
+          EXPECT_EQ(seen.size(), static_cast<size_t>(m * b)) << where;
+          for (const auto& [unit, counts] : seen) {
+            EXPECT_EQ(counts, (std::array<int, 3>{1, 1, 1})) << where;
+          }
+          EXPECT_EQ(without_w, one_f_one_b.stage_actions[j]) << where;
+          EXPECT_EQ(max_f_b, std::min(m, k - j)) << where;
+          EXPECT_LE(max_f_w, std::min(m, k)) << where;
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, ZbH1IsForTheGlobalStrategyAlone) {
+  EXPECT_EQ(pipeline_by_name("zb-h1"), PipelineKind::zb_h1);
+  EXPECT_EQ(to_string(PipelineKind::zb_h1), "zb-h1");
+  EXPECT_EQ(pipeline_names(), (std::vector<std::string>{"gpipe", "1f1b", "zb-h1"}));
+  EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 16, 4), 4);
+  EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 3, 4), 3);
+  EXPECT_EQ(schedule_for("pairwise", 2, 2, 1, PipelineKind::zb_h1).pipeline, PipelineKind::zb_h1);
+  for (const char* strategy : {"local", "pairwise", "nwise:2"}) {
+    try {
+      schedule_for(strategy, 3, 2, 1, PipelineKind::zb_h1);
+      ADD_FAILURE() << strategy;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+      const std::string what = error.what();
+      EXPECT_NE(what.find("zb-h1 schedule is for the global strategy only"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("1f1b"), std::string::npos) << what;
+    }
+  }
+  try {
+    build_schedule({.strategy = "global",
+                    .pipeline = PipelineKind::zb_h1,
+                    .stage_count = 3,
+                    .micro_batches = 2,
+                    .interlock = InterlockMode::sum});
+    ADD_FAILURE() << "sum";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("interlock mode single"), std::string::npos);
   }
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/simulator.hpp"
@@ -39,6 +42,50 @@ TEST(Simulator, GPipeIdleFractionIsTheBubbleFormula) {
       EXPECT_DOUBLE_EQ(result.makespan_s, (m + k - 1) * 3.0) << "K " << k << " M " << m;
       for (const StageTimeline& stage : result.stages) EXPECT_DOUBLE_EQ(stage.busy_s, 3.0 * m);
     }
+  }
+}
+
+// Zero bubble (Qi et al., ICLR 2024): at T_F = T_B = T_W and free links, ZB-H1 leaves
+// each stage idle (K-1)(T_F + T_B - T_W) per mini-batch against 1F1B's (K-1)(T_F + T_B +
+// T_W), for M >= K. Here T_F = T_B = T_W = 1: a whole backward 2, its input part 1.
+TEST(Simulator, ZbH1BubbleIsTheZeroBubblePapersFormula) {
+  for (int k : {2, 3, 4, 6}) {
+    for (int m : {k, 8, 16}) {
+      if (m < k) continue;
+      PipelineCosts costs = uniform(k, 1.0, 2.0);
+      for (StageCosts& stage : costs.stages) stage.backward_input_s = 1.0;
+      const SimulationResult zb = run("global", costs, m, 1, PipelineKind::zb_h1);
+      const SimulationResult one_f_one_b = run("global", costs, m);
+      const std::string where = "K " + std::to_string(k) + " M " + std::to_string(m);
+      const double work = 3.0 * m;
+      EXPECT_DOUBLE_EQ(zb.makespan_s, work + (k - 1) * (1.0 + 1.0 - 1.0)) << where;
+      EXPECT_DOUBLE_EQ(one_f_one_b.makespan_s, work + (k - 1) * (1.0 + 1.0 + 1.0)) << where;
+      for (const StageTimeline& stage : zb.stages) {
+        EXPECT_DOUBLE_EQ(stage.busy_s, work) << where;
+        EXPECT_DOUBLE_EQ(stage.idle_s, k - 1.0) << where;
+      }
+      EXPECT_NEAR(zb.idle_fraction, (k - 1.0) / (3.0 * m + k - 1.0), 1e-12) << where;
+      EXPECT_NEAR(one_f_one_b.idle_fraction, (k - 1.0) / (m + k - 1.0), 1e-12) << where;
+    }
+  }
+}
+
+// ZB-H1's B costs the input gradient, W the rest of the backward; a stage keeps a
+// micro-batch's activations until its W: stage 0 peaks at 1F1B's K micro-batches, and so
+// do the later stages (each holds at most K between F and W).
+TEST(Simulator, ZbH1SplitsTheBackwardCostAndKeepsActivationsUntilW) {
+  const int k = 4;
+  PipelineCosts costs = uniform(k, 1.0, 3.0);
+  for (StageCosts& stage : costs.stages) stage.backward_input_s = 1.25;
+  for (int m : {2, 8}) {
+    const SimulationResult zb = run("global", costs, m, 1, PipelineKind::zb_h1);
+    const SimulationResult one_f_one_b = run("global", costs, m);
+    for (int j = 0; j < k; ++j) {
+      EXPECT_DOUBLE_EQ(zb.stages[j].busy_s, m * 4.0) << "stage " << j;
+      EXPECT_EQ(zb.stages[j].peak_memory_bytes, 500 + 100 * std::min(m, k)) << "stage " << j;
+    }
+    EXPECT_EQ(zb.stages[0].peak_memory_bytes, one_f_one_b.stages[0].peak_memory_bytes);
+    EXPECT_LT(zb.makespan_s, one_f_one_b.makespan_s) << "M " << m;
   }
 }
 

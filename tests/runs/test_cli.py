@@ -384,6 +384,12 @@ def test_simulate_gpipe():
     check(one_f["simulation"]["pipeline"] == "1f1b", one_f["simulation"])
     peak = lambda doc: max(d["peak_memory_bytes"] for d in doc["simulation"]["devices"])
     check(peak(one_f) < peak(eight), "1F1B should keep fewer activations than GPipe")
+    # ZB-H1 fills 1F1B's bubble with the weight-gradient passes, within 1F1B's peak.
+    zb = simulate_json(*base, "--micro-batches", "8", "--pipeline", "zb-h1")["simulation"]
+    check(zb["pipeline"] == "zb-h1", zb)
+    check(zb["step_time_s"] < one_f["simulation"]["step_time_s"], (zb, one_f["simulation"]))
+    check(zb["idle_fraction"] < one_f["simulation"]["idle_fraction"], zb)
+    check(max(d["peak_memory_bytes"] for d in zb["devices"]) <= peak(one_f), zb["devices"])
 
 
 def find_local_eligible():
@@ -417,6 +423,8 @@ def test_simulate_strategies():
     check(pair["step_time_s"] == glob["step_time_s"], (pair, glob))
     fails(2, "simulate", *MODEL, *args, "--strategy", "local", "--pipeline", "gpipe",
           contains=("gpipe", "global"))
+    fails(2, "simulate", *MODEL, *args, "--strategy", "local", "--pipeline", "zb-h1",
+          contains=("zb-h1 schedule is for the global strategy only", "1f1b"))
 
 
 def test_simulate_not_chain():
@@ -829,6 +837,8 @@ def test_train_recipe_flags():
     train_fails(2, 1, *TRAIN_SMALL, "--augmentation", "mixup", contains=("crop-flip",))
     train_fails(2, 1, *TRAIN_SMALL, "--pipeline", "e2e", "--micro-batches", "2",
                 contains=("micro_batches must be 1",))
+    train_fails(2, 2, *TRAIN_SMALL, "--strategy", "local", "--pipeline", "zb-h1",
+                contains=("pipeline 'zb-h1' schedules the global strategy only",))
     train_fails(2, 1, "--model", "gpt-mini", "--dataset", "text", "--epochs", "1",
                 contains=("'text'",))
 

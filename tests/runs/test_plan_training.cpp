@@ -108,6 +108,23 @@ TEST(PlanTraining, OneFOneBNeedsAStageChain) {
   const TrainPlan chain = plan_training(c);
   EXPECT_EQ(chain.schedule.messages, placement::MessageLevel::stage);
   EXPECT_EQ(chain.schedule.pipeline, placement::PipelineKind::one_f_one_b);
+  c.pipeline = "zb-h1";
+  const TrainPlan zb = plan_training(c);
+  EXPECT_EQ(zb.schedule.pipeline, placement::PipelineKind::zb_h1);
+  c.placer = "round-robin";
+  expect_invalid(c, "pipeline 'zb-h1' cannot run on this placement (not a stage chain");
+}
+
+// ZB-H1 splits the global strategy's backward; a non-global strategy refuses it, naming
+// what it runs.
+TEST(PlanTraining, ZbH1IsForTheGlobalStrategyAlone) {
+  TrainConfig c = base();
+  c.pipeline = "zb-h1";
+  c.strategy = "local";
+  expect_invalid(c, "pipeline 'zb-h1' schedules the global strategy only");
+  expect_invalid(c, "pipeline 1f1b");
+  c.strategy = "global";
+  EXPECT_EQ(plan_training(c).pipeline, placement::PipelineKind::zb_h1);
 }
 
 // The names are parsed once, into the plan's fields.

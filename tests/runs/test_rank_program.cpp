@@ -60,6 +60,23 @@ TEST(RankProgram, GpipeHoldsEveryMicroBatchOneFOneBOnlyThoseInFlight) {
   }
 }
 
+// ZB-H1 keeps a micro-batch's contexts until its weight pass W, the last use of it: every
+// rank holds at most K, as many as 1F1B's rank 0.
+TEST(RankProgram, ZbH1HoldsAMicroBatchUntilItsWeightPass) {
+  const int k = 4, m = 8;
+  for (int rank = 0; rank < k; ++rank) {
+    const std::string at = " rank " + std::to_string(rank);
+    const RankProgram program = rank_program(plan_of("global", "zb-h1", k, m), rank);
+    EXPECT_EQ(peak_in_flight(program, m, "zb-h1" + at), k);
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      for (int released : program.release[i]) {
+        EXPECT_EQ(program.actions[i].kind, ActionKind::backward_weight) << at;
+        EXPECT_EQ(program.actions[i].micro_batch, released) << at;
+      }
+    }
+  }
+}
+
 TEST(RankProgram, LocalAndInterlockingStrategiesReleaseEveryMicroBatch) {
   const int k = 4, m = 8;
   for (const char* strategy : {"local", "pairwise", "nwise:3"}) {

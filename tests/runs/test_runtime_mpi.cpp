@@ -30,7 +30,7 @@ void expect_same_losses(const TrainResult& a, const TrainResult& b, const std::s
 void check_global_matches_single(const TrainConfig& base, const std::vector<std::string>& placers) {
   const int p = world_size();
   for (const std::string& placer : placers) {
-    for (const char* pipeline : {"gpipe", "1f1b"}) {
+    for (const char* pipeline : {"gpipe", "1f1b", "zb-h1"}) {
       for (int m : {1, 4}) {
         TrainConfig c = base;
         c.placer = placer;
@@ -38,18 +38,21 @@ void check_global_matches_single(const TrainConfig& base, const std::vector<std:
         c.micro_batches = m;
         const std::string what =
             c.model + " " + placer + " " + pipeline + " M=" + std::to_string(m);
-        // 1F1B needs a stage chain: on any other placement planning refuses it.
+        // 1F1B and ZB-H1 need a stage chain: on any other placement planning refuses them.
         TrainConfig probe = c;
         probe.devices = p;
         probe.pipeline = "gpipe";
         const TrainPlan gpipe_plan = plan_training(probe);
-        if (c.pipeline == "1f1b" &&
+        if (c.pipeline != "gpipe" &&
             !placement::is_stage_chain(gpipe_plan.graph, gpipe_plan.placement)) {
-          probe.pipeline = "1f1b";
+          probe.pipeline = c.pipeline;
           EXPECT_THROW(plan_training(probe), Error) << what;
           continue;
         }
-        const TrainResult single = train_on(c, 1);
+        // The reference is the whole backward: one rank under ZB-H1 would split it too.
+        TrainConfig reference = c;
+        if (c.pipeline == "zb-h1") reference.pipeline = "1f1b";
+        const TrainResult single = train_on(reference, 1);
         const TrainResult many = train_on(c, p);
         expect_same_losses(many, single, what + " P=" + std::to_string(p));
         // greedy-eft may keep a small model on one device.

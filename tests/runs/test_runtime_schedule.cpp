@@ -51,14 +51,23 @@ struct Choice {
   const char* strategy;
   const char* pipeline;
   const char* interlock;
+  bool more_micro_batches_than_ranks = false;  // M = P + 2 instead of 2
 };
 
 TEST(Runtime, ExecutesThePlansSchedule) {
   const int p = testing::world_size();
   const std::vector<Choice> choices = {
-      {"global", "gpipe", "single"},  {"global", "1f1b", "single"},  {"local", "1f1b", "single"},
-      {"pairwise", "1f1b", "single"}, {"nwise:3", "1f1b", "single"}, {"local", "1f1b", "sum"},
-      {"pairwise", "1f1b", "sum"}};
+      {"global", "gpipe", "single"},
+      {"global", "1f1b", "single"},
+      {"local", "1f1b", "single"},
+      {"pairwise", "1f1b", "single"},
+      {"nwise:3", "1f1b", "single"},
+      {"local", "1f1b", "sum"},
+      {"pairwise", "1f1b", "sum"},
+      // ZB-H1 with M < K (every W after the last B on the late stages) and M > K (W's
+      // between the F's and B's of the steady state).
+      {"global", "zb-h1", "single"},
+      {"global", "zb-h1", "single", true}};
   for (const Choice& choice : choices) {
     // Summed losses need auxiliary heads: a strategy global on p stages has none.
     const bool global = placement::strategy_reach(choice.strategy, p) == p - 1;
@@ -67,12 +76,18 @@ TEST(Runtime, ExecutesThePlansSchedule) {
     c.strategy = choice.strategy;
     c.pipeline = choice.pipeline;
     c.interlock_mode = choice.interlock;
-    c.micro_batches = 2;
+    if (choice.more_micro_batches_than_ranks) {
+      c.micro_batches = p + 2;
+      c.batch_size = 2 * c.micro_batches;
+    } else {
+      c.micro_batches = 2;
+    }
     c.steps = 2;
     const TrainPlan plan = testing::chain_plan(c, p);
     ASSERT_EQ(plan.schedule.messages, placement::MessageLevel::stage);
     expect_executes_schedule(plan, std::string(choice.strategy) + "/" + choice.pipeline + "/" +
-                                       choice.interlock + " P=" + std::to_string(p));
+                                       choice.interlock + " P=" + std::to_string(p) +
+                                       " M=" + std::to_string(c.micro_batches));
   }
 }
 

@@ -139,6 +139,29 @@ pipelines = ["gpipe", "1f1b"]
   EXPECT_EQ(spec.configs[2].train.pipeline, "gpipe");
 }
 
+// zb-h1 schedules the global strategy alone: the others take the next pipeline listed,
+// or 1f1b.
+TEST(SweepSpec, ZbH1OnlyMultipliesTheGlobalStrategy) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+strategies = ["global", "local"]
+pipelines = ["zb-h1", "gpipe"]
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 3u);
+  EXPECT_EQ(spec.configs[0].train.pipeline, "zb-h1");
+  EXPECT_EQ(spec.configs[1].train.pipeline, "gpipe");
+  EXPECT_EQ(spec.configs[2].train.strategy, "local");
+  EXPECT_EQ(spec.configs[2].train.pipeline, "gpipe");
+  const SweepSpec alone = parse_sweep_spec(R"(
+strategies = ["global", "pairwise"]
+pipeline = "zb-h1"
+)",
+                                           "spec.toml");
+  ASSERT_EQ(alone.configs.size(), 2u);
+  EXPECT_EQ(alone.configs[0].train.pipeline, "zb-h1");
+  EXPECT_EQ(alone.configs[1].train.pipeline, "1f1b");
+}
+
 TEST(SweepSpec, ModelOptionsApplyToAllModelsAndPerModelTablesOverride) {
   const SweepSpec spec = parse_sweep_spec(R"(
 models = ["resnet20", "gpt-mini"]

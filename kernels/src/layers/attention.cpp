@@ -153,7 +153,16 @@ std::vector<Tensor> SelfAttention::run_backward(Backend& backend, const Tensor& 
   if (parameters) Linear::parameter_gradients(backend, dqkv, x, qkv_weight_, &qkv_bias_);
   Tensor dx({batch, time, dim_}, device);
   backend.matmul({1, rows, dim_, 3 * dim_}, dqkv, qkv_weight_.value, dx);
+  // The projections' weight gradients need the gradients at their outputs.
+  if (which == Gradients::inputs_deferring_parameters) ctx.deferred = {grad_output, dqkv};
   return {dx};
+}
+
+void SelfAttention::run_backward_parameters(Context& ctx) {
+  const Tensor& grad_output = ctx.deferred[0];
+  Backend& backend = backend_for(grad_output.device());
+  Linear::parameter_gradients(backend, grad_output, ctx.saved[kMerged], proj_weight_, &proj_bias_);
+  Linear::parameter_gradients(backend, ctx.deferred[1], ctx.saved[kInput], qkv_weight_, &qkv_bias_);
 }
 
 }  // namespace interplace::kernels

@@ -99,7 +99,8 @@ std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& gr
   Tensor dx(x.shape(), x.device());
   // With batch statistics the input gradient needs the per-channel sums of dy and
   // dy * xhat, which are dbeta and dgamma: inputs_only still computes them (into scratch)
-  // and only leaves the parameters' gradients alone.
+  // and only leaves the parameters' gradients alone; a deferring pass keeps them for
+  // run_backward_parameters to commit.
   const bool parameters = which == Gradients::inputs_and_parameters;
   Tensor dgamma = parameters ? grad_target(weight_) : Tensor({channels_}, x.device());
   Tensor dbeta = parameters ? grad_target(bias_) : Tensor({channels_}, x.device());
@@ -109,7 +110,20 @@ std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& gr
     store_grad(backend, weight_, dgamma);
     store_grad(backend, bias_, dbeta);
   }
+  if (which == Gradients::inputs_deferring_parameters) ctx.deferred = {dgamma, dbeta};
   return {dx};
+}
+
+void BatchNorm2d::run_backward_parameters(Context& ctx) {
+  Backend& backend = backend_for(ctx.deferred[0].device());
+  if (ctx.saved.size() > kEvalMarker) {  // the deferring pass kept the output gradient
+    parameter_gradients_eval(backend, ctx.deferred[0], ctx);
+    return;
+  }
+  begin_grad(weight_);
+  begin_grad(bias_);
+  store_grad(backend, weight_, ctx.deferred[0]);
+  store_grad(backend, bias_, ctx.deferred[1]);
 }
 
 // With constant statistics y = gamma * xhat + beta is per-channel affine, so
@@ -118,18 +132,27 @@ std::vector<Tensor> BatchNorm2d::run_backward(Backend& backend, const Tensor& gr
 //   depthwise 1x1 convolution applied to xhat).
 // Built from backend calls so that it runs on every device.
 std::vector<Tensor> BatchNorm2d::backward_eval(Backend& backend, const Tensor& grad_output,
-                                               const Context& ctx, Gradients which) {
+                                               Context& ctx, Gradients which) {
+  const Tensor& x = ctx.saved[kInput];
+  const Tensor& variance = ctx.saved[kVariance];
+  const Tensor zeros = filled(backend, {channels_}, x.device(), 0.0f);
+
+  Tensor dx(x.shape(), x.device());
+  backend.batch_norm_forward_inference(grad_output, weight_.value, zeros, zeros, variance, epsilon_,
+                                       dx);
+  if (which == Gradients::inputs_deferring_parameters) ctx.deferred = {grad_output};
+  if (which == Gradients::inputs_and_parameters)
+    parameter_gradients_eval(backend, grad_output, ctx);
+  return {dx};
+}
+
+void BatchNorm2d::parameter_gradients_eval(Backend& backend, const Tensor& grad_output,
+                                           const Context& ctx) {
   const Tensor& x = ctx.saved[kInput];
   const Tensor& mean = ctx.saved[kMean];
   const Tensor& variance = ctx.saved[kVariance];
   const Device device = x.device();
   const Tensor zeros = filled(backend, {channels_}, device, 0.0f);
-
-  Tensor dx(x.shape(), device);
-  backend.batch_norm_forward_inference(grad_output, weight_.value, zeros, zeros, variance, epsilon_,
-                                       dx);
-  if (which == Gradients::inputs_only) return {dx};
-
   Tensor xhat(x.shape(), device);
   backend.batch_norm_forward_inference(x, filled(backend, {channels_}, device, 1.0f), zeros, mean,
                                        variance, epsilon_, xhat);
@@ -150,7 +173,6 @@ std::vector<Tensor> BatchNorm2d::backward_eval(Backend& backend, const Tensor& g
   backend.conv2d_backward_weights(per_channel, xhat, grad_output, dgamma_view, dbeta);
   store_grad(backend, weight_, dgamma);
   store_grad(backend, bias_, dbeta);
-  return {dx};
 }
 
 }  // namespace interplace::kernels

@@ -85,6 +85,11 @@ std::vector<Tensor> Sequential::run_backward(Backend& /*backend*/, const Tensor&
   return {grad};
 }
 
+// In backward's order, so that a parameter two layers share sums in the same order.
+void Sequential::run_backward_parameters(Context& ctx) {
+  for (size_t i = layers_.size(); i-- > 0;) layers_[i]->backward_parameters(ctx.children[i]);
+}
+
 Residual::Residual(std::unique_ptr<Layer> main, std::unique_ptr<Layer> shortcut)
     : main_(std::move(main)), shortcut_(std::move(shortcut)) {
   if (main_ == nullptr) throw_invalid("Residual: null main branch");
@@ -148,6 +153,11 @@ std::vector<Tensor> Residual::run_backward(Backend& backend, const Tensor& grad_
   Tensor grad(main.shape(), main.device());
   backend.add(main, shortcut, grad);
   return {grad};
+}
+
+void Residual::run_backward_parameters(Context& ctx) {
+  main_->backward_parameters(ctx.children[0]);
+  if (shortcut_) shortcut_->backward_parameters(ctx.children[1]);
 }
 
 }  // namespace interplace::kernels

@@ -115,13 +115,26 @@ std::vector<Tensor> Conv2d::run_backward(Backend& backend, const Tensor& grad_ou
   Tensor dx(x.shape(), x.device());
   backend.conv2d_backward_data(g, grad_output, weight_.value, dx);
   if (which == Gradients::inputs_only) return {dx};
+  if (which == Gradients::inputs_deferring_parameters) {
+    ctx.deferred = {grad_output};
+    return {dx};
+  }
+  parameter_gradients(backend, grad_output, x);
+  return {dx};
+}
+
+void Conv2d::parameter_gradients(Backend& backend, const Tensor& grad_output, const Tensor& x) {
   // The backend overwrites dw and db; grad_target/store_grad add them when accumulating.
   Tensor dw = grad_target(weight_);
   Tensor db = has_bias_ ? grad_target(bias_) : Tensor();
-  backend.conv2d_backward_weights(g, x, grad_output, dw, db);
+  backend.conv2d_backward_weights(geometry(x.shape()), x, grad_output, dw, db);
   store_grad(backend, weight_, dw);
   if (has_bias_) store_grad(backend, bias_, db);
-  return {dx};
+}
+
+void Conv2d::run_backward_parameters(Context& ctx) {
+  const Tensor& grad_output = ctx.deferred[0];
+  parameter_gradients(backend_for(grad_output.device()), grad_output, ctx.saved[0]);
 }
 
 std::vector<Parameter*> Conv2d::parameters() {

@@ -58,6 +58,7 @@ std::vector<Tensor> LayerNorm::run_backward(Backend& backend, const Tensor& grad
   // The kernel overwrites dgamma/dbeta, so accumulation goes through a scratch target. The
   // kernels compute them with dx (column sums beside dx's row sums): inputs_only lets them
   // write into scratch and leaves the parameters' gradients alone.
+  // A deferring pass keeps the scratch sums for run_backward_parameters to commit.
   const bool parameters = which == Gradients::inputs_and_parameters;
   const int64_t features = weight_.value.numel();
   Tensor dweight = parameters ? grad_target(weight_) : Tensor({features}, x.device());
@@ -68,7 +69,16 @@ std::vector<Tensor> LayerNorm::run_backward(Backend& backend, const Tensor& grad
     store_grad(backend, weight_, dweight);
     store_grad(backend, bias_, dbias);
   }
+  if (which == Gradients::inputs_deferring_parameters) ctx.deferred = {dweight, dbias};
   return {dx};
+}
+
+void LayerNorm::run_backward_parameters(Context& ctx) {
+  Backend& backend = backend_for(ctx.deferred[0].device());
+  begin_grad(weight_);
+  begin_grad(bias_);
+  store_grad(backend, weight_, ctx.deferred[0]);
+  store_grad(backend, bias_, ctx.deferred[1]);
 }
 
 }  // namespace interplace::kernels

@@ -57,8 +57,18 @@ std::vector<Tensor> Linear::run_backward(Backend& backend, const Tensor& grad_ou
   Tensor dx(x.shape(), x.device());
   backend.matmul({1, rows, in_features_, out_features_}, grad_output, weight_.value, dx);
   if (which == Gradients::inputs_only) return {dx};
+  if (which == Gradients::inputs_deferring_parameters) {
+    ctx.deferred = {grad_output};
+    return {dx};
+  }
   parameter_gradients(backend, grad_output, x, weight_, has_bias_ ? &bias_ : nullptr);
   return {dx};
+}
+
+void Linear::run_backward_parameters(Context& ctx) {
+  const Tensor& grad_output = ctx.deferred[0];
+  parameter_gradients(backend_for(grad_output.device()), grad_output, ctx.saved[0], weight_,
+                      has_bias_ ? &bias_ : nullptr);
 }
 
 void Linear::parameter_gradients(Backend& backend, const Tensor& grad_output, const Tensor& input,

@@ -75,7 +75,14 @@ std::vector<Tensor> TiedLinear::run_backward(Backend& backend, const Tensor& gra
   if (which == Gradients::inputs_and_parameters) {
     Linear::parameter_gradients(backend, grad_output, x, weight, nullptr);
   }
+  if (which == Gradients::inputs_deferring_parameters) ctx.deferred = {grad_output};
   return {dx};
+}
+
+void TiedLinear::run_backward_parameters(Context& ctx) {
+  const Tensor& grad_output = ctx.deferred[0];
+  Linear::parameter_gradients(backend_for(grad_output.device()), grad_output, ctx.saved[0],
+                              bound_weight(), nullptr);
 }
 
 }  // namespace interplace::kernels

@@ -1,6 +1,7 @@
 // interplace simulate: places a model (as `place`) and simulates one training step under a
 // backprop strategy and pipeline schedule.
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "device_options.hpp"
@@ -108,15 +109,18 @@ std::string run_simulate(const SimulateOptions& o) {
   // Bad strategy or pipeline names fail before the (possibly slow) placement.
   const int k = o.placement.devices;
   const bool global = placement::strategy_reach(o.strategy, k) >= k - 1;
-  // The placer charges each device the micro-batches the pipeline keeps at once (1F1B: K).
+  std::optional<placement::PipelineKind> pipeline;
+  if (!o.pipeline.empty()) pipeline = placement::pipeline_by_name(o.pipeline);
+  // The placer charges each device the micro-batches the pipeline keeps at once (1F1B and
+  // ZB-H1: K).
   PlacementSelection selection = o.placement;
-  if (global && !o.pipeline.empty()) {
-    selection.kept_micro_batches = placement::micro_batches_kept(
-        placement::pipeline_by_name(o.pipeline), o.model.micro_batches, k);
+  if (global && pipeline) {
+    selection.kept_micro_batches =
+        placement::micro_batches_kept(*pipeline, o.model.micro_batches, k);
   }
   StepRequest request;
   request.strategy = o.strategy;
-  if (!o.pipeline.empty()) request.pipeline = placement::pipeline_by_name(o.pipeline);
+  request.pipeline = pipeline;
   request.micro_batches = o.model.micro_batches;
   // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
   if (o.mini_batches < 1 || o.mini_batches > placement::kMaxMiniBatches) {

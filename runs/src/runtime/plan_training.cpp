@@ -128,9 +128,15 @@ void parse_choices(TrainPlan& plan) {
   plan.reach = placement::strategy_reach(plan.strategy, c.devices);
   const bool global = plan.reach == c.devices - 1;
   require_name("pipeline", c.pipeline, train_pipeline_names());
-  // The pipeline only chooses the global schedule; local and interlocking ignore it. e2e:
-  // one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1.
+  // The pipeline only chooses the global schedule; local and interlocking run 1F1B's order
+  // whatever gpipe, 1f1b or e2e says, and refuse zb-h1, whose split backward they do not
+  // have. e2e: one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1.
   plan.pipeline = global ? config_pipeline(c) : placement::PipelineKind::one_f_one_b;
+  if (!global && c.pipeline == placement::to_string(placement::PipelineKind::zb_h1)) {
+    throw_invalid("pipeline 'zb-h1' schedules the global strategy only, and '" + c.strategy +
+                  "' on " + std::to_string(c.devices) +
+                  " devices is not global (it runs 1F1B's order: pipeline 1f1b)");
+  }
   plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
   plan.device = device_by_name(c.device);
   placement::to_string(c.optimizer);  // rejects values outside the enum
@@ -163,9 +169,11 @@ void plan_schedule(TrainPlan& plan) {
     plan.schedule = placement::build_schedule(request);
     return;
   }
-  if (plan.pipeline == placement::PipelineKind::one_f_one_b) {
-    throw_invalid("pipeline '1f1b' cannot run on this placement (" + *not_chain +
-                  "): 1F1B interleaves whole-stage forward and backward passes. HINT: "
+  if (plan.pipeline != placement::PipelineKind::gpipe) {
+    throw_invalid("pipeline '" + placement::to_string(plan.pipeline) +
+                  "' cannot run on this placement (" + *not_chain +
+                  "): " + placement::to_string(plan.pipeline) +
+                  " interleaves whole-stage forward and backward passes. HINT: "
                   "--pipeline gpipe (the list schedule, node by node), or a placer that makes "
                   "stage chains (contiguous, stages)");
   }

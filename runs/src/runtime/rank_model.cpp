@@ -36,6 +36,7 @@ struct BackwardPass {
   int loss_stage = -1;     // the flow's source stage (the last stage for global)
   bool updates = true;     // accumulate parameter gradients
   bool propagates = true;  // compute input gradients for the ranks of the producers
+  bool defers = false;     // ZB-H1's B: the parameter gradients wait for the micro-batch's W
 };
 
 // Rows [first, first + count) of a [N, ...] tensor, as a new tensor.
@@ -456,9 +457,12 @@ struct RankModel::Impl {
       received_grads.erase(received);
     }
     // A pass that must not train this body computes the input gradients alone: no weight
-    // gradient is computed, and the body's accumulated ones stay as they are.
-    const kernels::Gradients which =
-        pass.updates ? kernels::Gradients::inputs_and_parameters : kernels::Gradients::inputs_only;
+    // gradient is computed, and the body's accumulated ones stay as they are. ZB-H1's B
+    // leaves them to the micro-batch's W (backward_weight), which reads what B kept in the
+    // micro-batch's contexts.
+    const kernels::Gradients which = !pass.updates ? kernels::Gradients::inputs_only
+                                     : pass.defers ? kernels::Gradients::inputs_deferring_parameters
+                                                   : kernels::Gradients::inputs_and_parameters;
     std::vector<Tensor> outgoing(static_cast<size_t>(graph.node_count()));
     for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
       const NodeId id = *it;
@@ -467,7 +471,12 @@ struct RankModel::Impl {
       const Instant node_start = record_times ? now() : Instant{};
       Tensor& g = grads[static_cast<size_t>(id)];
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
-      Context ctx = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];  // may run again
+      // A copy, since an interlocking micro-batch may run backward again; B runs on the
+      // micro-batch's own context, which keeps what its W needs.
+      Context& stored = contexts[static_cast<size_t>(m)][static_cast<size_t>(id)];
+      Context copy;
+      if (!pass.defers) copy = stored;
+      Context& ctx = pass.defers ? stored : copy;
       const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx, which);
       msg.progress();
       for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -488,6 +497,25 @@ struct RankModel::Impl {
         Tensor& out = outgoing[static_cast<size_t>(p)];
         if (out.defined()) pending.emplace_back(p, std::move(out));
       }
+    }
+    finish();
+  }
+
+  // Stage level, ZB-H1's W: the parameter gradients of micro-batch m that its B deferred,
+  // node by node in the backward's order (so that a weight two nodes share sums in the
+  // order a whole backward sums it).
+  void backward_weight(int m) {
+    if (node_messages) throw_runtime("a weight-gradient pass in a node-level schedule");
+    begin("backward");
+    const bool record_times = !node_times.forward_s.empty();
+    for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
+      const NodeId id = *it;
+      if (graph.node(id).op == "input") continue;
+      const Instant node_start = record_times ? now() : Instant{};
+      layers[static_cast<size_t>(id)]->backward_parameters(
+          contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
+      msg.progress();
+      charge_node(id, node_start, true);
     }
     finish();
   }
@@ -564,7 +592,11 @@ void RankModel::execute(const Action& a) {
       i.backward({.micro_batch = m,
                   .loss_stage = a.loss_stage,
                   .updates = a.updates_parameters,
-                  .propagates = a.propagates_gradient});
+                  .propagates = a.propagates_gradient,
+                  .defers = a.defers_parameters});
+      break;
+    case ActionKind::backward_weight:
+      i.backward_weight(m);
       break;
     case ActionKind::send:
       if (i.node_messages) throw_runtime("a send action in a node-level schedule");

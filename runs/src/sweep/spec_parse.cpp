@@ -13,6 +13,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
+#include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "spec_dimensions.hpp"
@@ -430,6 +431,19 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
 }
 
 // Cross product, first dimension outermost, repeat innermost.
+// The pipeline a non-global strategy's configurations record: the first listed that such a
+// strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 it
+// refuses), else 1f1b.
+DimValue non_global_pipeline(const std::vector<DimValue>& listed) {
+  const std::string zb_h1 = placement::to_string(placement::PipelineKind::zb_h1);
+  for (const DimValue& value : listed) {
+    if (value.text != zb_h1) return value;
+  }
+  DimValue fallback = listed.front();
+  fallback.text = placement::to_string(placement::PipelineKind::one_f_one_b);
+  return fallback;
+}
+
 std::vector<SweepConfig> expand(const Sections& s) {
   const std::vector<Dimension>& dims = sweep::dimensions();
   int64_t total = s.repeats;
@@ -453,8 +467,11 @@ std::vector<SweepConfig> expand(const Sections& s) {
     std::vector<std::string> texts(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) {
       DimValue value = s.lists[i][at[i]];
-      // The pipeline schedules only the global strategy: the others keep the first listed.
-      if (static_cast<int>(i) == pipeline && texts[strategy] != "global") value = s.lists[i][0];
+      // The pipeline schedules only the global strategy: the others keep the first listed
+      // that they accept (zb-h1 is the global strategy's alone; 1f1b when only it is listed).
+      if (static_cast<int>(i) == pipeline && texts[strategy] != "global") {
+        value = non_global_pipeline(s.lists[i]);
+      }
       dims[i].apply(config, value);
       texts[i] = value.text;
     }

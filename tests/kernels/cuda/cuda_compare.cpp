@@ -135,7 +135,17 @@ namespace {
   if (!result || !options.second_backward) return result;
   gpu->backward(dy_gpu, gpu_ctx);
   cpu->backward(dy, cpu_ctx);
-  return compare_state(*gpu, *cpu, options.tolerance, "after two backward calls");
+  result = compare_state(*gpu, *cpu, options.tolerance, "after two backward calls");
+  if (!result) return result;
+  // The zero-bubble split (B, then W): the same input gradient on both devices, then the
+  // same parameter gradients added.
+  result = compare_gradients(gpu->backward(dy_gpu, gpu_ctx, Gradients::inputs_deferring_parameters),
+                             cpu->backward(dy, cpu_ctx, Gradients::inputs_deferring_parameters),
+                             options.tolerance, "input gradient (deferring the parameters)");
+  if (!result) return result;
+  gpu->backward_parameters(gpu_ctx);
+  cpu->backward_parameters(cpu_ctx);
+  return compare_state(*gpu, *cpu, options.tolerance, "after a deferred parameter pass");
 }
 
 }  // namespace interplace::kernels::testing

@@ -39,8 +39,9 @@ struct CompareOptions {
 
 // Makes the layer twice, runs one copy on the CPU and one on CUDA with the same parameters
 // and buffers, inputs and output gradient (random, seeded), and compares the outputs,
-// input gradients, parameter gradients (after one and after two backward calls) and
-// buffers afterwards.
+// input gradients, parameter gradients (after one and after two backward calls, and after
+// a backward split into its input pass and deferred parameter pass) and buffers
+// afterwards.
 ::testing::AssertionResult matches_cpu(const std::function<std::unique_ptr<Layer>()>& make,
                                        const std::vector<Tensor>& inputs,
                                        const CompareOptions& options = {});

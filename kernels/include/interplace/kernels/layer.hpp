@@ -37,13 +37,20 @@ struct FlopCount {
 // input gradients alone: conv and linear layers then skip their weight-gradient
 // convolution or GEMM, norms their scale/shift reductions where the input gradient does
 // not need them, and no Parameter::grad is touched.
-enum class Gradients { inputs_and_parameters, inputs_only };
+// inputs_deferring_parameters splits a backward in two, as zero-bubble pipelines do (B
+// then W): the call computes the input gradients now and keeps in the Context what the
+// parameter gradients need; Layer::backward_parameters computes them later.
+enum class Gradients { inputs_and_parameters, inputs_only, inputs_deferring_parameters };
 
 // Saved state of one forward call, consumed by the matching backward call.
 struct Context {
   std::vector<Tensor> saved;
   std::vector<Shape> input_shapes;
   std::vector<Context> children;  // for composite layers (Sequential, Residual)
+  // Kept by a backward with Gradients::inputs_deferring_parameters for the parameter pass
+  // (the output gradient, or sums the input pass computed anyway); freed by that pass.
+  std::vector<Tensor> deferred;
+  bool parameters_pending = false;  // a deferring backward ran, backward_parameters not yet
 };
 
 // Public calls validate (input count, shapes, devices, backward-after-forward) and then
@@ -69,8 +76,16 @@ class Layer {
   // (or overwrites them when grad_is_zero); with Gradients::inputs_only the parameter
   // gradients are neither computed nor changed.
   // Inputs that are not differentiable (token ids, labels) get an undefined Tensor().
+  // With Gradients::inputs_deferring_parameters no Parameter::grad is touched either, and
+  // `ctx` keeps what backward_parameters needs (throws invalid_input when a deferred
+  // parameter pass of `ctx` is still pending). Nothing `ctx` held is freed.
   std::vector<Tensor> backward(const Tensor& grad_output, Context& ctx,
                                Gradients which = Gradients::inputs_and_parameters);
+  // The parameter pass that a backward with Gradients::inputs_deferring_parameters left
+  // pending in `ctx`: adds into Parameter::grad (or overwrites, after zero_grad) what that
+  // backward would have added with inputs_and_parameters, and frees what it kept. Throws
+  // invalid_input when no such pass is pending (none ran, or this one already did).
+  void backward_parameters(Context& ctx);
 
   virtual std::vector<Parameter*> parameters() { return {}; }
   // Non-trainable state that is part of the model (batch-norm running statistics).
@@ -98,6 +113,21 @@ class Layer {
   // pass `which` on to their parts.
   virtual std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output,
                                            Context& ctx, Gradients which) = 0;
+
+  // How a layer splits a backward with Gradients::inputs_deferring_parameters:
+  //  none: it computes no parameter gradients; its parameter pass does nothing;
+  //  rerun: run_backward runs with inputs_only and ctx.deferred keeps grad_output; the
+  //    parameter pass runs the whole backward again and drops the input gradients (right
+  //    for any layer, and no extra work where inputs_only computes nothing, as Embedding);
+  //  own: run_backward gets inputs_deferring_parameters and keeps in ctx.deferred what the
+  //    layer's run_backward_parameters needs (conv and linear: the output gradient, so
+  //    that each pass computes only its own products; composites: the children's passes).
+  // Default: rerun for a layer with parameters, none otherwise.
+  enum class Deferral { none, rerun, own };
+  virtual Deferral deferral();
+  // For Deferral::own: called by backward_parameters with the ctx a deferring
+  // run_backward filled, on the backend of the tensors it kept.
+  virtual void run_backward_parameters(Context& ctx);
 
   // Makes sure p.grad has storage; returns true when the new gradient must be added to
   // the one already there (kernels that can accumulate in place use this).

@@ -41,6 +41,17 @@
 //    flow source arriving at this stage minus its index). For global this is 1F1B
 //    (D = K-1-j); for local D = 0. Nobody waits for anything else, so a stage starts its
 //    next mini-batch as soon as its own step is done: stages overlap across mini-batches.
+//  - global ZB-H1 (zero bubble, Qi et al., ICLR 2024, their handcrafted ZB-H1): 1F1B's
+//    order, with every backward split into B, the input gradient (a backward action with
+//    defers_parameters, sent on at once), and W, the parameter gradients of that
+//    micro-batch (a backward_weight action). Stage j runs W(m - j) right after B(m) and
+//    the W's still due after its last B, before the optimiser step: the last stages put
+//    their W's off the most, so B's reach stage 0 sooner, and the W's fill the bubble at
+//    the tail. At T_F = T_B = T_W and zero link cost every stage idles
+//    (K-1)(T_F + T_B - T_W) per mini-batch (M >= K), against 1F1B's (K-1)(T_F + T_B + T_W).
+//    Stage j holds at most min(M, K-j) micro-batches between F and B, as 1F1B, and
+//    min(M, K) between F and W (the ones past B keep only what W needs in the paper's
+//    accounting: peak memory K M_B, 1F1B's, on stage 0).
 #pragma once
 
 #include <string>
@@ -56,10 +67,11 @@ enum class ActionKind {
   aux_backward,
   send,
   receive,
-  optimizer_step
+  optimizer_step,
+  backward_weight  // ZB-H1's W: the parameter gradients a deferring backward left
 };
 enum class Payload { activation, gradient };
-enum class PipelineKind { gpipe, one_f_one_b };
+enum class PipelineKind { gpipe, one_f_one_b, zb_h1 };
 // Where tensors cross devices: at the send and receive actions (stage chains), or inside
 // forward and backward actions of single nodes (node_level_schedule: a placement that is
 // not a chain, where whole-stage passes and messages could deadlock).
@@ -75,6 +87,9 @@ struct Action {
   int loss_stage = -1;  // backward, and gradient messages: the stage whose loss it carries
   bool updates_parameters = false;   // backward: accumulates the body's parameter gradients
   bool propagates_gradient = false;  // backward: computes the input gradient (sent on)
+  // backward that updates: ZB-H1's B, computing the input gradient only; the micro-batch's
+  // backward_weight action on this stage computes the parameter gradients later.
+  bool defers_parameters = false;
   int node = -1;  // forward / backward of a node-level schedule: the graph node; else -1
 
   bool operator==(const Action&) const = default;
@@ -105,13 +120,15 @@ int strategy_reach(const Strategy& strategy, int stage_count);
 // {"global", "local", "pairwise", "nwise:N"}: the forms strategy_reach accepts, for help
 // texts and messages.
 const std::vector<std::string>& strategy_forms();
-// "gpipe" or "1f1b".
+// "gpipe", "1f1b" or "zb-h1".
 PipelineKind pipeline_by_name(std::string_view name);
 const std::vector<std::string>& pipeline_names();
 std::string to_string(PipelineKind kind);
 // The micro-batches whose activations the busiest stage keeps at once under the global
 // strategy's pipeline: GPipe all M (every forward before the first backward), 1F1B at most
-// K (stage s keeps min(M, K - s)). What the placers charge a device for.
+// K (stage s keeps min(M, K - s)), ZB-H1 as 1F1B (stage 0 keeps min(M, K) between F and
+// its W; later stages as many, the ones past B with only what W needs). What the placers
+// charge a device for.
 int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages);
 // "single" or "sum".
 InterlockMode interlock_mode_by_name(std::string_view name);
@@ -124,7 +141,8 @@ inline constexpr int kMaxMiniBatches = 1000;
 
 struct ScheduleRequest {
   Strategy strategy = {};
-  PipelineKind pipeline = PipelineKind::one_f_one_b;  // only global strategies use gpipe
+  // Only global strategies use gpipe and zb-h1.
+  PipelineKind pipeline = PipelineKind::one_f_one_b;
   int stage_count = 1;
   int micro_batches = 1;  // per mini-batch
   int mini_batches = 1;   // run back to back
@@ -167,11 +185,13 @@ Schedule node_level_schedule(const ScheduleRequest& request,
                              const std::vector<std::vector<NodeTask>>& device_tasks);
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
-// "bwd 0.1 loss3 upd prop", "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).
+// "bwd 0.1 loss3 upd prop", "bwd 0.1 loss3 upd prop defer" (ZB-H1's B), "bwd-w 0.1"
+// (its W), "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).
 // The action in a step x rank grid and on timelines: "F3" forward of micro-batch 3 (numbered
 // across mini-batches: mini_batch * micro_batches + micro_batch), "B3" a backward pass that
-// updates the body, "b3" one that only passes the gradient on, "H3"/"h3" the auxiliary
-// head's forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step.
+// updates the body (under ZB-H1 its input-gradient pass B), "W3" ZB-H1's weight-gradient
+// pass, "b3" a backward that only passes the gradient on, "H3"/"h3" the auxiliary head's
+// forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step.
 std::string grid_label(const Action& action, int micro_batches);
 std::string to_string(const Action& action);
 

@@ -9,9 +9,11 @@
 // latency_s + bytes / bandwidth_bytes_per_s, one message at a time per direction. A
 // receive blocks its stage until the message has arrived; that wait is idle time.
 // A backward pass that updates the body costs backward_s, one that only carries a gradient
-// through costs backward_input_s. Memory: parameter state, plus activation_bytes from a
-// micro-batch's forward until its last backward pass on that stage, plus
-// aux_activation_bytes from an aux forward to its aux backward.
+// through costs backward_input_s; ZB-H1's split backward costs backward_input_s for B (the
+// input gradient) and backward_s - backward_input_s for W (the parameter gradients).
+// Memory: parameter state, plus activation_bytes from a micro-batch's forward until its
+// last backward pass on that stage (its W under ZB-H1: the runtime keeps the micro-batch's
+// contexts until then), plus aux_activation_bytes from an aux forward to its aux backward.
 #pragma once
 
 #include <cstdint>

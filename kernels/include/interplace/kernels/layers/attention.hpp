@@ -43,6 +43,8 @@ class SelfAttention : public Layer {
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
   std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
                                    Gradients which) override;
+  Deferral deferral() override { return Deferral::own; }
+  void run_backward_parameters(Context& ctx) override;
 
  private:
   int64_t dim_, heads_, head_dim_;

@@ -36,12 +36,16 @@ class BatchNorm2d final : public Layer {
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
   std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
                                    Gradients which) override;
+  Deferral deferral() override { return Deferral::own; }
+  void run_backward_parameters(Context& ctx) override;
 
  private:
   void update_running_statistics(Backend& backend, const Tensor& mean, const Tensor& variance,
                                  int64_t count);
-  std::vector<Tensor> backward_eval(Backend& backend, const Tensor& grad_output, const Context& ctx,
+  std::vector<Tensor> backward_eval(Backend& backend, const Tensor& grad_output, Context& ctx,
                                     Gradients which);
+  // Eval mode's scale/shift gradients for output gradient dy.
+  void parameter_gradients_eval(Backend& backend, const Tensor& grad_output, const Context& ctx);
 
   int64_t channels_;
   float epsilon_, momentum_;

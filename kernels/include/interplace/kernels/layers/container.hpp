@@ -35,6 +35,8 @@ class Sequential final : public Layer {
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
   std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
                                    Gradients which) override;
+  Deferral deferral() override { return Deferral::own; }
+  void run_backward_parameters(Context& ctx) override;
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -57,6 +59,8 @@ class Residual final : public Layer {
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
   std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
                                    Gradients which) override;
+  Deferral deferral() override { return Deferral::own; }
+  void run_backward_parameters(Context& ctx) override;
 
  private:
   std::unique_ptr<Layer> main_, shortcut_;

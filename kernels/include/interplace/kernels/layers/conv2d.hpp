@@ -44,8 +44,12 @@ class Conv2d final : public Layer {
   Tensor run_forward(Backend& backend, std::span<const Tensor> inputs, Context& ctx) override;
   std::vector<Tensor> run_backward(Backend& backend, const Tensor& grad_output, Context& ctx,
                                    Gradients which) override;
+  Deferral deferral() override { return Deferral::own; }
+  void run_backward_parameters(Context& ctx) override;
 
  private:
+  // dW and db (added, or written after zero_grad) for the output gradient of input x.
+  void parameter_gradients(Backend& backend, const Tensor& grad_output, const Tensor& x);
   Conv2dGeometry geometry(const Shape& input) const;
 
   int64_t in_channels_, out_channels_;
