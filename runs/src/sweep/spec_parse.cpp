@@ -430,7 +430,6 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
   }
 }
 
-// Cross product, first dimension outermost, repeat innermost.
 // The pipeline a non-global strategy's configurations record: the first listed that such a
 // strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 it
 // refuses), else 1f1b.
@@ -444,6 +443,7 @@ DimValue non_global_pipeline(const std::vector<DimValue>& listed) {
   return fallback;
 }
 
+// Cross product, first dimension outermost, repeat innermost.
 std::vector<SweepConfig> expand(const Sections& s) {
   const std::vector<Dimension>& dims = sweep::dimensions();
   int64_t total = s.repeats;
