@@ -268,7 +268,8 @@ TEST(Schedule, ZbH1FourStagesEightMicroBatches) {
     std::string grid;
     for (const Action& a : schedule.stage_actions[j]) {
       if (a.kind == ActionKind::send || a.kind == ActionKind::receive) continue;
-      grid += (grid.empty() ? "" : " ") + grid_label(a, 8);
+      if (!grid.empty()) grid += ' ';
+      grid += grid_label(a, 8);
     }
     EXPECT_EQ(grid, expected[j]) << "stage " << j;
   }
