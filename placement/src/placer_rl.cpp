@@ -58,7 +58,73 @@ int argmax(const std::vector<double>& p) {
   return static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin());
 }
 
+template <typename Enum>
+Enum enum_by_name(const char* what, const std::vector<std::string>& names,
+                  const std::string& name) {
+  const auto found = std::find(names.begin(), names.end(), name);
+  if (found == names.end()) {
+    std::string valid;
+    for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    throw_invalid(std::string("unknown rl ") + what + " '" + name + "' (valid: " + valid + ")");
+  }
+  return static_cast<Enum>(found - names.begin());
+}
+
 }  // namespace
+
+// In the order of the enumerators.
+const std::vector<std::string>& rl_reward_names() {
+  static const std::vector<std::string> names = {"start-relative", "log", "log-study-sign"};
+  return names;
+}
+const std::vector<std::string>& rl_baseline_names() {
+  static const std::vector<std::string> names = {"recent", "all-so-far"};
+  return names;
+}
+const std::vector<std::string>& rl_episode_start_names() {
+  static const std::vector<std::string> names = {"start", "best"};
+  return names;
+}
+const std::vector<std::string>& rl_entropy_schedule_names() {
+  static const std::vector<std::string> names = {"linear", "constant"};
+  return names;
+}
+std::string to_string(RlReward reward) {
+  return rl_reward_names().at(static_cast<size_t>(reward));
+}
+std::string to_string(RlBaseline baseline) {
+  return rl_baseline_names().at(static_cast<size_t>(baseline));
+}
+std::string to_string(RlEpisodeStart start) {
+  return rl_episode_start_names().at(static_cast<size_t>(start));
+}
+std::string to_string(RlEntropySchedule schedule) {
+  return rl_entropy_schedule_names().at(static_cast<size_t>(schedule));
+}
+RlReward rl_reward_by_name(const std::string& name) {
+  return enum_by_name<RlReward>("reward", rl_reward_names(), name);
+}
+RlBaseline rl_baseline_by_name(const std::string& name) {
+  return enum_by_name<RlBaseline>("baseline", rl_baseline_names(), name);
+}
+RlEpisodeStart rl_episode_start_by_name(const std::string& name) {
+  return enum_by_name<RlEpisodeStart>("episode start", rl_episode_start_names(), name);
+}
+RlEntropySchedule rl_entropy_schedule_by_name(const std::string& name) {
+  return enum_by_name<RlEntropySchedule>("entropy schedule", rl_entropy_schedule_names(), name);
+}
+
+double rl_move_reward(RlReward reward, double before, double after, double start_cost) {
+  switch (reward) {
+    case RlReward::start_relative:
+      return (before - after) / start_cost;
+    case RlReward::log_runtime:
+      return std::log(before) - std::log(after);
+    case RlReward::log_runtime_study_sign:
+      return std::log(after) - std::log(before);
+  }
+  throw_invalid("rl: unknown reward");
+}
 
 void check_rl_options(const RlOptions& o) {
   auto positive_int = [](const char* name, int value) {
@@ -91,8 +157,15 @@ void check_rl_options(const RlOptions& o) {
   if (!(o.time_budget_s >= 0.0) || !std::isfinite(o.time_budget_s)) {
     throw_invalid("rl: time_budget_s must be a finite number >= 0 (0: no budget)");
   }
+  if (o.eval_every < 0 || o.eval_every == 1) {
+    throw_invalid("rl: eval_every must be 0 (no evaluation episodes) or >= 2, got " +
+                  std::to_string(o.eval_every));
+  }
+  if (!(o.clip_norm >= 0.0) || !std::isfinite(o.clip_norm)) {
+    throw_invalid("rl: clip_norm must be a finite number >= 0 (0: no clipping)");
+  }
   if (o.start == "rl") throw_invalid("rl: start cannot be rl itself");
-  if (o.start != "random") placer_by_name(o.start);
+  if (o.start != "random" && o.start != kRlStartDevice0) placer_by_name(o.start);
 }
 
 namespace {
@@ -154,6 +227,11 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   const double start_cost = start_s * (1.0 + o.memory_penalty * overflow(start_used));
   RlResult result{.best = start, .greedy = start};
   double best_s = overflow(start_used) > 0.0 ? INFINITY : start_s;
+  // Where episodes start with RlEpisodeStart::best: the best placement's device loads and
+  // penalised cost (the start's until a feasible faster one is found).
+  std::vector<int64_t> best_used = start_used;
+  double best_cost = start_cost;
+  double best_start_s = start_s;
 
   log = {};
   log.start_step_time_s = start_s;
@@ -163,17 +241,23 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   std::vector<int> actions(steps);
   std::vector<double> rewards(steps);
   std::deque<std::vector<double>> recent_returns;
+  // RlBaseline::all_so_far: the per-step sums of every training episode's returns.
+  std::vector<double> return_sums(steps, 0.0);
+  int training_episodes = 0;
   std::vector<double> gradient(static_cast<size_t>(policy.parameter_count()));
   Placement placement;
+  double episode_start_s = start_s;  // of the last episode's starting placement
 
   // One pass over the order; returns the final placement's step time (the placement is
   // left in `placement`).
   auto episode = [&](bool greedy) {
-    placement = start;
-    std::vector<int64_t> used = start_used;
+    const bool from_best = o.episode_start == RlEpisodeStart::best;
+    placement = from_best ? result.best : start;
+    std::vector<int64_t> used = from_best ? best_used : start_used;
     std::vector<char> visited(static_cast<size_t>(n), 0);
-    double previous_cost = start_cost;
-    double step_s = start_s;
+    double previous_cost = from_best ? best_cost : start_cost;
+    double step_s = from_best ? best_start_s : start_s;
+    episode_start_s = step_s;
     for (size_t t = 0; t < steps; ++t) {
       const NodeId node = order[t];
       featurizer.input(placement, node, visited, inputs[t]);
@@ -190,11 +274,14 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
       }
       const double over = overflow(used);
       const double cost = step_s * (1.0 + o.memory_penalty * over);
-      rewards[t] = (previous_cost - cost) / start_cost;
+      rewards[t] = rl_move_reward(o.reward, previous_cost, cost, start_cost);
       previous_cost = cost;
       if (over == 0.0 && step_s < best_s) {
         best_s = step_s;
         result.best = placement;
+        best_used = used;
+        best_cost = cost;
+        best_start_s = step_s;
       }
     }
     return step_s;
@@ -204,18 +291,39 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (o.time_budget_s > 0.0 && elapsed >= o.time_budget_s) break;
+    if (o.eval_every > 0 && (e + 1) % o.eval_every == 0) {
+      // An evaluation episode: the policy's argmax, no update, not part of the baseline.
+      const double final_s = episode(true);
+      result.greedy = placement;
+      log.greedy_step_time_s = final_s;
+      log.episode_start_step_time_s.push_back(episode_start_s);
+      log.episode_step_time_s.push_back(final_s);
+      log.best_step_time_s.push_back(best_s);
+      ++log.episodes_run;
+      ++log.evaluation_episodes;
+      continue;
+    }
     const double final_s = episode(false);
     std::vector<double> returns(steps);
     double to_go = 0.0;
     for (size_t t = steps; t-- > 0;) returns[t] = (to_go += rewards[t]);
     std::fill(gradient.begin(), gradient.end(), 0.0);
     const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;
-    // Exploration early, exploitation late: the entropy weight decays linearly to 0.
-    const double entropy_weight = o.entropy_weight * (1.0 - progress);
+    // Exploration early, exploitation late: the entropy weight decays linearly to 0
+    // (unless constant).
+    const double entropy_weight = o.entropy_schedule == RlEntropySchedule::constant
+                                      ? o.entropy_weight
+                                      : o.entropy_weight * (1.0 - progress);
+    ++training_episodes;
     for (size_t t = 0; t < steps; ++t) {
       double baseline = 0.0;
-      for (const std::vector<double>& past : recent_returns) baseline += past[t];
-      if (!recent_returns.empty()) baseline /= static_cast<double>(recent_returns.size());
+      if (o.baseline == RlBaseline::all_so_far) {
+        return_sums[t] += returns[t];
+        baseline = return_sums[t] / static_cast<double>(training_episodes);
+      } else {
+        for (const std::vector<double>& past : recent_returns) baseline += past[t];
+        if (!recent_returns.empty()) baseline /= static_cast<double>(recent_returns.size());
+      }
       const double advantage = returns[t] - baseline;
       const double per_step = 1.0 / static_cast<double>(steps);
       if (advantage != 0.0) {
@@ -225,16 +333,33 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
         policy.entropy_gradient(inputs[t], entropy_weight * per_step, gradient);
       }
     }
+    if (o.clip_norm > 0.0) {
+      double squares = 0.0;
+      for (double g : gradient) squares += g * g;
+      const double summed_norm = std::sqrt(squares) * static_cast<double>(steps);
+      if (summed_norm > o.clip_norm) {
+        const double scale = o.clip_norm / summed_norm;
+        for (double& g : gradient) g *= scale;
+      }
+    }
     adam.ascend(policy.parameters(), gradient,
                 o.learning_rate + (o.final_learning_rate - o.learning_rate) * progress);
-    recent_returns.push_back(std::move(returns));
-    if (static_cast<int>(recent_returns.size()) > o.baseline_window) recent_returns.pop_front();
+    if (o.baseline == RlBaseline::recent) {
+      recent_returns.push_back(std::move(returns));
+      if (static_cast<int>(recent_returns.size()) > o.baseline_window) recent_returns.pop_front();
+    }
+    log.episode_start_step_time_s.push_back(episode_start_s);
     log.episode_step_time_s.push_back(final_s);
     log.best_step_time_s.push_back(best_s);
     ++log.episodes_run;
   }
-  log.greedy_step_time_s = episode(true);
-  result.greedy = placement;
+  // The greedy episode of the trained policy, unless the last episode was one already.
+  const bool last_evaluated =
+      o.eval_every > 0 && log.episodes_run > 0 && log.episodes_run % o.eval_every == 0;
+  if (!last_evaluated) {
+    log.greedy_step_time_s = episode(true);
+    result.greedy = placement;
+  }
   log.policy = {.rounds = rounds,
                 .inputs = policy.inputs(),
                 .hidden = o.initial ? o.initial->hidden : o.hidden,
@@ -275,8 +400,14 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
   const int n = graph.node_count();
   const int k = context.device_count;
-  const Placement start = o.start == "random" ? place_random(graph, order, request)
-                                              : placer_by_name(o.start)(graph, order, request);
+  Placement start;
+  if (o.start == "random") {
+    start = place_random(graph, order, request);
+  } else if (o.start == kRlStartDevice0) {
+    start = {.device_count = k, .device_of_node = std::vector<int>(static_cast<size_t>(n), 0)};
+  } else {
+    start = placer_by_name(o.start)(graph, order, request);
+  }
   RlStepEstimator estimate = o.estimator;
   if (!estimate) {
     estimate = [list_schedule = std::make_shared<StepTimeEstimate>(

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -202,7 +203,183 @@ TEST(RlPlacer, BadOptionsFailClearly) {
   expect_bad([](RlOptions& o) { o.entropy_weight = -0.5; }, "entropy_weight");
   expect_bad([](RlOptions& o) { o.start = "rl"; }, "start");
   expect_bad([](RlOptions& o) { o.start = "nonsense"; }, "nonsense");
+  expect_bad([](RlOptions& o) { o.eval_every = 1; }, "eval_every");
+  expect_bad([](RlOptions& o) { o.eval_every = -5; }, "eval_every");
+  expect_bad([](RlOptions& o) { o.clip_norm = -1.0; }, "clip_norm");
+  expect_bad([](RlOptions& o) { o.clip_norm = INFINITY; }, "clip_norm");
   EXPECT_EQ(placer_by_name("rl")(graph, order, rl_request(cost_model, 2, 1)).device_count, 2);
+}
+
+TEST(RlOptionNames, RoundTripAndUnknownNamesListTheValidOnes) {
+  for (const std::string& name : rl_reward_names())
+    EXPECT_EQ(to_string(rl_reward_by_name(name)), name);
+  for (const std::string& name : rl_baseline_names()) {
+    EXPECT_EQ(to_string(rl_baseline_by_name(name)), name);
+  }
+  for (const std::string& name : rl_episode_start_names()) {
+    EXPECT_EQ(to_string(rl_episode_start_by_name(name)), name);
+  }
+  for (const std::string& name : rl_entropy_schedule_names()) {
+    EXPECT_EQ(to_string(rl_entropy_schedule_by_name(name)), name);
+  }
+  EXPECT_EQ(rl_reward_by_name("log"), RlReward::log_runtime);
+  EXPECT_EQ(rl_baseline_by_name("all-so-far"), RlBaseline::all_so_far);
+  try {
+    rl_reward_by_name("lgo");
+    ADD_FAILURE() << "accepted reward 'lgo'";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(error.what()).find("'lgo' (valid: start-relative, log, log-study-sign)"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+// Placeto's reward is the decrease of the log-runtime; the study's code flips its sign.
+TEST(RlPlacer, MoveRewardsAndTheirSigns) {
+  EXPECT_DOUBLE_EQ(rl_move_reward(RlReward::start_relative, 3.0, 2.0, 4.0), 0.25);
+  EXPECT_DOUBLE_EQ(rl_move_reward(RlReward::log_runtime, 3.0, 2.0, 4.0), std::log(1.5));
+  EXPECT_DOUBLE_EQ(rl_move_reward(RlReward::log_runtime_study_sign, 3.0, 2.0, 4.0), -std::log(1.5));
+  // A faster placement is rewarded with Placeto's sign, whatever the start.
+  EXPECT_GT(rl_move_reward(RlReward::log_runtime, 10.0, 9.0, 1.0), 0.0);
+}
+
+// A 20-node DAG on 3 devices and a policy trained on it briefly, to start the tests below
+// from the same parameters.
+struct TrainedFixture {
+  Graph graph = testing::random_dag(20, 0.15, 4, 3);
+  CostModel cost_model = testing::timed_cost_model(graph, std::vector<double>(20, 1.0),
+                                                   std::vector<double>(20, 2.0), {0.2, 1e9});
+  Order order = topological_order(graph);
+  RlSavedPolicy policy;
+  TrainedFixture() {
+    PlacementRequest request = rl_request(cost_model, 3, 7);
+    request.rl.episodes = 5;
+    RlTrainingLog log;
+    request.rl_log = &log;
+    place_rl(graph, order, request);
+    policy = log.policy;
+  }
+  RlTrainingLog run(const std::function<void(RlOptions&)>& change) const {
+    PlacementRequest request = rl_request(cost_model, 3, 3);
+    request.rl.initial = policy;
+    request.rl.entropy_weight = 0.0;
+    change(request.rl);
+    RlTrainingLog log;
+    request.rl_log = &log;
+    place_rl(graph, order, request);
+    return log;
+  }
+};
+
+// With the baseline over every training episode including the current one, the only
+// episode's advantages are all 0: without entropy, its update leaves the policy as it was.
+// The recent-episodes baseline (empty at the first episode) moves it.
+TEST(RlPlacer, AllSoFarBaselineIncludesTheCurrentEpisode) {
+  const TrainedFixture fixture;
+  const RlTrainingLog all = fixture.run([](RlOptions& o) {
+    o.episodes = 1;
+    o.baseline = RlBaseline::all_so_far;
+  });
+  EXPECT_EQ(all.episodes_run, 1);
+  EXPECT_EQ(all.policy.parameters, fixture.policy.parameters);
+  const RlTrainingLog recent = fixture.run([](RlOptions& o) { o.episodes = 1; });
+  EXPECT_NE(recent.policy.parameters, fixture.policy.parameters);
+  // Over more episodes the two baselines train differently.
+  const RlTrainingLog all_3 = fixture.run([](RlOptions& o) {
+    o.episodes = 3;
+    o.baseline = RlBaseline::all_so_far;
+  });
+  const RlTrainingLog recent_3 = fixture.run([](RlOptions& o) { o.episodes = 3; });
+  EXPECT_NE(all_3.policy.parameters, recent_3.policy.parameters);
+}
+
+// An evaluation episode plays the argmax without updating: one training episode then one
+// evaluation leaves the policy of the training episode alone, and the evaluation is the
+// greedy episode (not played again).
+TEST(RlPlacer, EvaluationEpisodesDoNotUpdate) {
+  const TrainedFixture fixture;
+  const RlTrainingLog trained = fixture.run([](RlOptions& o) { o.episodes = 1; });
+  const RlTrainingLog evaluated = fixture.run([](RlOptions& o) {
+    o.episodes = 2;
+    o.eval_every = 2;
+  });
+  EXPECT_EQ(evaluated.episodes_run, 2);
+  EXPECT_EQ(evaluated.evaluation_episodes, 1);
+  EXPECT_EQ(evaluated.policy.parameters, trained.policy.parameters);
+  EXPECT_EQ(evaluated.episode_step_time_s[0], trained.episode_step_time_s[0]);
+  EXPECT_EQ(evaluated.greedy_step_time_s, trained.greedy_step_time_s);
+  EXPECT_EQ(evaluated.episode_step_time_s[1], evaluated.greedy_step_time_s);
+  // The study's budget: 50 episodes, every 5th an evaluation, 40 training.
+  const RlTrainingLog study = fixture.run([](RlOptions& o) {
+    o.episodes = 50;
+    o.eval_every = 5;
+  });
+  EXPECT_EQ(study.episodes_run, 50);
+  EXPECT_EQ(study.evaluation_episodes, 10);
+  EXPECT_EQ(study.episode_step_time_s.size(), 50U);
+  EXPECT_EQ(study.greedy_step_time_s, study.episode_step_time_s[49]);
+}
+
+// Started from the best placement so far, every episode begins where the best-so-far curve
+// stood after the previous one; the first from device 0 (the study's start).
+TEST(RlPlacer, EpisodesStartFromTheBestPlacementSoFar) {
+  const TrainedFixture fixture;
+  const NodeCosts costs = fixture.cost_model.node_costs(fixture.graph);
+  const Placement device_0{.device_count = 3, .device_of_node = std::vector<int>(20, 0)};
+  const double device_0_s =
+      estimate_step_time_s(fixture.graph, costs, fixture.cost_model.link(), device_0);
+  const RlTrainingLog best = fixture.run([](RlOptions& o) {
+    o.episodes = 20;
+    o.start = kRlStartDevice0;
+    o.episode_start = RlEpisodeStart::best;
+  });
+  EXPECT_EQ(best.start_step_time_s, device_0_s);
+  ASSERT_EQ(best.episode_start_step_time_s.size(), 20U);
+  EXPECT_EQ(best.episode_start_step_time_s[0], device_0_s);
+  for (size_t e = 1; e < 20; ++e) {
+    EXPECT_EQ(best.episode_start_step_time_s[e], best.best_step_time_s[e - 1]) << "episode " << e;
+  }
+  EXPECT_LT(best.best_step_time_s.back(), device_0_s);  // the incumbent moved
+  const RlTrainingLog fixed = fixture.run([](RlOptions& o) {
+    o.episodes = 20;
+    o.start = kRlStartDevice0;
+  });
+  for (double s : fixed.episode_start_step_time_s) EXPECT_EQ(s, device_0_s);
+}
+
+// Clipping above every gradient's norm changes nothing; a small clip changes the training.
+// A constant entropy weight trains differently from the linearly decayed one.
+TEST(RlPlacer, ClippingAndTheEntropySchedule) {
+  const TrainedFixture fixture;
+  auto with = [](int episodes) {
+    return [episodes](RlOptions& o) {
+      o.episodes = episodes;
+      o.entropy_weight = 1.0;
+    };
+  };
+  const RlTrainingLog plain = fixture.run(with(4));
+  const RlTrainingLog loose = fixture.run([&](RlOptions& o) {
+    with(4)(o);
+    o.clip_norm = 1e12;
+  });
+  const RlTrainingLog tight = fixture.run([&](RlOptions& o) {
+    with(4)(o);
+    o.clip_norm = 1e-3;
+  });
+  EXPECT_EQ(loose.policy.parameters, plain.policy.parameters);
+  EXPECT_NE(tight.policy.parameters, plain.policy.parameters);
+  const RlTrainingLog constant = fixture.run([&](RlOptions& o) {
+    with(4)(o);
+    o.entropy_schedule = RlEntropySchedule::constant;
+  });
+  EXPECT_NE(constant.policy.parameters, plain.policy.parameters);
+  // The first episode's weight is the same under both schedules.
+  const RlTrainingLog constant_1 = fixture.run([&](RlOptions& o) {
+    with(1)(o);
+    o.entropy_schedule = RlEntropySchedule::constant;
+  });
+  EXPECT_EQ(constant_1.policy.parameters, fixture.run(with(1)).policy.parameters);
 }
 
 // A policy saved after training and loaded untrained (0 episodes) plays the same greedy

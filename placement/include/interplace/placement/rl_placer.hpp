@@ -1,10 +1,10 @@
 // The learned placer `rl` (Placeto, Addanki et al. 2019, as the traversal-order study uses
 // it; docs/placers.md#rl): a policy over devices for one node at a time, trained with
 // REINFORCE against a step-time estimator. An episode starts from a seeded random
-// placement and visits every node once in the traversal order, moving it to the device
-// the policy samples; the reward of a move is the decrease of the penalised step time.
-// Graphs of more than RlOptions::groups nodes are coarsened first (graph_groups.hpp) and
-// the policy places groups, as Placeto places TensorFlow's grouped graphs.
+// placement (or another start, or the best placement so far) and visits every node once in the
+// traversal order, moving it to the device the policy samples; the reward of a move is the decrease
+// of the penalised step time. Graphs of more than RlOptions::groups nodes are coarsened first
+// (graph_groups.hpp) and the policy places groups, as Placeto places TensorFlow's grouped graphs.
 //
 // The policy is small and self-contained (no autodiff): node features are propagated
 // parent->child and child->parent for `rounds` rounds by fixed mean aggregation, the node
@@ -45,6 +45,53 @@ struct RlSavedPolicy {
 void write_rl_policy(const std::string& path, const RlSavedPolicy& policy);
 RlSavedPolicy read_rl_policy(const std::string& path);
 
+// The reward of one move (docs/placers.md#rl), from the penalised cost before and after it.
+enum class RlReward {
+  start_relative,  // (before - after) / the start's cost: the decrease relative to the start
+  log_runtime,     // log(before) - log(after): Placeto's per-step reward
+  // log(after) - log(before): the sign the traversal-order study's code uses (its fork of
+  // Placeto flipped it); the policy gradient then favours moves that slow the step down.
+  log_runtime_study_sign,
+};
+// What each step's return is compared with (the REINFORCE baseline).
+enum class RlBaseline {
+  recent,  // the mean return at this step over the last baseline_window training episodes
+  // the mean return at this step over every training episode so far, the current included
+  // (the traversal-order study's code)
+  all_so_far,
+};
+// Where every episode starts.
+enum class RlEpisodeStart {
+  start,  // the start placement (RlOptions::start), every episode
+  best,   // the fastest memory-feasible placement found so far (at first, the start)
+};
+// How the entropy weight changes over the episodes.
+enum class RlEntropySchedule {
+  linear,    // from entropy_weight at the first episode to 0 at the last
+  constant,  // entropy_weight throughout
+};
+
+// Names on the command line; *_by_name throws invalid_input listing the valid names.
+const std::vector<std::string>& rl_reward_names();
+const std::vector<std::string>& rl_baseline_names();
+const std::vector<std::string>& rl_episode_start_names();
+const std::vector<std::string>& rl_entropy_schedule_names();
+std::string to_string(RlReward reward);
+std::string to_string(RlBaseline baseline);
+std::string to_string(RlEpisodeStart start);
+std::string to_string(RlEntropySchedule schedule);
+RlReward rl_reward_by_name(const std::string& name);
+RlBaseline rl_baseline_by_name(const std::string& name);
+RlEpisodeStart rl_episode_start_by_name(const std::string& name);
+RlEntropySchedule rl_entropy_schedule_by_name(const std::string& name);
+
+// The reward of a move from penalised cost `before` to `after`; `start_cost` is the start
+// placement's (used by RlReward::start_relative only).
+double rl_move_reward(RlReward reward, double before, double after, double start_cost);
+
+// The start placement that puts every node on device 0 (the study's initial placement).
+inline constexpr const char* kRlStartDevice0 = "device-0";
+
 struct RlOptions {
   // Training episodes (each visits every node once); 0 only with `initial`: place with the
   // loaded policy without training it.
@@ -54,17 +101,31 @@ struct RlOptions {
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
   double final_learning_rate = 1e-4;  // ... to this (Placeto: 1e-3 to 1e-4)
   int baseline_window = 10;           // episodes the per-step return baseline averages
+  RlBaseline baseline = RlBaseline::recent;
   // Weight of the policy's entropy (per decision) in the objective at the first episode,
-  // decayed linearly to 0 at the last: keeps the policy from
+  // by default decayed linearly to 0 at the last: keeps the policy from
   // settling on one device per node before it has seen the alternatives.
   double entropy_weight = 0.0;
+  RlEntropySchedule entropy_schedule = RlEntropySchedule::linear;
+  RlReward reward = RlReward::start_relative;
+  // > 0: every eval_every-th of the `episodes` is an evaluation episode: the policy's
+  // argmax device for each node, no sampling and no update (the study: 50 episodes, every
+  // 5th an evaluation, 40 training). 0: every episode trains. 1 is refused (nothing trains).
+  int eval_every = 0;
+  // > 0: an update's gradient is scaled down to this global (L2) norm when larger, the
+  // norm taken of the gradient summed over the episode's steps (Placeto's clipping). The
+  // update itself uses the mean over the steps, which Adam's step does not distinguish
+  // from the sum except through its epsilon. 0: no clipping.
+  double clip_norm = 0.0;
   // Weight of the memory penalty: the penalised cost is step time x (1 + penalty x
   // sum over devices of bytes above capacity / capacity).
   double memory_penalty = 10.0;
   double time_budget_s = 0.0;  // > 0: stop training after this much wall time
-  // Placer whose result every episode starts from; "random" (Placeto's random start) uses
-  // the request's seed. Any other placer name but "rl".
+  // The start placement: "random" (Placeto's random start) uses the request's seed,
+  // "device-0" puts every node on device 0, any other placer name but "rl" starts from its
+  // result.
   std::string start = "random";
+  RlEpisodeStart episode_start = RlEpisodeStart::start;
   // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
   // request's micro-batches. The command line passes the simulator `simulate` uses.
   RlStepEstimator estimator = {};
@@ -89,10 +150,16 @@ struct RlOptions {
 struct RlTrainingLog {
   std::vector<double> episode_step_time_s;  // of the episode's final placement
   std::vector<double> best_step_time_s;     // best memory-feasible placement so far
-  double start_step_time_s = 0.0;           // the random starting placement
-  double greedy_step_time_s = 0.0;  // one episode after training, argmax instead of sampling
-  double best_final_s = 0.0;        // of the returned placement
-  int episodes_run = 0;             // < episodes when the time budget stopped training
+  // Step time of the placement each episode started from (the start, or with
+  // RlEpisodeStart::best the best so far); the same estimate as episode_step_time_s.
+  std::vector<double> episode_start_step_time_s;
+  double start_step_time_s = 0.0;  // the start placement
+  int evaluation_episodes = 0;     // of episodes_run, those that did not train (eval_every)
+  // One episode after training, argmax instead of sampling (the last evaluation episode
+  // when the last episode was one).
+  double greedy_step_time_s = 0.0;
+  double best_final_s = 0.0;  // of the returned placement
+  int episodes_run = 0;       // < episodes when the time budget stopped training
   // Groups the policy placed (RlOptions::groups); 0 when it placed the nodes themselves.
   // With groups, episode_step_time_s and best_step_time_s are group-graph estimates and
   // start, greedy and best_final are re-estimated on the full graph.
