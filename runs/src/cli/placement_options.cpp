@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <functional>
+#include <utility>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
@@ -45,7 +47,52 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
       ->capture_default_str()
       ->group(rl);
   app.add_option("--rl-start", rl_options.start,
-                 "start of every episode: random, or a placer: " + join(placement::placer_names()))
+                 "start placement: random, device-0 (every node on device 0), or a placer: " +
+                     join(placement::placer_names()))
+      ->capture_default_str()
+      ->group(rl);
+  // Named choices become enumerators here, once.
+  auto named = [&](const std::string& flag, const std::vector<std::string>& names,
+                   const std::string& current, std::function<void(const std::string&)> set,
+                   const std::string& description) {
+    app.add_option_function<std::string>(flag, std::move(set), description + ": " + join(names))
+        ->check(CLI::IsMember(names))
+        ->default_str(current)
+        ->group(rl);
+  };
+  named(
+      "--rl-episode-start", placement::rl_episode_start_names(),
+      to_string(rl_options.episode_start),
+      [&rl_options](const std::string& name) {
+        rl_options.episode_start = placement::rl_episode_start_by_name(name);
+      },
+      "where every episode starts (best: the best placement found so far)");
+  named(
+      "--rl-reward", placement::rl_reward_names(), to_string(rl_options.reward),
+      [&rl_options](const std::string& name) {
+        rl_options.reward = placement::rl_reward_by_name(name);
+      },
+      "reward of a move (docs/placers.md#rl)");
+  named(
+      "--rl-baseline", placement::rl_baseline_names(), to_string(rl_options.baseline),
+      [&rl_options](const std::string& name) {
+        rl_options.baseline = placement::rl_baseline_by_name(name);
+      },
+      "baseline of the returns (recent: the last 10 episodes; all-so-far: every training "
+      "episode, the current included)");
+  named(
+      "--rl-entropy-schedule", placement::rl_entropy_schedule_names(),
+      to_string(rl_options.entropy_schedule),
+      [&rl_options](const std::string& name) {
+        rl_options.entropy_schedule = placement::rl_entropy_schedule_by_name(name);
+      },
+      "entropy weight over the episodes (linear: decayed to 0)");
+  app.add_option("--rl-eval-every", rl_options.eval_every,
+                 "every Nth episode is an argmax evaluation without an update (0: none)")
+      ->capture_default_str()
+      ->group(rl);
+  app.add_option("--rl-clip-norm", rl_options.clip_norm,
+                 "clip the gradient summed over an episode's steps to this global norm (0: none)")
       ->capture_default_str()
       ->group(rl);
 }
