@@ -71,6 +71,91 @@ def test_order_study_runs_each_distinct_order_once():
         check("not run: dfs-post=topo-lifo-rev" in text, text)
 
 
+# What `--preset wang2022` sets (docs/placers.md, "The traversal-order study as its code
+# ran it"; docs/cli.md, "order-study"), as the dry run prints it.
+WANG2022 = {
+    "--orders": "lexical,topo-lifo,topo-lifo-rev,dfs-pre,dfs-post,bfs-by-name",
+    "--devices": "3",
+    "--seeds": "10",
+    "--rl-episodes": "50",
+    "--rl-eval-every": "5",
+    "--rl-start": "device-0",
+    "--rl-episode-start": "best",
+    "--rl-reward": "log",
+    "--rl-baseline": "all-so-far",
+    "--rl-learning-rate": "0.001",
+    "--rl-final-learning-rate": "0.001",
+    "--rl-entropy": "1",
+    "--rl-entropy-schedule": "constant",
+    "--rl-clip-norm": "1.25",
+}
+# What the preset leaves at the rl placer's defaults (our policy network and grouping).
+NOT_PRESET = {"--rl-rounds": "8", "--rl-hidden": "32", "--rl-groups": "448",
+              "--rl-memory-penalty": "10", "--rl-time-budget": "0"}
+
+
+def dry_run(*extra):
+    doc = ok("order-study", "--models", "gpt-mini", "--dry-run", "--format", "json",
+             *extra).json()
+    check(doc["dry_run"] is True, doc)
+    return doc, {s["option"]: (s["value"], s["source"]) for s in doc["settings"]}
+
+
+def test_order_study_preset_resolves_to_the_documented_settings():
+    doc, settings = dry_run("--preset", "wang2022")
+    expected = {k: (v, "preset wang2022") for k, v in WANG2022.items()}
+    expected.update({k: (v, "default") for k, v in NOT_PRESET.items()})
+    check(settings == expected, settings)
+    check(doc["preset"] == "wang2022" and doc["rl_runs_at_most"] == 6 * 10, doc)
+    # Without the preset, the defaults of a plain study are unchanged.
+    _, plain = dry_run()
+    check(plain["--rl-episodes"] == ("200", "default") and
+          plain["--rl-reward"] == ("start-relative", "default") and
+          plain["--rl-start"] == ("random", "default") and
+          plain["--rl-baseline"] == ("recent", "default") and
+          plain["--rl-eval-every"] == ("0", "default"), plain)
+    text = ok("order-study", "--models", "gpt-mini", "--dry-run", "--preset", "wang2022").out
+    check("preset wang2022: at most 60 rl runs" in text and "--rl-reward" in text and
+          "all-so-far" in text, text)
+
+
+def test_order_study_explicit_options_win_over_the_preset():
+    _, settings = dry_run("--preset", "wang2022", "--seeds", "1", "--rl-reward", "log-study-sign",
+                          "--orders", "topo-lifo", "--rl-rounds", "3")
+    check(settings["--seeds"] == ("1", "given"), settings)
+    check(settings["--rl-reward"] == ("log-study-sign", "given"), settings)
+    check(settings["--orders"] == ("topo-lifo", "given"), settings)
+    check(settings["--rl-rounds"] == ("3", "given"), settings)
+    check(settings["--rl-episodes"] == ("50", "preset wang2022"), settings)
+    fails(2, "order-study", "--models", "gpt-mini", "--dry-run", "--preset", "wang2021",
+          contains=("unknown preset 'wang2021' (valid: wang2022)",))
+    fails(2, "order-study", "--models", "gpt-mini", "--dry-run", "--rl-eval-every", "1",
+          contains=("eval_every",))
+
+
+def test_order_study_preset_runs_as_place_with_its_options():
+    """A preset run is `place --placer rl` with the preset's options: the same placement."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "preset.h5")
+        doc = ok("order-study", "--models", "gpt-mini", "--preset", "wang2022", "--seeds", "1",
+                 "--orders", "topo-lifo", "--rl-episodes", "10", "--device-preset", "h100",
+                 "--quiet", "--out", out, "--format", "json").json()
+        check(doc["runs"] == 1 and doc["failed"] == 0 and doc["preset"] == "wang2022", doc)
+        options = {s["option"]: s["value"] for s in doc["settings"]}
+        placed = ok("place", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
+                    "--devices", options["--devices"], "--seed", "1",
+                    *[a for k in ("--rl-episodes", "--rl-eval-every", "--rl-start",
+                                  "--rl-episode-start", "--rl-reward", "--rl-baseline",
+                                  "--rl-learning-rate", "--rl-final-learning-rate",
+                                  "--rl-entropy", "--rl-entropy-schedule", "--rl-clip-norm")
+                      for a in (k, options[k])],
+                    "--device-preset", "h100", "--format", "json").json()
+        step = doc["summary"][0]["median_step_time_s"]
+        check(placed["rl"]["best_step_time_s"] == step, (placed["rl"], step))
+        fails(2, "place", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
+              "--devices", "3", "--rl-reward", "lgo", contains=("--rl-reward",))
+
+
 def test_order_study_bad_options():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.h5")

@@ -85,6 +85,13 @@ void write_setup(hid_t root, const OrderStudySetup& s) {
   write_attr(root, "rl_memory_penalty", s.rl_memory_penalty);
   write_attr(root, "rl_time_budget_s", s.rl_time_budget_s);
   write_attr(root, "rl_start", s.rl_start);
+  write_attr(root, "rl_episode_start", s.rl_episode_start);
+  write_attr(root, "rl_reward", s.rl_reward);
+  write_attr(root, "rl_baseline", s.rl_baseline);
+  write_attr(root, "rl_entropy_schedule", s.rl_entropy_schedule);
+  write_attr(root, "rl_eval_every", s.rl_eval_every);
+  write_attr(root, "rl_clip_norm", s.rl_clip_norm);
+  write_attr(root, "preset", s.preset);
 }
 
 void write_models(hid_t root, const std::vector<OrderStudyModel>& models) {

@@ -77,6 +77,13 @@ struct OrderStudySetup {
   double rl_memory_penalty = 0.0;
   double rl_time_budget_s = 0.0;
   std::string rl_start;
+  std::string rl_episode_start;  // the rl option names (docs/cli.md, "order-study")
+  std::string rl_reward;
+  std::string rl_baseline;
+  std::string rl_entropy_schedule;
+  int64_t rl_eval_every = 0;
+  double rl_clip_norm = 0.0;
+  std::string preset;  // --preset, or empty
 };
 
 // Writes the whole file through `path.tmp` and a rename, so that a file at `path` is always

@@ -4,6 +4,7 @@
 // learning curve and the placer's wall time, beside heuristic placers for scale and the
 // graphs' structural features, in an order-study file (docs/results-format.md).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -37,6 +38,39 @@ const std::vector<std::string> kStudyOrders = {"lexical", "topo-lifo", "topo-lif
                                                "dfs-pre", "dfs-post",  "bfs-by-name"};
 const std::vector<std::string> kFormats = {"text", "json"};
 
+// A preset: option values as they would be given on the command line, applied to every
+// option the command line does not give (an explicit option wins over the preset).
+struct Preset {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
+// wang2022: the traversal-order study as its code ran it (docs/placers.md, "The
+// traversal-order study as its code ran it"), wherever this suite's rl placer can.
+const std::vector<Preset> kPresets = {
+    {.name = "wang2022",
+     .options = {{"--orders", join(kStudyOrders, ",")},
+                 {"--devices", "3"},
+                 {"--seeds", "10"},
+                 {"--rl-episodes", "50"},
+                 {"--rl-eval-every", "5"},
+                 {"--rl-start", placement::kRlStartDevice0},
+                 {"--rl-episode-start", "best"},
+                 {"--rl-reward", "log"},
+                 {"--rl-baseline", "all-so-far"},
+                 {"--rl-learning-rate", "0.001"},
+                 {"--rl-final-learning-rate", "0.001"},
+                 {"--rl-entropy", "1"},
+                 {"--rl-entropy-schedule", "constant"},
+                 {"--rl-clip-norm", "1.25"}}},
+};
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
 struct StudyOptions {
   std::vector<std::string> models;
   std::vector<std::string> graph_files;  // --graph-file: networks of graph files, beside --models
@@ -52,8 +86,100 @@ struct StudyOptions {
   std::string out;
   bool quiet = false;
   std::string format;
+  std::string preset;
+  bool dry_run = false;
   CLI::App* app = nullptr;  // for recording the command line
+  // Filled by apply_preset: the command line as given, and the options the preset set.
+  std::string given_command_line;
+  std::set<std::string> preset_options;
 };
+
+// Sets every option of the preset that the command line does not give, through the
+// option's own parser, as if it had been given.
+void apply_preset(StudyOptions& o) {
+  if (o.preset.empty()) return;
+  const auto found = std::find_if(kPresets.begin(), kPresets.end(),
+                                  [&](const Preset& p) { return p.name == o.preset; });
+  if (found == kPresets.end()) {
+    throw_invalid("unknown preset '" + o.preset + "' (valid: " + join(preset_names()) + ")");
+  }
+  for (const auto& [flag, value] : found->options) {
+    CLI::Option* option = o.app->get_option(flag);
+    if (option->count() > 0) continue;  // given explicitly: it wins
+    option->clear();
+    option->add_result(value);
+    option->run_callback();
+    o.preset_options.insert(flag);
+  }
+}
+
+std::string format_number(double value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+// The settings every rl run of the study uses, as resolved from the defaults, the preset
+// and the command line, with where each came from.
+struct Setting {
+  std::string option;
+  std::string value;
+  std::string source;  // "given", "preset <name>" or "default"
+};
+
+std::vector<Setting> resolved_settings(const StudyOptions& o) {
+  const placement::RlOptions& rl = o.rl;
+  std::vector<std::string> devices;
+  for (int k : o.devices) devices.push_back(std::to_string(k));
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"--orders", join(o.orders, ",")},
+      {"--devices", join(devices, ",")},
+      {"--seeds", std::to_string(o.seeds)},
+      {"--rl-episodes", std::to_string(rl.episodes)},
+      {"--rl-eval-every", std::to_string(rl.eval_every)},
+      {"--rl-start", rl.start},
+      {"--rl-episode-start", to_string(rl.episode_start)},
+      {"--rl-reward", to_string(rl.reward)},
+      {"--rl-baseline", to_string(rl.baseline)},
+      {"--rl-learning-rate", format_number(rl.learning_rate)},
+      {"--rl-final-learning-rate", format_number(rl.final_learning_rate)},
+      {"--rl-entropy", format_number(rl.entropy_weight)},
+      {"--rl-entropy-schedule", to_string(rl.entropy_schedule)},
+      {"--rl-clip-norm", format_number(rl.clip_norm)},
+      {"--rl-rounds", std::to_string(rl.rounds)},
+      {"--rl-hidden", std::to_string(rl.hidden)},
+      {"--rl-groups", std::to_string(rl.groups)},
+      {"--rl-memory-penalty", format_number(rl.memory_penalty)},
+      {"--rl-time-budget", format_number(rl.time_budget_s)},
+  };
+  std::vector<Setting> settings;
+  for (const auto& [flag, value] : values) {
+    std::string source = "default";
+    if (o.preset_options.count(flag) > 0) {
+      source = "preset " + o.preset;
+    } else if (o.app->get_option(flag)->count() > 0) {
+      source = "given";
+    }
+    settings.push_back({flag, value, source});
+  }
+  return settings;
+}
+
+std::string settings_text(const std::vector<Setting>& settings) {
+  TextTable table({"setting", "value", "from"}, {0, 1, 2});
+  for (const Setting& s : settings) table.add_row({s.option, s.value, s.source});
+  return table.str();
+}
+
+std::string settings_json(const std::vector<Setting>& settings) {
+  return json_array(settings, [](const Setting& s) {
+    return JsonObject()
+        .string("option", s.option)
+        .string("value", s.value)
+        .string("source", s.source)
+        .str();
+  });
+}
 
 void check_options(const StudyOptions& o) {
   require_format(o.format, kFormats);
@@ -100,6 +226,7 @@ void check_options(const StudyOptions& o) {
       }
     }
   }
+  if (o.dry_run) return;  // nothing is written
   if (o.out.empty()) throw_invalid("--out FILE is required");
   if (std::filesystem::exists(o.out)) {
     throw_invalid(o.out + " exists already; results are never overwritten (choose another --out)");
@@ -151,14 +278,37 @@ struct SummaryRow {
   double wall_s = 0.0;  // all seeds together
 };
 
+// --dry-run: the resolved settings and how many rl runs the study has at most (orders
+// that coincide on a graph run once).
+std::string dry_run(const StudyOptions& o) {
+  const std::vector<Setting> settings = resolved_settings(o);
+  const int64_t runs = static_cast<int64_t>(o.models.size() + o.graph_files.size()) *
+                       static_cast<int64_t>(o.devices.size() * o.orders.size()) * o.seeds;
+  if (o.format == "json") {
+    return JsonObject()
+               .boolean("dry_run", true)
+               .string("preset", o.preset)
+               .integer("rl_runs_at_most", runs)
+               .raw("settings", settings_json(settings))
+               .str() +
+           "\n";
+  }
+  return "dry run" + (o.preset.empty() ? std::string() : ", preset " + o.preset) + ": at most " +
+         std::to_string(runs) + " rl runs (orders that coincide on a graph run once)\n\n" +
+         settings_text(settings);
+}
+
 std::string run_study(StudyOptions& o) {
+  o.given_command_line = command_line(*o.app);
+  apply_preset(o);
   check_options(o);
+  if (o.dry_run) return dry_run(o);
   const auto started = std::chrono::steady_clock::now();
   OrderStudySetup setup;
   setup.created_utc = utc_now();
   setup.interplace_version = build_version();
   setup.git_commit = build_git_commit();
-  setup.command_line = command_line(*o.app);
+  setup.command_line = o.given_command_line;
   setup.cost_device = cost_device_name(o);
   setup.batch_size = o.batch_size;
   setup.micro_batches = o.micro_batches;
@@ -173,6 +323,13 @@ std::string run_study(StudyOptions& o) {
   setup.rl_memory_penalty = o.rl.memory_penalty;
   setup.rl_time_budget_s = o.rl.time_budget_s;
   setup.rl_start = o.rl.start;
+  setup.rl_episode_start = to_string(o.rl.episode_start);
+  setup.rl_reward = to_string(o.rl.reward);
+  setup.rl_baseline = to_string(o.rl.baseline);
+  setup.rl_entropy_schedule = to_string(o.rl.entropy_schedule);
+  setup.rl_eval_every = o.rl.eval_every;
+  setup.rl_clip_norm = o.rl.clip_norm;
+  setup.preset = o.preset;
 
   std::vector<OrderStudyModel> models;
   std::vector<OrderStudyRun> runs;
@@ -344,6 +501,8 @@ std::string run_study(StudyOptions& o) {
                .integer("runs", static_cast<int64_t>(runs.size()))
                .integer("failed", failed)
                .number("wall_s", wall_s)
+               .string("preset", o.preset)
+               .raw("settings", settings_json(resolved_settings(o)))
                .raw("models", distinct)
                .raw("summary", rows)
                .str() +
@@ -363,7 +522,8 @@ std::string run_study(StudyOptions& o) {
     }
   }
   return o.out + ": " + std::to_string(runs.size()) + " rl runs (" + std::to_string(failed) +
-         " failed) in " + format_fixed(wall_s, 1) + " s\n" + same + "\n" + table.str();
+         " failed) in " + format_fixed(wall_s, 1) + " s\n" + same + "\n" + table.str() + "\n" +
+         settings_text(resolved_settings(o));
 }
 
 }  // namespace
@@ -382,7 +542,7 @@ Command add_order_study_command(CLI::App& root) {
                   "beside --models under their graphs' names")
       ->delimiter(',');
   app->add_option("--orders", o->orders,
-                  "traversal orders, comma-separated (default: the study's seven: " +
+                  "traversal orders, comma-separated (default: the study's six: " +
                       join(kStudyOrders, ",") + ")")
       ->delimiter(',');
   app->add_option("--devices", o->devices, "device counts K, comma-separated")
@@ -404,6 +564,11 @@ Command add_order_study_command(CLI::App& root) {
   app->add_option("--out", o->out, "order-study file to write (HDF5; must not exist)");
   app->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   add_format_option(*app, o->format, kFormats);
+  app->add_option(
+      "--preset", o->preset,
+      "run a study's settings (an option given beside it wins): " + join(preset_names()));
+  app->add_flag("--dry-run", o->dry_run,
+                "print the resolved settings and the number of runs; run nothing (no --out)");
   set_example(*app,
               "interplace order-study --models resnet20 --orders topo-lifo,lexical --seeds 2 "
               "--rl-episodes 5 --out study.h5");
