@@ -340,20 +340,20 @@ bool exists(hid_t parent, const std::string& name) {
   return H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0;
 }
 
+namespace {
+herr_t collect_link_name(hid_t, const char* name, const H5L_info_t*, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+}  // namespace
+
 std::vector<std::string> child_names(hid_t group) {
-  H5G_info_t info;
-  check(H5Gget_info(group, &info), "H5Gget_info");
+  // One pass over the links (H5Literate): fetching them by index costs a walk of the
+  // group's index per name, which made listing 100,000 groups take minutes.
   std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t size =
-        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
-    if (size < 0) throw_runtime("HDF5: listing a group failed");
-    std::string name(static_cast<size_t>(size) + 1, '\0');
-    H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
-                       H5P_DEFAULT);
-    name.resize(static_cast<size_t>(size));
-    names.push_back(std::move(name));
-  }
+  hsize_t position = 0;
+  check(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, &position, collect_link_name, &names),
+        "listing a group");
   return names;
 }
 
