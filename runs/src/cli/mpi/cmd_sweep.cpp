@@ -195,7 +195,12 @@ std::string run_sweep_command(SweepCommandOptions& o, const SweepRunner& runner)
     const SweepOptions options{o.out, shard, o.resume, o.filter, resume_command(o)};
     const SweepSummary summary = run_sweep(spec, options, runner, MPI_COMM_WORLD, std::cerr);
     if (summary.stop_signal != 0) o.exit_status = kExitInterrupted;
-    return session.world_rank() == 0 ? summary_output(o, summary) : "";
+    // Rank 0 writes the summary before any rank ends: once one rank of a job that is
+    // stopping (exit 3) has exited, mpirun ends the others, and a summary printed after
+    // MPI_Finalize was sometimes cut off (runs.sweep.sigusr1_finishes_current_np2).
+    if (session.world_rank() == 0) std::cout << summary_output(o, summary) << std::flush;
+    MPI_Barrier(MPI_COMM_WORLD);
+    return "";
   } catch (...) {
     // Every rank fails with the same error (run_sweep agrees on it): only rank 0 says so.
     if (session.world_rank() != 0) std::cerr.rdbuf(nullptr);
