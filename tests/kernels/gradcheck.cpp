@@ -74,22 +74,36 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
   return ::testing::AssertionSuccess();
 }
 
+// A value no write, overwrite or accumulation of a parameter gradient would leave alone.
+constexpr float kGradMarker = 0.25f;
+
+// Sets every parameter gradient of `params` to the marker.
+void mark_grads(const std::vector<Parameter*>& params) {
+  for (Parameter* p : params) {
+    p->grad = Tensor(p->value.shape());
+    for (int64_t e = 0; e < p->grad.numel(); ++e) p->grad.data()[e] = kGradMarker;
+    p->grad_is_zero = false;
+  }
+}
+
+// Whether `p`'s gradient still holds the marker everywhere.
+bool grad_still_marked(const Parameter& p) {
+  bool same = !p.grad_is_zero && p.grad.defined() && p.grad.numel() == p.value.numel();
+  for (int64_t e = 0; same && e < p.grad.numel(); ++e) same = p.grad.data()[e] == kGradMarker;
+  return same;
+}
+
 // Gradients::inputs_only must give the same input gradients as the full backward and leave
-// every parameter gradient exactly as it was: each is set to a marker value first (which no
-// write, overwrite or accumulation would leave alone), then checked and restored.
+// every parameter gradient exactly as it was: each is set to the marker first, then checked
+// and restored.
 ::testing::AssertionResult inputs_only_matches(Layer& layer, const std::vector<Tensor>& inputs,
                                                const Tensor& r,
                                                const std::vector<Tensor>& full_input_grads,
                                                const std::function<void()>& prepare) {
-  constexpr float kMarker = 0.25f;
   const std::vector<Parameter*> params = layer.parameters();
   std::vector<std::pair<Tensor, bool>> kept;
-  for (Parameter* p : params) {
-    kept.emplace_back(p->grad, p->grad_is_zero);
-    p->grad = Tensor(p->value.shape());
-    for (int64_t e = 0; e < p->grad.numel(); ++e) p->grad.data()[e] = kMarker;
-    p->grad_is_zero = false;
-  }
+  for (Parameter* p : params) kept.emplace_back(p->grad, p->grad_is_zero);
+  mark_grads(params);
   Context ctx;
   prepare();
   layer.forward(inputs, ctx);
@@ -97,9 +111,7 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
   std::string changed;
   for (size_t k = 0; k < params.size(); ++k) {
     Parameter& p = *params[k];
-    bool same = !p.grad_is_zero && p.grad.defined() && p.grad.numel() == p.value.numel();
-    for (int64_t e = 0; same && e < p.grad.numel(); ++e) same = p.grad.data()[e] == kMarker;
-    if (!same && changed.empty()) changed = p.name;
+    if (!grad_still_marked(p) && changed.empty()) changed = p.name;
     p.grad = kept[k].first;
     p.grad_is_zero = kept[k].second;
   }
@@ -161,21 +173,14 @@ std::vector<int64_t> sample_indices(int64_t count, int limit, Rng& rng) {
                                             const std::vector<Tensor>& full_input_grads,
                                             const std::vector<Tensor>& full_param_grads,
                                             const std::function<void()>& prepare) {
-  constexpr float kMarker = 0.25f;
   const std::vector<Parameter*> params = layer.parameters();
-  for (Parameter* p : params) {
-    p->grad = Tensor(p->value.shape());
-    for (int64_t e = 0; e < p->grad.numel(); ++e) p->grad.data()[e] = kMarker;
-    p->grad_is_zero = false;
-  }
+  mark_grads(params);
   Context ctx;
   prepare();
   layer.forward(inputs, ctx);
   const std::vector<Tensor> grads = layer.backward(r, ctx, Gradients::inputs_deferring_parameters);
   for (Parameter* p : params) {
-    bool same = !p->grad_is_zero;
-    for (int64_t e = 0; same && e < p->grad.numel(); ++e) same = p->grad.data()[e] == kMarker;
-    if (!same) {
+    if (!grad_still_marked(*p)) {
       return ::testing::AssertionFailure()
              << layer.type() << "." << p->name << ": the deferring input pass changed it";
     }
