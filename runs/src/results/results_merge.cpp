@@ -88,7 +88,7 @@ void merge_results_files(const std::vector<std::string>& inputs, const std::stri
   h5::write_attr(out.get(), "shard", std::string("merged"));
   h5::write_attr(out.get(), "merged_sources", inputs);
   if (different) h5::write_attr(out.get(), "merged_different_specs", int64_t{1});
-  const h5::Handle configs = h5::create_group(out.get(), "configs");
+  const h5::Handle configs = h5::create_index_group(out.get(), "configs");
   // The summary table is rebuilt from the copied groups (an input's own table may be
   // missing, from before tables existed), one row per group in the order copied.
   std::vector<SummaryRow> rows;

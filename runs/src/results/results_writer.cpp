@@ -433,7 +433,7 @@ void create_results_file(const std::string& path, const Provenance& provenance) 
   }
   h5::MemoryFile file = h5::MemoryFile::create();
   write_provenance(file.get(), provenance);
-  h5::create_group(file.get(), "configs");
+  h5::create_index_group(file.get(), "configs");
   create_summary(file.get());
   file.save(path);
 }
