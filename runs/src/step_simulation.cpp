@@ -222,8 +222,9 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     if (auto why = placement::interleaved_violation(graph, placement)) {
       throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
                     std::to_string(placement.device_count) + " stages (" + *why +
-                    "). HINT: --virtual-stages 1 or --pipeline 1f1b, or a placer that makes "
-                    "stage chains (contiguous, stages)");
+                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
+                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
+                    "(contiguous, stages)");
     }
   } else if (reach >= k - 1) {
     if (auto why = stage_chain_violation(graph, placement)) {

@@ -79,7 +79,7 @@ TEST(Runtime, GlobalMatchesSingleGpt) {
 
 // Interleaved 1F1B is plain backprop too: P ranks running V chunks each of a PV-stage
 // chain (the last rank's chunk sending on to rank 0's next one) give the 1-rank run's
-// losses, with M = P and M = 2P micro-batches.
+// losses, with M = P and M = 2P micro-batches; so does one rank running all the chunks.
 TEST(Runtime, InterleavedMatchesSingle) {
   const int p = world_size();
   TrainConfig gpt = small_gpt();
@@ -102,6 +102,9 @@ TEST(Runtime, InterleavedMatchesSingle) {
         const std::string what = c.model + " interleaved-1f1b V=" + std::to_string(v) +
                                  " M=" + std::to_string(m) + " P=" + std::to_string(p);
         expect_same_losses(testing::train_plan_on(plan), single, what);
+        // One rank running all V chunks: its stage boundaries are messages to itself.
+        expect_same_losses(testing::train_plan_on(testing::chain_plan(c, 1)), single,
+                           what + " on one rank");
       }
     }
   }

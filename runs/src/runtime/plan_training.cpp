@@ -191,8 +191,9 @@ void plan_schedule(TrainPlan& plan) {
     if (auto why = placement::interleaved_violation(plan.graph, plan.stage_placement)) {
       throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
                     std::to_string(plan.stage_placement.device_count) + " stages (" + *why +
-                    "). HINT: --virtual-stages 1 or --pipeline 1f1b, or a placer that makes "
-                    "stage chains (contiguous, stages)");
+                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
+                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
+                    "(contiguous, stages)");
     }
     plan.schedule = placement::build_schedule(request);
     return;
