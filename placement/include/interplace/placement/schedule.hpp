@@ -63,8 +63,10 @@
 //    (n mod KV) / K, micro-batch (n / KV) K + n mod K); backwards in the same order with
 //    the chunks reversed. Warm-up of W_j = min(MV, (V-1)K + K-1-j) forwards, then
 //    alternately forward n + W_j and backward n, then the backwards left. V = 1 is 1F1B
-//    (W_j = K-1-j). M must be a multiple of K (Megatron's requirement: a chunk's group of K
-//    micro-batches returns to device 0 just as its next chunk needs it). At unit costs
+//    (W_j = K-1-j); Megatron-LM's code warms up 2(K-1-j) + (V-1)K, more than non-blocking
+//    sends need for the same bubble. With V > 1, M must be a multiple of K (Megatron's
+//    requirement: a chunk's group of K micro-batches returns to device 0 just as its next
+//    chunk needs it). At unit costs
 //    (a chunk's F and B each 1, zero link cost) every device idles (K-1) * 2 per mini-batch
 //    against M*V*2 busy: bubble fraction (K-1)/(VM + K-1), the paper's (K-1)/(VM) of the
 //    ideal time. Device 0 keeps the most micro-batch chunks between F and B:
