@@ -683,6 +683,20 @@ void RankModel::release(int micro_batch) {
                 [&](const auto& entry) { return entry.first.first == micro_batch; });
 }
 
+void RankModel::release_chunk(int micro_batch, int chunk) {
+  const auto m = static_cast<size_t>(micro_batch);
+  Impl& i = *impl_;
+  // A chunk's backward reads contexts only, and its inputs are another stage's outputs
+  // (with one device, the previous chunk's, whose backward needs its contexts, not them).
+  for (NodeId id : i.chunk_nodes[static_cast<size_t>(chunk)]) {
+    i.outputs[m][static_cast<size_t>(id)] = Tensor();
+    i.contexts[m][static_cast<size_t>(id)] = Context();
+  }
+  for (NodeId p : i.remote_inputs[static_cast<size_t>(chunk)]) {
+    i.outputs[m][static_cast<size_t>(p)] = Tensor();
+  }
+}
+
 void RankModel::end_step() {
   impl_->reset(impl_->micro_batches);
   impl_->owner_loss = {};
