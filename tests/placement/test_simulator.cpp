@@ -103,6 +103,18 @@ TEST(Simulator, InterleavedBubbleIsTheMegatronPapersFormula) {
       }
     }
   }
+  // Unequal passes: the bubble is still (K-1)(t_f + t_b)/V, (K-1) chunk forwards and
+  // backwards.
+  for (int k : {2, 3, 4, 8}) {
+    for (int v : {2, 3}) {
+      for (const auto& [f, bwd] : {std::pair{1.0, 2.0}, std::pair{2.0, 1.0}}) {
+        const int m = 2 * k;
+        const SimulationResult result = run_interleaved(uniform(k * v, f, bwd), k, v, m);
+        EXPECT_DOUBLE_EQ(result.makespan_s, m * v * (f + bwd) + (k - 1) * (f + bwd))
+            << "K " << k << " V " << v << " F " << f << " B " << bwd;
+      }
+    }
+  }
   // The same work as 1F1B on K stages (each of V chunks' costs), a V-th of its bubble.
   const SimulationResult one_f_one_b = run("global", uniform(4, 2.0, 2.0), 8);
   const SimulationResult two_chunks = run_interleaved(uniform(4 * 2, 1.0, 1.0), 4, 2, 8);
