@@ -296,6 +296,8 @@ def _recipe_lines(attrs: dict) -> str:
         out += "weight_decay_all=1\n"
     if int(attrs.get("threads_per_rank", 0) or 0) != 0:
         out += f"threads_per_rank={int(attrs['threads_per_rank'])}\n"
+    if int(attrs.get("virtual_stages", 1) or 1) != 1:  # interleaved 1F1B's V
+        out += f"virtual_stages={int(attrs['virtual_stages'])}\n"
     return out
 
 

@@ -40,8 +40,8 @@ from .render import Table, to_markdown, write_table  # noqa: E402
 
 LEVEL = 0.95
 # Reading order of the labels: the baselines first, then by growing reach.
-LABEL_ORDER = ("e2e", "global/gpipe", "global/1f1b", "global/zb-h1", "local", "pairwise",
-               "nwise:3", "pairwise+sum", "nwise:3+sum")
+LABEL_ORDER = ("e2e", "global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b",
+               "local", "pairwise", "nwise:3", "pairwise+sum", "nwise:3+sum")
 COMPUTE = ("forward_s", "backward_s", "aux_s", "optimizer_s")
 
 

@@ -129,6 +129,67 @@ class StageBuilder {
   std::vector<Action> actions_;
 };
 
+// Interleaved 1F1B (schedule.hpp): device j's list, its V chunks in Megatron-LM's order.
+std::vector<Action> interleaved_device_actions(const Schedule& schedule, int device) {
+  const int k = schedule.stage_count;
+  const int v = schedule.virtual_stages;
+  const int passes = schedule.micro_batches * v;  // chunk forwards (and backwards) per device
+  const int last = k * v - 1;                     // the model stage with the loss
+  // Pass n of a direction: the groups of K micro-batches go through the chunks in turn
+  // (ascending for forwards, descending for backwards), so that a group leaving device K-1
+  // finds device 0 ready for its next chunk.
+  const auto chunk_of = [&](int n, bool forward) {
+    const int c = (n % (k * v)) / k;
+    return forward ? c : v - 1 - c;
+  };
+  const auto micro_of = [&](int n) { return (n / (k * v)) * k + n % k; };
+  // 1F1B's warm-up, K-1-j, plus the (V-1) K forwards of the chunks before the last one's
+  // first group: the last stage's first backward comes right after its first forward.
+  const int warm_up = std::min(passes, (v - 1) * k + k - 1 - device);
+  std::vector<Action> actions;
+  const auto message = [&](ActionKind kind, int b, int m, int c, int peer, Payload payload,
+                           int loss_stage) {
+    actions.push_back({.kind = kind,
+                       .mini_batch = b,
+                       .micro_batch = m,
+                       .peer_stage = peer,
+                       .payload = payload,
+                       .loss_stage = loss_stage,
+                       .chunk = c});
+  };
+  const auto forward = [&](int b, int n) {
+    const int c = chunk_of(n, true);
+    const int m = micro_of(n);
+    const int stage = c * k + device;
+    if (stage > 0) message(ActionKind::receive, b, m, c, stage - 1, Payload::activation, -1);
+    actions.push_back({.kind = ActionKind::forward, .mini_batch = b, .micro_batch = m, .chunk = c});
+    if (stage < last) message(ActionKind::send, b, m, c, stage + 1, Payload::activation, -1);
+  };
+  const auto backward = [&](int b, int n) {
+    const int c = chunk_of(n, false);
+    const int m = micro_of(n);
+    const int stage = c * k + device;
+    if (stage < last) message(ActionKind::receive, b, m, c, stage + 1, Payload::gradient, last);
+    actions.push_back({.kind = ActionKind::backward,
+                       .mini_batch = b,
+                       .micro_batch = m,
+                       .loss_stage = last,
+                       .updates_parameters = true,
+                       .propagates_gradient = stage > 0,
+                       .chunk = c});
+    if (stage > 0) message(ActionKind::send, b, m, c, stage - 1, Payload::gradient, last);
+  };
+  for (int b = 0; b < schedule.mini_batches; ++b) {
+    for (int n = 0; n < warm_up; ++n) forward(b, n);
+    for (int n = 0; n < passes; ++n) {
+      if (n + warm_up < passes) forward(b, n + warm_up);
+      backward(b, n);
+    }
+    actions.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
+  }
+  return actions;
+}
+
 }  // namespace
 
 Strategy::Strategy(StrategyKind kind_, int n_)
@@ -203,10 +264,11 @@ const std::vector<std::string>& strategy_forms() {
 namespace {
 
 // Name tables: the parsers, to_string and help texts all read these.
-constexpr std::array<std::pair<PipelineKind, const char*>, 3> kPipelineNames = {{
+constexpr std::array<std::pair<PipelineKind, const char*>, 4> kPipelineNames = {{
     {PipelineKind::gpipe, "gpipe"},
     {PipelineKind::one_f_one_b, "1f1b"},
     {PipelineKind::zb_h1, "zb-h1"},
+    {PipelineKind::interleaved_1f1b, "interleaved-1f1b"},
 }};
 constexpr std::array<std::pair<InterlockMode, const char*>, 2> kInterlockNames = {{
     {InterlockMode::single, "single"},
@@ -254,9 +316,16 @@ std::string to_string(PipelineKind kind) {
   return name_of(kPipelineNames, kind);
 }
 
-int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages) {
-  return pipeline == PipelineKind::gpipe ? micro_batches
-                                         : std::min(micro_batches, std::max(1, stages));
+int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages, int virtual_stages) {
+  if (pipeline == PipelineKind::gpipe) return micro_batches;
+  if (pipeline != PipelineKind::interleaved_1f1b) {
+    return std::min(micro_batches, std::max(1, stages));
+  }
+  // Device 0's warm-up plus one: min(MV, VK) chunk passes of a V-th of the device each.
+  const int v = std::max(1, virtual_stages);
+  const int64_t chunk_passes = std::min<int64_t>(static_cast<int64_t>(micro_batches) * v,
+                                                 static_cast<int64_t>(v) * std::max(1, stages));
+  return static_cast<int>((chunk_passes + v - 1) / v);
 }
 
 InterlockMode interlock_mode_by_name(std::string_view name) {
@@ -292,17 +361,36 @@ Schedule schedule_header(const ScheduleRequest& request) {
   if (!global && request.pipeline != PipelineKind::one_f_one_b) {
     throw_invalid("the " + to_string(request.pipeline) +
                   " schedule is for the global strategy only, not '" + to_string(request.strategy) +
-                  "' (other strategies run 1f1b)");
+                  "' (other strategies run 1f1b). HINT: --pipeline 1f1b, or --strategy global");
   }
-  if (request.pipeline == PipelineKind::zb_h1 && request.interlock != InterlockMode::single) {
-    throw_invalid("the zb-h1 schedule runs the network's loss alone (interlock mode single), not " +
+  if ((request.pipeline == PipelineKind::zb_h1 ||
+       request.pipeline == PipelineKind::interleaved_1f1b) &&
+      request.interlock != InterlockMode::single) {
+    throw_invalid("the " + to_string(request.pipeline) +
+                  " schedule runs the network's loss alone (interlock mode single), not " +
                   to_string(request.interlock));
+  }
+  const int v = request.virtual_stages;
+  if (v < 1 || v > kMaxVirtualStages) {
+    throw_invalid("virtual_stages must be in 1.." + std::to_string(kMaxVirtualStages) + ", got " +
+                  std::to_string(v));
+  }
+  if (v != 1 && request.pipeline != PipelineKind::interleaved_1f1b) {
+    throw_invalid("virtual_stages " + std::to_string(v) +
+                  " is for the interleaved-1f1b schedule, not " + to_string(request.pipeline));
+  }
+  // Megatron-LM's requirement: a group of K micro-batches per chunk.
+  if (v > 1 && request.micro_batches % k != 0) {
+    throw_invalid("the interleaved-1f1b schedule with " + std::to_string(v) +
+                  " virtual stages needs micro_batches a multiple of the " + std::to_string(k) +
+                  " devices, got " + std::to_string(request.micro_batches));
   }
   Schedule schedule;
   schedule.strategy = to_string(request.strategy);
   schedule.reach = reach;
   schedule.pipeline = request.pipeline;
   schedule.stage_count = k;
+  schedule.virtual_stages = v;
   schedule.micro_batches = request.micro_batches;
   schedule.mini_batches = request.mini_batches;
   schedule.interlock = request.interlock;
@@ -321,6 +409,12 @@ Schedule build_schedule(const ScheduleRequest& request) {
   // Every non-last stage of a local or interlocking strategy has a head, as in the
   // interlocking-backpropagation study's code; one below the reach trains only itself.
   for (int t = 0; t <= k - 2; ++t) schedule.has_aux_head[t] = sum || !global;
+  if (request.pipeline == PipelineKind::interleaved_1f1b) {
+    for (int device = 0; device < k; ++device) {
+      schedule.stage_actions.push_back(interleaved_device_actions(schedule, device));
+    }
+    return schedule;
+  }
   const std::vector<Flow> flows = gradient_flows(k, reach, request.interlock);
   for (int stage = 0; stage < k; ++stage) {
     schedule.stage_actions.push_back(StageBuilder(schedule, flows, stage).build());
@@ -365,7 +459,8 @@ Schedule node_level_schedule(const ScheduleRequest& request,
 }
 
 std::string grid_label(const Action& action, int micro_batches) {
-  const std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
+  std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
+  if (action.chunk > 0) m.append("/").append(std::to_string(action.chunk));
   switch (action.kind) {
     case ActionKind::forward:
       return "F" + m;
@@ -390,7 +485,8 @@ std::string grid_label(const Action& action, int micro_batches) {
 std::string to_string(const Action& action) {
   const std::string unit = std::to_string(action.mini_batch) + "." +
                            std::to_string(action.micro_batch) +
-                           (action.node >= 0 ? " n" + std::to_string(action.node) : "");
+                           (action.node >= 0 ? " n" + std::to_string(action.node) : "") +
+                           (action.chunk > 0 ? " c" + std::to_string(action.chunk) : "");
   const std::string what = action.payload == Payload::activation
                                ? std::string("act")
                                : "grad" + std::to_string(action.loss_stage);

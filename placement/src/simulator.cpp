@@ -12,7 +12,8 @@
 namespace interplace::placement {
 namespace {
 
-// from, to, payload, loss stage, mini-batch, micro-batch
+// from, to (model stages: under interleaved 1F1B a device's chunks are distinct stages),
+// payload, loss stage, mini-batch, micro-batch
 using MessageKey = std::tuple<int, int, int, int, int, int>;
 
 MessageKey key_of(int from, int to, const Action& action) {
@@ -25,9 +26,10 @@ MessageKey key_of(int from, int to, const Action& action) {
 }
 
 void validate(const Schedule& schedule, const PipelineCosts& costs) {
-  if (static_cast<int>(costs.stages.size()) != schedule.stage_count) {
+  if (static_cast<int>(costs.stages.size()) != schedule.stage_count * schedule.virtual_stages) {
     throw_invalid("simulator: " + std::to_string(costs.stages.size()) + " stage costs for a " +
-                  std::to_string(schedule.stage_count) + "-stage schedule");
+                  std::to_string(schedule.stage_count * schedule.virtual_stages) +
+                  "-stage schedule");
   }
   for (size_t i = 0; i < costs.stages.size(); ++i) {
     const StageCosts& s = costs.stages[i];
@@ -73,13 +75,16 @@ double duration_s(const Action& action, const StageCosts& costs) {
   return 0.0;
 }
 
+// (mini-batch, micro-batch, chunk): what a device keeps activations for.
+using Unit = std::tuple<int, int, int>;
+
 // Index of the last backward pass (or ZB-H1 weight pass) of every (mini-batch,
-// micro-batch) on a stage: where its kept activations are freed.
-std::map<std::pair<int, int>, size_t> last_backward_index(const std::vector<Action>& actions) {
-  std::map<std::pair<int, int>, size_t> last;
+// micro-batch, chunk) on a device: where its kept activations are freed.
+std::map<Unit, size_t> last_backward_index(const std::vector<Action>& actions) {
+  std::map<Unit, size_t> last;
   for (size_t i = 0; i < actions.size(); ++i) {
     if (actions[i].kind == ActionKind::backward || actions[i].kind == ActionKind::backward_weight) {
-      last[{actions[i].mini_batch, actions[i].micro_batch}] = i;
+      last[{actions[i].mini_batch, actions[i].micro_batch, actions[i].chunk}] = i;
     }
   }
   return last;
@@ -98,20 +103,28 @@ struct StageState {
   double compute_start_s = 0.0;
   int64_t live_bytes = 0;
   bool started = false;
-  std::map<std::pair<int, int>, size_t> frees_at;
+  std::map<Unit, size_t> frees_at;
 };
 
 }  // namespace
 
 SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) {
   validate(schedule, costs);
-  const int k = schedule.stage_count;
+  const int k = schedule.stage_count;  // devices
+  // The model stage of device j's action: its chunk's (interleaved 1F1B), else j.
+  const auto stage_of = [k](int j, const Action& action) { return action.chunk * k + j; };
+  const auto device_of = [k](int stage) { return stage % k; };
   SimulationResult result;
   result.stages.resize(k);
   std::vector<StageState> state(k);
+  std::vector<int64_t> parameter_state(k, 0);  // of all of a device's chunks
+  for (size_t stage = 0; stage < costs.stages.size(); ++stage) {
+    parameter_state[device_of(static_cast<int>(stage))] +=
+        costs.stages[stage].parameter_state_bytes;
+  }
   for (int j = 0; j < k; ++j) {
     state[j].frees_at = last_backward_index(schedule.stage_actions[j]);
-    result.stages[j].peak_memory_bytes = costs.stages[j].parameter_state_bytes;
+    result.stages[j].peak_memory_bytes = parameter_state[j];
   }
   detail::SharedComputeClock compute(k, costs.sharing);
   // A message's bytes, `from` stage to stage `to`: an activation is the sender's boundary
@@ -120,14 +133,13 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
     return action.payload == Payload::activation ? costs.stages[from].output_bytes
                                                  : costs.stages[to].output_bytes;
   };
-  std::map<MessageKey, double> in_flight;  // message -> arrival time
-  std::map<std::pair<int, int>, double> link_free_s;
+  std::map<MessageKey, double> in_flight;             // message -> arrival time
+  std::map<std::pair<int, int>, double> link_free_s;  // by (device, device)
 
   // A compute action ends: its stage's bookkeeping, in the stage's program order.
   const auto finish_compute = [&](int j, double now_s) {
     StageState& s = state[j];
     StageTimeline& timeline = result.stages[j];
-    const StageCosts& c = costs.stages[j];
     compute.finish(j, now_s);
     s.computing = false;
     s.clock_s = now_s;
@@ -142,13 +154,14 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
       return;
     }
     const Action& action = schedule.stage_actions[j][s.next];
+    const StageCosts& c = costs.stages[stage_of(j, action)];
     timeline.last_end_s = now_s;
     if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
     if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
     timeline.peak_memory_bytes =
-        std::max(timeline.peak_memory_bytes, c.parameter_state_bytes + s.live_bytes);
+        std::max(timeline.peak_memory_bytes, parameter_state[j] + s.live_bytes);
     if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
-    const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch});
+    const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch, action.chunk});
     if ((action.kind == ActionKind::backward || action.kind == ActionKind::backward_weight) &&
         frees != s.frees_at.end() && frees->second == s.next) {
       s.live_bytes -= c.activation_bytes;
@@ -163,10 +176,10 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
   const auto advance = [&](int j, double now_s) {
     StageState& s = state[j];
     const std::vector<Action>& actions = schedule.stage_actions[j];
-    const StageCosts& c = costs.stages[j];
     bool moved = false;
     while (!s.computing && s.clock_s <= now_s && s.next < actions.size()) {
       const Action& action = actions[s.next];
+      const int stage = stage_of(j, action);
       if (action.mini_batch > s.drawn_mini_batch) {
         s.drawn_mini_batch = action.mini_batch;
         if (costs.mini_batch_overhead_s > 0.0) {  // the runtime draws the batch first
@@ -178,7 +191,7 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
       }
       if (action.kind == ActionKind::receive) {
         if (s.waiting_since_s < 0.0) s.waiting_since_s = s.clock_s;
-        const auto it = in_flight.find(key_of(action.peer_stage, j, action));
+        const auto it = in_flight.find(key_of(action.peer_stage, stage, action));
         if (it == in_flight.end()) break;  // blocked until the peer sends
         if (it->second > now_s) {          // resume when it arrives
           s.clock_s = it->second;
@@ -189,8 +202,8 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         result.trace.push_back({j, static_cast<int>(s.next), s.waiting_since_s, s.clock_s});
         s.waiting_since_s = -1.0;
         // The receiver's own share of the message (LinkSpec::receive_cpu_s), as compute.
-        const double own_s = costs.link.receive_cpu_s(message_bytes(action, action.peer_stage, j),
-                                                      action.peer_stage, j);
+        const double own_s = costs.link.receive_cpu_s(
+            message_bytes(action, action.peer_stage, stage), device_of(action.peer_stage), j);
         if (own_s > 0.0) {
           s.computing = true;
           s.receiving = true;
@@ -200,13 +213,15 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         }
       } else if (action.kind == ActionKind::send) {
         const int to = action.peer_stage;
-        const int64_t bytes = message_bytes(action, j, to);
-        double& link = link_free_s[{j, to}];
+        const int to_device = device_of(to);
+        const int64_t bytes = message_bytes(action, stage, to);
+        double& link = link_free_s[{j, to_device}];
         const double start_s = std::max(s.clock_s, link);
-        link = start_s + costs.link.transfer_s(bytes, j, to);  // stage j on device j
+        link = start_s + costs.link.transfer_s(bytes, j, to_device);
         // The receiver can take it once the part that is not its own share is over.
-        const double arrival_s = std::max(start_s, link - costs.link.receive_cpu_s(bytes, j, to));
-        if (!in_flight.emplace(key_of(j, to, action), arrival_s).second) {
+        const double arrival_s =
+            std::max(start_s, link - costs.link.receive_cpu_s(bytes, j, to_device));
+        if (!in_flight.emplace(key_of(stage, to, action), arrival_s).second) {
           throw_runtime("schedule sends '" + to_string(action) + "' twice from stage " +
                         std::to_string(j));
         }
@@ -216,7 +231,7 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         s.started = true;
         s.computing = true;
         s.compute_start_s = s.clock_s;
-        compute.start(j, s.clock_s, duration_s(action, c));
+        compute.start(j, s.clock_s, duration_s(action, costs.stages[stage]));
         return true;
       }
       ++s.next;

@@ -36,6 +36,31 @@ std::optional<std::string> stage_chain_violation(const Graph& graph, const Place
   return std::nullopt;
 }
 
+Placement interleaved_devices(const Placement& stages, int devices) {
+  if (devices < 1 || stages.device_count % devices != 0) {
+    throw_invalid("interleaved_devices: " + std::to_string(stages.device_count) +
+                  " stages are not a multiple of " + std::to_string(devices) + " devices");
+  }
+  Placement placed{.device_count = devices, .device_of_node = stages.device_of_node};
+  for (int& device : placed.device_of_node) device %= devices;
+  return placed;
+}
+
+std::optional<std::string> interleaved_violation(const Graph& graph, const Placement& stages) {
+  if (auto why = stage_chain_violation(graph, stages)) return why;
+  for (const Node& node : graph.nodes()) {
+    const int from = stages.device_of_node[static_cast<size_t>(node.id)];
+    for (NodeId next : node.successors) {
+      const int to = stages.device_of_node[static_cast<size_t>(next)];
+      if (to > from + 1) {
+        return "'" + graph.node(next).name + "' on stage " + std::to_string(to) + " consumes '" +
+               node.name + "' of stage " + std::to_string(from) + ", past the next stage";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 bool is_stage_chain(const Graph& graph, const Placement& placement) {
   // The test of stage_chain_violation without building its message: callers such as the
   // rl placer's reward ask it once per move.

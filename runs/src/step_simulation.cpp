@@ -151,6 +151,9 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
   schedule_request.pipeline = request.pipeline.value_or(
       global ? placement::PipelineKind::gpipe : placement::PipelineKind::one_f_one_b);
   schedule_request.stage_count = stage_count;
+  if (schedule_request.pipeline == placement::PipelineKind::interleaved_1f1b) {
+    schedule_request.virtual_stages = request.virtual_stages;
+  }
   schedule_request.micro_batches = request.micro_batches;
   schedule_request.mini_batches = request.mini_batches;
   schedule_request.interlock = request.interlock;
@@ -201,12 +204,29 @@ double GlobalStepTime::operator()(const Placement& placement) {
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                          const CostModel& cost_model, const StepRequest& request) {
   require_valid_placement(graph, placement);
-  const int k = placement.device_count;
+  // Interleaved 1F1B: the placement's devices are the K*V model stages.
+  const int chunks = request.pipeline == placement::PipelineKind::interleaved_1f1b
+                         ? std::max(1, request.virtual_stages)
+                         : 1;
+  if (placement.device_count % chunks != 0) {
+    throw_invalid("interleaved-1f1b with " + std::to_string(chunks) +
+                  " virtual stages needs a placement of a multiple of " + std::to_string(chunks) +
+                  " stages, got " + std::to_string(placement.device_count));
+  }
+  const int k = placement.device_count / chunks;
   const int reach = strategy_reach(request.strategy, k);
   if (request.micro_batches < 1 || request.mini_batches < 1) {
     throw_invalid("micro-batches and mini-batches must be >= 1");
   }
-  if (reach >= k - 1) {
+  if (chunks > 1) {
+    if (auto why = placement::interleaved_violation(graph, placement)) {
+      throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
+                    std::to_string(placement.device_count) + " stages (" + *why +
+                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
+                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
+                    "(contiguous, stages)");
+    }
+  } else if (reach >= k - 1) {
     if (auto why = stage_chain_violation(graph, placement)) {
       return list_schedule_step(graph, placement, costs, cost_model, request.micro_batches, *why);
     }
@@ -252,7 +272,8 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
                       .action = placement::grid_label(a, schedule.micro_batches),
                       .micro_batch = a.mini_batch * schedule.micro_batches + a.micro_batch,
                       .loss_stage = a.loss_stage,
-                      .peer = a.peer_stage});
+                      // A rank: under interleaved 1F1B peer_stage is a model stage.
+                      .peer = a.peer_stage < 0 ? -1 : a.peer_stage % schedule.stage_count});
   }
   return events;
 }
@@ -261,10 +282,15 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                              const CostModel& cost_model, const Schedule& schedule,
                              const AuxHeadOptions& aux_heads) {
   require_valid_placement(graph, placement);
-  const int k = placement.device_count;
-  if (schedule.stage_count != k || schedule.messages != placement::MessageLevel::stage) {
-    throw_invalid("simulate_schedule: a stage schedule of " + std::to_string(k) +
-                  " stages is needed, got " + std::to_string(schedule.stage_count) +
+  // The placement's devices are the model stages: K, or K*V under interleaved 1F1B, where
+  // stage s runs on device s mod K (schedule.hpp).
+  const int stages = placement.device_count;
+  const int k = schedule.stage_count;
+  if (k * schedule.virtual_stages != stages ||
+      schedule.messages != placement::MessageLevel::stage) {
+    throw_invalid("simulate_schedule: a stage schedule of " + std::to_string(stages) +
+                  " stages is needed, got " +
+                  std::to_string(schedule.stage_count * schedule.virtual_stages) +
                   (schedule.messages == placement::MessageLevel::node ? " at node level" : ""));
   }
   const bool global = schedule.reach >= k - 1;
@@ -273,16 +299,18 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
       throw_invalid("strategy '" + schedule.strategy + "' cannot run on this placement: " + *why +
                     "; only the global strategy can");
     }
-  } else if (auto why = stage_chain_violation(graph, placement)) {
+  } else if (auto why = schedule.virtual_stages > 1
+                            ? placement::interleaved_violation(graph, placement)
+                            : stage_chain_violation(graph, placement)) {
     throw_invalid("simulate_schedule: the placement is not a stage chain: " + *why);
   }
 
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
   pipeline.mini_batch_overhead_s = mini_batch_overhead_s(cost_model, graph, schedule.micro_batches);
-  std::vector<int64_t> parameters(k, 0);
+  std::vector<int64_t> parameters(k, 0);  // per device: its optimiser step steps them all
   for (const Node& node : graph.nodes()) {
-    parameters[placement.device_of_node[node.id]] += node.parameter_count;
+    parameters[placement.device_of_node[node.id] % k] += node.parameter_count;
   }
   const std::vector<NodeId> boundaries =
       global ? std::vector<NodeId>{} : boundary_producers(graph, placement);
@@ -307,10 +335,10 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
     // actions fixes whatever they take: simulate once for it, then with the stages' times
     // at their working sets.
     const SimulationResult order_only = simulate(schedule, pipeline);
-    for (int j = 0; j < k; ++j) {
+    for (int s = 0; s < stages; ++s) {  // a device's peak for each of its chunks' stages
       const placement::WorkingSetFactor f =
-          cost_model.working_set_factor(costs, order_only.stages[j].peak_memory_bytes);
-      StageCosts& stage = pipeline.stages[j];
+          cost_model.working_set_factor(costs, order_only.stages[s % k].peak_memory_bytes);
+      StageCosts& stage = pipeline.stages[s];
       stage.forward_s *= f.forward;
       stage.backward_s *= f.backward;
       stage.backward_input_s *= f.backward;

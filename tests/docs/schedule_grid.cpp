@@ -2,8 +2,8 @@
 // real build_schedule, timed by the real simulator with unit costs, so the documented
 // grids are what the simulator and the runtime execute (test_doc_examples.py checks them).
 //
-// Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] [gpipe|1f1b|zb-h1]
-//        [single|sum]
+// Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES]
+//        [gpipe|1f1b|zb-h1|interleaved-1f1b] [single|sum] [VIRTUAL_STAGES]
 //
 // Costs: forward 1, backward 1 (every pass), optimiser step 1; under zb-h1 a backward is
 // split into B 1 and W 1, as in the zero-bubble paper's T_F = T_B = T_W; auxiliary heads
@@ -11,7 +11,9 @@
 // forward of micro-batch m, B<m> a backward pass that updates the body (zb-h1: its input
 // gradient), W<m> zb-h1's weight gradient, b<m> one that only passes the gradient on, S
 // the optimiser step, `.` idle. Micro-batches are numbered across
-// mini-batches (mini-batch b's m-th is b*M + m).
+// mini-batches (mini-batch b's m-th is b*M + m). Under interleaved-1f1b every chunk's
+// forward and backward cost 1 (a chunk is a V-th of a device's layers: the time unit is
+// a V-th of the other grids'), and "/c" marks the device's chunk c > 0 (F3/1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,10 +42,10 @@ std::string label(const Action& action, int micro_batches) {
 }
 
 int run(int argc, char** argv) {
-  if (argc < 4 || argc > 7) {
+  if (argc < 4 || argc > 8) {
     std::fprintf(stderr,
                  "usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] "
-                 "[gpipe|1f1b|zb-h1] [single|sum]\n");
+                 "[gpipe|1f1b|zb-h1|interleaved-1f1b] [single|sum] [VIRTUAL_STAGES]\n");
     return 2;
   }
   ScheduleRequest request;
@@ -53,10 +55,11 @@ int run(int argc, char** argv) {
   request.mini_batches = argc > 4 ? std::stoi(argv[4]) : 1;
   request.pipeline = argc > 5 ? pipeline_by_name(argv[5]) : PipelineKind::one_f_one_b;
   request.interlock = argc > 6 ? interlock_mode_by_name(argv[6]) : InterlockMode::single;
+  request.virtual_stages = argc > 7 ? std::stoi(argv[7]) : 1;
   const Schedule schedule = build_schedule(request);
 
   PipelineCosts costs;
-  for (int k = 0; k < schedule.stage_count; ++k) {
+  for (int k = 0; k < schedule.stage_count * schedule.virtual_stages; ++k) {
     StageCosts stage;
     stage.forward_s = 1.0;
     // Unit costs: a pass-through takes as long as any pass; zb-h1's B and W 1 each.
@@ -79,13 +82,15 @@ int run(int argc, char** argv) {
     grid[event.stage][static_cast<int>(std::lround(event.start_s))] = text;
     width = std::max(width, text.size());
   }
-  std::printf("%s, reach %d, K=%d, M=%d, %d mini-batch%s, %s; time %d, idle %.0f%%\n",
-              schedule.strategy.c_str(), schedule.reach, schedule.stage_count,
-              schedule.micro_batches, schedule.mini_batches, schedule.mini_batches == 1 ? "" : "es",
-              schedule.reach == schedule.stage_count - 1
-                  ? to_string(schedule.pipeline).c_str()
-                  : ("interlock mode " + to_string(schedule.interlock)).c_str(),
-              slots, 100.0 * result.idle_fraction);
+  std::printf(
+      "%s, reach %d, K=%d%s, M=%d, %d mini-batch%s, %s; time %d, idle %.0f%%\n",
+      schedule.strategy.c_str(), schedule.reach, schedule.stage_count,
+      schedule.virtual_stages > 1 ? (", V=" + std::to_string(schedule.virtual_stages)).c_str() : "",
+      schedule.micro_batches, schedule.mini_batches, schedule.mini_batches == 1 ? "" : "es",
+      schedule.reach == schedule.stage_count - 1
+          ? to_string(schedule.pipeline).c_str()
+          : ("interlock mode " + to_string(schedule.interlock)).c_str(),
+      slots, 100.0 * result.idle_fraction);
   std::string heads;
   for (int k = 0; k < schedule.stage_count; ++k) {
     if (schedule.has_aux_head[k]) heads += (heads.empty() ? "" : ", ") + std::to_string(k);

@@ -4,6 +4,9 @@
 #include <array>
 #include <map>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -333,7 +336,8 @@ TEST(Schedule, ZbH1IsOneFOneBWithTheWeightPassesPutOff) {
 TEST(Schedule, ZbH1IsForTheGlobalStrategyAlone) {
   EXPECT_EQ(pipeline_by_name("zb-h1"), PipelineKind::zb_h1);
   EXPECT_EQ(to_string(PipelineKind::zb_h1), "zb-h1");
-  EXPECT_EQ(pipeline_names(), (std::vector<std::string>{"gpipe", "1f1b", "zb-h1"}));
+  EXPECT_EQ(pipeline_names(),
+            (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b"}));
   EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 16, 4), 4);
   EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 3, 4), 3);
   EXPECT_EQ(schedule_for("pairwise", 2, 2, 1, PipelineKind::zb_h1).pipeline, PipelineKind::zb_h1);
@@ -358,6 +362,180 @@ TEST(Schedule, ZbH1IsForTheGlobalStrategyAlone) {
     ADD_FAILURE() << "sum";
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("interlock mode single"), std::string::npos);
+  }
+}
+
+Schedule interleaved(int k, int v, int m, int b = 1) {
+  return build_schedule({.strategy = "global",
+                         .pipeline = PipelineKind::interleaved_1f1b,
+                         .stage_count = k,
+                         .virtual_stages = v,
+                         .micro_batches = m,
+                         .mini_batches = b});
+}
+
+// The compute actions of a device's list as grid labels ("F3/1": chunk 1's forward of
+// micro-batch 3).
+std::string compute_row(const std::vector<Action>& actions, int m) {
+  std::string row;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::send || a.kind == ActionKind::receive) continue;
+    if (!row.empty()) row += ' ';
+    row += grid_label(a, m);
+  }
+  return row;
+}
+
+// With one chunk per device the interleaved schedule is 1F1B, list for list (for any M:
+// the multiple-of-K rule is the chunks').
+TEST(Schedule, InterleavedWithOneVirtualStageIsOneFOneB) {
+  for (int k = 1; k <= 6; ++k) {
+    for (int m : {1, 2, 3, 5, 8, 13}) {
+      for (int b : {1, 2}) {
+        const Schedule one = interleaved(k, 1, m, b);
+        EXPECT_EQ(one.pipeline, PipelineKind::interleaved_1f1b);
+        EXPECT_EQ(one.stage_actions, schedule_for("global", k, m, b).stage_actions)
+            << "K " << k << " M " << m << " B " << b;
+      }
+    }
+  }
+}
+
+// The interleaved order for K = 4, V = 2, M = 8, written out by hand from schedule.hpp's
+// rule: forwards in groups of K = 4
+// micro-batches, chunk 0's then chunk 1's; backwards likewise with chunk 1 first; warm-up
+// (V-1)K + K-1-j; then one forward, one backward. docs/strategies.md shows it timed.
+TEST(Schedule, InterleavedFourDevicesTwoChunksEightMicroBatches) {
+  const Schedule schedule = interleaved(4, 2, 8);
+  EXPECT_EQ(schedule.stage_count, 4);
+  EXPECT_EQ(schedule.virtual_stages, 2);
+  const std::vector<std::string> expected = {
+      "F0 F1 F2 F3 F0/1 F1/1 F2/1 F3/1 B0/1 F4 B1/1 F5 B2/1 F6 B3/1 F7 B0 F4/1 B1 F5/1 B2 F6/1 "
+      "B3 F7/1 B4/1 B5/1 B6/1 B7/1 B4 B5 B6 B7 S",
+      "F0 F1 F2 F3 F0/1 F1/1 F2/1 B0/1 F3/1 B1/1 F4 B2/1 F5 B3/1 F6 B0 F7 B1 F4/1 B2 F5/1 B3 F6/1 "
+      "B4/1 F7/1 B5/1 B6/1 B7/1 B4 B5 B6 B7 S",
+      "F0 F1 F2 F3 F0/1 F1/1 B0/1 F2/1 B1/1 F3/1 B2/1 F4 B3/1 F5 B0 F6 B1 F7 B2 F4/1 B3 F5/1 B4/1 "
+      "F6/1 B5/1 F7/1 B6/1 B7/1 B4 B5 B6 B7 S",
+      "F0 F1 F2 F3 F0/1 B0/1 F1/1 B1/1 F2/1 B2/1 F3/1 B3/1 F4 B0 F5 B1 F6 B2 F7 B3 F4/1 B4/1 F5/1 "
+      "B5/1 F6/1 B6/1 F7/1 B7/1 B4 B5 B6 B7 S",
+  };
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(compute_row(schedule.stage_actions[j], 8), expected[j]) << "device " << j;
+  }
+  // Messages name model stages: device 3's chunk 0 is stage 3, whose activation goes to
+  // stage 4, device 0's chunk 1; the gradient of stage 4 comes back from it.
+  const std::vector<std::string> device3 = texts(schedule.stage_actions[3]);
+  EXPECT_EQ(device3.at(0), "recv act<2 0.0");
+  EXPECT_EQ(device3.at(1), "fwd 0.0");
+  EXPECT_EQ(device3.at(2), "send act>4 0.0");
+  const std::vector<std::string> device0 = texts(schedule.stage_actions[0]);
+  EXPECT_EQ(device0.at(8), "recv act<3 0.0 c1");
+  EXPECT_EQ(device0.at(9), "fwd 0.0 c1");
+  EXPECT_EQ(device0.at(10), "send act>5 0.0 c1");
+  EXPECT_EQ(device3.back(), "step 0");
+}
+
+// What the interleaved schedule must be, for many K, V, M: on device j every chunk c runs
+// model stage cK + j; every (micro-batch, chunk) forward and backward once, the backward
+// after the forward and after the later stage's; a message for every stage boundary, sent
+// by one side and received by the other; device j keeps at most min(MV, VK - j) chunk
+// passes between F and B, device 0 the most, V * micro_batches_kept of them.
+TEST(Schedule, InterleavedRunsEveryChunkOnceInMegatronsOrder) {
+  for (int k = 1; k <= 5; ++k) {
+    for (int v = 1; v <= 4; ++v) {
+      for (int groups : {1, 2, 3}) {
+        for (int b : {1, 2}) {
+          const int m = groups * k;
+          const Schedule schedule = interleaved(k, v, m, b);
+          const int last = k * v - 1;
+          std::map<std::tuple<int, int, int, int, int, int>, int> sent, received;
+          int device0_peak = 0;
+          for (int j = 0; j < k; ++j) {
+            const std::string where = "K " + std::to_string(k) + " V " + std::to_string(v) + " M " +
+                                      std::to_string(m) + " device " + std::to_string(j);
+            std::map<std::tuple<int, int, int>, std::array<int, 2>> seen;
+            int kept = 0, peak = 0;
+            for (const Action& a : schedule.stage_actions[j]) {
+              ASSERT_GE(a.chunk, 0) << where;
+              ASSERT_LT(a.chunk, v) << where;
+              const int stage = a.chunk * k + j;
+              const std::tuple<int, int, int> unit{a.mini_batch, a.micro_batch, a.chunk};
+              if (a.kind == ActionKind::forward) {
+                ++seen[unit][0];
+                peak = std::max(peak, ++kept);
+              } else if (a.kind == ActionKind::backward) {
+                ASSERT_EQ(seen[unit][0], 1) << where << ": B before F";
+                ++seen[unit][1];
+                --kept;
+                EXPECT_TRUE(a.updates_parameters) << where;
+                EXPECT_EQ(a.propagates_gradient, stage > 0) << where;
+                EXPECT_EQ(a.loss_stage, last) << where;
+              } else if (a.kind == ActionKind::send || a.kind == ActionKind::receive) {
+                const bool activation = a.payload == Payload::activation;
+                EXPECT_EQ(a.peer_stage,
+                          activation == (a.kind == ActionKind::send) ? stage + 1 : stage - 1)
+                    << where;
+                const int from = a.kind == ActionKind::send ? stage : a.peer_stage;
+                const int to = a.kind == ActionKind::send ? a.peer_stage : stage;
+                auto& book = a.kind == ActionKind::send ? sent : received;
+                ++book[{from, to, activation ? 0 : 1, a.loss_stage, a.mini_batch, a.micro_batch}];
+              }
+            }
+            EXPECT_EQ(seen.size(), static_cast<size_t>(m * v * b)) << where;
+            for (const auto& [unit, counts] : seen) {
+              EXPECT_EQ(counts, (std::array<int, 2>{1, 1})) << where;
+            }
+            EXPECT_EQ(peak, std::min(m * v, v * k - j)) << where;
+            if (j == 0) device0_peak = peak;
+            EXPECT_LE(peak, device0_peak) << where;
+          }
+          EXPECT_EQ(sent, received);
+          EXPECT_EQ(sent.size(), static_cast<size_t>(2 * last * m * b));
+          for (const auto& [key, count] : sent) EXPECT_EQ(count, 1);
+          EXPECT_EQ(device0_peak, v * micro_batches_kept(PipelineKind::interleaved_1f1b, m, k, v));
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, InterleavedRefusesWhatItCannotRun) {
+  EXPECT_EQ(pipeline_by_name("interleaved-1f1b"), PipelineKind::interleaved_1f1b);
+  EXPECT_EQ(micro_batches_kept(PipelineKind::interleaved_1f1b, 16, 4, 2), 4);
+  EXPECT_EQ(micro_batches_kept(PipelineKind::interleaved_1f1b, 4, 4, 3), 4);
+  EXPECT_EQ(micro_batches_kept(PipelineKind::interleaved_1f1b, 2, 4, 1), 2);
+  const auto fails = [](const ScheduleRequest& request, const std::string& text) {
+    try {
+      build_schedule(request);
+      ADD_FAILURE() << text;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+      EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
+    }
+  };
+  const ScheduleRequest ok{.strategy = "global",
+                           .pipeline = PipelineKind::interleaved_1f1b,
+                           .stage_count = 4,
+                           .virtual_stages = 2,
+                           .micro_batches = 8};
+  EXPECT_NO_THROW(build_schedule(ok));
+  ScheduleRequest bad = ok;
+  bad.micro_batches = 6;
+  fails(bad, "needs micro_batches a multiple of the 4 devices, got 6");
+  bad = ok;
+  bad.virtual_stages = 0;
+  fails(bad, "virtual_stages must be in 1..");
+  bad = ok;
+  bad.pipeline = PipelineKind::one_f_one_b;
+  fails(bad, "virtual_stages 2 is for the interleaved-1f1b schedule, not 1f1b");
+  bad = ok;
+  bad.interlock = InterlockMode::sum;
+  fails(bad, "interlock mode single");
+  for (const char* strategy : {"local", "pairwise", "nwise:2"}) {
+    bad = ok;
+    bad.strategy = strategy;
+    fails(bad, "interleaved-1f1b schedule is for the global strategy only");
+    fails(bad, "HINT: --pipeline 1f1b");
   }
 }
 

@@ -70,6 +70,83 @@ TEST(Simulator, ZbH1BubbleIsTheZeroBubblePapersFormula) {
   }
 }
 
+// Interleaved 1F1B (Narayanan et al., SC 2021, section 2.2.2): with t_f and t_b a whole
+// device's forward and backward of a micro-batch, the bubble is (K-1)(t_f + t_b)/V against
+// the ideal M(t_f + t_b). Here every chunk (a V-th of a device) takes 1 for F and 1 for B,
+// so t_f = t_b = V: every device is busy 2MV and idles 2(K-1) per mini-batch, makespan
+// 2MV + 2(K-1), idle fraction (K-1)/(VM + K-1); V = 1 is 1F1B's (K-1)/(M+K-1).
+SimulationResult run_interleaved(const PipelineCosts& costs, int k, int v, int m, int b = 1) {
+  return simulate(build_schedule({.strategy = "global",
+                                  .pipeline = PipelineKind::interleaved_1f1b,
+                                  .stage_count = k,
+                                  .virtual_stages = v,
+                                  .micro_batches = m,
+                                  .mini_batches = b}),
+                  costs);
+}
+
+TEST(Simulator, InterleavedBubbleIsTheMegatronPapersFormula) {
+  for (int k : {1, 2, 3, 4, 6, 8}) {
+    for (int v : {1, 2, 3, 4}) {
+      for (int groups : {1, 2, 4}) {
+        const int m = groups * k;
+        const std::string where =
+            "K " + std::to_string(k) + " V " + std::to_string(v) + " M " + std::to_string(m);
+        const SimulationResult result = run_interleaved(uniform(k * v, 1.0, 1.0), k, v, m);
+        ASSERT_EQ(result.stages.size(), static_cast<size_t>(k)) << where;
+        EXPECT_DOUBLE_EQ(result.makespan_s, 2.0 * m * v + 2.0 * (k - 1)) << where;
+        for (const StageTimeline& device : result.stages) {
+          EXPECT_DOUBLE_EQ(device.busy_s, 2.0 * m * v) << where;
+          EXPECT_DOUBLE_EQ(device.idle_s, 2.0 * (k - 1)) << where;
+        }
+        EXPECT_NEAR(result.idle_fraction, (k - 1.0) / (v * m + k - 1.0), 1e-12) << where;
+      }
+    }
+  }
+  // Unequal passes: the bubble is still (K-1)(t_f + t_b)/V, (K-1) chunk forwards and
+  // backwards.
+  for (int k : {2, 3, 4, 8}) {
+    for (int v : {2, 3}) {
+      for (const auto& [f, bwd] : {std::pair{1.0, 2.0}, std::pair{2.0, 1.0}}) {
+        const int m = 2 * k;
+        const SimulationResult result = run_interleaved(uniform(k * v, f, bwd), k, v, m);
+        EXPECT_DOUBLE_EQ(result.makespan_s, m * v * (f + bwd) + (k - 1) * (f + bwd))
+            << "K " << k << " V " << v << " F " << f << " B " << bwd;
+      }
+    }
+  }
+  // The same work as 1F1B on K stages (each of V chunks' costs), a V-th of its bubble.
+  const SimulationResult one_f_one_b = run("global", uniform(4, 2.0, 2.0), 8);
+  const SimulationResult two_chunks = run_interleaved(uniform(4 * 2, 1.0, 1.0), 4, 2, 8);
+  EXPECT_DOUBLE_EQ(one_f_one_b.makespan_s - 32.0, 2.0 * (two_chunks.makespan_s - 32.0));
+}
+
+// Memory: a device holds its V stages' parameter state, and each chunk pass's activations
+// from its forward to its backward: device j at most min(MV, VK - j) chunk passes, device
+// 0 the most (VK chunk passes of a V-th each: 1F1B's K micro-batches).
+TEST(Simulator, InterleavedKeepsVKChunkPassesOnDeviceZero) {
+  const int k = 4, v = 2, m = 8;
+  const SimulationResult result = run_interleaved(uniform(k * v, 1.0, 2.0), k, v, m);
+  for (int j = 0; j < k; ++j) {
+    EXPECT_EQ(result.stages[j].peak_memory_bytes, v * 500 + 100 * std::min(m * v, v * k - j))
+        << "device " << j;
+  }
+  EXPECT_EQ(result.stages[0].peak_memory_bytes,
+            v * 500 + 100 * v * micro_batches_kept(PipelineKind::interleaved_1f1b, m, k, v));
+}
+
+// Messages cross the links between devices, also from the last device back to device 0
+// (stage K-1 to stage K): with a link cost, each crossing delays the next chunk.
+TEST(Simulator, InterleavedPaysEveryBoundaryOnItsDeviceLink) {
+  const LinkSpec link{0.5, 1000.0 / 0.25};  // 0.75 per 1000-byte message
+  const SimulationResult free = run_interleaved(uniform(2 * 2, 1.0, 1.0), 2, 2, 2);
+  const SimulationResult paid = run_interleaved(uniform(2 * 2, 1.0, 1.0, link), 2, 2, 2);
+  EXPECT_DOUBLE_EQ(free.makespan_s, 10.0);
+  EXPECT_GT(paid.makespan_s, free.makespan_s);
+  // Forward of micro-batch 0 through the 4 stages crosses 3 links, its backward 3 more.
+  EXPECT_GE(paid.makespan_s, 8.0 + 6 * 0.75);
+}
+
 // ZB-H1's B costs the input gradient, W the rest of the backward; a stage keeps a
 // micro-batch's activations until its W: stage 0 peaks at 1F1B's K micro-batches, and so
 // do the later stages (each holds at most K between F and W).

@@ -77,12 +77,22 @@ inline TrainResult train_on(TrainConfig config, int devices) {
 
 // The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
 // order at the single-tensor cuts nearest to equal node counts: a placement every
-// strategy can run, whatever the cost-model placer would choose.
+// strategy can run, whatever the cost-model placer would choose. Under interleaved-1f1b
+// the split makes devices x virtual_stages stages, stage s on device s mod devices.
 inline TrainPlan chain_plan(TrainConfig config, int devices) {
   const std::string strategy = config.strategy, mode = config.interlock_mode;
+  const std::string pipeline = config.pipeline;
+  const int virtual_stages = config.virtual_stages;
   config.strategy = "global";
   config.interlock_mode = "single";
   config.devices = devices;
+  // Planned on K stages (the placer's interleaved stages may skip one); split below.
+  const bool interleaved =
+      pipeline == placement::to_string(placement::PipelineKind::interleaved_1f1b);
+  if (interleaved) {
+    config.pipeline = "1f1b";
+    config.virtual_stages = 1;
+  }
   TrainPlan plan = plan_training(config);
   const placement::Graph& g = plan.graph;
   const int n = g.node_count();
@@ -99,23 +109,29 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
     }
     if (single) cuts.push_back(i);
   }
+  const int stages = devices * (interleaved ? virtual_stages : 1);
   std::vector<int> chosen;
-  for (int k = 1; k < devices; ++k) {
+  for (int k = 1; k < stages; ++k) {
     int best = cuts.front();
     for (int c : cuts) {
-      if (std::abs(c - k * n / devices) < std::abs(best - k * n / devices)) best = c;
+      if (std::abs(c - k * n / stages) < std::abs(best - k * n / stages)) best = c;
     }
     chosen.push_back(best);
   }
-  plan.placement.device_count = devices;
-  plan.placement.device_of_node.assign(static_cast<size_t>(n), 0);
+  placement::Placement split;
+  split.device_count = stages;
+  split.device_of_node.assign(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
     int d = 0;
-    while (d < devices - 1 && i > chosen[static_cast<size_t>(d)]) ++d;
-    plan.placement.device_of_node[static_cast<size_t>(i)] = d;
+    while (d < stages - 1 && i > chosen[static_cast<size_t>(d)]) ++d;
+    split.device_of_node[static_cast<size_t>(i)] = d;
   }
+  plan.stage_placement = split;
+  plan.placement = stages > devices ? placement::interleaved_devices(split, devices) : split;
   plan.config.strategy = strategy;
   plan.config.interlock_mode = mode;
+  plan.config.pipeline = pipeline;
+  plan.config.virtual_stages = virtual_stages;
   parse_choices(plan);
   plan_schedule(plan);
   return plan;

@@ -392,6 +392,31 @@ def test_simulate_gpipe():
     check(max(d["peak_memory_bytes"] for d in zb["devices"]) <= peak(one_f), zb["devices"])
 
 
+def test_simulate_interleaved():
+    """Interleaved 1F1B places devices x V stages and simulates the devices; V = 1 is 1F1B."""
+    base = ("--order", "topo", "--placer", "contiguous", "--devices", "2", "--micro-batches", "8")
+    one_f = simulate_json(*base, "--pipeline", "1f1b")
+    one = simulate_json(*base, "--pipeline", "interleaved-1f1b", "--virtual-stages", "1")
+    check(one["simulation"]["step_time_s"] == one_f["simulation"]["step_time_s"],
+          (one["simulation"], one_f["simulation"]))
+    two = simulate_json(*base, "--pipeline", "interleaved-1f1b", "--virtual-stages", "2")
+    sim = two["simulation"]
+    check(sim["pipeline"] == "interleaved-1f1b" and sim["virtual_stages"] == 2, sim)
+    check(len(sim["devices"]) == 2 and sim["step_time_s"] > 0, sim)
+    check(sim["idle_fraction"] < one_f["simulation"]["idle_fraction"],
+          (sim, one_f["simulation"]))
+    out = ok("simulate", *MODEL, *base, "--pipeline", "interleaved-1f1b",
+             "--virtual-stages", "2").out
+    check("interleaved-1f1b pipeline (2 virtual stages)" in out, out)
+    fails(2, "simulate", *MODEL, *base, "--pipeline", "1f1b", "--virtual-stages", "2",
+          contains=("--virtual-stages 2 is for --pipeline interleaved-1f1b", "HINT:"))
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--micro-batches", "3", "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
+          contains=("multiple of the 2 devices", "HINT:"))
+    fails(2, "simulate", *MODEL, *base, "--strategy", "local", "--pipeline", "interleaved-1f1b",
+          "--virtual-stages", "2", contains=("global strategy only", "HINT: --pipeline 1f1b"))
+
+
 def find_local_eligible():
     """A placement of resnet20 on 2 devices that local strategies can run on."""
     for order in ("topo", "dfs-post-rev", "critical-path"):
@@ -566,6 +591,22 @@ def test_train_text():
     check(r.code == 0, f"exit {r.code}: {r.err}")
     check(r.out.count("step ") == 2 + 1, f"one line per step and the median: {r.out}")
     check("samples/s" in r.out, r.out)
+
+
+def test_train_interleaved():
+    """Two ranks, two chunks each: the losses are the 1-rank run's (plain backprop)."""
+    if not has_train():
+        return
+    def losses(ranks, *args):
+        r = mpirun(ranks, "train", *TRAIN_SMALL, "--micro-batches", "4", "--steps", "3",
+                   "--warmup-steps", "0", "--format", "json", *args)
+        check(r.code == 0, f"{args}: exit {r.code}: {r.err}")
+        return [json.loads(line)["loss"] for line in r.out.splitlines()[:-1]]
+    single = losses(1, "--pipeline", "1f1b")
+    interleaved = losses(2, "--pipeline", "interleaved-1f1b", "--virtual-stages", "2")
+    check(len(single) == len(interleaved) == 3, (single, interleaved))
+    for a, b in zip(single, interleaved):
+        check(abs(a - b) <= 1e-5 * abs(a) + 1e-7, (single, interleaved))
 
 
 def test_train_token_models_on_synthetic_data():
@@ -839,6 +880,13 @@ def test_train_recipe_flags():
                 contains=("micro_batches must be 1",))
     train_fails(2, 2, *TRAIN_SMALL, "--strategy", "local", "--pipeline", "zb-h1",
                 contains=("pipeline 'zb-h1' schedules the global strategy only",))
+    train_fails(2, 2, *TRAIN_SMALL, "--strategy", "local", "--pipeline", "interleaved-1f1b",
+                contains=("pipeline 'interleaved-1f1b' schedules the global strategy only",
+                          "HINT:"))
+    train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
+                "--micro-batches", "1", contains=("multiple of the 2 devices",))
+    train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "1f1b", "--virtual-stages", "2",
+                contains=("virtual_stages 2 is for pipeline interleaved-1f1b", "HINT:"))
     train_fails(2, 1, "--model", "gpt-mini", "--dataset", "text", "--epochs", "1",
                 contains=("'text'",))
 

@@ -127,6 +127,54 @@ TEST(PlanTraining, ZbH1IsForTheGlobalStrategyAlone) {
   EXPECT_EQ(plan_training(c).pipeline, placement::PipelineKind::zb_h1);
 }
 
+// Interleaved 1F1B: the placer cuts K*V stages, rank j gets stages j, j + K, ..; the
+// schedule has K lists of V chunks and the prediction K devices.
+TEST(PlanTraining, InterleavedPlacesDevicesTimesVirtualStages) {
+  TrainConfig c = base();
+  c.pipeline = "interleaved-1f1b";
+  c.virtual_stages = 2;
+  c.micro_batches = 4;
+  const TrainPlan plan = plan_training(c);
+  EXPECT_EQ(plan.pipeline, placement::PipelineKind::interleaved_1f1b);
+  EXPECT_EQ(plan.stage_placement.device_count, 4);
+  EXPECT_EQ(plan.placement.device_count, 2);
+  ASSERT_EQ(plan.placement.device_of_node.size(), plan.stage_placement.device_of_node.size());
+  for (size_t i = 0; i < plan.placement.device_of_node.size(); ++i) {
+    EXPECT_EQ(plan.placement.device_of_node[i], plan.stage_placement.device_of_node[i] % 2);
+  }
+  EXPECT_EQ(plan.schedule.stage_count, 2);
+  EXPECT_EQ(plan.schedule.virtual_stages, 2);
+  EXPECT_EQ(plan.prediction.devices.size(), 2u);
+  EXPECT_GT(plan.prediction.step_time_s, 0.0);
+  // V = 1 is 1F1B, on K stages.
+  c.virtual_stages = 1;
+  const TrainPlan one = plan_training(c);
+  c.pipeline = "1f1b";
+  EXPECT_EQ(one.schedule.stage_actions, plan_training(c).schedule.stage_actions);
+  EXPECT_EQ(one.stage_placement, one.placement);
+}
+
+TEST(PlanTraining, InterleavedRefusesWhatItCannotRun) {
+  TrainConfig c = base();
+  c.pipeline = "interleaved-1f1b";
+  c.virtual_stages = 2;
+  c.micro_batches = 1;
+  expect_invalid(c, "needs micro_batches a multiple of the 2 devices, got 1");
+  c.micro_batches = 2;
+  c.virtual_stages = 0;
+  expect_invalid(c, "virtual_stages must be in 1..");
+  c.virtual_stages = 2;
+  c.strategy = "local";
+  expect_invalid(c, "pipeline 'interleaved-1f1b' schedules the global strategy only");
+  expect_invalid(c, "HINT: --pipeline 1f1b");
+  c.strategy = "global";
+  c.pipeline = "1f1b";
+  expect_invalid(c, "virtual_stages 2 is for pipeline interleaved-1f1b");
+  c.pipeline = "interleaved-1f1b";
+  c.placer = "round-robin";
+  expect_invalid(c, "pipeline 'interleaved-1f1b' cannot run on this placement of 4 stages");
+}
+
 // The names are parsed once, into the plan's fields.
 TEST(PlanTraining, ParsesTheNamesOnce) {
   TrainConfig c = base();

@@ -77,6 +77,51 @@ TEST(RankProgram, ZbH1HoldsAMicroBatchUntilItsWeightPass) {
   }
 }
 
+// Interleaved 1F1B: a chunk's state of a micro-batch goes after that chunk's last action
+// for it (its backward's gradient send), as the simulator frees it: rank j holds at most
+// min(MV, VK - j) (micro-batch, chunk) units, rank 0 VK; none is used after its release.
+TEST(RankProgram, InterleavedReleasesEachChunkAfterItsBackward) {
+  const int k = 4, v = 2, m = 8;
+  TrainConfig c = testing::small_resnet();
+  c.batch_size = 16;
+  c.micro_batches = m;
+  c.pipeline = "interleaved-1f1b";
+  c.virtual_stages = v;
+  const TrainPlan plan = testing::chain_plan(c, k);
+  for (int rank = 0; rank < k; ++rank) {
+    const std::string at = "rank " + std::to_string(rank);
+    const RankProgram program = rank_program(plan, rank);
+    ASSERT_EQ(program.release_chunk.size(), program.actions.size()) << at;
+    std::set<std::pair<int, int>> live, released;
+    size_t peak = 0;
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      const placement::Action& a = program.actions[i];
+      if (a.kind != ActionKind::optimizer_step) {
+        const std::pair<int, int> unit{a.micro_batch, a.chunk};
+        EXPECT_FALSE(released.count(unit)) << at << ": used after release";
+        live.insert(unit);
+        peak = std::max(peak, live.size());
+      }
+      for (const auto& unit : program.release_chunk[i]) {
+        EXPECT_EQ(a.micro_batch, unit.first) << at;
+        EXPECT_EQ(a.chunk, unit.second) << at;
+        EXPECT_TRUE(live.erase(unit)) << at;
+        released.insert(unit);
+      }
+      for (int done : program.release[i]) {
+        std::erase_if(live, [&](const std::pair<int, int>& unit) {
+          if (unit.first != done) return false;
+          released.insert(unit);
+          return true;
+        });
+      }
+    }
+    EXPECT_TRUE(live.empty()) << at;
+    EXPECT_EQ(released.size(), static_cast<size_t>(m * v)) << at;
+    EXPECT_EQ(static_cast<int>(peak), std::min(m * v, v * k - rank)) << at;
+  }
+}
+
 TEST(RankProgram, LocalAndInterlockingStrategiesReleaseEveryMicroBatch) {
   const int k = 4, m = 8;
   for (const char* strategy : {"local", "pairwise", "nwise:3"}) {

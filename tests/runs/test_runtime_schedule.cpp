@@ -52,6 +52,7 @@ struct Choice {
   const char* pipeline;
   const char* interlock;
   bool more_micro_batches_than_ranks = false;  // M = P + 2 instead of 2
+  int virtual_stages = 1;                      // interleaved-1f1b: M = 2P (a multiple of P)
 };
 
 TEST(Runtime, ExecutesThePlansSchedule) {
@@ -67,7 +68,11 @@ TEST(Runtime, ExecutesThePlansSchedule) {
       // ZB-H1 with M < K (every W after the last B on the late stages) and M > K (W's
       // between the F's and B's of the steady state).
       {"global", "zb-h1", "single"},
-      {"global", "zb-h1", "single", true}};
+      {"global", "zb-h1", "single", true},
+      // Interleaved 1F1B: every rank runs 2 and 3 chunks of a 2P- and 3P-stage chain, their
+      // messages crossing from the last rank back to rank 0.
+      {"global", "interleaved-1f1b", "single", false, 2},
+      {"global", "interleaved-1f1b", "single", false, 3}};
   for (const Choice& choice : choices) {
     // Summed losses need auxiliary heads: a strategy global on p stages has none.
     const bool global = placement::strategy_reach(choice.strategy, p) == p - 1;
@@ -76,7 +81,11 @@ TEST(Runtime, ExecutesThePlansSchedule) {
     c.strategy = choice.strategy;
     c.pipeline = choice.pipeline;
     c.interlock_mode = choice.interlock;
-    if (choice.more_micro_batches_than_ranks) {
+    c.virtual_stages = choice.virtual_stages;
+    if (choice.virtual_stages > 1) {
+      c.micro_batches = 2 * p;
+      c.batch_size = 2 * c.micro_batches;
+    } else if (choice.more_micro_batches_than_ranks) {
       c.micro_batches = p + 2;
       c.batch_size = 2 * c.micro_batches;
     } else {
@@ -85,8 +94,11 @@ TEST(Runtime, ExecutesThePlansSchedule) {
     c.steps = 2;
     const TrainPlan plan = testing::chain_plan(c, p);
     ASSERT_EQ(plan.schedule.messages, placement::MessageLevel::stage);
+    ASSERT_EQ(plan.schedule.virtual_stages, choice.virtual_stages);
+    ASSERT_EQ(plan.stage_placement.device_count, p * choice.virtual_stages);
     expect_executes_schedule(plan, std::string(choice.strategy) + "/" + choice.pipeline + "/" +
                                        choice.interlock + " P=" + std::to_string(p) +
+                                       " V=" + std::to_string(choice.virtual_stages) +
                                        " M=" + std::to_string(c.micro_batches));
   }
 }

@@ -133,6 +133,8 @@ def canonical(attrs):
         lines.append("weight_decay_all=1\n")
     if int(attrs.get("threads_per_rank", 0)) != 0:
         lines.append(f"threads_per_rank={int(attrs['threads_per_rank'])}\n")
+    if int(attrs.get("virtual_stages", 1)) != 1:
+        lines.append(f"virtual_stages={int(attrs['virtual_stages'])}\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
@@ -505,6 +507,47 @@ def test_recipe_np2():
                 rates = list(f["configs"][gid]["steps"]["learning_rate"][()])
                 # Warm-up 0.1, 0.2; x0.5 from step 2.
                 check(rates == [0.1, 0.2, 0.1, 0.1], f"{gid}: rates {rates}")
+
+
+INTERLEAVED_SPEC = """
+models = ["resnet20"]
+dataset = "synthetic"
+devices = 2
+placer = "contiguous"
+pipelines = ["1f1b", "interleaved-1f1b"]
+virtual_stages = [1, 2]
+micro_batches = 2
+batch_size = 4
+warmup_steps = 0
+steps = 2
+threads_per_rank = 1
+[model_options]
+width_multiplier = 0.25
+image_size = 16
+"""
+
+
+def test_interleaved_np2():
+    """Interleaved 1F1B in a sweep: virtual_stages multiplies it alone (1f1b runs V = 1
+    once), the attribute and the id's line only where V is not 1, and the analysis'
+    config_key tells V = 1 from V = 2."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "interleaved.toml")
+        with open(spec, "w") as f:
+            f.write(INTERLEAVED_SPEC)
+        out = os.path.join(tmp, "interleaved.h5")
+        ok(2, "sweep", spec, "--out", out)
+        groups = check_layout(out, spec, 2)
+        seen = sorted((a["pipeline"], int(a.get("virtual_stages", 1))) for a in groups.values())
+        check(seen == [("1f1b", 1), ("interleaved-1f1b", 1), ("interleaved-1f1b", 2)], seen)
+        for a in groups.values():
+            check(a["status"] == "ok", f"{a['name']}: {a['status']} {a['reason']}")
+            check(("virtual_stages" in a) == (a["pipeline"] == "interleaved-1f1b" and
+                                              int(a.get("virtual_stages", 1)) == 2), a)
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "analysis"))
+        from interplace_analysis.loader import config_key
+        for gid, a in groups.items():
+            check(config_key(a) == gid, f"{gid}: the analysis' config_key is {config_key(a)}")
 
 
 def session_processes(sid):

@@ -162,6 +162,35 @@ pipeline = "zb-h1"
   EXPECT_EQ(alone.configs[1].train.pipeline, "1f1b");
 }
 
+// interleaved-1f1b is the global strategy's alone, and virtual_stages its alone: the
+// other pipelines take V = 1 (their duplicates dropped), and the id says V only when not 1.
+TEST(SweepSpec, VirtualStagesOnlyMultiplyInterleaved) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+strategies = ["global", "local"]
+pipelines = ["interleaved-1f1b", "1f1b"]
+virtual_stages = [1, 2]
+micro_batches = 4
+devices = 2
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 4u);
+  EXPECT_EQ(spec.configs[0].train.pipeline, "interleaved-1f1b");
+  EXPECT_EQ(spec.configs[0].train.virtual_stages, 1);
+  EXPECT_EQ(spec.configs[1].train.pipeline, "interleaved-1f1b");
+  EXPECT_EQ(spec.configs[1].train.virtual_stages, 2);
+  EXPECT_EQ(spec.configs[2].train.pipeline, "1f1b");
+  EXPECT_EQ(spec.configs[2].train.virtual_stages, 1);
+  EXPECT_EQ(spec.configs[3].train.strategy, "local");
+  EXPECT_EQ(spec.configs[3].train.pipeline, "1f1b");
+  EXPECT_EQ(spec.configs[3].train.virtual_stages, 1);
+  EXPECT_NE(spec.configs[0].id, spec.configs[1].id);
+  EXPECT_EQ(canonical_parameters(spec.configs[0].train, 0).find("virtual_stages"),
+            std::string::npos);
+  EXPECT_NE(canonical_parameters(spec.configs[1].train, 0).find("virtual_stages=2\n"),
+            std::string::npos);
+  EXPECT_THROW(parse_sweep_spec("virtual_stages = 0\n", "spec.toml"), Error);
+}
+
 TEST(SweepSpec, ModelOptionsApplyToAllModelsAndPerModelTablesOverride) {
   const SweepSpec spec = parse_sweep_spec(R"(
 models = ["resnet20", "gpt-mini"]

@@ -21,7 +21,8 @@ struct SimulateOptions {
   DeviceSelection device;
   PlacementSelection placement;
   std::string strategy = "global";
-  std::string pipeline;  // empty: gpipe for the global strategy
+  std::string pipeline;    // empty: gpipe for the global strategy
+  int virtual_stages = 1;  // interleaved-1f1b: chunks per device
   int mini_batches = 1;
   AuxHeadWidth aux_head = AuxHeadWidth::study;  // as train's --aux-head
   std::string format;
@@ -36,6 +37,7 @@ const std::vector<std::string> kFormats = {"text", "json"};
 std::string step_header(const SimulateOptions& o, const StepReport& step) {
   std::string out = "strategy " + o.strategy + " (reach " + std::to_string(step.reach) + ")";
   if (step.pipeline) out += ", " + placement::to_string(*step.pipeline) + " pipeline";
+  if (o.virtual_stages > 1) out += " (" + std::to_string(o.virtual_stages) + " virtual stages)";
   out += ", " + plural(o.model.micro_batches, "micro-batch", "micro-batches") + ", " +
          plural(o.mini_batches, "mini-batch", "mini-batches") + ": ";
   if (step.estimator == StepEstimator::event_simulator) return out + "event simulator\n";
@@ -89,7 +91,8 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
   } else {
     simulation.null("pipeline");
   }
-  simulation.integer("micro_batches", o.model.micro_batches)
+  simulation.integer("virtual_stages", o.virtual_stages)
+      .integer("micro_batches", o.model.micro_batches)
       .integer("mini_batches", o.mini_batches)
       .string("estimator", to_string(step.estimator));
   if (step.fallback_reason.empty()) {
@@ -111,16 +114,41 @@ std::string run_simulate(const SimulateOptions& o) {
   const bool global = placement::strategy_reach(o.strategy, k) >= k - 1;
   std::optional<placement::PipelineKind> pipeline;
   if (!o.pipeline.empty()) pipeline = placement::pipeline_by_name(o.pipeline);
-  // The placer charges each device the micro-batches the pipeline keeps at once (1F1B and
-  // ZB-H1: K).
+  const bool interleaved = pipeline == placement::PipelineKind::interleaved_1f1b;
+  if (o.virtual_stages < 1 || o.virtual_stages > placement::kMaxVirtualStages) {
+    throw_invalid("--virtual-stages must be in 1.." + std::to_string(placement::kMaxVirtualStages) +
+                  ", got " + std::to_string(o.virtual_stages));
+  }
+  if (o.virtual_stages != 1 && !interleaved) {
+    throw_invalid("--virtual-stages " + std::to_string(o.virtual_stages) +
+                  " is for --pipeline interleaved-1f1b. HINT: --pipeline interleaved-1f1b, or "
+                  "--virtual-stages 1");
+  }
+  if (interleaved && !global) {
+    throw_invalid("the interleaved-1f1b schedule is for the global strategy only, not '" +
+                  o.strategy + "' (other strategies run 1f1b). HINT: --pipeline 1f1b, or " +
+                  "--strategy global");
+  }
+  if (interleaved && o.virtual_stages > 1 && o.model.micro_batches % k != 0) {
+    throw_invalid("the interleaved-1f1b schedule with " + std::to_string(o.virtual_stages) +
+                  " virtual stages needs --micro-batches a multiple of the " + std::to_string(k) +
+                  " devices, got " + std::to_string(o.model.micro_batches) +
+                  ". HINT: --micro-batches " + std::to_string(k * (o.model.micro_batches / k + 1)));
+  }
+  // Interleaved 1F1B places K*V stages, stage s on device s mod K.
+  const int chunks = interleaved ? o.virtual_stages : 1;
+  // The placer charges each device (each stage) the micro-batches the pipeline keeps at
+  // once (1F1B and ZB-H1: K; interleaved 1F1B: K on each of a device's V stages).
   PlacementSelection selection = o.placement;
+  selection.devices = k * chunks;
   if (global && pipeline) {
     selection.kept_micro_batches =
-        placement::micro_batches_kept(*pipeline, o.model.micro_batches, k);
+        placement::micro_batches_kept(*pipeline, o.model.micro_batches, k, chunks);
   }
   StepRequest request;
   request.strategy = o.strategy;
   request.pipeline = pipeline;
+  request.virtual_stages = chunks;
   request.micro_batches = o.model.micro_batches;
   // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
   if (o.mini_batches < 1 || o.mini_batches > placement::kMaxMiniBatches) {
@@ -163,6 +191,11 @@ Command add_simulate_command(CLI::App& root) {
   app->add_option("--pipeline", options->pipeline,
                   "schedule of the global strategy: " + join(placement::pipeline_names()) +
                       " (default gpipe)")
+      ->capture_default_str()
+      ->group("Strategy");
+  app->add_option("--virtual-stages", options->virtual_stages,
+                  "interleaved-1f1b: model chunks per device, V (the placer cuts devices x V "
+                  "stages, stage s on device s mod devices)")
       ->capture_default_str()
       ->group("Strategy");
   app->add_option("--place-with", options->place_with,

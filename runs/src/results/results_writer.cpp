@@ -53,6 +53,8 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "strategy", c.strategy);
   write_attr(g, "pipeline", c.pipeline);
   write_attr(g, "interlock_mode", c.interlock_mode);
+  // Interleaved 1F1B's V: only when not 1, as its canonical line (config_id.cpp).
+  if (c.virtual_stages != 1) write_attr(g, "virtual_stages", int64_t{c.virtual_stages});
   write_attr(g, "micro_batches", int64_t{c.micro_batches});
   write_attr(g, "batch_size", c.batch_size);
   write_attr(g, "warmup_steps", int64_t{c.warmup_steps});

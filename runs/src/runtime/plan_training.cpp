@@ -132,10 +132,23 @@ void parse_choices(TrainPlan& plan) {
   // whatever gpipe, 1f1b or e2e says, and refuse zb-h1, whose split backward they do not
   // have. e2e: one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1.
   plan.pipeline = global ? config_pipeline(c) : placement::PipelineKind::one_f_one_b;
-  if (!global && c.pipeline == placement::to_string(placement::PipelineKind::zb_h1)) {
-    throw_invalid("pipeline 'zb-h1' schedules the global strategy only, and '" + c.strategy +
-                  "' on " + std::to_string(c.devices) +
-                  " devices is not global (it runs 1F1B's order: pipeline 1f1b)");
+  for (const placement::PipelineKind only_global :
+       {placement::PipelineKind::zb_h1, placement::PipelineKind::interleaved_1f1b}) {
+    if (!global && c.pipeline == placement::to_string(only_global)) {
+      throw_invalid("pipeline '" + c.pipeline + "' schedules the global strategy only, and '" +
+                    c.strategy + "' on " + std::to_string(c.devices) +
+                    " devices is not global (it runs 1F1B's order: pipeline 1f1b). HINT: "
+                    "--pipeline 1f1b, or --strategy global");
+    }
+  }
+  if (c.virtual_stages < 1 || c.virtual_stages > placement::kMaxVirtualStages) {
+    throw_invalid("virtual_stages must be in 1.." + std::to_string(placement::kMaxVirtualStages) +
+                  ", got " + std::to_string(c.virtual_stages));
+  }
+  if (c.virtual_stages != 1 && plan.pipeline != placement::PipelineKind::interleaved_1f1b) {
+    throw_invalid("virtual_stages " + std::to_string(c.virtual_stages) +
+                  " is for pipeline interleaved-1f1b, not '" + c.pipeline +
+                  "'. HINT: --pipeline interleaved-1f1b, or --virtual-stages 1");
   }
   plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
   plan.device = device_by_name(c.device);
@@ -148,6 +161,14 @@ void parse_choices(TrainPlan& plan) {
 void plan_schedule(TrainPlan& plan) {
   const TrainConfig& c = plan.config;
   const bool global = plan.reach == c.devices - 1;
+  const int chunks =
+      plan.pipeline == placement::PipelineKind::interleaved_1f1b ? c.virtual_stages : 1;
+  if (chunks == 1) {
+    plan.stage_placement = plan.placement;
+  } else if (plan.stage_placement.device_count != c.devices * chunks) {
+    throw_invalid("interleaved-1f1b needs a placement of " + std::to_string(c.devices * chunks) +
+                  " stages, got " + std::to_string(plan.stage_placement.device_count));
+  }
   if (auto why = placement::local_strategy_ineligibility(plan.graph, plan.placement)) {
     plan.global_only_reason = *why;
   } else {
@@ -162,8 +183,21 @@ void plan_schedule(TrainPlan& plan) {
   request.pipeline = plan.pipeline;
   request.interlock = plan.interlock;
   request.stage_count = c.devices;
+  request.virtual_stages = chunks;
   request.micro_batches = c.micro_batches;
   request.mini_batches = 1;  // one training step; the runtime repeats it
+  if (chunks > 1) {
+    // The K*V stages must chain with messages to the next stage only (rank_model.cpp).
+    if (auto why = placement::interleaved_violation(plan.graph, plan.stage_placement)) {
+      throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
+                    std::to_string(plan.stage_placement.device_count) + " stages (" + *why +
+                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
+                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
+                    "(contiguous, stages)");
+    }
+    plan.schedule = placement::build_schedule(request);
+    return;
+  }
   const auto not_chain = placement::stage_chain_violation(plan.graph, plan.placement);
   if (!not_chain) {
     plan.schedule = placement::build_schedule(request);
@@ -222,31 +256,39 @@ TrainPlan plan_training(const TrainConfig& given) {
     order_options.node_cost[static_cast<size_t>(id)] = costs.compute_s(id);
   }
   plan.order = placement::compute_order(plan.graph, order, order_options);
-  placement::PlacementRequest request{.device_count = config.devices, .cost_model = cost_model};
+  // Interleaved 1F1B: the placer cuts K*V stages (stage s on device s mod K).
+  const int chunks =
+      plan.pipeline == placement::PipelineKind::interleaved_1f1b ? config.virtual_stages : 1;
+  placement::PlacementRequest request{.device_count = config.devices * chunks,
+                                      .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
-  // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count it.
+  // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count it;
+  // under interleaved 1F1B charged to each of a device's V stages (schedule.hpp).
   if (plan.reach == config.devices - 1) {
     request.kept_micro_batches =
-        placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices);
+        placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices, chunks);
   }
   request.seed = config.seed;
   set_placer_objective(request, plan.graph, costs, cost_model);  // as `place` places
   if (config.placement_path.empty()) {
-    plan.placement = placer(plan.graph, plan.order, request);
+    plan.stage_placement = placer(plan.graph, plan.order, request);
   } else {
-    plan.placement = placement::read_placement_file(config.placement_path, plan.graph);
-    if (plan.placement.device_count != config.devices) {
+    plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
+    if (plan.stage_placement.device_count != request.device_count) {
       throw_invalid("the placement file " + config.placement_path + " places on " +
-                    std::to_string(plan.placement.device_count) + " devices, the run has " +
-                    std::to_string(config.devices));
+                    std::to_string(plan.stage_placement.device_count) + " devices, the run has " +
+                    std::to_string(request.device_count) +
+                    (chunks > 1 ? " stages (devices x virtual stages)" : ""));
     }
   }
+  plan.placement = chunks > 1 ? placement::interleaved_devices(plan.stage_placement, config.devices)
+                              : plan.stage_placement;
 
   plan_schedule(plan);
   // The prediction simulates the schedule the ranks execute; a node-level schedule has no
   // stage pipeline to simulate and gets the list-scheduled estimate (step_simulation.hpp).
   if (plan.schedule.messages == placement::MessageLevel::stage) {
-    plan.prediction = simulate_schedule(plan.graph, plan.placement, costs, cost_model,
+    plan.prediction = simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model,
                                         plan.schedule, config_aux_heads(config));
   } else {
     // Timed as the replay of the schedule the ranks execute.

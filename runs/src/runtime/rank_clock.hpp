@@ -25,6 +25,9 @@ struct RankClock {
   // The schedule action being executed (RankModel::execute), carried by the events.
   const placement::Action* action = nullptr;
   int micro_batches = 1;  // of the schedule, to number micro-batches across mini-batches
+  // Ranks of the schedule: an action's peer_stage is a model stage (interleaved 1F1B: K*V
+  // of them), its event's peer the rank, stage mod devices. 0: the stage as it is.
+  int devices = 0;
 
   // kind: "forward", "aux", "backward" or "optimizer"; units do not nest.
   void begin(const char* kind, const Instant& now);

@@ -37,6 +37,7 @@ struct BackwardPass {
   bool updates = true;     // accumulate parameter gradients
   bool propagates = true;  // compute input gradients for the ranks of the producers
   bool defers = false;     // ZB-H1's B: the parameter gradients wait for the micro-batch's W
+  int chunk = 0;           // interleaved 1F1B: the rank's chunk it runs through
 };
 
 // Rows [first, first + count) of a [N, ...] tensor, as a new tensor.
@@ -70,13 +71,23 @@ struct RankModel::Impl {
   kernels::Device device;
   bool node_messages;  // MessageLevel::node: tensors move inside forward and backward
   int rank;
-  int stage_count;
+  int devices;      // K
+  int stage_count;  // model stages: K, or K * V under interleaved 1F1B
   int micro_batches = 1;
   NodeId sink;
+  // Model stage of every node (TrainPlan::stage_placement): the rank's own for every
+  // schedule but interleaved 1F1B, where rank r holds stages r, r + K, .. (its chunks).
+  std::vector<int> stage_of;
   std::vector<std::unique_ptr<kernels::Layer>> layers;  // by node; null when not ours
   std::vector<NodeId> mine;                             // ascending id (topological)
-  std::vector<std::vector<int>> remote_consumers;       // by node: other ranks, ascending
-  std::vector<NodeId> remote_inputs;  // nodes of other ranks consumed here, ascending
+  // By chunk: the rank's nodes of that chunk's stage, ascending (one chunk, `mine`, unless
+  // interleaved).
+  std::vector<std::vector<NodeId>> chunk_nodes;
+  // By node: the ranks of the other stages that consume it, ascending (under interleaved
+  // 1F1B with one device, the rank itself: its chunks message each other like ranks).
+  std::vector<std::vector<int>> remote_consumers;
+  // By chunk: nodes of other stages its nodes consume, ascending.
+  std::vector<std::vector<NodeId>> remote_inputs;
   // Gradients between a gradient receive or send action and its backward pass, by
   // (micro-batch, loss stage): received for this rank's nodes, or computed for the
   // producers on other ranks.
@@ -116,6 +127,8 @@ struct RankModel::Impl {
   }
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
+  int stage(NodeId id) const { return stage_of[static_cast<size_t>(id)]; }
+  int chunk_stage(int chunk) const { return chunk * devices + rank; }
   int tag(NodeId node, int m, bool gradient, int loss_stage) const {
     const int64_t t = Messenger::kFirstDataTag +
                       ((static_cast<int64_t>(node) * micro_batches + m) * 2 + (gradient ? 1 : 0)) *
@@ -132,12 +145,25 @@ struct RankModel::Impl {
         device(p.device),
         node_messages(p.schedule.messages == placement::MessageLevel::node),
         rank(m.rank()),
-        stage_count(p.config.devices),
+        devices(p.config.devices),
+        stage_count(p.config.devices * p.schedule.virtual_stages),
         micro_batches(p.config.micro_batches),
-        sink(p.graph.sinks().front()) {
+        sink(p.graph.sinks().front()),
+        stage_of(p.stage_placement.device_of_node.empty() ? p.placement.device_of_node
+                                                          : p.stage_placement.device_of_node) {
     const auto n = static_cast<size_t>(graph.node_count());
     layers.resize(n);
     remote_consumers.resize(n);
+    const int chunks = p.schedule.virtual_stages;
+    chunk_nodes.resize(static_cast<size_t>(chunks));
+    remote_inputs.resize(static_cast<size_t>(chunks));
+    for (const Node& node : graph.nodes()) {
+      if (stage(node.id) % devices != owner(node.id)) {
+        throw_invalid("the plan's stage placement puts '" + node.name + "' on stage " +
+                      std::to_string(stage(node.id)) + ", not one of device " +
+                      std::to_string(owner(node.id)) + "'s");
+      }
+    }
     if (p.record_node_times) {
       for (auto* times : {&node_times.forward_s, &node_times.backward_s, &node_times.forward_cpu_s,
                           &node_times.backward_cpu_s}) {
@@ -154,17 +180,18 @@ struct RankModel::Impl {
     }
     for (const Node& node : graph.nodes()) {
       std::set<int> others;
-      bool consumed_here = false;
+      std::set<int> consuming_chunks;  // this rank's, of other stages
       for (NodeId s : node.successors) {
-        if (owner(s) != owner(node.id)) others.insert(owner(s));
-        consumed_here = consumed_here || owner(s) == rank;
+        if (stage(s) == stage(node.id)) continue;
+        others.insert(owner(s));
+        if (owner(s) == rank) consuming_chunks.insert(stage(s) / devices);
       }
       remote_consumers[static_cast<size_t>(node.id)].assign(others.begin(), others.end());
-      if (owner(node.id) != rank) {
-        if (consumed_here) remote_inputs.push_back(node.id);
-        continue;
-      }
+      for (int chunk : consuming_chunks)
+        remote_inputs[static_cast<size_t>(chunk)].push_back(node.id);
+      if (owner(node.id) != rank) continue;
       mine.push_back(node.id);
+      chunk_nodes[static_cast<size_t>(stage(node.id) / devices)].push_back(node.id);
       if (node.op == "input") continue;
       placement::Attributes attributes = node.attributes;
       if (node.op == "dropout") {
@@ -282,9 +309,9 @@ struct RankModel::Impl {
     return out;
   }
 
-  // `send act`: every tensor of this rank that another rank consumes, to each of them.
-  void send_activations(int m) {
-    for (NodeId id : mine) {
+  // `send act`: every tensor of this chunk that another stage consumes, to its rank.
+  void send_activations(int m, int chunk) {
+    for (NodeId id : chunk_nodes[static_cast<size_t>(chunk)]) {
       for (int peer : remote_consumers[static_cast<size_t>(id)]) {
         msg.send(outputs[static_cast<size_t>(m)][static_cast<size_t>(id)], peer,
                  tag(id, m, false, -1));
@@ -293,17 +320,18 @@ struct RankModel::Impl {
   }
 
   // The messages of a stage-level `receive` action, as fn(node, source rank, tag): for
-  // `recv act` every tensor of another rank that this rank consumes; for `recv grad` the
-  // gradients of this rank's tensors from every rank that consumed them. Receiving and
-  // posting ahead (post_receives) walk the same list.
+  // `recv act` every tensor of another stage that the action's chunk consumes; for `recv
+  // grad` the gradients of the chunk's tensors from every rank that consumed them.
+  // Receiving and posting ahead (post_receives) walk the same list.
   template <typename Fn>
   void for_each_incoming(const Action& a, Fn fn) const {
     const int m = a.micro_batch;
+    const auto chunk = static_cast<size_t>(a.chunk);
     if (a.payload == Payload::activation) {
-      for (NodeId p : remote_inputs) fn(p, owner(p), tag(p, m, false, -1));
+      for (NodeId p : remote_inputs[chunk]) fn(p, owner(p), tag(p, m, false, -1));
       return;
     }
-    for (NodeId id : mine) {
+    for (NodeId id : chunk_nodes[chunk]) {
       for (int peer : remote_consumers[static_cast<size_t>(id)]) {
         fn(id, peer, tag(id, m, true, a.loss_stage));
       }
@@ -343,12 +371,12 @@ struct RankModel::Impl {
     clock.end(now());
   }
 
-  // The whole stage (stage level) or one node (node level).
-  void forward(int m, NodeId only) {
+  // The whole stage of a chunk (stage level) or one node (node level).
+  void forward(int m, NodeId only, int chunk) {
     begin("forward");
     const bool record_times = !node_times.forward_s.empty();
     auto& outs = outputs[static_cast<size_t>(m)];
-    for (NodeId id : mine) {
+    for (NodeId id : chunk_nodes[static_cast<size_t>(chunk)]) {
       if (only >= 0 && id != only) continue;
       const Node& node = graph.node(id);
       const Instant node_start = record_times ? now() : Instant{};
@@ -437,17 +465,18 @@ struct RankModel::Impl {
     finish();
   }
 
-  // Stage level: one backward pass through all of this rank's nodes.
+  // Stage level: one backward pass through all of a chunk's nodes on this rank.
   void backward(const BackwardPass& pass) {
     if (node_messages) throw_runtime("a whole-stage backward in a node-level schedule");
     begin("backward");
     const bool record_times = !node_times.forward_s.empty();
     const int m = pass.micro_batch;
+    const int here = chunk_stage(pass.chunk);
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
-    if (owner(sink) == rank && pass.loss_stage == rank) {
+    if (stage(sink) == here && pass.loss_stage == here) {
       grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
     }
-    if (pass.loss_stage == rank && boundary >= 0) {
+    if (pass.loss_stage == here && boundary >= 0) {
       grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
     }
     // What the gradient receive actions before this pass brought.
@@ -464,7 +493,8 @@ struct RankModel::Impl {
                                      : pass.defers ? kernels::Gradients::inputs_deferring_parameters
                                                    : kernels::Gradients::inputs_and_parameters;
     std::vector<Tensor> outgoing(static_cast<size_t>(graph.node_count()));
-    for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
+    const std::vector<NodeId>& nodes = chunk_nodes[static_cast<size_t>(pass.chunk)];
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       const NodeId id = *it;
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
@@ -482,7 +512,7 @@ struct RankModel::Impl {
       for (size_t k = 0; k < node.inputs.size(); ++k) {
         const NodeId p = node.inputs[k];
         if (graph.node(p).op == "input") continue;  // no gradient for data
-        const bool remote = owner(p) != rank;
+        const bool remote = stage(p) != here;
         if (remote && !pass.propagates) continue;
         Tensor gk =
             in_grads[k].defined() ? in_grads[k] : Tensor::zeros(graph.node(p).output_shape, device);
@@ -493,7 +523,7 @@ struct RankModel::Impl {
     }
     if (pass.propagates) {
       auto& pending = grads_to_send[{m, pass.loss_stage}];
-      for (NodeId p : remote_inputs) {
+      for (NodeId p : remote_inputs[static_cast<size_t>(pass.chunk)]) {
         Tensor& out = outgoing[static_cast<size_t>(p)];
         if (out.defined()) pending.emplace_back(p, std::move(out));
       }
@@ -566,6 +596,7 @@ void RankModel::execute(const Action& a) {
   Impl& i = *impl_;
   i.clock.action = &a;  // the timeline's events carry it
   i.clock.micro_batches = i.plan.schedule.micro_batches;
+  i.clock.devices = i.devices;
   struct Clear {
     RankClock& clock;
     ~Clear() { clock.action = nullptr; }
@@ -574,7 +605,7 @@ void RankModel::execute(const Action& a) {
   const bool activation = a.payload == Payload::activation;
   switch (a.kind) {
     case ActionKind::forward:
-      i.forward(m, a.node);
+      i.forward(m, a.node, a.chunk);
       loss = i.owner_loss;
       break;
     case ActionKind::aux_forward:
@@ -593,7 +624,8 @@ void RankModel::execute(const Action& a) {
                   .loss_stage = a.loss_stage,
                   .updates = a.updates_parameters,
                   .propagates = a.propagates_gradient,
-                  .defers = a.defers_parameters});
+                  .defers = a.defers_parameters,
+                  .chunk = a.chunk});
       break;
     case ActionKind::backward_weight:
       i.backward_weight(m);
@@ -601,7 +633,7 @@ void RankModel::execute(const Action& a) {
     case ActionKind::send:
       if (i.node_messages) throw_runtime("a send action in a node-level schedule");
       if (activation) {
-        i.send_activations(m);
+        i.send_activations(m, a.chunk);
       } else {
         i.send_gradients(m, a.loss_stage);
       }
@@ -649,6 +681,20 @@ void RankModel::release(int micro_batch) {
                 [&](const auto& entry) { return entry.first.first == micro_batch; });
   std::erase_if(i.grads_to_send,
                 [&](const auto& entry) { return entry.first.first == micro_batch; });
+}
+
+void RankModel::release_chunk(int micro_batch, int chunk) {
+  const auto m = static_cast<size_t>(micro_batch);
+  Impl& i = *impl_;
+  // A chunk's backward reads contexts only, and its inputs are another stage's outputs
+  // (with one device, the previous chunk's, whose backward needs its contexts, not them).
+  for (NodeId id : i.chunk_nodes[static_cast<size_t>(chunk)]) {
+    i.outputs[m][static_cast<size_t>(id)] = Tensor();
+    i.contexts[m][static_cast<size_t>(id)] = Context();
+  }
+  for (NodeId p : i.remote_inputs[static_cast<size_t>(chunk)]) {
+    i.outputs[m][static_cast<size_t>(p)] = Tensor();
+  }
 }
 
 void RankModel::end_step() {

@@ -53,7 +53,10 @@ class RankModel {
   bool post_receives(const placement::Action& action);
   void set_learning_rate(double learning_rate);  // the schedule's rate for the next steps
   void release(int micro_batch);  // drops a micro-batch's saved activations and gradients
-  void end_step();                // drops the step's saved activations
+  // Interleaved 1F1B: drops what one chunk saved for a micro-batch (its nodes' outputs and
+  // contexts, the tensors it received) once that chunk is done with it.
+  void release_chunk(int micro_batch, int chunk);
+  void end_step();  // drops the step's saved activations
   void set_training(bool training);
 
   LossTally loss, aux_loss;

@@ -1,5 +1,8 @@
 #include "runtime/rank_program.hpp"
 
+#include <map>
+#include <utility>
+
 #include "interplace/kernels/error.hpp"
 
 namespace interplace::runs {
@@ -29,6 +32,19 @@ RankProgram rank_program(const TrainPlan& plan, int rank) {
   program.release.resize(program.actions.size());
   for (size_t m = 0; m < last.size(); ++m) {
     if (last[m] >= 0) program.release[static_cast<size_t>(last[m])].push_back(static_cast<int>(m));
+  }
+  program.release_chunk.resize(program.actions.size());
+  if (schedule.virtual_stages > 1) {
+    std::map<std::pair<int, int>, size_t> last_of_chunk;  // (micro-batch, chunk) -> action
+    for (size_t i = 0; i < program.actions.size(); ++i) {
+      const Action& a = program.actions[i];
+      if (a.kind != ActionKind::optimizer_step) last_of_chunk[{a.micro_batch, a.chunk}] = i;
+    }
+    for (const auto& [unit, i] : last_of_chunk) {
+      if (static_cast<int>(i) != last[static_cast<size_t>(unit.first)]) {
+        program.release_chunk[i].push_back(unit);
+      }
+    }
   }
   return program;
 }

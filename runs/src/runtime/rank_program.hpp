@@ -3,6 +3,7 @@
 // micro-batch's saved state may be dropped.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "interplace/placement/schedule.hpp"
@@ -16,6 +17,11 @@ struct RankProgram {
   // and gradients are dropped after it, so 1F1B and local schedules hold only the
   // micro-batches in flight (GPipe holds all M until the backward passes).
   std::vector<std::vector<int>> release;
+  // Interleaved 1F1B (virtual stages > 1): per action, the (micro-batch, chunk) pairs it
+  // is the last to use, other than the micro-batch's last use of all (`release`): the
+  // chunk's saved state goes then, as the simulator frees it, instead of with the
+  // micro-batch's last chunk. Empty lists otherwise.
+  std::vector<std::vector<std::pair<int, int>>> release_chunk;
   bool has_aux_head = false;
   std::vector<bool> stages_with_head;  // per rank
 };

@@ -182,6 +182,7 @@ void run_program(const RankProgram& program, RankModel& model, int window) {
     }
     model.execute(actions[i]);
     if (posted[i]) --outstanding;
+    for (const auto& [m, chunk] : program.release_chunk[i]) model.release_chunk(m, chunk);
     for (int m : program.release[i]) model.release(m);
   }
 }

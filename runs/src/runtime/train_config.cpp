@@ -11,6 +11,7 @@ std::string TrainConfig::display_name() const {
   std::ostringstream name;
   name << model << ' ' << order << ' ' << placer << " K=" << devices << ' ' << strategy;
   if (strategy == "global") name << '/' << pipeline;
+  if (virtual_stages != 1) name << " V=" << virtual_stages;
   if (interlock_mode != "single") name << '/' << interlock_mode;
   name << " M=" << micro_batches << " B=" << batch_size;
   return name.str();

@@ -105,6 +105,9 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
     line("graph_file", c.graph_file);
     line("graph_digest", c.graph_digest);
   }
+  // Interleaved 1F1B's chunks per device: only when not 1, so that the ids of
+  // configurations from before the key stay as they were.
+  if (c.virtual_stages != 1) line("virtual_stages", std::to_string(c.virtual_stages));
   line("repeat", std::to_string(repeat));
   return out;
 }

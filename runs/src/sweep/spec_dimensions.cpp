@@ -101,6 +101,13 @@ std::vector<Dimension> make_dimensions() {
       },
       &TrainConfig::interlock_mode));
   dims.push_back(
+      {"virtual_stages",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.virtual_stages)},
+       int_at_least("virtual_stages", 1),
+       [](TrainConfig& c, const DimValue& v) { c.virtual_stages = static_cast<int>(v.integer); }});
+  dims.push_back(
       {"micro_batches",
        "",
        ValueKind::integer,

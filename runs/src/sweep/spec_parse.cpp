@@ -431,12 +431,13 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
 }
 
 // The pipeline a non-global strategy's configurations record: the first listed that such a
-// strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 it
-// refuses), else 1f1b.
+// strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 and
+// interleaved-1f1b it refuses), else 1f1b.
 DimValue non_global_pipeline(const std::vector<DimValue>& listed) {
   const std::string zb_h1 = placement::to_string(placement::PipelineKind::zb_h1);
+  const std::string interleaved = placement::to_string(placement::PipelineKind::interleaved_1f1b);
   for (const DimValue& value : listed) {
-    if (value.text != zb_h1) return value;
+    if (value.text != zb_h1 && value.text != interleaved) return value;
   }
   DimValue fallback = listed.front();
   fallback.text = placement::to_string(placement::PipelineKind::one_f_one_b);
@@ -457,6 +458,7 @@ std::vector<SweepConfig> expand(const Sections& s) {
   const int strategy = dimension_index("strategy");
   const int pipeline = dimension_index("pipeline");
   const int micro_batches = dimension_index("micro_batches");
+  const int virtual_stages = dimension_index("virtual_stages");
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
   std::map<std::string, TrainConfig> graph_files;  // path -> its resolved fields
@@ -468,7 +470,8 @@ std::vector<SweepConfig> expand(const Sections& s) {
     for (size_t i = 0; i < dims.size(); ++i) {
       DimValue value = s.lists[i][at[i]];
       // The pipeline schedules only the global strategy: the others keep the first listed
-      // that they accept (zb-h1 is the global strategy's alone; 1f1b when only it is listed).
+      // that they accept (zb-h1 and interleaved-1f1b are the global strategy's alone; 1f1b
+      // when only they are listed).
       if (static_cast<int>(i) == pipeline && texts[strategy] != "global") {
         value = non_global_pipeline(s.lists[i]);
       }
@@ -480,6 +483,12 @@ std::vector<SweepConfig> expand(const Sections& s) {
     if (config.strategy == "global" && config.pipeline == "e2e") {
       config.micro_batches = 1;
       texts[static_cast<size_t>(micro_batches)] = "1";
+    }
+    // Virtual stages are interleaved 1F1B's alone: the other pipelines run V = 1 whatever
+    // virtual_stages lists (the duplicates go as e2e's do).
+    if (config.pipeline != placement::to_string(placement::PipelineKind::interleaved_1f1b)) {
+      config.virtual_stages = 1;
+      texts[static_cast<size_t>(virtual_stages)] = "1";
     }
     resolve_epochs(config);            // steps from epochs, so that the id and the file say them
     if (!config.graph_file.empty()) {  // model, digest and family from the file, read once

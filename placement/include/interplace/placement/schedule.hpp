@@ -52,6 +52,26 @@
 //    Stage j holds at most min(M, K-j) micro-batches between F and B, as 1F1B, and
 //    min(M, K) between F and W (the ones past B keep only what W needs in the paper's
 //    accounting: peak memory K M_B, 1F1B's, on stage 0).
+//  - global interleaved 1F1B (Narayanan et al., SC 2021, Megatron-LM's interleaved
+//    schedule): the model is cut into K*V stages and device j holds the V stages
+//    j, j + K, .., j + (V-1)K (its chunks 0..V-1). The action lists stay per device
+//    (stage_actions[j], stage_count = K, virtual_stages = V); every action names its chunk
+//    (Action::chunk) and every stage number in an action (peer_stage, loss_stage) is a
+//    model stage, c*K + j, so that a message's key is its boundary. Device j runs the
+//    M*V chunk passes in Megatron's order: forwards in groups of K micro-batches, chunk 0's
+//    group, then chunk 1's, .., chunk V-1's, then the next group (forward n: chunk
+//    (n mod KV) / K, micro-batch (n / KV) K + n mod K); backwards in the same order with
+//    the chunks reversed. Warm-up of W_j = min(MV, (V-1)K + K-1-j) forwards, then
+//    alternately forward n + W_j and backward n, then the backwards left. V = 1 is 1F1B
+//    (W_j = K-1-j); Megatron-LM's code warms up 2(K-1-j) + (V-1)K, more than non-blocking
+//    sends need for the same bubble. With V > 1, M must be a multiple of K (Megatron's
+//    requirement: a chunk's group of K micro-batches returns to device 0 just as its next
+//    chunk needs it). At unit costs
+//    (a chunk's F and B each 1, zero link cost) every device idles (K-1) * 2 per mini-batch
+//    against M*V*2 busy: bubble fraction (K-1)/(VM + K-1), the paper's (K-1)/(VM) of the
+//    ideal time. Device 0 keeps the most micro-batch chunks between F and B:
+//    min(MV, (V-1)K + K) = min(MV, VK), each a 1/V-th of the device's layers: V K / V = K
+//    micro-batches' worth of a whole device's activations, 1F1B's K.
 #pragma once
 
 #include <string>
@@ -71,7 +91,7 @@ enum class ActionKind {
   backward_weight  // ZB-H1's W: the parameter gradients a deferring backward left
 };
 enum class Payload { activation, gradient };
-enum class PipelineKind { gpipe, one_f_one_b, zb_h1 };
+enum class PipelineKind { gpipe, one_f_one_b, zb_h1, interleaved_1f1b };
 // Where tensors cross devices: at the send and receive actions (stage chains), or inside
 // forward and backward actions of single nodes (node_level_schedule: a placement that is
 // not a chain, where whole-stage passes and messages could deadlock).
@@ -91,6 +111,10 @@ struct Action {
   // backward_weight action on this stage computes the parameter gradients later.
   bool defers_parameters = false;
   int node = -1;  // forward / backward of a node-level schedule: the graph node; else -1
+  // Interleaved 1F1B: which of the device's V chunks (model stage chunk * K + device) the
+  // action runs; 0 for every other schedule (one chunk per device). The optimiser step
+  // steps all of them, chunk 0.
+  int chunk = 0;
 
   bool operator==(const Action&) const = default;
 };
@@ -120,16 +144,21 @@ int strategy_reach(const Strategy& strategy, int stage_count);
 // {"global", "local", "pairwise", "nwise:N"}: the forms strategy_reach accepts, for help
 // texts and messages.
 const std::vector<std::string>& strategy_forms();
-// "gpipe", "1f1b" or "zb-h1".
+// "gpipe", "1f1b", "zb-h1" or "interleaved-1f1b".
 PipelineKind pipeline_by_name(std::string_view name);
 const std::vector<std::string>& pipeline_names();
 std::string to_string(PipelineKind kind);
 // The micro-batches whose activations the busiest stage keeps at once under the global
 // strategy's pipeline: GPipe all M (every forward before the first backward), 1F1B at most
 // K (stage s keeps min(M, K - s)), ZB-H1 as 1F1B (stage 0 keeps min(M, K) between F and
-// its W; later stages as many, the ones past B with only what W needs). What the placers
-// charge a device for.
-int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages);
+// its W; later stages as many, the ones past B with only what W needs), interleaved 1F1B
+// with V chunks on each of K devices min(MV, VK) chunk passes on device 0, each of a V-th
+// of its layers: min(M, K) micro-batches of a whole device's activations, rounded up (the
+// placers place the K*V stages and charge each stage min(MV, VK) of its own micro-batches:
+// call with micro_batches * V and stages K * V, see the header). What the placers charge a
+// device for.
+int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages,
+                       int virtual_stages = 1);
 // "single" or "sum".
 InterlockMode interlock_mode_by_name(std::string_view name);
 const std::vector<std::string>& interlock_mode_names();
@@ -138,12 +167,16 @@ std::string to_string(InterlockMode mode);
 // Upper bounds of the request (the schedule holds every pass of every micro-batch).
 inline constexpr int kMaxMicroBatches = 4096;
 inline constexpr int kMaxMiniBatches = 1000;
+inline constexpr int kMaxVirtualStages = 64;
 
 struct ScheduleRequest {
   Strategy strategy = {};
-  // Only global strategies use gpipe and zb-h1.
+  // Only global strategies use gpipe, zb-h1 and interleaved-1f1b.
   PipelineKind pipeline = PipelineKind::one_f_one_b;
-  int stage_count = 1;
+  int stage_count = 1;  // devices: action lists
+  // Interleaved 1F1B: chunks per device (the model has stage_count * virtual_stages
+  // stages); 1 for every other pipeline.
+  int virtual_stages = 1;
   int micro_batches = 1;  // per mini-batch
   int mini_batches = 1;   // run back to back
   InterlockMode interlock = InterlockMode::single;
@@ -153,7 +186,8 @@ struct Schedule {
   std::string strategy;
   int reach = 0;
   PipelineKind pipeline = PipelineKind::one_f_one_b;
-  int stage_count = 0;
+  int stage_count = 0;     // devices, one action list each
+  int virtual_stages = 1;  // chunks per device (interleaved 1F1B); model stages K * V
   int micro_batches = 0;
   int mini_batches = 0;
   InterlockMode interlock = InterlockMode::single;
@@ -163,7 +197,9 @@ struct Schedule {
 };
 
 // Throws invalid_input for an unknown strategy, stage_count < 1, micro_batches outside
-// 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches.
+// 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches; for virtual_stages outside
+// 1..kMaxVirtualStages, or other than 1 with another pipeline than interleaved-1f1b, and
+// interleaved-1f1b with micro_batches not a multiple of stage_count.
 Schedule build_schedule(const ScheduleRequest& request);
 
 // One task of a node-level schedule: the forward or backward of one node for one micro-batch.
@@ -186,12 +222,14 @@ Schedule node_level_schedule(const ScheduleRequest& request,
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "bwd 0.1 loss3 upd prop defer" (ZB-H1's B), "bwd-w 0.1"
-// (its W), "aux-fwd 0.1", "step 0" (mini-batch.micro-batch).
+// (its W), "aux-fwd 0.1", "step 0" (mini-batch.micro-batch); " c1" after an action of
+// chunk 1 (interleaved 1F1B).
 // The action in a step x rank grid and on timelines: "F3" forward of micro-batch 3 (numbered
 // across mini-batches: mini_batch * micro_batches + micro_batch), "B3" a backward pass that
 // updates the body (under ZB-H1 its input-gradient pass B), "W3" ZB-H1's weight-gradient
 // pass, "b3" a backward that only passes the gradient on, "H3"/"h3" the auxiliary head's
-// forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step.
+// forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step; "/1" after an action
+// of the device's chunk 1 (interleaved 1F1B: "F3/1"), nothing for chunk 0.
 std::string grid_label(const Action& action, int micro_batches);
 std::string to_string(const Action& action);
 

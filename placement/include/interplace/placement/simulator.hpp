@@ -14,6 +14,14 @@
 // Memory: parameter state, plus activation_bytes from a micro-batch's forward until its
 // last backward pass on that stage (its W under ZB-H1: the runtime keeps the micro-batch's
 // contexts until then), plus aux_activation_bytes from an aux forward to its aux backward.
+//
+// Interleaved 1F1B (schedule.hpp): the schedule's K action lists are devices holding
+// V chunks each; PipelineCosts::stages has one entry per model stage (K*V, stage c*K + j
+// for device j's chunk c), and an action is costed by its chunk's stage. Links, the
+// compute sharing and the results are per device; a device's memory is the parameter
+// state of all its stages plus each chunk's activations from its forward to its last
+// backward; its optimiser step costs the optimizer_s of its chunk-0 stage (stage j), which
+// the caller sets for the whole device.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +51,7 @@ struct StageCosts {
 };
 
 struct PipelineCosts {
-  std::vector<StageCosts> stages;
+  std::vector<StageCosts> stages;  // per model stage: stage_count * virtual_stages
   LinkSpec link;
   // Stages (ranks) that share a host and slow each other down while they compute at once;
   // by default none do.

@@ -20,6 +20,15 @@ namespace interplace::placement {
 std::optional<std::string> stage_chain_violation(const Graph& graph, const Placement& placement);
 bool is_stage_chain(const Graph& graph, const Placement& placement);
 
+// Interleaved 1F1B (schedule.hpp): the placement of its K*V model stages, `stages` (a
+// stage chain, stage s the placement's device s), on `devices` devices: stage s on device
+// s mod K. Throws invalid_input unless stages.device_count is a multiple of devices.
+Placement interleaved_devices(const Placement& stages, int devices);
+// Why a stage chain cannot run interleaved 1F1B's messages: a tensor consumed past the
+// next stage (a device's chunks pass tensors only to their neighbour stages'); nullopt
+// when it can.
+std::optional<std::string> interleaved_violation(const Graph& graph, const Placement& stages);
+
 // Why local and interlocking strategies cannot run on this placement (not a chain, an
 // edge that skips a stage, a boundary crossed by zero or several tensors); nullopt when
 // they can. This is the reason a run record gives for running only the global strategy.

@@ -33,6 +33,9 @@ struct StepRequest {
   // Global strategies only (a reach of K-1); unset: GPipe for global, and the interlocked
   // schedule of schedule.hpp otherwise.
   std::optional<placement::PipelineKind> pipeline = std::nullopt;
+  // interleaved-1f1b: chunks per device, V; the placement simulate_step takes then places
+  // the K*V model stages (stage s on device s mod K).
+  int virtual_stages = 1;
   int micro_batches = 1;
   int mini_batches = 1;  // simulated back to back; times are per mini-batch
   // Interlock mode of the local and interlocking strategies (schedule.hpp).

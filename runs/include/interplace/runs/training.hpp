@@ -62,7 +62,9 @@ struct TrainConfig {
   // global only: gpipe | 1f1b | e2e (one unpipelined pass, M = 1: the study's end-to-end
   // baseline, scheduled as GPipe with one micro-batch but named apart in results)
   std::string pipeline = "gpipe";
-  std::string interlock_mode = "single";   // single | sum (docs/strategies.md)
+  std::string interlock_mode = "single";  // single | sum (docs/strategies.md)
+  // interleaved-1f1b: chunks (model stages) per device, V; 1 for every other pipeline.
+  int virtual_stages = 1;
   int micro_batches = 1;                   // per mini-batch; must divide batch_size
   int64_t batch_size = kDefaultBatchSize;  // samples per mini-batch (one optimiser step)
   int warmup_steps = 1;                    // run and recorded first, flagged, excluded from medians
@@ -119,7 +121,11 @@ struct TrainPlan {
   std::string family;      // the zoo's family of the model
   placement::Graph graph;  // ends at the logits (the loss is the runtime's)
   std::vector<placement::NodeId> order;
-  placement::Placement placement;
+  placement::Placement placement;  // node -> device (rank)
+  // node -> model stage: the placer's K*V stages under interleaved 1F1B (stage s on device
+  // s mod K, placement.device_of_node), else equal to `placement`. The runtime runs a
+  // chunk's stage at a time; the prediction simulates these stages.
+  placement::Placement stage_placement;
   // The configuration's names, parsed once (parse_choices); nothing downstream reads them.
   placement::Strategy strategy;
   int reach = 0;  // gradient reach of the strategy on `devices` stages

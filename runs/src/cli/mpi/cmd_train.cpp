@@ -280,6 +280,11 @@ Command add_train_command(CLI::App& root) {
                       " (e2e: one unpipelined pass, M = 1)")
       ->capture_default_str()
       ->group(group);
+  app->add_option("--virtual-stages", c.virtual_stages,
+                  "interleaved-1f1b: model chunks per device, V (the placer cuts devices x V "
+                  "stages, stage s on rank s mod devices)")
+      ->capture_default_str()
+      ->group(group);
   app->add_option("--interlock-mode", c.interlock_mode,
                   "interlocking gradients: " + join(placement::interlock_mode_names()))
       ->capture_default_str()
