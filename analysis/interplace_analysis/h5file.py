@@ -266,7 +266,9 @@ def _read_groups(path: str, f: h5py.File) -> list[ConfigRecord]:
     configs = []
     if "configs" in f:
         try:
-            for gid in f["configs"]:
+            # By name, whatever the storage: h5py walks a group that tracks its links'
+            # creation order (the writer's /configs, docs/results-format.md) in that order.
+            for gid in sorted(f["configs"]):
                 g = f["configs"][gid]
                 if not isinstance(g, h5py.Group):
                     raise ResultFormatError(f"{path}: /configs/{gid} is not a group")

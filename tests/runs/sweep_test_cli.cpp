@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "error_line.hpp"
 #include "fake_runner.hpp"
 #include "interplace/kernels/error.hpp"
 #include "mpi/cmd_sweep.hpp"
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
       }
     }
     return 0;
+  } catch (const cli::ReportedFailure& reported) {
+    return reported.exit_code;
   } catch (const interplace::Error& e) {
     std::cerr << "interplace: error: " << e.what() << "\n";
     return e.kind() == interplace::ErrorKind::invalid_input ? 2 : 1;

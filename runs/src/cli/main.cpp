@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "error_line.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/failure.hpp"
 #include "model_options.hpp"
@@ -27,16 +28,6 @@ namespace {
 
 constexpr int kExitInvalid = 2;
 
-int fail(int status, std::string message) {
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  // One write, so that under mpirun the launcher's own notices cannot split the line.
-  const std::string line = "interplace: error: " + message + "\n";
-  std::cerr << line << std::flush;  // std::cerr: a rank that must stay quiet detaches it
-  return status;
-}
-
 namespace cli = interplace::runs::cli;
 
 // Under mpirun or srun, command-line errors are the same on every rank: only the first
@@ -49,7 +40,7 @@ bool is_launcher_rank_zero() {
 }
 
 int fail_everywhere_alike(int status, const std::string& message) {
-  return is_launcher_rank_zero() ? fail(status, message) : status;
+  return is_launcher_rank_zero() ? cli::print_error_line(status, message) : status;
 }
 
 // The command whose options were being read, for pointing at its --help.
@@ -90,7 +81,8 @@ int run(int argc, char** argv) {
   }
   for (const cli::Command& command : commands) {
     if (command.app->parsed()) {
-      if (list_models) return fail(kExitInvalid, "--list-models takes no subcommand");
+      if (list_models)
+        return cli::print_error_line(kExitInvalid, "--list-models takes no subcommand");
       std::cout << command.run() << std::flush;
       return command.exit_status ? command.exit_status() : 0;
     }
@@ -112,10 +104,12 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const cli::ReportedFailure& reported) {
+    return reported.exit_code;  // its error line is printed (error_line.hpp)
   } catch (...) {
     // The one classification the sweep and train use too (kernels/failure.hpp).
     const interplace::Failure failure =
         interplace::classify_failure(std::current_exception(), false);
-    return fail(failure.exit_code, failure.message);
+    return cli::print_error_line(failure.exit_code, failure.message);
   }
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 
+#include "error_line.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/results_file.hpp"
@@ -202,9 +203,8 @@ std::string run_sweep_command(SweepCommandOptions& o, const SweepRunner& runner)
     MPI_Barrier(MPI_COMM_WORLD);
     return "";
   } catch (...) {
-    // Every rank fails with the same error (run_sweep agrees on it): only rank 0 says so.
-    if (session.world_rank() != 0) std::cerr.rdbuf(nullptr);
-    throw;
+    // Every rank fails with the same error (run_sweep agrees on it): rank 0 says so.
+    report_shared_failure(session.world_rank());
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "device_options.hpp"
+#include "error_line.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
 #include "interplace/placement/graph_file.hpp"
@@ -244,9 +245,8 @@ std::string run_train(TrainOptions& o) {
     if (mpi.world_rank() != 0) return "";
     return json ? summary_json(plan, result) : summary_text(plan, result);
   } catch (...) {
-    // Every rank fails with the same error (train() propagates it): only rank 0 says so.
-    if (mpi.world_rank() != 0) std::cerr.rdbuf(nullptr);
-    throw;
+    // Every rank fails with the same error (train() propagates it): rank 0 says so.
+    report_shared_failure(mpi.world_rank());
   }
 }
 
