@@ -81,6 +81,8 @@ class Cfg:
     repeat: int | None = None  # written as the `repeat` attribute (and in the id) when set
     group_name: str | None = None  # /configs/<group_name> instead of /configs/<id>
     model_options: str = ""  # the model_options attribute (k=v,...; part of the id)
+    # Every rank's peak memory in bytes (None: rank r peaks at r + 1 MiB).
+    peak_memory: int | None = None
     # The evaluations table, (epoch, step, loss, accuracy, samples) each (None: absent).
     evaluations: list[tuple[float, int, float, float, int]] | None = None
 
@@ -240,8 +242,9 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
             rk.create_dataset(name.replace("_s", "_cpu_s"), data=c.cpu_share * share * t)
         rk.create_dataset("step_cpu_s", data=c.cpu_share * sum(c.busy) * t)
     rk.create_dataset("bytes_sent", data=np.full((s, k), 1000, dtype=np.int64))
-    rk.create_dataset("peak_memory_bytes",
-                      data=np.tile(np.arange(1, k + 1, dtype=np.int64) << 20, (s, 1)))
+    peaks = np.arange(1, k + 1, dtype=np.int64) << 20 if c.peak_memory is None \
+        else np.full(k, c.peak_memory, dtype=np.int64)
+    rk.create_dataset("peak_memory_bytes", data=np.tile(peaks, (s, 1)))
     if c.evaluations is not None:
         ev = g.create_group("evaluations")
         for i, name in enumerate(("epoch", "step", "loss", "accuracy", "samples")):

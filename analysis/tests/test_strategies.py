@@ -78,3 +78,59 @@ def test_no_global_baseline_leaves_cost_unknown(tmp_path):
     cs = [Cfg(strategy="local", pipeline=""), Cfg(strategy="pairwise", pipeline="")]
     t = strategies.strategy_table(load_results([write_result_file(tmp_path / "s.h5", cs)]))
     assert len(t) == 2 and t["accuracy_cost"].isna().all() and t["speedup"].isna().all()
+
+
+def _best_global_table(tmp_path):
+    """global/gpipe (1.0 x PATTERN, 4 MiB), global/1f1b (0.8, 2 MiB), global/zb-h1 (0.4,
+    but 8 MiB), pairwise (0.5, 3 MiB) and local (0.7, 1 MiB): five runs each."""
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    mib = 1 << 20
+    cs = []
+    for i, (strategy, pipeline, factor, peak) in enumerate([
+            ("global", "gpipe", 1.0, 4), ("global", "1f1b", 0.8, 2), ("global", "zb-h1", 0.4, 8),
+            ("pairwise", "", 0.5, 3), ("local", "", 0.7, 1)]):
+        cs += repeated(Cfg(strategy=strategy, pipeline=pipeline, peak_memory=peak * mib), 5,
+                       seed=i, factor=factor, run_sd=0.01, step_sd=0.005)
+    path = write_result_file(tmp_path / "best.h5", cs)
+    return strategies.strategy_table(load_results([path])).set_index("strategy_label")
+
+
+def test_the_best_global_schedule_that_fits_the_memory(tmp_path):
+    t = _best_global_table(tmp_path)
+    # pairwise (3 MiB): zb-h1 is faster but needs 8 MiB; 1f1b (2 MiB) beats gpipe (4 MiB).
+    assert t.loc["pairwise", "best_global"] == "global/1f1b"
+    assert t.loc["pairwise", "vs_best_global"] == pytest.approx(0.8 / 0.5, rel=0.03)
+    assert t.loc["pairwise", "vs_best_global_verdict"] == "faster"
+    assert t.loc["pairwise", "best_global_memory"] == "within the configuration's"
+    # zb-h1 is the best global schedule under its own memory, and the baseline still gpipe.
+    assert t.loc["global/zb-h1", "best_global"] == "global/zb-h1"
+    assert t.loc["global/zb-h1", "vs_best_global_verdict"] == "best global"
+    assert t.loc["global/zb-h1", "speedup"] == pytest.approx(1 / 0.4, rel=0.03)
+    assert t.loc["global/gpipe", "best_global"] == "global/1f1b"
+    assert t.loc["global/gpipe", "vs_best_global_verdict"] == "slower"
+    # local (1 MiB): no global schedule fits; compared with nothing rather than all.
+    assert t.loc["local", "best_global"] == ""
+    assert t.loc["local", "vs_best_global_verdict"] == "no global schedule fits its memory"
+    assert np.isnan(t.loc["local", "vs_best_global"])
+
+
+def test_without_recorded_memory_every_global_schedule_qualifies(tmp_path):
+    from resultfile import Cfg, repeated, write_result_file
+
+    from interplace_analysis import load_results
+    cs = []
+    for i, (strategy, pipeline, factor) in enumerate([
+            ("global", "gpipe", 1.0), ("global", "zb-h1", 0.4), ("pairwise", "", 0.5)]):
+        cs += repeated(Cfg(strategy=strategy, pipeline=pipeline), 5, seed=i, factor=factor,
+                       run_sd=0.01, step_sd=0.005)
+    path = write_result_file(tmp_path / "nomem.h5", cs)
+    import h5py
+    with h5py.File(path, "r+") as f:
+        for g in f["configs"].values():
+            del g["ranks/peak_memory_bytes"]
+    t = strategies.strategy_table(load_results([path])).set_index("strategy_label")
+    assert t.loc["pairwise", "best_global"] == "global/zb-h1"
+    assert t.loc["pairwise", "best_global_memory"] == "not recorded: any global schedule"
+    assert t.loc["pairwise", "vs_best_global_verdict"] == "slower"

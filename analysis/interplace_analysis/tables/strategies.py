@@ -30,6 +30,19 @@ training accuracy at equal steps; the baseline is the group's global strategy
 ``accuracy_verdict`` says ``refused: ...``) when an accuracy of the group is at chance
 level or all are identical (:func:`..stats.accuracy_refusal`): such a difference says
 nothing about what a strategy costs.
+
+**Against the best global schedule.** ``best_global`` is, per configuration, the global
+schedule of its group (``global/gpipe``, ``/1f1b``, ``/zb-h1``, ``/interleaved-1f1b`` at
+any V: ``best_global_key`` names the one) with the highest median samples/s among those
+that need no more memory than the configuration itself (peak memory over ranks within
+``MEMORY_SLACK``; where a file has no peak memory every global schedule qualifies and
+``best_global_memory`` says so). The group already fixes the devices, micro-batches and
+batch size, so this is the comparison at equal devices and equal memory that a user who
+runs today's pipelines would make. ``vs_best_global`` is the throughput ratio with its
+95% bootstrap interval over runs, Holm-adjusted over the table's comparisons against it,
+and ``vs_best_global_verdict``. The best schedule is chosen on the same runs it is then
+compared with, which favours it (the winner of several noisy medians is flattered): a
+strategy reported faster than it is so despite that.
 """
 
 from __future__ import annotations
@@ -52,7 +65,12 @@ COLUMNS = GROUP_KEY + [
     "utilisation", "idle_fraction", "equal_step", "loss_at_equal_step",
     "accuracy_at_equal_step", "eval_accuracy", "equal_time_s", "step_at_equal_time",
     "loss_at_equal_time", "accuracy_at_equal_time", "accuracy_metric", "accuracy_cost",
-    "accuracy_verdict", "accuracy_refused", "baseline"]
+    "accuracy_verdict", "accuracy_refused", "baseline", "peak_memory_bytes", "best_global",
+    "best_global_key", "best_global_memory", "vs_best_global", "vs_best_global_ci_low",
+    "vs_best_global_ci_high", "vs_best_global_p_holm", "vs_best_global_verdict"]
+# A global schedule counts as needing no more memory than a configuration when its peak
+# is within this fraction above the configuration's (allocator rounding, buffers).
+MEMORY_SLACK = 0.05
 
 
 def _at_step(curve: dict[str, np.ndarray], step: int, col: str) -> float:
@@ -105,6 +123,16 @@ def _per_run(curve: dict[str, np.ndarray], equal_step: int, equal_time: float) -
             _at_time(curve, equal_time, "loss"), _at_time(curve, equal_time, "accuracy")]
 
 
+def _best_global(configs: list[dict], memory: float) -> int | None:
+    """Index into ``configs`` (the group's global configurations: ``samples_per_s``,
+    ``peak_memory_bytes``) of the fastest whose peak memory fits ``memory``; None if none
+    fits. An unknown (NaN) peak on either side fits."""
+    fits = [i for i, c in enumerate(configs)
+            if math.isnan(memory) or math.isnan(c["peak_memory_bytes"])
+            or c["peak_memory_bytes"] <= memory * (1 + MEMORY_SLACK)]
+    return max(fits, key=lambda i: configs[i]["samples_per_s"]) if fits else None
+
+
 def strategy_table(results: Results, seed: int = 0,
                    min_effect: float = stats.MIN_EFFECT) -> pd.DataFrame:
     """One row per configuration (its runs pooled) of every group that compares two or
@@ -114,7 +142,7 @@ def strategy_table(results: Results, seed: int = 0,
     ok = results.ok
     if ok.empty:
         return pd.DataFrame(columns=COLUMNS)
-    parts, ests = [], []
+    parts, ests, best_ests = [], [], []
     for key, grp in ok.groupby(GROUP_KEY, dropna=False, sort=True):
         if grp["strategy_label"].nunique() < 2:
             continue
@@ -131,10 +159,21 @@ def strategy_table(results: Results, seed: int = 0,
             stats.share_replicates(base_runs, stats.seed_for(*key, base_label, "shared",
                                                              base=seed))
         sps = grp["samples_per_s"].to_numpy(float)
+        peak = grp["peak_memory_bytes"].to_numpy(float) if "peak_memory_bytes" in grp \
+            else np.full(len(grp), np.nan)
         util = grp["utilisation"].to_numpy(float)
         idle = grp["idle_fraction"].to_numpy(float)
         evals = grp["eval_accuracy"].to_numpy(float)
         indices = grp.groupby(["strategy_label", "config_key"], sort=True).indices
+        # The group's global configurations, the candidates for the best global schedule.
+        globals_ = []
+        for (label, ckey) in sorted(indices):
+            if is_global_label(label):
+                pos = indices[(label, ckey)]
+                runs_g = _throughput_runs(results, grp.iloc[pos])
+                globals_.append({"label": label, "config_key": ckey, "runs": runs_g,
+                                 "samples_per_s": runs_g.point,
+                                 "peak_memory_bytes": _median_of(peak, pos)})
         part = []
         for (label, ckey) in sorted(indices):
             pos = indices[(label, ckey)]
@@ -146,6 +185,23 @@ def strategy_table(results: Results, seed: int = 0,
             else:
                 est = stats.ratio(mine, base_runs, stats.seed_for(*key, label, base=seed))
             ests.append((label == base_label, est))
+            memory = _median_of(peak, pos)
+            best = _best_global(globals_, memory)
+            if best is None:
+                vs_best, best_row = stats.NAN_ESTIMATE, {"label": "", "config_key": ""}
+            elif globals_[best]["config_key"] == ckey:
+                best_row = globals_[best]
+                vs_best = stats.Estimate(1.0, 1.0, 1.0, float("nan"), (mine.n,), "none")
+            else:
+                best_row = globals_[best]
+                vs_best = stats.ratio(mine, best_row["runs"],
+                                      stats.seed_for(*key, label, ckey, "best", base=seed))
+            kind = ("no global schedule in the group" if not globals_ else
+                    "no global schedule fits its memory" if best is None else
+                    "best global" if best_row["config_key"] == ckey else "")
+            best_ests.append((kind, vs_best))
+            known = not (math.isnan(memory) or best is None
+                         or math.isnan(best_row["peak_memory_bytes"]))
             med = {col: _median_of(per_run[:, i], pos) for i, col in enumerate(PER_RUN)}
             part.append({
                 **dict(zip(GROUP_KEY, key)), "strategy_label": label, "config_key": ckey,
@@ -159,6 +215,12 @@ def strategy_table(results: Results, seed: int = 0,
                 "step_at_equal_time": int(med["step_at_equal_time"]),
                 "eval_accuracy": _median_of(evals, pos), "equal_time_s": equal_time,
                 "accuracy_metric": "eval" if use_eval else "train@equal_step",
+                "peak_memory_bytes": memory, "best_global": best_row["label"],
+                "best_global_key": best_row["config_key"],
+                "best_global_memory": ("" if best is None else "within the configuration's"
+                                       if known else "not recorded: any global schedule"),
+                "vs_best_global": vs_best.point, "vs_best_global_ci_low": vs_best.low,
+                "vs_best_global_ci_high": vs_best.high,
             })
         part = pd.DataFrame(part)
         metric = "eval_accuracy" if use_eval else "accuracy_at_equal_step"
@@ -187,4 +249,9 @@ def strategy_table(results: Results, seed: int = 0,
         "baseline" if is_base else stats.verdict(e, q, lower_is_better=False,
                                                      min_effect=min_effect)
         for (is_base, e), q in zip(ests, table["speedup_p_holm"])]
+    q = stats.holm([e.p if not kind else float("nan") for kind, e in best_ests])
+    table["vs_best_global_p_holm"] = q
+    table["vs_best_global_verdict"] = [
+        kind or stats.verdict(e, p, lower_is_better=False, min_effect=min_effect)
+        for (kind, e), p in zip(best_ests, q)]
     return table[COLUMNS]
