@@ -44,11 +44,14 @@ OK_ATTRIBUTES = (
 COMPUTE_KINDS = ("forward_s", "backward_s", "aux_s", "optimizer_s")
 
 
-def strategy_label(strategy: str, pipeline: str, interlock_mode: str) -> str:
-    """One name per distinct backprop schedule: ``global/gpipe``, ``e2e``, ``pairwise+sum``, ...
+def strategy_label(strategy: str, pipeline: str, interlock_mode: str,
+                   virtual_stages: int = 1) -> str:
+    """One name per distinct backprop schedule: ``global/gpipe``, ``e2e``, ``pairwise+sum``,
+    ``global/interleaved-1f1b/v2`` (interleaved 1F1B with V = 2 chunks per device), ...
 
     The pipeline only matters for the global strategy and the interlock mode only for
-    strategies with a reach between 0 and K-1, so the label carries them only there.
+    strategies with a reach between 0 and K-1, so the label carries them only there; V
+    only where it is not 1.
     """
     strategy = strategy or "global"
     if strategy == "global" and pipeline == "e2e":
@@ -56,7 +59,8 @@ def strategy_label(strategy: str, pipeline: str, interlock_mode: str) -> str:
         # end-to-end baseline, its own label beside global/gpipe and global/1f1b.
         return "e2e"
     if strategy == "global":
-        return f"global/{pipeline}" if pipeline else "global"
+        v = f"/v{virtual_stages}" if virtual_stages and int(virtual_stages) != 1 else ""
+        return f"global/{pipeline}{v}" if pipeline else "global"
     if strategy != "local" and interlock_mode == "sum":
         return f"{strategy}+sum"
     return strategy
@@ -65,6 +69,12 @@ def strategy_label(strategy: str, pipeline: str, interlock_mode: str) -> str:
 def is_global_label(label: str) -> bool:
     """Whether a strategy label is the global strategy's (``global/...`` or ``e2e``)."""
     return label == "e2e" or label.startswith("global")
+
+
+def _virtual_stages(attrs) -> int:
+    """The configuration's V (interleaved 1F1B's chunks per device; 1 when absent)."""
+    v = attrs.get("virtual_stages", 1)
+    return 1 if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
 
 
 def _nan() -> float:
@@ -124,7 +134,8 @@ def config_row(rec: ConfigRecord) -> dict:
         if key.startswith(MODEL_OPTION_PREFIX):
             row[key] = value
     row["strategy_label"] = strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
-                                           a.get("interlock_mode", ""))
+                                           a.get("interlock_mode", ""),
+                                           _virtual_stages(a))
 
     if rec.summary is not None:  # from the file's summary table: computed by the writer
         row.update({k: v for k, v in rec.summary.items() if k != "has_timeline"})
@@ -319,7 +330,8 @@ def evaluation_frame(rec: ConfigRecord) -> pd.DataFrame:
     return pd.DataFrame({
         "config_id": rec.id, "run_id": rec.run_id,
         "strategy_label": strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
-                                         a.get("interlock_mode", "")),
+                                         a.get("interlock_mode", ""),
+                                           _virtual_stages(a)),
         "seed": a.get("seed", -1),
         "epoch": np.asarray(e.get("epoch", np.full(n, np.nan)), dtype=float),
         "step": np.asarray(e.get("step", np.full(n, -1)), dtype=int),

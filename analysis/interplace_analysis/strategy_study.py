@@ -23,6 +23,7 @@ times only and say so.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,8 @@ COMPUTE = ("forward_s", "backward_s", "aux_s", "optimizer_s")
 
 
 def label_key(label: str) -> tuple[int, str]:
-    return (LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER), label)
+    base = re.sub(r"/v\d+$", "", label)  # interleaved 1F1B's V beside its schedule
+    return (LABEL_ORDER.index(base) if base in LABEL_ORDER else len(LABEL_ORDER), label)
 
 
 def mean_interval(values) -> tuple[float, float, float, int]:

@@ -303,6 +303,11 @@ def test_e2e_is_its_own_global_label():
 
     assert strategy_label("global", "e2e", "single") == "e2e"
     assert strategy_label("global", "gpipe", "single") == "global/gpipe"
+    assert strategy_label("global", "interleaved-1f1b", "single", 2) == \
+        "global/interleaved-1f1b/v2"
+    assert strategy_label("global", "interleaved-1f1b", "single", 1) == \
+        "global/interleaved-1f1b"
+    assert strategy_label("local", "interleaved-1f1b", "single", 2) == "local"
     assert strategy_label("local", "e2e", "single") == "local"  # the pipeline is global's
     assert is_global_label("e2e") and is_global_label("global/1f1b")
     assert not is_global_label("pairwise")
