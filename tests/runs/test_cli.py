@@ -787,6 +787,21 @@ def test_every_subcommand_formats_json():
             check(doc["node_count"] > 0, doc)
 
 
+def test_shipped_specs_plan():
+    """Every spec in runs/configs/ plans without a failure (skips depend on the host's
+    memory); the CPU-sized ones a README or a results/ folder runs here skip nothing."""
+    configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runs",
+                           "configs")
+    specs = sorted(f for f in os.listdir(configs) if f.endswith(".toml"))
+    check(len(specs) >= 5, specs)
+    for spec in specs:
+        doc = ok("sweep", os.path.join(configs, spec), "--dry-run", "--ranks", "8",
+                 "--format", "json").json()
+        check(doc["configurations"] > 0 and doc["would_fail"] == 0, (spec, doc["reasons"]))
+        if spec in ("demo.toml", "interlocking-vs-pipelines.toml", "gomez2022-small.toml"):
+            check(doc["would_skip"] == 0, (spec, doc["reasons"]))
+
+
 def train_summary(*args):
     r = mpirun(1, "train", *TRAIN_SMALL, "--steps", "1", "--warmup-steps", "0",
                "--format", "json", *args)
