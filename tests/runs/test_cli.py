@@ -417,6 +417,33 @@ def test_simulate_interleaved():
           "--virtual-stages", "2", contains=("global strategy only", "HINT: --pipeline 1f1b"))
 
 
+def test_simulate_data_parallel():
+    """--data-parallel R: one replica of the global batch is simulated, each device's step
+    waits for the ring all-reduce of its gradients; R = 1 is the plain simulation."""
+    base = ("--order", "topo", "--placer", "contiguous", "--devices", "2", "--batch-size", "32",
+            "--micro-batches", "4", "--pipeline", "1f1b")
+    plain = simulate_json(*base)
+    one = simulate_json(*base, "--data-parallel", "1")
+    check(one["simulation"] == plain["simulation"], (one["simulation"], plain["simulation"]))
+    check(one["simulation"]["data_parallel"] == 1, one["simulation"])
+    two = simulate_json(*base, "--data-parallel", "2")
+    sim = two["simulation"]
+    check(sim["data_parallel"] == 2 and len(sim["devices"]) == 2, sim)
+    check(two["model_options"]["micro_batch_size"] == 4, two["model_options"])
+    check(all(d["allreduce_s"] > 0 for d in sim["devices"]), sim["devices"])
+    check(all(d["allreduce_s"] == 0 for d in plain["simulation"]["devices"]), plain)
+    out = ok("simulate", *MODEL, *base, "--data-parallel", "2").out
+    check("data parallel: 2 replicas x 2 devices = 4 devices" in out, out)
+    check("all-reduce" in out, out)
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--batch-size", "30", "--data-parallel", "4",
+          contains=("does not divide among 4 replicas", "HINT:"))
+    fails(2, "simulate", *MODEL, *base, "--data-parallel", "16",
+          contains=("which do not divide into 4 micro-batches", "HINT:"))
+    fails(2, "simulate", *MODEL, *base, "--data-parallel", "0",
+          contains=("--data-parallel must be in 1..",))
+
+
 def find_local_eligible():
     """A placement of resnet20 on 2 devices that local strategies can run on."""
     for order in ("topo", "dfs-post-rev", "critical-path"):

@@ -354,6 +354,11 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
 TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_step) {
   int size = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  if (plan.config.data_parallel != 1) {
+    throw_invalid("data_parallel " + std::to_string(plan.config.data_parallel) +
+                  ": this runtime does not train replicas yet (simulate takes "
+                  "--data-parallel). HINT: --data-parallel 1");
+  }
   if (size != plan.config.devices) {
     throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
                   " ranks (devices), the communicator has " + std::to_string(size));
