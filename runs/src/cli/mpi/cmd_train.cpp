@@ -210,6 +210,13 @@ std::string run_train(TrainOptions& o) {
     config.data_parallel = o.model.data_parallel;
     resolve_epochs(config);
     const int replicas = config.data_parallel;
+    if (o.devices <= 0 && replicas > 1 && mpi.world_size() % replicas != 0) {
+      throw_invalid("this run's " + std::to_string(mpi.world_size()) +
+                    " MPI ranks do not divide into " + std::to_string(replicas) +
+                    " data-parallel replicas (K x R ranks). HINT: mpirun -np a multiple of " +
+                    std::to_string(replicas) + ", or --devices K with mpirun -np K*" +
+                    std::to_string(replicas));
+    }
     config.devices = o.devices > 0 ? o.devices : mpi.world_size() / replicas;
     if (config.devices < 1 || config.ranks() != mpi.world_size()) {
       const std::string devices = std::to_string(std::max(1, config.devices));
