@@ -671,8 +671,13 @@ void RankModel::set_batch(const Batch& batch, int micro_batches, int replica, in
   }
 }
 
-void RankModel::start_gradient_allreduce() {
-  impl_->start_allreduce();
+void RankModel::start_gradient_allreduce(const Action& step) {
+  Impl& i = *impl_;
+  i.clock.action = &step;  // the timeline's interval belongs to the optimiser step ("S")
+  i.clock.micro_batches = i.plan.schedule.micro_batches;
+  i.clock.devices = i.devices;
+  i.start_allreduce();
+  i.clock.action = nullptr;
 }
 
 bool RankModel::post_receives(const Action& a) {

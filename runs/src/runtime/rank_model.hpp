@@ -50,7 +50,8 @@ class RankModel {
   // Data parallelism: starts averaging this rank's gradients and losses over its stage's
   // replicas (non-blocking), once its last backward work of the step is done; the optimiser
   // step waits for it. Nothing with one replica.
-  void start_gradient_allreduce();
+  // `step` is the optimiser step that waits for it (the timeline labels the start so).
+  void start_gradient_allreduce(const placement::Action& step);
   // Runs one action of the rank's schedule; while training, appends it to executed().
   void execute(const placement::Action& action);
   // Posts the messages of a later `receive` action (stage-level schedules), so that they

@@ -35,6 +35,7 @@ RankProgram rank_program(const TrainPlan& plan, int rank) {
         (a.kind == ActionKind::backward && a.updates_parameters && !a.defers_parameters) ||
         a.kind == ActionKind::backward_weight || a.kind == ActionKind::aux_backward;
     if (computes_gradients) program.gradients_final_after = static_cast<int>(i);
+    if (a.kind == ActionKind::optimizer_step) program.optimizer_step_at = static_cast<int>(i);
   }
   program.release.resize(program.actions.size());
   for (size_t m = 0; m < last.size(); ++m) {

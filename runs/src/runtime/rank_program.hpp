@@ -26,6 +26,7 @@ struct RankProgram {
   // (its last backward that computes parameter gradients, weight pass or auxiliary
   // backward), where their all-reduce over the replicas starts; -1: none.
   int gradients_final_after = -1;
+  int optimizer_step_at = -1;  // the index of the optimiser step action; -1: none
   bool has_aux_head = false;
   std::vector<bool> stages_with_head;  // per rank
 };

@@ -181,7 +181,9 @@ void run_program(const RankProgram& program, RankModel& model, int window) {
       }
     }
     model.execute(actions[i]);
-    if (static_cast<int>(i) == program.gradients_final_after) model.start_gradient_allreduce();
+    if (static_cast<int>(i) == program.gradients_final_after && program.optimizer_step_at >= 0) {
+      model.start_gradient_allreduce(actions[static_cast<size_t>(program.optimizer_step_at)]);
+    }
     if (posted[i]) --outstanding;
     for (const auto& [m, chunk] : program.release_chunk[i]) model.release_chunk(m, chunk);
     for (int m : program.release[i]) model.release(m);
