@@ -620,6 +620,34 @@ def test_train_text():
     check("samples/s" in r.out, r.out)
 
 
+def test_train_data_parallel():
+    """--data-parallel 2 on 2 ranks (K = 1): the global batch's losses are one rank's, every
+    rank's record is kept, and rank counts or batch sizes that do not split are refused."""
+    if not has_train():
+        return
+    model = ["--model", "gpt-mini", "--sequence-length", "16", "--batch-size", "8",
+             "--micro-batches", "2", "--threads-per-rank", "1", "--optimizer", "sgd-momentum"]
+
+    def steps(ranks, *args):
+        r = mpirun(ranks, "train", *model, "--steps", "3", "--warmup-steps", "0", "--format",
+                   "json", *args)
+        check(r.code == 0, f"{args}: exit {r.code}: {r.err}")
+        return [json.loads(line) for line in r.out.splitlines()[:-1]]
+    single = steps(1)
+    replicated = steps(2, "--data-parallel", "2")
+    check(len(single) == len(replicated) == 3, (single, replicated))
+    for a, b in zip(single, replicated):
+        check(abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"]) + 1e-7, (single, replicated))
+        check(len(b["ranks"]) == 2, b)
+    train_fails(2, 3, *model, "--devices", "1", "--data-parallel", "2",
+                contains=("--devices 1 x --data-parallel 2 needs 2 MPI ranks", "HINT: mpirun -np 2"))
+    train_fails(2, 3, *model, "--data-parallel", "2",
+                contains=("3 MPI ranks do not divide into 2 data-parallel replicas", "HINT:"))
+    train_fails(2, 2, *model[:4], "--batch-size", "6", "--micro-batches", "2",
+                "--data-parallel", "2",
+                contains=("gives each of the 2 replicas 3 samples", "HINT:"))
+
+
 def test_train_interleaved():
     """Two ranks, two chunks each: the losses are the 1-rank run's (plain backprop)."""
     if not has_train():
