@@ -136,6 +136,9 @@ def config_row(rec: ConfigRecord) -> dict:
     row["strategy_label"] = strategy_label(a.get("strategy", ""), a.get("pipeline", ""),
                                            a.get("interlock_mode", ""),
                                            _virtual_stages(a))
+    # Data-parallel replicas R of the K-stage pipeline (K x R ranks); the attribute is
+    # written only when not 1.
+    row["data_parallel"] = int(a.get("data_parallel", 1) or 1)
 
     if rec.summary is not None:  # from the file's summary table: computed by the writer
         row.update({k: v for k, v in rec.summary.items() if k != "has_timeline"})
@@ -244,6 +247,16 @@ def curve_frame(rec: ConfigRecord) -> pd.DataFrame:
     })
 
 
+def per_rank_of_stage(values: np.ndarray, k: int) -> np.ndarray:
+    """Per-stage columns (the last axis: K stages) spread over k ranks, rank r taking stage
+    r mod K: with data parallelism (``data_parallel`` R) the file keeps the auxiliary losses
+    and the prediction per stage and the ranks/* per rank, k = K x R; unchanged otherwise."""
+    stages = values.shape[-1] if values.ndim else 0
+    if stages == 0 or stages == k or k % stages != 0:
+        return values
+    return values[..., np.arange(k) % stages]
+
+
 def step_rank_frame(rec: ConfigRecord, curve: pd.DataFrame) -> pd.DataFrame:
     """One row per (step, rank): the ``ranks/*`` values, aux loss/accuracy of the rank's
     stage, and the step's own columns from ``curve``."""
@@ -259,7 +272,7 @@ def step_rank_frame(rec: ConfigRecord, curve: pd.DataFrame) -> pd.DataFrame:
         data[col] = np.repeat(curve[col].to_numpy(), k)
     for name in ("aux_loss", "aux_accuracy"):
         if name in rec.steps:
-            data[name] = rec.steps[name].astype(float).reshape(-1)
+            data[name] = per_rank_of_stage(rec.steps[name].astype(float), k).reshape(-1)
     for name, v in rec.ranks.items():
         data[name] = v.reshape(-1)
     return pd.DataFrame(data)
@@ -289,7 +302,7 @@ def step_rank_arrays(rec: ConfigRecord) -> dict[str, np.ndarray] | None:
         data[col] = np.repeat(curve[col], k)
     for name in ("aux_loss", "aux_accuracy"):
         if name in rec.steps:
-            data[name] = rec.steps[name].astype(float).reshape(-1)
+            data[name] = per_rank_of_stage(rec.steps[name].astype(float), k).reshape(-1)
     for name, v in rec.ranks.items():
         data[name] = v.reshape(-1)
     return data
@@ -311,7 +324,7 @@ def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
             comp = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS)
             cols["utilisation"] = stats.median(comp / rec.ranks["step_s"][mask], axis=0)
     for name in ("busy_s", "idle_s"):
-        arr = np.asarray(rec.prediction.get(name, []), dtype=float)
+        arr = per_rank_of_stage(np.asarray(rec.prediction.get(name, []), dtype=float), k)
         cols[f"pred_{name}"] = arr if arr.shape == (k,) else np.full(k, np.nan)
     return [{"config_id": rec.id, "run_id": rec.run_id,
              **{n: v[r].item() for n, v in cols.items()}}

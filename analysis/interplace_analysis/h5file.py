@@ -160,16 +160,20 @@ def _read_subgroup(group: h5py.Group, sub: str, names: tuple[str, ...], where: s
 
 
 def _check_shapes(rec: ConfigRecord, where: str) -> None:
-    """Steps are [S], per-rank data [S, K] with K = ``devices``: anything else is corrupt."""
+    """Steps are [S], per-stage data [S, K] with K = ``devices``, per-rank data [S, K x R]
+    with R = ``data_parallel`` (1 when absent): anything else is corrupt."""
     lengths = {name: a.shape[0] for name, a in rec.steps.items() if a.ndim >= 1}
     if len(set(lengths.values())) > 1:
         raise ResultFormatError(f"{where}: steps/* datasets differ in length: {lengths}")
     s = next(iter(lengths.values()), None)
     k = rec.attrs.get("devices")
+    replicas = int(rec.attrs.get("data_parallel", 1) or 1)
     for prefix, data in (("steps", {n: rec.steps[n] for n in STEP_RANK_DATASETS
                                     if n in rec.steps}), ("ranks", rec.ranks)):
+        columns = None if k is None else int(k) * (replicas if prefix == "ranks" else 1)
         for name, a in data.items():
-            expected = (s if s is not None else a.shape[0], k if k is not None else a.shape[-1])
+            expected = (s if s is not None else a.shape[0],
+                        columns if columns is not None else a.shape[-1])
             if a.ndim != 2 or tuple(a.shape) != expected:
                 raise ResultFormatError(
                     f"{where}: {prefix}/{name} has shape {a.shape}, expected [S, K] = {expected}")

@@ -298,6 +298,8 @@ def _recipe_lines(attrs: dict) -> str:
         out += f"threads_per_rank={int(attrs['threads_per_rank'])}\n"
     if int(attrs.get("virtual_stages", 1) or 1) != 1:  # interleaved 1F1B's V
         out += f"virtual_stages={int(attrs['virtual_stages'])}\n"
+    if int(attrs.get("data_parallel", 1) or 1) != 1:  # data-parallel replicas R
+        out += f"data_parallel={int(attrs['data_parallel'])}\n"
     return out
 
 

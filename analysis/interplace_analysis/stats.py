@@ -100,6 +100,13 @@ def seed_for(*key: object, base: int = 0) -> int:
     return (base + zlib.crc32("|".join(map(str, key)).encode())) % (2**32)
 
 
+def seed_parts(names: Sequence[str], key: Sequence[object]) -> tuple:
+    """A group key's values for ``seed_for``, without ``data_parallel`` where it is 1 (no
+    replicas, as the configuration id leaves it out): groups seed as before the tables
+    grouped by it, so reports of older files keep their intervals."""
+    return tuple(v for n, v in zip(names, key) if not (n == "data_parallel" and v == 1))
+
+
 class LazySteps(Sequence):
     """Per run, its measured step times, read (by ``get(run_id)``) only when indexed: the
     single-run fallback needs one run's steps, most comparisons none, so a table over

@@ -41,12 +41,16 @@ void validate(const Schedule& schedule, const PipelineCosts& costs) {
       }
     }
     if (s.output_bytes < 0 || s.parameter_state_bytes < 0 || s.activation_bytes < 0 ||
-        s.aux_activation_bytes < 0) {
+        s.aux_activation_bytes < 0 || s.gradient_bytes < 0) {
       throw_invalid("simulator: stage " + std::to_string(i) + " has negative bytes");
     }
   }
   if (!(costs.mini_batch_overhead_s >= 0.0) || !std::isfinite(costs.mini_batch_overhead_s)) {
     throw_invalid("simulator: the mini-batch overhead must be a finite time >= 0");
+  }
+  if (costs.data_parallel < 1) {
+    throw_invalid("simulator: data parallelism needs >= 1 replica, got " +
+                  std::to_string(costs.data_parallel));
   }
   if (!(costs.link.latency_s >= 0.0) || !(costs.link.bandwidth_bytes_per_s > 0.0)) {
     throw_invalid("simulator: link latency must be >= 0 and bandwidth > 0");
@@ -97,9 +101,10 @@ struct StageState {
   double clock_s = 0.0;
   double waiting_since_s = -1.0;  // start of the current receive's wait; -1: none
   bool computing = false;
-  bool drawing_batch = false;  // computing the mini-batch overhead, not an action
-  bool receiving = false;      // computing the receiver's share of a receive action
-  int drawn_mini_batch = -1;   // the last mini-batch whose overhead was charged
+  bool drawing_batch = false;   // computing the mini-batch overhead, not an action
+  bool receiving = false;       // computing the receiver's share of a receive action
+  int drawn_mini_batch = -1;    // the last mini-batch whose overhead was charged
+  int reduced_mini_batch = -1;  // the last mini-batch whose gradients were all-reduced
   double compute_start_s = 0.0;
   int64_t live_bytes = 0;
   bool started = false;
@@ -107,6 +112,20 @@ struct StageState {
 };
 
 }  // namespace
+
+double ring_allreduce_s(const LinkSpec& link, int64_t bytes, int replicas, int device,
+                        int stage_count) {
+  if (replicas <= 1 || bytes <= 0) return 0.0;
+  const int64_t share = (bytes + replicas - 1) / replicas;
+  double slowest_s = 0.0;  // the ring moves in lockstep: its slowest hop sets the pace
+  for (int r = 0; r < replicas; ++r) {
+    const int from = r * stage_count + device;
+    const int to = ((r + 1) % replicas) * stage_count + device;
+    slowest_s = std::max(slowest_s, link.transfer_s(share, from, to));
+    if (!link.multi_node()) break;  // one link for every hop
+  }
+  return 2.0 * (replicas - 1) * slowest_s;
+}
 
 SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) {
   validate(schedule, costs);
@@ -121,6 +140,17 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
   for (size_t stage = 0; stage < costs.stages.size(); ++stage) {
     parameter_state[device_of(static_cast<int>(stage))] +=
         costs.stages[stage].parameter_state_bytes;
+  }
+  // Data parallelism: each device's all-reduce of its stages' gradients.
+  std::vector<double> allreduce_s(k, 0.0);
+  if (costs.data_parallel > 1) {
+    std::vector<int64_t> gradient_bytes(k, 0);
+    for (size_t stage = 0; stage < costs.stages.size(); ++stage) {
+      gradient_bytes[device_of(static_cast<int>(stage))] += costs.stages[stage].gradient_bytes;
+    }
+    for (int j = 0; j < k; ++j) {
+      allreduce_s[j] = ring_allreduce_s(costs.link, gradient_bytes[j], costs.data_parallel, j, k);
+    }
   }
   for (int j = 0; j < k; ++j) {
     state[j].frees_at = last_backward_index(schedule.stage_actions[j]);
@@ -227,6 +257,17 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         }
         result.trace.push_back({j, static_cast<int>(s.next), s.clock_s, s.clock_s});
       } else {
+        if (action.kind == ActionKind::optimizer_step && allreduce_s[j] > 0.0 &&
+            s.reduced_mini_batch < action.mini_batch) {
+          // The device's backward work of this mini-batch is done: its gradients' all-reduce
+          // starts now, and the step waits for it (idle, not compute).
+          s.reduced_mini_batch = action.mini_batch;
+          s.clock_s += allreduce_s[j];
+          result.stages[j].allreduce_s += allreduce_s[j];
+          moved = true;
+          if (s.clock_s > now_s) break;
+          continue;
+        }
         if (!s.started) result.stages[j].first_start_s = s.clock_s;
         s.started = true;
         s.computing = true;

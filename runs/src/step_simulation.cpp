@@ -56,11 +56,34 @@ NodeCosts at_working_sets(const NodeCosts& costs, const CostModel& cost_model,
   return scaled;
 }
 
+// Per device of a placement of `devices` devices (device = stage mod devices under
+// interleaved 1F1B): the fp32 gradients its optimiser step steps, its nodes' parameters
+// and one replica of each tied weight it holds heads of (data parallelism all-reduces
+// them; auxiliary heads are added by the caller).
+std::vector<int64_t> gradient_bytes_per_device(const Graph& graph, const Placement& placement,
+                                               const NodeCosts& costs, int devices) {
+  std::vector<int64_t> bytes(static_cast<size_t>(devices), 0);
+  for (const Node& node : graph.nodes()) {
+    bytes[static_cast<size_t>(placement.device_of_node[node.id] % devices)] +=
+        4 * node.parameter_count;
+  }
+  const std::vector<int64_t> replicas =
+      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
+  for (size_t stage = 0; stage < replicas.size(); ++stage) {
+    bytes[stage % static_cast<size_t>(devices)] += replicas[stage] / 2;  // values + gradient
+  }
+  return bytes;
+}
+
 }  // namespace
 
 StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                               const NodeCosts& profile_costs, const CostModel& cost_model,
-                              int micro_batches, std::string reason, const Schedule* schedule) {
+                              int micro_batches, std::string reason, const Schedule* schedule,
+                              int data_parallel) {
+  if (data_parallel < 1) {
+    throw_invalid("data parallelism needs >= 1 replica, got " + std::to_string(data_parallel));
+  }
   // Every micro-batch's activations stay until its backward (GPipe at node level).
   const std::vector<int64_t> memory = device_memory_bytes(placement, profile_costs, micro_batches);
   const NodeCosts costs = at_working_sets(profile_costs, cost_model, placement, memory);
@@ -93,6 +116,21 @@ StepReport list_schedule_step(const Graph& graph, const Placement& placement,
                                           schedule ? *schedule : *built, sharing, overhead_s);
   }
   report.devices.resize(placement.device_count);
+  report.data_parallel = data_parallel;
+  if (data_parallel > 1) {
+    // Every device's all-reduce starts at the end of the step, the longest one extends it.
+    const std::vector<int64_t> gradient_bytes =
+        gradient_bytes_per_device(graph, placement, profile_costs, placement.device_count);
+    double longest_s = 0.0;
+    for (int d = 0; d < placement.device_count; ++d) {
+      const double s =
+          placement::ring_allreduce_s(cost_model.link(), gradient_bytes[static_cast<size_t>(d)],
+                                      data_parallel, d, placement.device_count);
+      report.devices[static_cast<size_t>(d)].allreduce_s = s;
+      longest_s = std::max(longest_s, s);
+    }
+    report.step_time_s += longest_s;
+  }
   for (const Node& node : graph.nodes()) {
     report.devices[placement.device_of_node[node.id]].busy_s +=
         costs.compute_s(node.id) * micro_batches;
@@ -228,11 +266,12 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     }
   } else if (reach >= k - 1) {
     if (auto why = stage_chain_violation(graph, placement)) {
-      return list_schedule_step(graph, placement, costs, cost_model, request.micro_batches, *why);
+      return list_schedule_step(graph, placement, costs, cost_model, request.micro_batches, *why,
+                                nullptr, request.data_parallel);
     }
   }
   return simulate_schedule(graph, placement, costs, cost_model, step_schedule(request, k),
-                           request.aux_heads);
+                           request.aux_heads, request.data_parallel);
 }
 
 std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
@@ -280,7 +319,7 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
 
 StepReport simulate_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                              const CostModel& cost_model, const Schedule& schedule,
-                             const AuxHeadOptions& aux_heads) {
+                             const AuxHeadOptions& aux_heads, int data_parallel) {
   require_valid_placement(graph, placement);
   // The placement's devices are the model stages: K, or K*V under interleaved 1F1B, where
   // stage s runs on device s mod K (schedule.hpp).
@@ -308,10 +347,14 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
   pipeline.mini_batch_overhead_s = mini_batch_overhead_s(cost_model, graph, schedule.micro_batches);
+  pipeline.data_parallel = data_parallel;
   std::vector<int64_t> parameters(k, 0);  // per device: its optimiser step steps them all
   for (const Node& node : graph.nodes()) {
     parameters[placement.device_of_node[node.id] % k] += node.parameter_count;
   }
+  // Data parallelism all-reduces a device's gradients at its optimiser step: charged to
+  // its chunk-0 stage, as the step's time.
+  const std::vector<int64_t> gradient_bytes = gradient_bytes_per_device(graph, placement, costs, k);
   const std::vector<NodeId> boundaries =
       global ? std::vector<NodeId>{} : boundary_producers(graph, placement);
   const HeadCalibration calibration =
@@ -326,8 +369,10 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
       stage.aux_activation_bytes = head.activation_bytes;
       stage.parameter_state_bytes += cost_model.parameter_state_bytes(head.parameter_count);
       parameters[j] += head.parameter_count;
+      stage.gradient_bytes += 4 * head.parameter_count;
     }
     stage.optimizer_s = optimizer_step_s(cost_model, parameters[j]);
+    stage.gradient_bytes += gradient_bytes[static_cast<size_t>(j)];
   }
 
   if (cost_model.has_working_set_factor()) {
@@ -350,12 +395,15 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   if (global) report.pipeline = schedule.pipeline;
   report.step_time_s = result.step_time_s;
   report.idle_fraction = result.idle_fraction;
+  report.data_parallel = data_parallel;
   report.devices.resize(k);
   for (int j = 0; j < k; ++j) {
     const StageTimeline& timeline = result.stages[j];
-    report.devices[j] = {timeline.busy_s / schedule.mini_batches,
-                         timeline.idle_s / schedule.mini_batches, timeline.peak_memory_bytes,
-                         schedule.has_aux_head[j]};
+    report.devices[j] = {.busy_s = timeline.busy_s / schedule.mini_batches,
+                         .idle_s = timeline.idle_s / schedule.mini_batches,
+                         .peak_memory_bytes = timeline.peak_memory_bytes,
+                         .has_aux_head = schedule.has_aux_head[j],
+                         .allreduce_s = timeline.allreduce_s / schedule.mini_batches};
   }
   report.timeline = simulated_timeline(schedule, result);
   for (const TimelineEvent& e : report.timeline) {  // the first mini-batch: one step

@@ -303,6 +303,83 @@ TEST(Simulator, MessagesBetweenNodesTakeTheInterNodeLink) {
                    1 + intra + 1 + intra + 1 + 2 + intra + 2 + intra + 2);
 }
 
+// Data parallelism: a ring all-reduce of B bytes over R replicas takes 2(R-1) steps of a
+// 1/R share each, 2(R-1)/R x B / bandwidth + 2(R-1) x latency on one link; the ring of
+// device j (job devices j, j + K, ...) takes the inter-node link once it spans nodes.
+TEST(Simulator, RingAllReduceIsTheRingFormula) {
+  const LinkSpec link{.latency_s = 0.25, .bandwidth_bytes_per_s = 4000.0};
+  EXPECT_DOUBLE_EQ(ring_allreduce_s(link, 8000, 1, 0, 1), 0.0);
+  EXPECT_DOUBLE_EQ(ring_allreduce_s(link, 0, 4, 0, 1), 0.0);
+  for (int r : {2, 3, 4, 8, 64}) {
+    const int64_t bytes = int64_t{8000} * r;  // shares of exactly 8000 bytes
+    const double formula =
+        2.0 * (r - 1) / r * static_cast<double>(bytes) / 4000.0 + 2.0 * (r - 1) * 0.25;
+    EXPECT_NEAR(ring_allreduce_s(link, bytes, r, 0, 1), formula, 1e-12) << "R " << r;
+    EXPECT_NEAR(ring_allreduce_s(link, bytes, r, 3, 4), formula, 1e-12) << "R " << r;
+  }
+  LinkSpec nodes = link;
+  nodes.devices_per_node = 8;
+  nodes.inter_node_latency_s = 1.0;
+  nodes.inter_node_bandwidth_bytes_per_s = 1000.0;
+  // K = 4: device 1's replicas are job devices 1 and 5 (one node) for R = 2; 1, 5, 9, 13
+  // (two nodes) for R = 4, whose ring crosses the network.
+  EXPECT_DOUBLE_EQ(ring_allreduce_s(nodes, 8000, 2, 1, 4), 2.0 * (0.25 + 4000.0 / 4000.0));
+  EXPECT_DOUBLE_EQ(ring_allreduce_s(nodes, 8000, 4, 1, 4), 6.0 * (1.0 + 2000.0 / 1000.0));
+}
+
+// The all-reduce starts when a device reaches its optimiser step (its last backward of the
+// mini-batch is done), and the step waits for it; other devices go on meanwhile.
+TEST(Simulator, DataParallelAllReduceDelaysTheOptimiserStep) {
+  const LinkSpec link{.latency_s = 0.25, .bandwidth_bytes_per_s = 4000.0};
+  const auto costs = [&](int k, int replicas, int64_t gradient_bytes) {
+    PipelineCosts c = uniform(k, 1.0, 1.0, link);
+    for (StageCosts& stage : c.stages) {
+      stage.optimizer_s = 1.0;
+      stage.gradient_bytes = gradient_bytes;
+    }
+    c.data_parallel = replicas;
+    return c;
+  };
+  // One stage, M = 2: F F B B S = 5 units; R = 1 is the old step whatever the bytes.
+  const SimulationResult alone = run("global", costs(1, 1, 8000), 2, 1, PipelineKind::gpipe);
+  EXPECT_DOUBLE_EQ(alone.makespan_s, 5.0);
+  EXPECT_DOUBLE_EQ(alone.stages[0].allreduce_s, 0.0);
+  for (int r : {2, 4}) {
+    const double ring = 2.0 * (r - 1) / r * 8000.0 / 4000.0 + 2.0 * (r - 1) * 0.25;
+    const SimulationResult result = run("global", costs(1, r, 8000), 2, 1, PipelineKind::gpipe);
+    EXPECT_DOUBLE_EQ(result.makespan_s, 5.0 + ring) << "R " << r;
+    EXPECT_DOUBLE_EQ(result.stages[0].allreduce_s, ring) << "R " << r;
+    EXPECT_DOUBLE_EQ(result.stages[0].busy_s, 5.0) << "R " << r;  // waiting is idle
+    // Two mini-batches back to back: each one's step waits for its own all-reduce.
+    const SimulationResult two = run("global", costs(1, r, 8000), 2, 2, PipelineKind::gpipe);
+    EXPECT_DOUBLE_EQ(two.makespan_s, 2 * (5.0 + ring)) << "R " << r;
+  }
+  // K = 2, GPipe, M = 4 at unit costs and free messages: stage 1's step ends at 10, stage
+  // 0's at 11 (the grid of docs/strategies.md). A link without latency carries the ring:
+  // 2(R-1)/R x G / bandwidth. Equal gradients: stage 0's all-reduce is on the critical
+  // path, the step grows by it.
+  const auto free_messages = [&](int replicas, int64_t g0, int64_t g1) {
+    PipelineCosts c = costs(2, replicas, 0);
+    c.link = {.latency_s = 0.0, .bandwidth_bytes_per_s = 4000.0};
+    for (StageCosts& stage : c.stages) stage.output_bytes = 0;
+    c.stages[0].gradient_bytes = g0;
+    c.stages[1].gradient_bytes = g1;
+    return run("global", c, 4, 1, PipelineKind::gpipe);
+  };
+  EXPECT_DOUBLE_EQ(free_messages(1, 8000, 8000).makespan_s, 11.0);
+  EXPECT_DOUBLE_EQ(free_messages(2, 8000, 8000).makespan_s, 11.0 + 2.0);
+  EXPECT_DOUBLE_EQ(free_messages(4, 8000, 8000).makespan_s, 11.0 + 1.5 * 2.0);
+  // Gradients on stage 1 only: its all-reduce overlaps stage 0's last backward and step.
+  const SimulationResult overlapped = free_messages(2, 0, 1000);  // 0.25 s: ends at 10.25
+  EXPECT_DOUBLE_EQ(overlapped.stages[1].allreduce_s, 0.25);
+  EXPECT_DOUBLE_EQ(overlapped.stages[0].allreduce_s, 0.0);
+  EXPECT_DOUBLE_EQ(overlapped.makespan_s, 11.0);
+  // A longer one comes out from behind: stage 1 ends at 9 + 2 + 1.
+  EXPECT_DOUBLE_EQ(free_messages(2, 0, 8000).makespan_s, 12.0);
+  PipelineCosts bad = costs(1, 0, 8000);
+  EXPECT_THROW(run("global", bad, 1), Error);
+}
+
 TEST(Simulator, LocalHasNoBubbleInSteadyState) {
   // Four stages with equal work per micro-batch: aux head 0.5 + 0.5 on stages 0..2, the
   // network's head folded into the last stage's body.

@@ -56,7 +56,7 @@ TrainPlan fake_plan(const TrainConfig& c) {
   plan.config = c;
   plan.family = placement::find_model(c.model).family;
   placement::ModelOptions options = c.model_options;
-  options.batch_size = micro_batch_size(c.batch_size, c.micro_batches);
+  options.batch_size = micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
   plan.graph = placement::build_model(c.model, options);
   const DevicePreset& preset = device_preset_by_name(c.cost_device);
   // The profile a sweep measured (profile:auto), as plan_training takes it.
@@ -80,6 +80,7 @@ TrainPlan fake_plan(const TrainConfig& c) {
   step.strategy = c.strategy;
   if (c.strategy == "global") step.pipeline = config_pipeline(c);
   step.micro_batches = c.micro_batches;
+  step.data_parallel = c.data_parallel;
   try {
     plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);
   } catch (const Error& e) {
@@ -98,7 +99,7 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
   int size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  if (size != c.devices) throw_invalid("communicator size differs from devices");
+  if (size != c.ranks()) throw_invalid("communicator size differs from devices x replicas");
   check_data_dir(c);
   TrainResult result;
   const double pause = fake_step_s();
@@ -130,8 +131,10 @@ TrainResult fake_train(const TrainPlan& plan, MPI_Comm comm) {
       r.step_cpu_s = r.forward_cpu_s + r.backward_cpu_s;
       step.ranks.push_back(r);
       step.step_time_s = std::max(step.step_time_s, r.step_s);
-      step.aux_loss.push_back(k + 1 < size ? step.loss + 0.1 : NAN);
-      step.aux_accuracy.push_back(k + 1 < size ? step.accuracy : NAN);
+    }
+    for (int k = 0; k < c.devices; ++k) {  // per stage
+      step.aux_loss.push_back(k + 1 < c.devices ? step.loss + 0.1 : NAN);
+      step.aux_accuracy.push_back(k + 1 < c.devices ? step.accuracy : NAN);
     }
     result.steps.push_back(step);
   }

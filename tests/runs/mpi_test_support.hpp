@@ -150,6 +150,25 @@ inline TrainResult train_plan_on(const TrainPlan& plan) {
   return result;
 }
 
+// train(plan) on the world's first devices x data_parallel ranks: R replicas of the plan's
+// K-stage pipeline (data parallelism, world rank = replica * K + stage).
+inline TrainResult train_replicas_on(const TrainPlan& plan) {
+  const int rank = world_rank();
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < plan.config.ranks() ? 0 : MPI_UNDEFINED, rank, &comm);
+  TrainResult result;
+  if (comm != MPI_COMM_NULL) {
+    try {
+      result = train(plan, comm);
+    } catch (...) {
+      MPI_Comm_free(&comm);
+      throw;
+    }
+    MPI_Comm_free(&comm);
+  }
+  return result;
+}
+
 inline std::vector<double> losses(const TrainResult& result) {
   std::vector<double> out;
   for (const StepRecord& s : result.steps) out.push_back(s.loss);

@@ -417,6 +417,33 @@ def test_simulate_interleaved():
           "--virtual-stages", "2", contains=("global strategy only", "HINT: --pipeline 1f1b"))
 
 
+def test_simulate_data_parallel():
+    """--data-parallel R: one replica of the global batch is simulated, each device's step
+    waits for the ring all-reduce of its gradients; R = 1 is the plain simulation."""
+    base = ("--order", "topo", "--placer", "contiguous", "--devices", "2", "--batch-size", "32",
+            "--micro-batches", "4", "--pipeline", "1f1b")
+    plain = simulate_json(*base)
+    one = simulate_json(*base, "--data-parallel", "1")
+    check(one["simulation"] == plain["simulation"], (one["simulation"], plain["simulation"]))
+    check(one["simulation"]["data_parallel"] == 1, one["simulation"])
+    two = simulate_json(*base, "--data-parallel", "2")
+    sim = two["simulation"]
+    check(sim["data_parallel"] == 2 and len(sim["devices"]) == 2, sim)
+    check(two["model_options"]["micro_batch_size"] == 4, two["model_options"])
+    check(all(d["allreduce_s"] > 0 for d in sim["devices"]), sim["devices"])
+    check(all(d["allreduce_s"] == 0 for d in plain["simulation"]["devices"]), plain)
+    out = ok("simulate", *MODEL, *base, "--data-parallel", "2").out
+    check("data parallel: 2 replicas x 2 devices = 4 devices" in out, out)
+    check("all-reduce" in out, out)
+    fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
+          "--batch-size", "30", "--data-parallel", "4",
+          contains=("does not divide among 4 replicas", "HINT:"))
+    fails(2, "simulate", *MODEL, *base, "--data-parallel", "16",
+          contains=("which do not divide into 4 micro-batches", "HINT:"))
+    fails(2, "simulate", *MODEL, *base, "--data-parallel", "0",
+          contains=("--data-parallel must be in 1..",))
+
+
 def find_local_eligible():
     """A placement of resnet20 on 2 devices that local strategies can run on."""
     for order in ("topo", "dfs-post-rev", "critical-path"):
@@ -591,6 +618,34 @@ def test_train_text():
     check(r.code == 0, f"exit {r.code}: {r.err}")
     check(r.out.count("step ") == 2 + 1, f"one line per step and the median: {r.out}")
     check("samples/s" in r.out, r.out)
+
+
+def test_train_data_parallel():
+    """--data-parallel 2 on 2 ranks (K = 1): the global batch's losses are one rank's, every
+    rank's record is kept, and rank counts or batch sizes that do not split are refused."""
+    if not has_train():
+        return
+    model = ["--model", "gpt-mini", "--sequence-length", "16", "--batch-size", "8",
+             "--micro-batches", "2", "--threads-per-rank", "1", "--optimizer", "sgd-momentum"]
+
+    def steps(ranks, *args):
+        r = mpirun(ranks, "train", *model, "--steps", "3", "--warmup-steps", "0", "--format",
+                   "json", *args)
+        check(r.code == 0, f"{args}: exit {r.code}: {r.err}")
+        return [json.loads(line) for line in r.out.splitlines()[:-1]]
+    single = steps(1)
+    replicated = steps(2, "--data-parallel", "2")
+    check(len(single) == len(replicated) == 3, (single, replicated))
+    for a, b in zip(single, replicated):
+        check(abs(a["loss"] - b["loss"]) <= 1e-5 * abs(a["loss"]) + 1e-7, (single, replicated))
+        check(len(b["ranks"]) == 2, b)
+    train_fails(2, 3, *model, "--devices", "1", "--data-parallel", "2",
+                contains=("--devices 1 x --data-parallel 2 needs 2 MPI ranks", "HINT: mpirun -np 2"))
+    train_fails(2, 3, *model, "--data-parallel", "2",
+                contains=("3 MPI ranks do not divide into 2 data-parallel replicas", "HINT:"))
+    train_fails(2, 2, *model[:4], "--batch-size", "6", "--micro-batches", "2",
+                "--data-parallel", "2",
+                contains=("gives each of the 2 replicas 3 samples", "HINT:"))
 
 
 def test_train_interleaved():

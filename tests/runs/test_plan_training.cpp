@@ -154,6 +154,45 @@ TEST(PlanTraining, InterleavedPlacesDevicesTimesVirtualStages) {
   EXPECT_EQ(one.stage_placement, one.placement);
 }
 
+// Data parallelism: batch_size stays the global mini-batch, the graph is one replica's
+// micro-batch (B / (R M)), the schedule is a replica's (K lists) and the prediction adds
+// each device's all-reduce over the R replicas.
+TEST(PlanTraining, DataParallelPlansOneReplicaOfTheGlobalBatch) {
+  TrainConfig c = base();
+  c.batch_size = 32;
+  c.micro_batches = 4;
+  const TrainPlan single = plan_training(c);
+  c.data_parallel = 2;
+  EXPECT_EQ(c.ranks(), 4);
+  EXPECT_EQ(c.replica_batch_size(), 16);
+  const TrainPlan plan = plan_training(c);
+  EXPECT_EQ(single.graph.batch_size(), 8);
+  EXPECT_EQ(plan.graph.batch_size(), 4);
+  EXPECT_EQ(plan.schedule.stage_count, 2);
+  EXPECT_EQ(plan.prediction.data_parallel, 2);
+  ASSERT_EQ(plan.prediction.devices.size(), 2u);
+  for (const DeviceStep& d : plan.prediction.devices) EXPECT_GT(d.allreduce_s, 0.0);
+  EXPECT_NE(c.display_name().find(" R=2 "), std::string::npos) << c.display_name();
+  c.data_parallel = 1;
+  EXPECT_EQ(c.display_name().find("R="), std::string::npos) << c.display_name();
+}
+
+TEST(PlanTraining, DataParallelRefusesUnevenSlices) {
+  TrainConfig c = base();
+  c.batch_size = 30;
+  c.data_parallel = 4;
+  expect_invalid(c, "batch size 30 does not divide among 4 replicas");
+  expect_invalid(c,
+                 "HINT: use a multiple of data_parallel x micro_batches = 4, e.g. batch_size "
+                 "28 or batch_size 32");
+  c.batch_size = 32;
+  c.micro_batches = 3;
+  expect_invalid(c, "gives each of the 4 replicas 8 samples, which do not divide into 3");
+  c.micro_batches = 1;
+  c.data_parallel = 0;
+  expect_invalid(c, "data_parallel must be in 1..");
+}
+
 TEST(PlanTraining, InterleavedRefusesWhatItCannotRun) {
   TrainConfig c = base();
   c.pipeline = "interleaved-1f1b";

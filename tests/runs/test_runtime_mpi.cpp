@@ -330,6 +330,85 @@ TEST(Runtime, StreamedStepsEqualTheGatheredRecords) {
   }
 }
 
+// Data parallelism: R replicas of a K-stage pipeline, each on its slice of the global
+// mini-batch, with every stage's gradients averaged over its replicas, train the network
+// one replica trains on the whole batch: the same losses step by step (mean over the
+// global batch), for GPT (no batch statistics, no dropout). K x R = the world: K = 1,
+// R = P and K = 2, R = P / 2; every global schedule and an interlocking strategy.
+TEST(Runtime, DataParallelMatchesOneReplica) {
+  const int p = world_size();
+  for (int k : {1, 2}) {
+    if (p % k != 0 || p / k < 2) continue;
+    const int r = p / k;
+    for (const char* strategy : {"global/gpipe", "global/1f1b", "global/zb-h1", "local"}) {
+      if (k == 1 && std::string(strategy) == "local") continue;  // K = 1: global
+      TrainConfig c = small_gpt();
+      // Momentum SGD: unlike AdamW, its step scales with the gradient, so summed instead of
+      // averaged gradients show (AdamW normalises the scale away).
+      c.optimizer = placement::OptimizerKind::sgd_momentum;
+      c.learning_rate = 0.05;
+      c.steps = 6;
+      c.batch_size = 4 * r;  // each replica: 4 samples in 2 micro-batches
+      c.micro_batches = 2;
+      const std::string name(strategy);
+      c.strategy = name.substr(0, name.find('/'));
+      c.pipeline = name.find('/') == std::string::npos ? "1f1b" : name.substr(name.find('/') + 1);
+      // The reference: one replica of the same K stages on the whole global batch, in the
+      // same M micro-batches (R times as large).
+      const TrainResult one = testing::train_plan_on(testing::chain_plan(c, k));
+      c.data_parallel = r;
+      const TrainPlan plan = testing::chain_plan(c, k);
+      ASSERT_EQ(plan.graph.batch_size(), 2);
+      const TrainResult replicated = testing::train_replicas_on(plan);
+      const std::string what = name + " K=" + std::to_string(k) + " R=" + std::to_string(r);
+      expect_same_losses(replicated, one, what);
+      if (world_rank() == 0) {
+        // Every rank of every replica recorded its steps.
+        ASSERT_EQ(replicated.steps.front().ranks.size(), static_cast<size_t>(p)) << what;
+        ASSERT_EQ(replicated.hosts.size(), static_cast<size_t>(p)) << what;
+      }
+    }
+  }
+}
+
+// Batch norm normalises by the statistics of its micro-batch: R replicas of M micro-
+// batches then differ from one replica of M R times as large (docs/strategies.md says so),
+// and equal one replica of R M micro-batches of the replicas' size, whose statistics are
+// over the same rows (running statistics, used in evaluation only, still differ).
+TEST(Runtime, DataParallelBatchNormIsPerReplicaMicroBatch) {
+  const int p = world_size();
+  TrainConfig c = small_resnet();
+  c.steps = 4;
+  c.batch_size = 4 * p;
+  c.micro_batches = 1;
+  const TrainResult whole = testing::train_plan_on(testing::chain_plan(c, 1));
+  TrainConfig same_rows = c;
+  same_rows.micro_batches = p;
+  const TrainResult split = testing::train_plan_on(testing::chain_plan(same_rows, 1));
+  c.data_parallel = p;
+  const TrainResult replicated = testing::train_replicas_on(testing::chain_plan(c, 1));
+  expect_same_losses(replicated, split, "resnet R=P vs 1 replica of P micro-batches");
+  if (world_rank() == 0) {
+    ASSERT_EQ(losses(whole).size(), losses(replicated).size());
+    EXPECT_GT(std::abs(losses(replicated).front() - losses(whole).front()), 1e-4)
+        << "batch statistics over B / R rows, not B";
+  }
+}
+
+TEST(Runtime, DataParallelNeedsDevicesTimesReplicasRanks) {
+  TrainConfig c = small_gpt();
+  c.data_parallel = 2;
+  c.devices = world_size();  // needs twice the world
+  const TrainPlan plan = plan_training(c);
+  try {
+    train(plan, MPI_COMM_WORLD);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(e.what()).find("x 2 replicas"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runtime, DevicesMustMatchTheCommunicator) {
   TrainConfig c = small_resnet();
   c.devices = world_size() + 1;

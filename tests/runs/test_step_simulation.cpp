@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 
 #include <string>
@@ -152,6 +153,52 @@ TEST_F(StepSimulation, NonChainsFallBackToTheListScheduleForGlobalOnly) {
   }
   EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.strategy = "sideways"}), Error);
   EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.micro_batches = 0}), Error);
+}
+
+// Data parallelism: each device's all-reduce carries its fp32 parameters (and its head's),
+// priced by the ring formula on the preset's link, and R = 1 changes nothing.
+TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
+  const placement::Placement p = place("contiguous", 2);
+  const StepRequest one{.strategy = "global", .micro_batches = 4};
+  StepRequest two = one;
+  two.data_parallel = 2;
+  const StepReport single = simulate_step(graph_, p, costs_, model_, one);
+  const StepReport replicated = simulate_step(graph_, p, costs_, model_, two);
+  EXPECT_EQ(single.data_parallel, 1);
+  EXPECT_EQ(replicated.data_parallel, 2);
+  double longest_s = 0.0;
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(single.devices[d].allreduce_s, 0.0);
+    const double ring =
+        placement::ring_allreduce_s(model_.link(), 4 * device_totals(p, d).second, 2, d, 2);
+    EXPECT_GT(ring, 0.0);
+    EXPECT_NEAR(replicated.devices[d].allreduce_s, ring, 1e-15);
+    EXPECT_NEAR(replicated.devices[d].busy_s, single.devices[d].busy_s, 1e-15);
+    longest_s = std::max(longest_s, ring);
+  }
+  EXPECT_GT(replicated.step_time_s, single.step_time_s);
+  EXPECT_LE(replicated.step_time_s, single.step_time_s + longest_s + 1e-15);
+  // Local: the head's parameters are all-reduced too.
+  StepRequest local{.strategy = "local", .micro_batches = 2};
+  local.data_parallel = 4;
+  const StepReport with_head = simulate_step(graph_, p, costs_, model_, local);
+  const placement::NodeId boundary = placement::boundary_producers(graph_, p)[0];
+  const AuxHeadCosts head = aux_head_costs(aux_head_graph(graph_, boundary), model_);
+  EXPECT_NEAR(with_head.devices[0].allreduce_s,
+              placement::ring_allreduce_s(
+                  model_.link(), 4 * (device_totals(p, 0).second + head.parameter_count), 4, 0, 2),
+              1e-15);
+  // Not a chain: the list-schedule estimate ends with the longest all-reduce.
+  const placement::Placement rr = place("round-robin", 3);
+  StepRequest list{.strategy = "global", .micro_batches = 2};
+  const double base = simulate_step(graph_, rr, costs_, model_, list).step_time_s;
+  list.data_parallel = 2;
+  const StepReport listed = simulate_step(graph_, rr, costs_, model_, list);
+  double longest_list_s = 0.0;
+  for (const DeviceStep& d : listed.devices)
+    longest_list_s = std::max(longest_list_s, d.allreduce_s);
+  EXPECT_GT(longest_list_s, 0.0);
+  EXPECT_NEAR(listed.step_time_s, base + longest_list_s, 1e-15);
 }
 
 // With the profile's runs of several micro-batches in flight, each rank's compute is

@@ -135,6 +135,8 @@ def canonical(attrs):
         lines.append(f"threads_per_rank={int(attrs['threads_per_rank'])}\n")
     if int(attrs.get("virtual_stages", 1)) != 1:
         lines.append(f"virtual_stages={int(attrs['virtual_stages'])}\n")
+    if int(attrs.get("data_parallel", 1)) != 1:
+        lines.append(f"data_parallel={int(attrs['data_parallel'])}\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
@@ -195,27 +197,35 @@ def check_described(group):
     group.visititems(visit)
 
 
-def check_scales(gid, g, k):
-    """Format 3's dimension scales: rank, node, step, timeline/event, attached by axis."""
+def check_scales(gid, g, k, r=1):
+    """Format 3's dimension scales: rank, node, step, timeline/event, attached by axis.
+    With r data-parallel replicas the rank scale has k x r ranks and per-stage data the
+    stage scale of k."""
     import numpy as np
     check_described(g)
     if "order" not in g and "steps" not in g:
         return
     check(g["rank"].attrs["CLASS"] == b"DIMENSION_SCALE" and
-          list(g["rank"][()]) == list(range(k)), f"{gid}: rank scale")
+          list(g["rank"][()]) == list(range(k * r)), f"{gid}: rank scale")
+    per_stage = "rank" if r == 1 else "stage"
+    if r > 1:
+        check(list(g["stage"][()]) == list(range(k)), f"{gid}: stage scale")
+        check(list(g["rank_stage"][()]) == [i % k for i in range(k * r)] and
+              list(g["rank_replica"][()]) == [i // k for i in range(k * r)],
+              f"{gid}: the ranks' (stage, replica)")
     if "order" in g:
         n = g["node_names"].shape[0]
         check(list(g["node"][()]) == list(range(n)), f"{gid}: node scale")
         for name in ("order", "placement", "node_names"):
             check(axes(g[name]) == ["node"], f"{gid}: {name} axes {axes(g[name])}")
         for name in ("busy_s", "idle_s", "peak_memory_bytes"):
-            check(axes(g["prediction"][name]) == ["rank"], f"{gid}: prediction/{name}")
+            check(axes(g["prediction"][name]) == [per_stage], f"{gid}: prediction/{name}")
     if "steps" in g:
         check(np.array_equal(g["step"][()], g["steps"]["step"][()]), f"{gid}: step scale")
         for name in STEP_VECTORS:
             check(axes(g["steps"][name]) == ["step"], f"{gid}: steps/{name} axes")
         for name in ("aux_loss", "aux_accuracy"):
-            check(axes(g["steps"][name]) == ["step", "rank"], f"{gid}: steps/{name} axes")
+            check(axes(g["steps"][name]) == ["step", per_stage], f"{gid}: steps/{name} axes")
         for name in RANK_FLOATS + ["bytes_sent", "peak_memory_bytes"]:
             check(axes(g["ranks"][name]) == ["step", "rank"], f"{gid}: ranks/{name} axes")
         check(g["ranks"]["step_s"].attrs["units"] == "s" and
@@ -281,7 +291,8 @@ def check_layout(path, spec_path, world_size):
             check(fnv1a64(canonical(a)) == gid, f"{gid}: id is not FNV-1a of {canonical(a)!r}")
             check(a["status"] in ("ok", "failed", "skipped"), f"{gid}: status {a['status']}")
             k = int(a["devices"])
-            check_scales(gid, g, k)
+            r = int(a.get("data_parallel", 1))  # replicas: k x r ranks
+            check_scales(gid, g, k, r)
             if "order" in g:
                 n = g["node_names"].shape[0]
                 order = g["order"][()]
@@ -306,8 +317,8 @@ def check_layout(path, spec_path, world_size):
                 check(is_int(a["parameter_count"]) and is_int(a["reach"]), f"{gid}: plan attrs")
                 for name in ("forward_flops", "backward_flops", "batch_size"):
                     check(is_int(gr[name]) and gr[name] > 0, f"{gid}: graph/{name}")
-                check(gr["batch_size"] * int(a["micro_batches"]) == a["batch_size"],
-                      f"{gid}: graph/batch_size is one micro-batch")
+                check(gr["batch_size"] * int(a["micro_batches"]) * r == a["batch_size"],
+                      f"{gid}: graph/batch_size is one (replica's) micro-batch")
                 check(is_str(a["cost_device_preset"]) and is_float(a["peak_flops_per_s"]) and
                       a["peak_flops_per_s"] > 0, f"{gid}: cost device peak")
             if a["status"] == "ok":
@@ -319,7 +330,7 @@ def check_layout(path, spec_path, world_size):
                 for key in OK_STR_LIST:
                     check(is_str_list(a[key]), f"{gid}: {key} is {a[key]!r}")
                 check(is_int(a["eval_samples"]), f"{gid}: eval_samples")
-                check(len(a["hosts"]) == k, f"{gid}: hosts per rank")
+                check(len(a["hosts"]) == k * r, f"{gid}: hosts per rank")
                 s = int(a["warmup_steps"]) + int(a["steps"])
                 steps = g["steps"]
                 for name in STEP_VECTORS:
@@ -331,10 +342,10 @@ def check_layout(path, spec_path, world_size):
                 for name in ("aux_loss", "aux_accuracy"):
                     check(steps[name].shape == (s, k), f"{gid}: steps/{name}")
                 for name in RANK_FLOATS:
-                    check(g["ranks"][name].shape == (s, k) and
+                    check(g["ranks"][name].shape == (s, k * r) and
                           g["ranks"][name].dtype == np.float64, f"{gid}: ranks/{name}")
                 for name in ("bytes_sent", "peak_memory_bytes"):
-                    check(g["ranks"][name].shape == (s, k) and
+                    check(g["ranks"][name].shape == (s, k * r) and
                           g["ranks"][name].dtype == np.int64, f"{gid}: ranks/{name}")
                 check(np.allclose(steps["step_time_s"][()], g["ranks"]["step_s"][()].max(axis=1)),
                       f"{gid}: step_time_s is the max over ranks")
@@ -548,6 +559,69 @@ def test_interleaved_np2():
         from interplace_analysis.loader import config_key
         for gid, a in groups.items():
             check(config_key(a) == gid, f"{gid}: the analysis' config_key is {config_key(a)}")
+
+
+DATA_PARALLEL_SPEC = """
+models = ["gpt-mini"]
+dataset = "synthetic"
+devices = 1
+placer = "contiguous"
+data_parallel = [1, 2]
+micro_batches = 2
+batch_size = 8
+warmup_steps = 0
+steps = 2
+threads_per_rank = 1
+optimizer = "adamw"
+learning_rate = 0.001
+[model_options]
+layers = 2
+dim = 32
+heads = 2
+sequence_length = 16
+"""
+
+
+def test_data_parallel_np2():
+    """Data parallelism in a sweep on 2 ranks: K = 1 with R = 1 and R = 2 (the job's both
+    ranks); the attribute and the id's line only where R is not 1, every rank's records
+    (K x R) with its (stage, replica), the same losses as one replica (GPT: no batch
+    statistics), and the analysis' config_key and data_parallel column."""
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "data_parallel.toml")
+        with open(spec, "w") as f:
+            f.write(DATA_PARALLEL_SPEC)
+        out = os.path.join(tmp, "data_parallel.h5")
+        ok(2, "sweep", spec, "--out", out)
+        groups = check_layout(out, spec, 2)
+        seen = sorted(int(a.get("data_parallel", 1)) for a in groups.values())
+        check(seen == [1, 2], seen)
+        for a in groups.values():
+            check(a["status"] == "ok", f"{a['name']}: {a['status']} {a['reason']}")
+            check(("data_parallel" in a) == (int(a.get("data_parallel", 1)) == 2), a)
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "analysis"))
+        from interplace_analysis.loader import config_key, load_results
+        for gid, a in groups.items():
+            check(config_key(a) == gid, f"{gid}: the analysis' config_key is {config_key(a)}")
+        results = load_results(out)
+        configs = results.configs
+        check(sorted(configs["data_parallel"]) == [1, 2], configs["data_parallel"])
+        # The analysis' per-rank frames: K x R rows per step, the stage's aux and prediction.
+        steps = results.steps
+        for gid, a in groups.items():
+            rows = steps[steps["config_id"] == gid]
+            check(len(rows) == 2 * int(a.get("data_parallel", 1)), f"{gid}: steps rows {rows}")
+        ranks = results.rank_summary
+        check(len(ranks) == 3 and ranks["pred_busy_s"].notna().all(), ranks)
+        if is_fake():
+            return
+        import h5py
+        with h5py.File(out, "r") as f:
+            loss = {int(a.get("data_parallel", 1)): list(f["configs"][gid]["steps"]["loss"][()])
+                    for gid, a in groups.items()}
+        check(len(loss[1]) == len(loss[2]) == 2, loss)
+        for x, y in zip(loss[1], loss[2]):
+            check(abs(x - y) <= 1e-5 * abs(x) + 1e-7, f"R = 2 vs R = 1 losses: {loss}")
 
 
 def session_processes(sid):

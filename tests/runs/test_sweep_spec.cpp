@@ -191,6 +191,32 @@ devices = 2
   EXPECT_THROW(parse_sweep_spec("virtual_stages = 0\n", "spec.toml"), Error);
 }
 
+// data_parallel is a dimension like any count (every strategy and pipeline takes it); the
+// id and the file say it only when not 1, so that earlier ids stay as they were.
+TEST(SweepSpec, DataParallelIsADimensionNamedInTheIdWhenNotOne) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+strategies = ["global", "local"]
+data_parallel = [1, 2]
+batch_size = 8
+devices = 2
+)",
+                                          "spec.toml");
+  ASSERT_EQ(spec.configs.size(), 4u);
+  int replicated = 0;
+  for (const SweepConfig& config : spec.configs) {
+    const std::string line = canonical_parameters(config.train, 0);
+    if (config.train.data_parallel == 2) {
+      ++replicated;
+      EXPECT_NE(line.find("data_parallel=2\n"), std::string::npos) << line;
+    } else {
+      EXPECT_EQ(line.find("data_parallel"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(replicated, 2);
+  EXPECT_NE(spec.configs[0].id, spec.configs[1].id);
+  EXPECT_THROW(parse_sweep_spec("data_parallel = 0\n", "spec.toml"), Error);
+}
+
 TEST(SweepSpec, ModelOptionsApplyToAllModelsAndPerModelTablesOverride) {
   const SweepSpec spec = parse_sweep_spec(R"(
 models = ["resnet20", "gpt-mini"]

@@ -1,6 +1,6 @@
 """Table 2: backprop strategies side by side (the second study).
 
-A *group* holds everything fixed but the strategy (model, order, placer, K,
+A *group* holds everything fixed but the strategy (model, order, placer, K, replicas R,
 micro-batches, batch size, device, data set); only groups with at least two
 strategies are compared. Per configuration the table gives throughput, device
 utilisation, bubble fraction and the training loss/accuracy compared two ways:
@@ -57,7 +57,7 @@ from ..frames import is_global_label
 from ..loader import Results
 
 GROUP_KEY = ["family", "model", "model_options", "order", "placer", "devices",
-             "micro_batches", "batch_size", "device", "dataset"]
+             "data_parallel", "micro_batches", "batch_size", "device", "dataset"]
 DISPLAY_KEY = ["family", "model", "devices", "order", "placer"]
 COLUMNS = GROUP_KEY + [
     "strategy_label", "config_key", "run_id", "runs", "samples_per_s", "speedup",
@@ -146,6 +146,7 @@ def strategy_table(results: Results, seed: int = 0,
     for key, grp in ok.groupby(GROUP_KEY, dropna=False, sort=True):
         if grp["strategy_label"].nunique() < 2:
             continue
+        seed_key = stats.seed_parts(GROUP_KEY, key)
         run_ids = grp["run_id"].to_numpy()
         curves = [results.curve_arrays(rid) for rid in run_ids]
         equal_step = int(min(_max(c["step"]) for c in curves))
@@ -156,7 +157,7 @@ def strategy_table(results: Results, seed: int = 0,
         use_eval = base["eval_accuracy"].notna().any() and grp["eval_accuracy"].notna().all()
         base_runs = _throughput_runs(results, base) if len(base) else None
         if base_runs is not None:
-            stats.share_replicates(base_runs, stats.seed_for(*key, base_label, "shared",
+            stats.share_replicates(base_runs, stats.seed_for(*seed_key, base_label, "shared",
                                                              base=seed))
         sps = grp["samples_per_s"].to_numpy(float)
         peak = grp["peak_memory_bytes"].to_numpy(float) if "peak_memory_bytes" in grp \
@@ -183,7 +184,7 @@ def strategy_table(results: Results, seed: int = 0,
             elif label == base_label:
                 est = stats.Estimate(1.0, 1.0, 1.0, float("nan"), (mine.n,), "none")
             else:
-                est = stats.ratio(mine, base_runs, stats.seed_for(*key, label, base=seed))
+                est = stats.ratio(mine, base_runs, stats.seed_for(*seed_key, label, base=seed))
             ests.append((label == base_label, est))
             memory = _median_of(peak, pos)
             best = _best_global(globals_, memory)
@@ -195,7 +196,7 @@ def strategy_table(results: Results, seed: int = 0,
             else:
                 best_row = globals_[best]
                 vs_best = stats.ratio(mine, best_row["runs"],
-                                      stats.seed_for(*key, label, ckey, "best", base=seed))
+                                      stats.seed_for(*seed_key, label, ckey, "best", base=seed))
             kind = ("no global schedule in the group" if not globals_ else
                     "no global schedule fits its memory" if best is None else
                     "best global" if best_row["config_key"] == ckey else "")

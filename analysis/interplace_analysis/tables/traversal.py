@@ -28,7 +28,8 @@ import pandas as pd
 from .. import stats
 from ..loader import Results
 
-GROUP_KEY = ["family", "model", "model_options", "placer", "devices", "strategy_label",
+GROUP_KEY = ["family", "model", "model_options", "placer", "devices", "data_parallel",
+             "strategy_label",
              "micro_batches", "batch_size", "device", "cost_device"]
 SETTING_KEY = [k for k in GROUP_KEY if k != "placer"]
 DISPLAY_KEY = ["family", "model", "placer", "devices", "strategy_label", "micro_batches"]
@@ -78,7 +79,7 @@ def order_table(results: Results, seed: int = 0,
         topo = grp[grp["order"] == BASELINE]
         topo_runs = runs_of(topo.iloc[0]) if len(topo) else None
         for _, r in grp.iterrows():
-            seed_key = stats.seed_for(*key, r["order"], base=seed)
+            seed_key = stats.seed_for(*stats.seed_parts(GROUP_KEY, key), r["order"], base=seed)
             mine = runs_of(r)
             med = stats.median_estimate(mine, seed_key)
             if r["order"] == BASELINE:
@@ -153,8 +154,8 @@ def best_table(orders: pd.DataFrame, samples: pd.DataFrame | None = None,
                 ko = (tuple(key), o["order"])
                 if kb in by_key and ko in by_key:
                     est = stats.ratio(by_key[ko], by_key[kb],
-                                      stats.seed_for(*key, best["order"], o["order"],
-                                                     base=seed))
+                                      stats.seed_for(*stats.seed_parts(GROUP_KEY, key),
+                                                     best["order"], o["order"], base=seed))
                 else:
                     est = stats.Estimate(o["median_step_s"] / best["median_step_s"],
                                          o["median_ci_low"] / best["median_ci_high"],
@@ -270,6 +271,6 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
         key = key if isinstance(key, tuple) else (key,)
         sub = sub.assign(setting=sub[SETTING_KEY].astype(str).agg("|".join, axis=1),
                          median=sub["values"].map(stats.median))
-        ranked = _rank_one_key(sub, stats.seed_for(*key, base=seed))
+        ranked = _rank_one_key(sub, stats.seed_for(*stats.seed_parts(by, key), base=seed))
         parts.append(ranked.assign(**dict(zip(by, key)))[by + list(ranked.columns)])
     return pd.concat(parts, ignore_index=True)

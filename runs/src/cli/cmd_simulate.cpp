@@ -40,8 +40,19 @@ std::string step_header(const SimulateOptions& o, const StepReport& step) {
   if (o.virtual_stages > 1) out += " (" + std::to_string(o.virtual_stages) + " virtual stages)";
   out += ", " + plural(o.model.micro_batches, "micro-batch", "micro-batches") + ", " +
          plural(o.mini_batches, "mini-batch", "mini-batches") + ": ";
-  if (step.estimator == StepEstimator::event_simulator) return out + "event simulator\n";
-  return out + "list-schedule estimate (" + step.fallback_reason + ")\n";
+  out += step.estimator == StepEstimator::event_simulator
+             ? "event simulator\n"
+             : "list-schedule estimate (" + step.fallback_reason + ")\n";
+  if (step.data_parallel > 1) {
+    const int k = static_cast<int>(step.devices.size());
+    out += "data parallel: " + std::to_string(step.data_parallel) + " replicas x " +
+           std::to_string(k) + " devices = " + std::to_string(step.data_parallel * k) +
+           " devices (job rank = replica x " + std::to_string(k) + " + device); batch size " +
+           std::to_string(o.model.options.batch_size) + " = " +
+           std::to_string(o.model.options.batch_size / step.data_parallel) +
+           " per replica; each device's gradients ring all-reduced before its optimiser step\n";
+  }
+  return out;
 }
 
 std::string simulate_text(const SimulateOptions& o, const PlacementContext& context,
@@ -50,15 +61,24 @@ std::string simulate_text(const SimulateOptions& o, const PlacementContext& cont
   std::string out = placement_text(context, false) + "\n" + step_header(o, step);
   out += "step time: " + format_seconds(step.step_time_s) + "\n";
   out += "idle fraction: " + format_percent(step.idle_fraction) + "\n\n";
-  TextTable table({"device", "busy", "idle", "peak memory", "fits", "aux head"});
+  const bool data_parallel = step.data_parallel > 1;
+  std::vector<std::string> columns = {"device", "busy", "idle", "peak memory", "fits", "aux head"};
+  if (data_parallel) columns.emplace_back("all-reduce");
+  TextTable table(columns);
   std::vector<std::string> over;
   for (size_t d = 0; d < step.devices.size(); ++d) {
     const DeviceStep& s = step.devices[d];
     const bool fits = s.peak_memory_bytes <= capacity;
     if (!fits) over.push_back(std::to_string(d));
-    table.add_row({std::to_string(d), format_seconds(s.busy_s), format_seconds(s.idle_s),
-                   format_bytes(static_cast<double>(s.peak_memory_bytes)), fits ? "yes" : "NO",
-                   s.has_aux_head ? format_percent(s.aux_head_s / s.busy_s) + " of busy" : "no"});
+    std::vector<std::string> row = {
+        std::to_string(d),
+        format_seconds(s.busy_s),
+        format_seconds(s.idle_s),
+        format_bytes(static_cast<double>(s.peak_memory_bytes)),
+        fits ? "yes" : "NO",
+        s.has_aux_head ? format_percent(s.aux_head_s / s.busy_s) + " of busy" : "no"};
+    if (data_parallel) row.push_back(format_seconds(s.allreduce_s));
+    table.add_row(row);
   }
   out += table.str();
   if (!over.empty()) {
@@ -82,6 +102,7 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
                           .boolean("fits_memory", s.peak_memory_bytes <= capacity)
                           .boolean("has_aux_head", s.has_aux_head)
                           .number("aux_head_s", s.aux_head_s)
+                          .number("allreduce_s", s.allreduce_s)
                           .str());
   }
   JsonObject simulation;
@@ -92,6 +113,7 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
     simulation.null("pipeline");
   }
   simulation.integer("virtual_stages", o.virtual_stages)
+      .integer("data_parallel", step.data_parallel)
       .integer("micro_batches", o.model.micro_batches)
       .integer("mini_batches", o.mini_batches)
       .string("estimator", to_string(step.estimator));
@@ -150,6 +172,7 @@ std::string run_simulate(const SimulateOptions& o) {
   request.pipeline = pipeline;
   request.virtual_stages = chunks;
   request.micro_batches = o.model.micro_batches;
+  request.data_parallel = o.model.data_parallel;
   // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
   if (o.mini_batches < 1 || o.mini_batches > placement::kMaxMiniBatches) {
     throw_invalid("--mini-batches must be in 1.." + std::to_string(placement::kMaxMiniBatches) +
@@ -202,6 +225,13 @@ Command add_simulate_command(CLI::App& root) {
                   "order and place on this device preset's roofline, then simulate with the "
                   "device options (e.g. --profile): the placement of a run planned on that "
                   "preset (its cost_device)")
+      ->group("Strategy");
+  app->add_option("--data-parallel", options->model.data_parallel,
+                  "R replicas of the pipeline on devices x R devices (job rank = replica x "
+                  "devices + device): --batch-size is the global mini-batch, each replica "
+                  "trains batch-size / R of it, and each device's gradients are all-reduced "
+                  "over its R replicas before the optimiser step; one replica is simulated")
+      ->capture_default_str()
       ->group("Strategy");
   add_aux_head_options(*app, options->aux_head, "Strategy");
   app->add_option("--mini-batches", options->mini_batches,

@@ -59,7 +59,8 @@ const placement::ModelInfo& model_info(std::string_view name) {
 }
 
 int64_t selected_micro_batch_size(const ModelSelection& selection) {
-  return micro_batch_size(selection.options.batch_size, selection.micro_batches, kBatchFlags);
+  return micro_batch_size(selection.options.batch_size, selection.micro_batches, kBatchFlags,
+                          selection.data_parallel);
 }
 
 placement::Graph build_selected_model(const ModelSelection& selection) {

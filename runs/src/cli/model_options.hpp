@@ -20,6 +20,9 @@ struct ModelSelection {
   std::string model;
   placement::ModelOptions options;  // options.batch_size: samples per mini-batch
   int micro_batches = 1;            // per mini-batch
+  // Replicas of the pipeline (simulate --data-parallel): options.batch_size is then the
+  // global mini-batch and the graph one replica's micro-batch.
+  int data_parallel = 1;
   // --graph-file: the network of a graph file (docs/your-network.md) instead of --model.
   std::string graph_file = {};
   // Set by build_selected_model from a graph file: its graph's name and family.
@@ -32,8 +35,8 @@ struct ModelSelection {
 
 void add_model_options(CLI::App& app, ModelSelection& selection);
 
-// Samples per micro-batch; throws invalid_input (with a HINT) when --micro-batches does not
-// divide --batch-size.
+// Samples per micro-batch (of one replica with --data-parallel); throws invalid_input (with
+// a HINT) when --micro-batches (x --data-parallel) does not divide --batch-size.
 int64_t selected_micro_batch_size(const ModelSelection& selection);
 // The graph of one micro-batch. Throws invalid_input when --model is missing or unknown
 // (listing the catalog), or when the options do not fit the model. With --graph-file: the

@@ -55,6 +55,8 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "interlock_mode", c.interlock_mode);
   // Interleaved 1F1B's V: only when not 1, as its canonical line (config_id.cpp).
   if (c.virtual_stages != 1) write_attr(g, "virtual_stages", int64_t{c.virtual_stages});
+  // Data-parallel replicas: only when not 1, as its canonical line (config_id.cpp).
+  if (c.data_parallel != 1) write_attr(g, "data_parallel", int64_t{c.data_parallel});
   write_attr(g, "micro_batches", int64_t{c.micro_batches});
   write_attr(g, "batch_size", c.batch_size);
   write_attr(g, "warmup_steps", int64_t{c.warmup_steps});
@@ -248,7 +250,7 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
 
 // Per step: the network's loss and accuracy, per stage the auxiliary ones, per rank the
 // time split. Missing per-stage or per-rank entries (a short vector) are NaN or 0.
-void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
+void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axis& stage) {
   const size_t s = result.steps.size();
   const size_t k = rank.length;
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -282,6 +284,16 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
       memory[i * k + j] = q.peak_memory_bytes;
     }
   }
+  // Per stage: K of the K x R ranks (the first replica's columns; every replica has the
+  // same stages).
+  const size_t stages = stage.length;
+  std::vector<double> aux_loss_of_stage(s * stages, nan), aux_accuracy_of_stage(s * stages, nan);
+  for (size_t i = 0; i < s; ++i) {
+    for (size_t j = 0; j < stages; ++j) {
+      aux_loss_of_stage[i * stages + j] = aux_loss[i * k + j];
+      aux_accuracy_of_stage[i * stages + j] = aux_accuracy[i * k + j];
+    }
+  }
   const h5::Handle step_scale = make_axis(g, "step", s, "step (warm-up and measured)");
   const Axis at{step_scale.get(), s};
   const h5::Handle steps = h5::create_group(g, "steps");
@@ -292,8 +304,9 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank) {
   variable(steps.get(), "accuracy", accuracy, {at}, {"1", "top-1 accuracy of the mini-batch"});
   variable(steps.get(), "learning_rate", learning_rate, {at},
            {"1", "learning rate of the optimiser step"});
-  variable(steps.get(), "aux_loss", aux_loss, {at, rank}, {"1", "auxiliary head loss per stage"});
-  variable(steps.get(), "aux_accuracy", aux_accuracy, {at, rank},
+  variable(steps.get(), "aux_loss", aux_loss_of_stage, {at, stage},
+           {"1", "auxiliary head loss per stage"});
+  variable(steps.get(), "aux_accuracy", aux_accuracy_of_stage, {at, stage},
            {"1", "auxiliary head accuracy per stage"});
   const h5::Handle ranks = h5::create_group(g, "ranks");
   const char* names[8] = {"step_s",      "forward_s",   "backward_s", "aux_s",
@@ -349,7 +362,7 @@ void write_evaluations(hid_t g, const TrainResult& result) {
   variable(group.get(), "samples", samples, {at}, {"1", "test samples evaluated"});
 }
 
-void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
+void write_result(hid_t g, const TrainResult& result, const Axis& rank, const Axis& stage) {
   write_attr(g, "measured_wall_s", result.measured_wall_s);
   write_attr(g, "samples_per_s", result.samples_per_s);
   write_attr(g, "eval_loss", result.eval_loss);
@@ -357,7 +370,7 @@ void write_result(hid_t g, const TrainResult& result, const Axis& rank) {
   write_attr(g, "eval_samples", result.eval_samples);
   write_attr(g, "hosts", result.hosts);
   write_attr(g, "device_names", result.device_names);
-  write_steps(g, result, rank);
+  write_steps(g, result, rank, stage);
   write_evaluations(g, result);
 
   write_timeline(g, result.timeline, "event of the last measured step", true);
@@ -372,15 +385,34 @@ void write_record(hid_t file, const ConfigRecord& r) {
   write_parameters(g.get(), r);
   if (r.plan == nullptr && r.result == nullptr) return;
   const size_t k = static_cast<size_t>(r.config.train.devices);
-  const h5::Handle rank_scale = make_axis(g.get(), "rank", k, "rank (pipeline stage, device)");
-  const Axis rank{rank_scale.get(), k};
+  const size_t replicas = static_cast<size_t>(std::max(1, r.config.train.data_parallel));
+  // One replica: rank = stage, one axis. Data parallelism: the K x R ranks (rank = replica
+  // * K + stage) on `rank`, and per-stage data (prediction, auxiliary losses) on `stage`.
+  const h5::Handle rank_scale =
+      make_axis(g.get(), "rank", k * replicas,
+                replicas == 1 ? "rank (pipeline stage, device)"
+                              : "rank (replica x stages + stage: data parallelism)");
+  const Axis rank{rank_scale.get(), k * replicas};
+  h5::Handle stage_scale;
+  if (replicas > 1) stage_scale = make_axis(g.get(), "stage", k, "pipeline stage (device)");
+  const Axis stage = replicas > 1 ? Axis{stage_scale.get(), k} : rank;
+  if (replicas > 1) {
+    std::vector<int64_t> stage_of(k * replicas), replica_of(k * replicas);
+    for (size_t i = 0; i < k * replicas; ++i) {
+      stage_of[i] = static_cast<int64_t>(i % k);
+      replica_of[i] = static_cast<int64_t>(i / k);
+    }
+    variable(g.get(), "rank_stage", stage_of, {rank}, {"1", "pipeline stage of the rank"});
+    variable(g.get(), "rank_replica", replica_of, {rank},
+             {"1", "data-parallel replica of the rank"});
+  }
   if (r.plan != nullptr) {
     write_attr(g.get(), "parameter_count", r.plan->parameter_count);
     write_attr(g.get(), "reach", int64_t{r.plan->reach});
     write_attr(g.get(), "global_only_reason", r.plan->global_only_reason);
-    write_plan(g.get(), *r.plan, rank);
+    write_plan(g.get(), *r.plan, stage);
   }
-  if (r.result != nullptr) write_result(g.get(), *r.result, rank);
+  if (r.result != nullptr) write_result(g.get(), *r.result, rank, stage);
 }
 
 // The overrides, one per line in Provenance, as the list the file stores.

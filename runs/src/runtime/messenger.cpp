@@ -27,11 +27,22 @@ double wall_s() {
   return MPI_Wtime();
 }
 
-Messenger::Messenger(MPI_Comm comm, kernels::Device device) : device_(device) {
+Messenger::Messenger(MPI_Comm comm, kernels::Device device, int stages) : device_(device) {
   check_mpi(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  stages_ = stages > 0 ? stages : size_;
+  if (size_ % stages_ != 0) {
+    MPI_Comm_free(&comm_);
+    throw_invalid("a communicator of " + std::to_string(size_) + " ranks holds no whole " +
+                  "replicas of " + std::to_string(stages_) + " stages");
+  }
+  stage_ = rank_ % stages_;
+  if (replicas() > 1) {
+    check_mpi(MPI_Comm_split(comm_, stage_, replica(), &peers_), "MPI_Comm_split");
+    MPI_Comm_set_errhandler(peers_, MPI_ERRORS_RETURN);
+  }
   int* ub = nullptr;
   int found = 0;
   MPI_Comm_get_attr(comm_, MPI_TAG_UB, &ub, &found);
@@ -57,6 +68,7 @@ Messenger::~Messenger() {
     if (!done) MPI_Request_free(&request);
   }
   if (!failed) {
+    if (peers_ != MPI_COMM_NULL) MPI_Comm_free(&peers_);
     MPI_Comm_free(&comm_);
     return;
   }
@@ -81,8 +93,8 @@ void Messenger::send(const kernels::Tensor& tensor, int destination, int tag) {
     s.buffer = kernels::Tensor::host_staging(tensor.shape());
     s.buffer.copy_from(tensor);
   }
-  check_mpi(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.numel()), MPI_FLOAT, destination,
-                      tag, comm_, &s.request),
+  check_mpi(MPI_Isend(s.buffer.data(), static_cast<int>(s.buffer.numel()), MPI_FLOAT,
+                      world_of(destination), tag, comm_, &s.request),
             "MPI_Isend");
   bytes_sent += s.buffer.bytes();
   ++messages_sent;
@@ -98,7 +110,7 @@ void Messenger::post_receive(const kernels::Shape& shape, int source, int tag) {
                   std::to_string(tag) + " is posted twice");
   }
   check_mpi(MPI_Irecv(posted.buffer.data(), static_cast<int>(posted.buffer.numel()), MPI_FLOAT,
-                      source, tag, comm_, &posted.request),
+                      world_of(source), tag, comm_, &posted.request),
             "MPI_Irecv");
   posted_.emplace(std::pair{source, tag}, std::move(posted));
 }

@@ -4,6 +4,13 @@
 // and every wait polls its request and probes for that tag, so no rank blocks forever.
 // Device tensors travel through pinned host staging buffers (Tensor::host_staging):
 // copied out before the send, received into one and copied to the device after.
+//
+// Data parallelism (docs/strategies.md): the communicator may hold R replicas of a
+// pipeline of `stages` ranks, world rank = replica * stages + stage. Point-to-point
+// messages then stay within the caller's replica: rank() and size() are its stage and the
+// stage count, and send/receive name peers by stage. Aborts, barriers and the records
+// (world_rank, world_size, comm) span every replica, and replica_peers() is the
+// communicator of this stage's R replicas, for the gradients' all-reduce.
 #pragma once
 
 #include <mpi.h>
@@ -33,19 +40,28 @@ class Messenger {
   static constexpr int kFirstTiedTag = 3;   // tied weights: 3 .. kFirstDataTag - 1
   static constexpr int kFirstDataTag = 16;
 
-  // Received tensors are put on `device`.
-  explicit Messenger(MPI_Comm comm, kernels::Device device = kernels::Device::cpu);
+  // Received tensors are put on `device`. `stages`: ranks per pipeline replica (0: the
+  // communicator's size, one replica); the size must be a multiple of it.
+  explicit Messenger(MPI_Comm comm, kernels::Device device = kernels::Device::cpu, int stages = 0);
   ~Messenger();
   Messenger(const Messenger&) = delete;
   Messenger& operator=(const Messenger&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  MPI_Comm comm() const { return comm_; }
+  int rank() const { return stage_; }   // the stage: rank within this rank's replica
+  int size() const { return stages_; }  // ranks of one replica
+  int replica() const { return rank_ / stages_; }
+  int replicas() const { return size_ / stages_; }
+  int world_rank() const { return rank_; }  // in the whole communicator
+  int world_size() const { return size_; }
+  MPI_Comm comm() const { return comm_; }  // every replica's ranks
+  // The ranks of this stage in every replica, ordered by replica (MPI_COMM_NULL with one
+  // replica).
+  MPI_Comm replica_peers() const { return peers_; }
   int tag_upper_bound() const { return tag_ub_; }
 
   // Non-blocking for host tensors (kept alive until the send completes); a device tensor
   // is first copied to a staging buffer, which waits for the work that produces it.
+  // Peers (destination, source) are stages of this rank's replica.
   void send(const kernels::Tensor& tensor, int destination, int tag);
   // Blocks (polling for aborts) until the message arrives; its size must match. Takes the
   // receive post_receive posted for (source, tag), if any.
@@ -91,10 +107,14 @@ class Messenger {
     MPI_Request request = MPI_REQUEST_NULL;
     kernels::Tensor buffer;
   };
+  int world_of(int stage) const { return replica() * stages_ + stage; }
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm peers_ = MPI_COMM_NULL;
   kernels::Device device_ = kernels::Device::cpu;
   int rank_ = 0;
   int size_ = 1;
+  int stages_ = 1;
+  int stage_ = 0;
   int tag_ub_ = 32767;
   std::vector<PendingSend> sends_;
   struct PostedReceive {

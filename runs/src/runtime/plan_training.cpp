@@ -76,7 +76,8 @@ void validate_scalars(const TrainConfig& c) {
   if (c.batch_size < 1) {
     throw_invalid("batch_size must be >= 1, got " + std::to_string(c.batch_size));
   }
-  micro_batch_size(c.batch_size, c.micro_batches);  // the one rule every subcommand uses
+  // The one rule every subcommand uses (the replicas' slices, then micro-batches).
+  micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
   if (c.steps < 1) throw_invalid("steps must be >= 1, got " + std::to_string(c.steps));
   if (c.warmup_steps < 0) {
     throw_invalid("warmup_steps must be >= 0, got " + std::to_string(c.warmup_steps));
@@ -288,13 +289,15 @@ TrainPlan plan_training(const TrainConfig& given) {
   // The prediction simulates the schedule the ranks execute; a node-level schedule has no
   // stage pipeline to simulate and gets the list-scheduled estimate (step_simulation.hpp).
   if (plan.schedule.messages == placement::MessageLevel::stage) {
-    plan.prediction = simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model,
-                                        plan.schedule, config_aux_heads(config));
+    plan.prediction =
+        simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model, plan.schedule,
+                          config_aux_heads(config), config.data_parallel);
   } else {
     // Timed as the replay of the schedule the ranks execute.
-    plan.prediction = list_schedule_step(
-        plan.graph, plan.placement, costs, cost_model, config.micro_batches,
-        *placement::stage_chain_violation(plan.graph, plan.placement), &plan.schedule);
+    plan.prediction =
+        list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,
+                           *placement::stage_chain_violation(plan.graph, plan.placement),
+                           &plan.schedule, config.data_parallel);
   }
 
   std::vector<double> node_cost(order_options.node_cost);
@@ -304,7 +307,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   for (const DeviceStep& d : plan.prediction.devices)
     needed = std::max(needed, d.peak_memory_bytes);
   // Decided from the graph's shapes: no weight exists yet (the zoo builds shapes only).
-  const int64_t available = memory_per_rank_bytes(config.devices);
+  const int64_t available = memory_per_rank_bytes(config.ranks());
   if (available > 0 && needed > available) {
     throw_invalid("configuration does not fit in memory: needs " +
                   gib(static_cast<double>(needed)) + " GiB per rank, " +

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "interplace/kernels/backend.hpp"
@@ -13,6 +14,7 @@
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/devices.hpp"
+#include "interplace/runs/mpi_session.hpp"
 #include "runtime/plan_support.hpp"
 #include "runtime/tied_weights.hpp"
 
@@ -112,6 +114,17 @@ struct RankModel::Impl {
   std::unique_ptr<TiedWeights> ties;
   std::vector<Parameter*> trainable;  // what the optimiser steps (no replicas)
   std::unique_ptr<kernels::Optimizer> optimizer;
+  // Data parallelism: this rank's parameter gradients (its layers', its head's and its
+  // tied-weight replicas') and loss sums, summed over the stage's replicas by non-blocking
+  // all-reduces started after the rank's last backward work of the step; the optimiser
+  // step waits for them and averages.
+  struct Reduction {
+    std::vector<Parameter*> parameters;  // those with a gradient this step, in order
+    std::vector<float> gradients;
+    std::vector<double> tallies;
+    std::vector<MPI_Request> requests;
+    bool started = false;
+  } reduction;
   bool layers_training = true;      // false: evaluation, forward only
   LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
   NodeStepTimes node_times;         // TrainPlan::record_node_times: sized by node
@@ -550,8 +563,80 @@ struct RankModel::Impl {
     finish();
   }
 
+  // Starts summing the step's gradients and loss tallies over the stage's replicas (data
+  // parallelism; nothing with one replica). Timed as optimiser work.
+  void start_allreduce() {
+    if (msg.replicas() <= 1 || reduction.started) return;
+    begin("optimizer");
+    post_allreduce();
+    finish();
+  }
+  void post_allreduce() {
+    Reduction& r = reduction;
+    r.started = true;
+    r.parameters.clear();
+    r.gradients.clear();
+    std::vector<Parameter*> all = trainable;
+    for (Parameter* p : ties->replicas()) all.push_back(p);
+    // Whether a parameter has a gradient follows the schedule, the same on every replica.
+    for (Parameter* p : all) {
+      if (p->grad_is_zero || p->grad.numel() == 0) continue;
+      r.parameters.push_back(p);
+      const Tensor host =
+          p->grad.device() == kernels::Device::cpu ? p->grad : p->grad.to(kernels::Device::cpu);
+      r.gradients.insert(r.gradients.end(), host.data(), host.data() + host.numel());
+    }
+    r.tallies = {owner_loss.loss_sum, owner_loss.correct,
+                 owner_loss.rows,     static_cast<double>(owner_loss.micro_batches),
+                 head_loss.loss_sum,  head_loss.correct,
+                 head_loss.rows,      static_cast<double>(head_loss.micro_batches)};
+    const MPI_Comm peers = msg.replica_peers();
+    constexpr size_t kMaxCount = size_t{1} << 30;  // MPI counts are ints
+    for (size_t first = 0; first < r.gradients.size(); first += kMaxCount) {
+      const size_t count = std::min(kMaxCount, r.gradients.size() - first);
+      r.requests.push_back(MPI_REQUEST_NULL);
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, r.gradients.data() + first, static_cast<int>(count),
+                               MPI_FLOAT, MPI_SUM, peers, &r.requests.back()),
+                "MPI_Iallreduce (gradients)");
+    }
+    r.requests.push_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, r.tallies.data(), static_cast<int>(r.tallies.size()),
+                             MPI_DOUBLE, MPI_SUM, peers, &r.requests.back()),
+              "MPI_Iallreduce (losses)");
+  }
+
+  // Waits for start_allreduce's sums and puts their means in place: the gradients of the
+  // global mini-batch, and the loss tallies of all of it.
+  void finish_allreduce() {
+    if (msg.replicas() <= 1) return;
+    Reduction& r = reduction;
+    if (!r.started) post_allreduce();  // no backward work before the step started it
+    for (MPI_Request& request : r.requests) {
+      msg.wait(request, nullptr, "the gradient all-reduce over this stage's replicas");
+    }
+    r.requests.clear();
+    const float scale = 1.0f / static_cast<float>(msg.replicas());
+    size_t at = 0;
+    for (Parameter* p : r.parameters) {
+      const auto n = static_cast<size_t>(p->grad.numel());
+      float* sums = r.gradients.data() + at;
+      for (size_t i = 0; i < n; ++i) sums[i] *= scale;
+      if (p->grad.device() == kernels::Device::cpu) {
+        std::memcpy(p->grad.data(), sums, n * sizeof(float));
+      } else {
+        p->grad.copy_from(Tensor::from_vector(p->grad.shape(), std::span<const float>(sums, n)));
+      }
+      at += n;
+    }
+    const std::vector<double>& t = r.tallies;
+    owner_loss = {t[0], t[1], t[2], static_cast<int>(t[3])};
+    head_loss = {t[4], t[5], t[6], static_cast<int>(t[7])};
+    r.started = false;
+  }
+
   void optimizer_step() {
     begin("optimizer");  // waits for tied-weight messages are cut out as communication
+    finish_allreduce();  // its wait, too
     ties->exchange_gradients(msg);
     optimizer->step();
     optimizer->zero_grad();
@@ -572,15 +657,27 @@ bool RankModel::has_aux_head() const {
   return impl_->boundary >= 0;
 }
 
-void RankModel::set_batch(const Batch& batch, int micro_batches) {
+void RankModel::set_batch(const Batch& batch, int micro_batches, int replica, int replicas) {
   impl_->reset(micro_batches);
-  const int64_t rows = batch.inputs.shape()[0] / micro_batches;
+  // This replica's contiguous slice of the global mini-batch, then its micro-batches.
+  const int64_t slice = batch.inputs.shape()[0] / replicas;
+  const int64_t rows = slice / micro_batches;
+  const int64_t first = replica * slice;
   impl_->inputs.clear();
   impl_->labels.clear();
   for (int m = 0; m < micro_batches; ++m) {
-    impl_->inputs.push_back(slice_rows(batch.inputs, m * rows, rows).to(impl_->device));
-    impl_->labels.push_back(slice_rows(batch.labels, m * rows, rows).to(impl_->device));
+    impl_->inputs.push_back(slice_rows(batch.inputs, first + m * rows, rows).to(impl_->device));
+    impl_->labels.push_back(slice_rows(batch.labels, first + m * rows, rows).to(impl_->device));
   }
+}
+
+void RankModel::start_gradient_allreduce(const Action& step) {
+  Impl& i = *impl_;
+  i.clock.action = &step;  // the timeline's interval belongs to the optimiser step ("S")
+  i.clock.micro_batches = i.plan.schedule.micro_batches;
+  i.clock.devices = i.devices;
+  i.start_allreduce();
+  i.clock.action = nullptr;
 }
 
 bool RankModel::post_receives(const Action& a) {
@@ -644,6 +741,10 @@ void RankModel::execute(const Action& a) {
       break;
     case ActionKind::optimizer_step:
       i.optimizer_step();
+      if (i.msg.replicas() > 1) {  // the losses of the whole global mini-batch
+        loss = i.owner_loss;
+        aux_loss = i.head_loss;
+      }
       break;
   }
   if (i.layers_training) executed_.push_back(a);

@@ -44,8 +44,14 @@ class RankModel {
 
   bool owns_sink() const;
   bool has_aux_head() const;
-  // Slices the mini-batch into the plan's micro-batches (every rank draws the same one).
-  void set_batch(const Batch& batch, int micro_batches);
+  // Slices the mini-batch into the plan's micro-batches (every rank draws the same one);
+  // with data parallelism, first into `replicas` contiguous slices, taking slice `replica`.
+  void set_batch(const Batch& batch, int micro_batches, int replica = 0, int replicas = 1);
+  // Data parallelism: starts averaging this rank's gradients and losses over its stage's
+  // replicas (non-blocking), once its last backward work of the step is done; the optimiser
+  // step waits for it. Nothing with one replica.
+  // `step` is the optimiser step that waits for it (the timeline labels the start so).
+  void start_gradient_allreduce(const placement::Action& step);
   // Runs one action of the rank's schedule; while training, appends it to executed().
   void execute(const placement::Action& action);
   // Posts the messages of a later `receive` action (stage-level schedules), so that they

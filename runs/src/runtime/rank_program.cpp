@@ -29,6 +29,14 @@ RankProgram rank_program(const TrainPlan& plan, int rank) {
     if (last.size() <= m) last.resize(m + 1, -1);
     last[m] = static_cast<int>(i);
   }
+  for (size_t i = 0; i < program.actions.size(); ++i) {
+    const Action& a = program.actions[i];
+    const bool computes_gradients =
+        (a.kind == ActionKind::backward && a.updates_parameters && !a.defers_parameters) ||
+        a.kind == ActionKind::backward_weight || a.kind == ActionKind::aux_backward;
+    if (computes_gradients) program.gradients_final_after = static_cast<int>(i);
+    if (a.kind == ActionKind::optimizer_step) program.optimizer_step_at = static_cast<int>(i);
+  }
   program.release.resize(program.actions.size());
   for (size_t m = 0; m < last.size(); ++m) {
     if (last[m] >= 0) program.release[static_cast<size_t>(last[m])].push_back(static_cast<int>(m));

@@ -22,6 +22,11 @@ struct RankProgram {
   // chunk's saved state goes then, as the simulator frees it, instead of with the
   // micro-batch's last chunk. Empty lists otherwise.
   std::vector<std::vector<std::pair<int, int>>> release_chunk;
+  // Data parallelism: the action after which the rank's gradients are final for the step
+  // (its last backward that computes parameter gradients, weight pass or auxiliary
+  // backward), where their all-reduce over the replicas starts; -1: none.
+  int gradients_final_after = -1;
+  int optimizer_step_at = -1;  // the index of the optimiser step action; -1: none
   bool has_aux_head = false;
   std::vector<bool> stages_with_head;  // per rank
 };

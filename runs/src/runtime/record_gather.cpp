@@ -98,7 +98,9 @@ void add_rank_to_step(StepRecord& step, int stage, const double* f) {
 }
 
 TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Messenger& msg) {
-  const int size = msg.size(), rank = msg.rank();
+  // Every rank of every replica (world rank = replica * K + stage).
+  const int size = msg.world_size(), rank = msg.world_rank();
+  const int stages = msg.size();
   MPI_Comm comm = msg.comm();
   const std::vector<double> mine = pack_steps(local);
   std::vector<double> all(rank == 0 ? mine.size() * static_cast<size_t>(size) : 0);
@@ -149,7 +151,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
     for (int r = 0; r < ranks; ++r) {
       const double* f =
           source.data() + static_cast<size_t>(r) * stride + static_cast<size_t>(s) * kStepFields;
-      add_rank_to_step(step, rank == 0 ? r : rank, f);
+      add_rank_to_step(step, (rank == 0 ? r : rank) % stages, f);
     }
     result.steps.push_back(std::move(step));
   }

@@ -23,7 +23,7 @@ void StepStream::post(int step, const std::vector<double>& row) {
   if (!on_step_) return;
   std::vector<double> message{static_cast<double>(step)};
   message.insert(message.end(), row.begin(), row.end());
-  if (msg_.rank() == 0) {
+  if (msg_.world_rank() == 0) {
     take(message, 0);
     receive_arrived();
     hand_on();
@@ -43,7 +43,7 @@ void StepStream::post(int step, const std::vector<double>& row) {
 
 void StepStream::finish(int steps) {
   if (!on_step_) return;
-  if (msg_.rank() != 0) {
+  if (msg_.world_rank() != 0) {
     for (Pending& p : sends_) msg_.wait(p.request);
     sends_.clear();
     return;
@@ -72,7 +72,7 @@ void StepStream::finish(int steps) {
 }
 
 void StepStream::drain() noexcept {
-  if (!on_step_ || msg_.rank() != 0) return;
+  if (!on_step_ || msg_.world_rank() != 0) return;
   try {
     receive_arrived();
     hand_on();
@@ -83,7 +83,7 @@ void StepStream::drain() noexcept {
 
 void StepStream::take(const std::vector<double>& message, int source) {
   Arrived& a = arrived_[static_cast<int>(message[0])];
-  if (a.rows.empty()) a.rows.resize(static_cast<size_t>(msg_.size()));
+  if (a.rows.empty()) a.rows.resize(static_cast<size_t>(msg_.world_size()));
   a.rows[static_cast<size_t>(source)].assign(message.begin() + 1, message.end());
   ++a.count;
 }
@@ -104,11 +104,11 @@ void StepStream::receive_arrived() {
 }
 
 void StepStream::hand_on() {
-  for (auto it = arrived_.find(next_); it != arrived_.end() && it->second.count == msg_.size();
-       it = arrived_.find(next_)) {
+  for (auto it = arrived_.find(next_);
+       it != arrived_.end() && it->second.count == msg_.world_size(); it = arrived_.find(next_)) {
     StepRecord record = new_step_record(next_, plan_);
-    for (int r = 0; r < msg_.size(); ++r) {
-      add_rank_to_step(record, r, it->second.rows[static_cast<size_t>(r)].data());
+    for (int r = 0; r < msg_.world_size(); ++r) {  // every replica's ranks, stage r mod K
+      add_rank_to_step(record, r % msg_.size(), it->second.rows[static_cast<size_t>(r)].data());
     }
     arrived_.erase(it);
     ++next_;

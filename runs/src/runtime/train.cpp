@@ -181,6 +181,9 @@ void run_program(const RankProgram& program, RankModel& model, int window) {
       }
     }
     model.execute(actions[i]);
+    if (static_cast<int>(i) == program.gradients_final_after && program.optimizer_step_at >= 0) {
+      model.start_gradient_allreduce(actions[static_cast<size_t>(program.optimizer_step_at)]);
+    }
     if (posted[i]) --outstanding;
     for (const auto& [m, chunk] : program.release_chunk[i]) model.release_chunk(m, chunk);
     for (int m : program.release[i]) model.release(m);
@@ -189,14 +192,14 @@ void run_program(const RankProgram& program, RankModel& model, int window) {
 
 TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const StepCallback& on_step) {
   const TrainConfig& c = plan.config;
-  const int rank = msg.rank();
+  const int rank = msg.world_rank();  // replica * K + stage
   const int threads = threads_for(c, comm);
   kernels::set_cpu_threads(threads);
   const kernels::Device device = plan.device;
   RankClock clock;
   msg.watchdog_s = c.watchdog_s;
   msg.on_wait = [&clock](const Instant& start, const Instant& end) { clock.waited(start, end); };
-  const RankProgram program = rank_program(plan, rank);
+  const RankProgram program = rank_program(plan, msg.rank());  // the stage's
   RankModel model(plan, program.has_aux_head, msg, clock);
   // Every rank draws the same batches (datasets.hpp); a bad data directory fails here.
   // Augmentation (training batches only) is checked by the plan, again here: the plan may
@@ -210,7 +213,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   const std::vector<std::pair<int, double>> evaluate_after = evaluation_steps(c, *data);
   const std::vector<placement::Action> eval_actions = forward_only_actions(program);
   std::vector<LossTally> evaluations;
-  const int64_t eval_chunk = c.batch_size / c.micro_batches;
+  const int64_t eval_chunk = c.replica_batch_size() / c.micro_batches;  // the graph's
   // eval_epoch_samples (0: all) of the test split, in whole micro-batch chunks.
   const int64_t eval_epoch_chunks =
       (c.eval_epoch_samples > 0 ? std::min(c.eval_epoch_samples, data->test_size())
@@ -254,7 +257,9 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
       const int64_t bytes_before = msg.bytes_sent;
       reset_peak_memory(device);
       maybe_fail(rank, step);
-      model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches);
+      // The global mini-batch; this replica trains its slice of it.
+      model.set_batch(data->train_batch(step, c.batch_size), c.micro_batches, msg.replica(),
+                      msg.replicas());
       const double learning_rate = config_learning_rate(c, step);
       model.set_learning_rate(learning_rate);
       run_program(program, model, c.micro_batches);
@@ -323,7 +328,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   stream.finish(total);
 
   // Evaluation at the end: eval_samples of the test split.
-  const int64_t chunk = c.batch_size / c.micro_batches;
+  const int64_t chunk = c.replica_batch_size() / c.micro_batches;
   const int64_t chunks = std::min(c.eval_samples, data->test_size()) / chunk;
   const LossTally eval = evaluate(model, eval_actions, *data, chunk, chunks, msg);
 
@@ -337,6 +342,8 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   result.eval_samples = chunks * chunk;
   result.executed_actions = model.executed();
   result.node_times = std::move(node_times);
+  // Every replica evaluated the same samples with the same weights: replica 0's count.
+  if (msg.replica() != 0) evaluations.assign(evaluations.size(), LossTally{});
   reduce_evaluations(evaluations, msg.comm(), rank);
   for (size_t i = 0; i < evaluations.size() && rank == 0; ++i) {
     const LossTally& t = evaluations[i];
@@ -354,12 +361,16 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
 TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_step) {
   int size = 0;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  if (size != plan.config.devices) {
-    throw_invalid("the configuration needs " + std::to_string(plan.config.devices) +
-                  " ranks (devices), the communicator has " + std::to_string(size));
+  if (size != plan.config.ranks()) {
+    throw_invalid("the configuration needs " + std::to_string(plan.config.ranks()) +
+                  " ranks (devices" +
+                  (plan.config.data_parallel > 1
+                       ? " x " + std::to_string(plan.config.data_parallel) + " replicas"
+                       : std::string()) +
+                  "), the communicator has " + std::to_string(size));
   }
   const kernels::Device device = plan.device;
-  Messenger msg(comm, device);
+  Messenger msg(comm, device, plan.config.devices);
   try {
     start_device(device);
     return run(plan, msg, comm, on_step);
@@ -374,7 +385,7 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_s
     // "out of memory", anything unexpected an internal error.
     const Failure failure = classify_failure(std::current_exception(), false);
     const Error error(failure.exit_code == 2 ? ErrorKind::invalid_input : ErrorKind::runtime,
-                      "rank " + std::to_string(msg.rank()) + ": " + failure.message);
+                      "rank " + std::to_string(msg.world_rank()) + ": " + failure.message);
     msg.abort(error);
     throw error;
   }

@@ -12,6 +12,7 @@ std::string TrainConfig::display_name() const {
   name << model << ' ' << order << ' ' << placer << " K=" << devices << ' ' << strategy;
   if (strategy == "global") name << '/' << pipeline;
   if (virtual_stages != 1) name << " V=" << virtual_stages;
+  if (data_parallel != 1) name << " R=" << data_parallel;
   if (interlock_mode != "single") name << '/' << interlock_mode;
   name << " M=" << micro_batches << " B=" << batch_size;
   return name.str();
@@ -28,7 +29,7 @@ void resolve_graph_file(TrainConfig& c) {
 
 placement::Graph build_config_graph(const TrainConfig& c, std::string* family) {
   // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
-  const int64_t micro_batch = micro_batch_size(c.batch_size, c.micro_batches);
+  const int64_t micro_batch = micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
   if (c.graph_file.empty()) {
     const placement::ModelInfo& info = placement::find_model(c.model);  // "enas-cnn:7" too
     if (family != nullptr) *family = info.family;
@@ -61,10 +62,10 @@ void resolve_epochs(TrainConfig& c) {
                   std::to_string(c.eval_epoch_samples));
   }
   if (c.eval_epoch_samples > 0 && c.micro_batches >= 1 &&
-      c.eval_epoch_samples < c.batch_size / c.micro_batches) {
+      c.eval_epoch_samples < c.replica_batch_size() / c.micro_batches) {
     throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +
                   " is less than one micro-batch of " +
-                  std::to_string(c.batch_size / c.micro_batches) +
+                  std::to_string(c.replica_batch_size() / c.micro_batches) +
                   " test samples (evaluation runs in micro-batches)");
   }
   const bool uses_epochs =

@@ -108,6 +108,8 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   // Interleaved 1F1B's chunks per device: only when not 1, so that the ids of
   // configurations from before the key stay as they were.
   if (c.virtual_stages != 1) line("virtual_stages", std::to_string(c.virtual_stages));
+  // Data-parallel replicas: only when not 1, for the same reason.
+  if (c.data_parallel != 1) line("data_parallel", std::to_string(c.data_parallel));
   line("repeat", std::to_string(repeat));
   return out;
 }

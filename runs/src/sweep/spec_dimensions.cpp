@@ -108,6 +108,13 @@ std::vector<Dimension> make_dimensions() {
        int_at_least("virtual_stages", 1),
        [](TrainConfig& c, const DimValue& v) { c.virtual_stages = static_cast<int>(v.integer); }});
   dims.push_back(
+      {"data_parallel",
+       "",
+       ValueKind::integer,
+       {std::to_string(d.data_parallel)},
+       int_at_least("data_parallel", 1),
+       [](TrainConfig& c, const DimValue& v) { c.data_parallel = static_cast<int>(v.integer); }});
+  dims.push_back(
       {"micro_batches",
        "",
        ValueKind::integer,

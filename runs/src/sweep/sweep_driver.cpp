@@ -320,7 +320,7 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
       outcome = outcome_of(std::current_exception(), true);
     }
     // As run_sweep: planning first, then the job's size.
-    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(config->train.devices, ranks);
+    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(config->train.ranks(), ranks);
     if (outcome.code == OutcomeCode::skipped) planned.outcome = "skip";
     if (outcome.code == OutcomeCode::failed) planned.outcome = "fail";
     planned.reason = outcome.message;
@@ -405,7 +405,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
     }
     const auto config_start = Clock::now();
     ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr, ""};
-    const int k = config->train.devices;
+    const int k = config->train.ranks();  // devices x data-parallel replicas
     if (rank == 0) lines.starting(config->train.display_name(), utc_now());
 
     // Plan on the ranks that would train (all of them, when K exceeds the job), from the

@@ -22,6 +22,15 @@
 // state of all its stages plus each chunk's activations from its forward to its last
 // backward; its optimiser step costs the optimizer_s of its chunk-0 stage (stage j), which
 // the caller sets for the whole device.
+//
+// Data parallelism (PipelineCosts::data_parallel R > 1): the schedule is one of R identical
+// replicas of the pipeline, so one is simulated. When a device reaches its optimiser step
+// (its last backward of the mini-batch has ended), its parameter gradients
+// (StageCosts::gradient_bytes of its stages) are averaged over the R replicas of that
+// device by a ring all-reduce (ring_allreduce_s), and the step waits for it; the wait is
+// idle time, and other devices go on meanwhile. The replicas of device j are devices
+// j, j + K, ..., j + (R-1)K of the job (world rank = replica * K + stage), which decides
+// whether the ring crosses nodes (LinkSpec::devices_per_node).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +57,9 @@ struct StageCosts {
   int64_t parameter_state_bytes = 0;
   int64_t activation_bytes = 0;      // kept for backward
   int64_t aux_activation_bytes = 0;  // kept by the auxiliary head
+  // Gradients all-reduced across data-parallel replicas before the optimiser step: the
+  // stage's parameters (auxiliary head and tied-weight replicas included) in fp32.
+  int64_t gradient_bytes = 0;
 };
 
 struct PipelineCosts {
@@ -61,7 +73,18 @@ struct PipelineCosts {
   // It occupies the stage's host like compute but is not busy time (the runtime counts it
   // in overhead_s, part of idle_s).
   double mini_batch_overhead_s = 0.0;
+  // R: replicas of the pipeline whose gradients are averaged per device before each
+  // optimiser step (1: no data parallelism, no all-reduce).
+  int data_parallel = 1;
 };
+
+// A ring all-reduce of `bytes` over the `replicas` copies of `device` in a job of
+// `stage_count` devices per replica (copy r is job device r * stage_count + device):
+// 2(R-1) steps, each moving a 1/R share (rounded up) over the ring's slowest link, so
+// 2(R-1)/R x bytes / bandwidth + 2(R-1) x latency on a latency-bandwidth link. 0 for
+// R <= 1 or no bytes.
+double ring_allreduce_s(const LinkSpec& link, int64_t bytes, int replicas, int device,
+                        int stage_count);
 
 struct TraceEvent {
   int stage = 0;
@@ -78,6 +101,9 @@ struct StageTimeline {
   double internal_idle_s = 0.0;  // idle between first_start_s and last_end_s (no fill/drain)
   int64_t peak_memory_bytes = 0;
   std::vector<double> step_end_s;  // end of each mini-batch's optimiser step
+  // Data parallelism: time the device's optimiser steps waited for their gradients'
+  // all-reduce (in idle_s), summed over the mini-batches.
+  double allreduce_s = 0.0;
 };
 
 struct SimulationResult {

@@ -38,6 +38,10 @@ struct StepRequest {
   int virtual_stages = 1;
   int micro_batches = 1;
   int mini_batches = 1;  // simulated back to back; times are per mini-batch
+  // R replicas of the pipeline (data parallelism, docs/strategies.md): the graph is one
+  // replica's micro-batch, one replica is simulated, and each device's optimiser step waits
+  // for the ring all-reduce of its gradients over the R replicas.
+  int data_parallel = 1;
   // Interlock mode of the local and interlocking strategies (schedule.hpp).
   placement::InterlockMode interlock = placement::InterlockMode::single;
   AuxHeadOptions aux_heads = {};
@@ -52,6 +56,9 @@ struct DeviceStep {
   int64_t peak_memory_bytes = 0;
   bool has_aux_head = false;
   double aux_head_s = 0.0;  // per step: of busy_s, the auxiliary head's passes
+  // Data parallelism: per step, the time the optimiser step waited for the all-reduce of
+  // the device's gradients across the replicas (part of idle_s); 0 with one replica.
+  double allreduce_s = 0.0;
 };
 
 // One interval of one rank during a step, for timeline plots: measured (the last measured
@@ -84,6 +91,7 @@ struct StepReport {
   std::optional<placement::PipelineKind> pipeline = std::nullopt;
   double step_time_s = 0.0;
   double idle_fraction = 0.0;  // idle time over devices x step time
+  int data_parallel = 1;       // replicas of the pipeline; devices are one replica's
   std::vector<DeviceStep> devices;
   // The simulated first step, every compute action and every wait of a receive (the event
   // simulator only; empty for the list schedule's estimate).
@@ -114,17 +122,21 @@ StepReport simulate_schedule(const placement::Graph& graph, const placement::Pla
                              const placement::NodeCosts& costs,
                              const placement::CostModel& cost_model,
                              const placement::Schedule& schedule,
-                             const AuxHeadOptions& aux_heads = {});
+                             const AuxHeadOptions& aux_heads = {}, int data_parallel = 1);
 
 // The list-scheduled estimate for the global strategy on any placement (the fallback of
 // simulate_step for placements that are not stage chains); `reason` says why. Its step time
 // is the replay (simulate_node_schedule) of `schedule`, the node-level schedule the ranks
 // execute, when given, else of the list schedule built here where ranks sharing a host slow
 // each other down, else the estimate itself (which equals the replay without sharing).
+// With data_parallel R > 1 the step time adds the largest device's all-reduce of its
+// gradients across the replicas (ring_allreduce_s), as if every device ended the step at
+// once: an upper bound, the replay does not overlap it.
 StepReport list_schedule_step(const placement::Graph& graph, const placement::Placement& placement,
                               const placement::NodeCosts& costs,
                               const placement::CostModel& cost_model, int micro_batches,
-                              std::string reason, const placement::Schedule* schedule = nullptr);
+                              std::string reason, const placement::Schedule* schedule = nullptr,
+                              int data_parallel = 1);
 
 // The objective of the placers that take one, as every command places: rl's reward is
 // GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,

@@ -12,7 +12,8 @@
 //                                 device count, local strategy on a non-chain placement,
 //                                 does not fit in memory). The sweep records such a
 //                                 configuration as `skipped` with that reason.
-//   train(plan, comm)             collective over `comm` (size == config.devices): real
+//   train(plan, comm)             collective over `comm` (size == config.ranks(): devices
+//                                 x data_parallel): real
 //                                 training steps, then evaluation. An error on any rank
 //                                 stops every rank of `comm` promptly and all of them
 //                                 throw (the sweep records `failed` and goes on); nothing
@@ -22,6 +23,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,7 +59,12 @@ struct TrainConfig {
   // A placement file (docs/placers.md#placement-files) trained as it is instead of running
   // the placer (train --placement; not a sweep key). Empty: run the placer.
   std::string placement_path;
-  int devices = 1;                  // ranks; must equal the communicator's size
+  int devices = 1;  // K stages: one replica's ranks
+  // R replicas of the K-stage pipeline (data parallelism, docs/strategies.md): the job has
+  // K x R ranks, world rank = replica * K + stage; batch_size stays the global mini-batch,
+  // replica r training its contiguous slice r of batch_size / R samples; each stage's
+  // gradients are averaged over its R replicas before the optimiser step.
+  int data_parallel = 1;
   std::string strategy = "global";  // global | local | pairwise | nwise:N
   // global only: gpipe | 1f1b | e2e (one unpipelined pass, M = 1: the study's end-to-end
   // baseline, scheduled as GPipe with one micro-batch but named apart in results)
@@ -65,13 +72,17 @@ struct TrainConfig {
   std::string interlock_mode = "single";  // single | sum (docs/strategies.md)
   // interleaved-1f1b: chunks (model stages) per device, V; 1 for every other pipeline.
   int virtual_stages = 1;
-  int micro_batches = 1;                   // per mini-batch; must divide batch_size
+  int micro_batches = 1;                   // per mini-batch; must divide batch_size / R
   int64_t batch_size = kDefaultBatchSize;  // samples per mini-batch (one optimiser step)
-  int warmup_steps = 1;                    // run and recorded first, flagged, excluded from medians
-  int steps = 10;                          // measured steps after the warm-up
-  std::string dataset = "synthetic";       // fashion-mnist | text | synthetic
-  std::string data_dir;                    // empty: the dataset's Debian location
-  int64_t eval_samples = 0;                // test-split samples evaluated at the end (0: none)
+  // The samples of one replica's mini-batch, batch_size / data_parallel.
+  int64_t replica_batch_size() const { return batch_size / std::max(1, data_parallel); }
+  // The ranks of the job: devices x data_parallel.
+  int ranks() const { return devices * std::max(1, data_parallel); }
+  int warmup_steps = 1;               // run and recorded first, flagged, excluded from medians
+  int steps = 10;                     // measured steps after the warm-up
+  std::string dataset = "synthetic";  // fashion-mnist | text | synthetic
+  std::string data_dir;               // empty: the dataset's Debian location
+  int64_t eval_samples = 0;           // test-split samples evaluated at the end (0: none)
   // sgd (plain) | sgd-momentum (momentum 0.9) | adamw: the cost model's names and state.
   placement::OptimizerKind optimizer = kDefaultOptimizer;
   double learning_rate = 0.05;  // the base rate the schedule scales

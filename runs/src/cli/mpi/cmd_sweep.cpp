@@ -66,7 +66,7 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
   const Shard shard = parse_shard(o.shard);
   const std::vector<const SweepConfig*> selected = select_configs(spec, o.filter, shard);
   int needed = 0;
-  for (const SweepConfig* c : selected) needed = std::max(needed, c->train.devices);
+  for (const SweepConfig* c : selected) needed = std::max(needed, c->train.ranks());
   if (o.ranks < 0) throw_invalid("--ranks must be >= 1, got " + std::to_string(o.ranks));
   const int ranks = o.ranks > 0 ? o.ranks : std::max(needed, 1);
   const std::vector<PlannedConfig> planned = plan_sweep(selected, runner, ranks);
@@ -149,8 +149,8 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
   for (const auto& [reason, count] : reasons) {
     text += "  " + std::to_string(count) + " x " + reason + "\n";
   }
-  text += "ranks needed: " + std::to_string(needed) + " (the largest devices); planned in " +
-          format_seconds(plan_s) + "\n";
+  text += "ranks needed: " + std::to_string(needed) +
+          " (the largest devices x data_parallel); planned in " + format_seconds(plan_s) + "\n";
   if (by_outcome["run"] == 0) std::cerr << "interplace sweep: no configuration would run\n";
   return text;
 }

@@ -126,6 +126,7 @@ std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
              .integer("parameter_count", plan.parameter_count)
              .integer("batch_size", c.batch_size)
              .integer("micro_batches", c.micro_batches)
+             .integer("data_parallel", c.data_parallel)
              .integer("micro_batch_size", plan.graph.batch_size())
              .string("optimizer", placement::to_string(c.optimizer))
              .unsigned_integer("seed", c.seed)
@@ -206,12 +207,29 @@ std::string run_train(TrainOptions& o) {
     config.model_options = o.model.options;
     config.batch_size = o.model.options.batch_size;
     config.micro_batches = o.model.micro_batches;
+    config.data_parallel = o.model.data_parallel;
     resolve_epochs(config);
-    config.devices = o.devices > 0 ? o.devices : mpi.world_size();
-    if (config.devices != mpi.world_size()) {
-      throw_invalid("--devices " + std::to_string(config.devices) + " needs as many MPI ranks, " +
-                    "but this run has " + std::to_string(mpi.world_size()) + " (mpirun -np " +
-                    std::to_string(config.devices) + ")");
+    const int replicas = config.data_parallel;
+    if (o.devices <= 0 && replicas > 1 && mpi.world_size() % replicas != 0) {
+      throw_invalid("this run's " + std::to_string(mpi.world_size()) +
+                    " MPI ranks do not divide into " + std::to_string(replicas) +
+                    " data-parallel replicas (K x R ranks). HINT: mpirun -np a multiple of " +
+                    std::to_string(replicas) + ", or --devices K with mpirun -np K*" +
+                    std::to_string(replicas));
+    }
+    config.devices = o.devices > 0 ? o.devices : mpi.world_size() / replicas;
+    if (config.devices < 1 || config.ranks() != mpi.world_size()) {
+      const std::string devices = std::to_string(std::max(1, config.devices));
+      throw_invalid(
+          replicas == 1
+              ? "--devices " + devices + " needs as many MPI ranks, but this run has " +
+                    std::to_string(mpi.world_size()) + " (mpirun -np " + devices + ")"
+              : "--devices " + devices + " x --data-parallel " + std::to_string(replicas) +
+                    " needs " + std::to_string(std::max(1, config.devices) * replicas) +
+                    " MPI ranks (replica r's stage j on rank r x " + devices +
+                    " + j), but this run has " + std::to_string(mpi.world_size()) +
+                    ". HINT: mpirun -np " + std::to_string(std::max(1, config.devices) * replicas) +
+                    ", or --devices and --data-parallel whose product is the rank count");
     }
     if (config.profile_path == kAutoProfile) {
       // Measured on this job's ranks first, as a sweep measures it (auto_profile.hpp).
@@ -269,7 +287,9 @@ Command add_train_command(CLI::App& root) {
                   "train this placement file (place --save-placement) instead of running the "
                   "placer; --order and --placer then only label the run")
       ->group(group);
-  app->add_option("--devices", o->devices, "devices = MPI ranks (default: the world size)")
+  app->add_option("--devices", o->devices,
+                  "devices K = MPI ranks / --data-parallel (default: the world size / "
+                  "--data-parallel)")
       ->group(group);
   app->add_option("--strategy", c.strategy,
                   "backprop strategy: " + join(placement::strategy_forms()) + " (N >= 1)")
@@ -283,6 +303,13 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--virtual-stages", c.virtual_stages,
                   "interleaved-1f1b: model chunks per device, V (the placer cuts devices x V "
                   "stages, stage s on rank s mod devices)")
+      ->capture_default_str()
+      ->group(group);
+  app->add_option("--data-parallel", o->model.data_parallel,
+                  "R replicas of the K-stage pipeline on K x R ranks (rank = replica x K + "
+                  "stage): --batch-size stays the global mini-batch, replica r trains its "
+                  "slice r of batch-size / R samples, and each stage's gradients are averaged "
+                  "over its R replicas before the optimiser step")
       ->capture_default_str()
       ->group(group);
   app->add_option("--interlock-mode", c.interlock_mode,
