@@ -304,7 +304,16 @@ def _recipe_lines(attrs: dict) -> str:
 
 
 def config_key(attrs: dict) -> str:
-    """The configuration a run belongs to (module docstring): its id with repeat 0."""
+    """The configuration a run belongs to (module docstring): its id with repeat 0, as the
+    writer stores it (``config_key``), recomputed for files from before that attribute."""
+    stored = attrs.get("config_key")
+    if stored:
+        return str(stored)
+    return canonical_config_key(attrs)
+
+
+def canonical_config_key(attrs: dict) -> str:
+    """The id with repeat 0 recomputed from the parameters (docs/results-format.md)."""
     if "repeat" not in attrs:
         return str(attrs.get("id", ""))
     values = {**attrs, "repeat": 0}

@@ -39,6 +39,8 @@ std::string family_of(const std::string& model) {
 void write_parameters(hid_t g, const ConfigRecord& r) {
   const TrainConfig& c = r.config.train;
   write_attr(g, "id", r.config.id);
+  // The configuration its repeats share (the id of repeat 0), so no reader recomputes it.
+  write_attr(g, "config_key", config_id(c, 0));
   write_attr(g, "index", r.config.index);
   write_attr(g, "name", c.display_name());
   write_attr(g, "model", c.model);
