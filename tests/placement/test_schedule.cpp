@@ -546,5 +546,68 @@ TEST(Schedule, RejectsBadRequests) {
   EXPECT_THROW(schedule_for("nwise", 2, 1), Error);
 }
 
+// The text form is a schedule's log line: every action of every kind of schedule reads back
+// as itself, and what is not an action is refused with the form expected.
+TEST(Schedule, ActionTextRoundTrips) {
+  std::vector<Schedule> schedules;
+  for (int k : {1, 2, 4}) {
+    for (int m : {1, 4}) {
+      for (PipelineKind p : {PipelineKind::gpipe, PipelineKind::one_f_one_b, PipelineKind::zb_h1}) {
+        schedules.push_back(schedule_for("global", k, m, 2, p));
+      }
+      for (const char* strategy : {"local", "pairwise", "nwise:3"}) {
+        for (InterlockMode mode : {InterlockMode::single, InterlockMode::sum}) {
+          schedules.push_back(build_schedule({.strategy = strategy,
+                                              .stage_count = k,
+                                              .micro_batches = m,
+                                              .mini_batches = 2,
+                                              .interlock = mode}));
+        }
+      }
+    }
+  }
+  schedules.push_back(build_schedule({.strategy = "global",
+                                      .pipeline = PipelineKind::interleaved_1f1b,
+                                      .stage_count = 2,
+                                      .virtual_stages = 3,
+                                      .micro_batches = 4,
+                                      .mini_batches = 2}));
+  schedules.push_back(node_level_schedule(
+      {.strategy = "global", .pipeline = PipelineKind::gpipe, .stage_count = 2, .micro_batches = 2},
+      {{{.node = 0},
+        {.node = 3, .micro_batch = 1},
+        {.node = 3, .micro_batch = 1, .backward = true}},
+       {{.node = 12}, {.node = 12, .backward = true}}}));
+  std::set<ActionKind> kinds;
+  size_t actions = 0;
+  for (const Schedule& schedule : schedules) {
+    for (const std::vector<Action>& list : schedule.stage_actions) {
+      for (const Action& action : list) {
+        const std::string text = to_string(action);
+        EXPECT_EQ(parse_action(text), action)
+            << text << " reads back as " << to_string(parse_action(text));
+        kinds.insert(action.kind);
+        ++actions;
+      }
+    }
+  }
+  EXPECT_EQ(kinds.size(), 8u);  // every kind of action occurred
+  EXPECT_GT(actions, 1000u);
+  for (const char* bad : {"", "fwd", "fwd 0", "fwd 0.x", "fwd -1.0", "bwd 0.1", "bwd 0.1 upd",
+                          "bwd 0.1 loss3 prop upd", "send act 0.1", "send act<1 0.1",
+                          "recv grad<1 0.1", "send grad2>x 0.1", "fwd 0.1 c0", "fwd 0.1 n", "step",
+                          "step 0 1", "fwd 0.1 extra", "fwd  0.1", "jump 0.1"}) {
+    try {
+      parse_action(bad);
+      ADD_FAILURE() << "'" << bad << "' was read as an action";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << bad;
+      EXPECT_NE(std::string(error.what()).find("HINT: write it as to_string prints one"),
+                std::string::npos)
+          << error.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace interplace::placement

@@ -232,5 +232,8 @@ Schedule node_level_schedule(const ScheduleRequest& request,
 // of the device's chunk 1 (interleaved 1F1B: "F3/1"), nothing for chunk 0.
 std::string grid_label(const Action& action, int micro_batches);
 std::string to_string(const Action& action);
+// The action to_string printed (every field it has: the two round-trip); invalid_input,
+// with the form expected, for any other text.
+Action parse_action(std::string_view text);
 
 }  // namespace interplace::placement

@@ -1,0 +1,176 @@
+// The text forms of a schedule's actions (schedule.hpp): the compact one of logs and tests,
+// which parse_action reads back, and the grid's labels.
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "interplace/kernels/error.hpp"
+#include "interplace/placement/schedule.hpp"
+
+namespace interplace::placement {
+
+std::string grid_label(const Action& action, int micro_batches) {
+  std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
+  if (action.chunk > 0) m.append("/").append(std::to_string(action.chunk));
+  switch (action.kind) {
+    case ActionKind::forward:
+      return "F" + m;
+    case ActionKind::backward:
+      return (action.updates_parameters ? "B" : "b") + m;
+    case ActionKind::backward_weight:
+      return "W" + m;
+    case ActionKind::aux_forward:
+      return "H" + m;
+    case ActionKind::aux_backward:
+      return "h" + m;
+    case ActionKind::send:
+      return "s" + m;
+    case ActionKind::receive:
+      return "r" + m;
+    case ActionKind::optimizer_step:
+      return "S";
+  }
+  return "?";
+}
+
+std::string to_string(const Action& action) {
+  const std::string unit = std::to_string(action.mini_batch) + "." +
+                           std::to_string(action.micro_batch) +
+                           (action.node >= 0 ? " n" + std::to_string(action.node) : "") +
+                           (action.chunk > 0 ? " c" + std::to_string(action.chunk) : "");
+  const std::string what = action.payload == Payload::activation
+                               ? std::string("act")
+                               : "grad" + std::to_string(action.loss_stage);
+  switch (action.kind) {
+    case ActionKind::forward:
+      return "fwd " + unit;
+    case ActionKind::aux_forward:
+      return "aux-fwd " + unit;
+    case ActionKind::aux_backward:
+      return "aux-bwd " + unit;
+    case ActionKind::backward:
+      return "bwd " + unit + " loss" + std::to_string(action.loss_stage) +
+             (action.updates_parameters ? " upd" : "") +
+             (action.propagates_gradient ? " prop" : "") +
+             (action.defers_parameters ? " defer" : "");
+    case ActionKind::backward_weight:
+      return "bwd-w " + unit;
+    case ActionKind::send:
+      return "send " + what + ">" + std::to_string(action.peer_stage) + " " + unit;
+    case ActionKind::receive:
+      return "recv " + what + "<" + std::to_string(action.peer_stage) + " " + unit;
+    case ActionKind::optimizer_step:
+      return "step " + std::to_string(action.mini_batch);
+  }
+  return "?";
+}
+
+namespace {
+
+std::vector<std::string_view> words(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t space = text.find(' ', at);
+    const size_t end = space == std::string_view::npos ? text.size() : space;
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// A whole non-negative decimal number, or -1.
+int number(std::string_view text) {
+  int value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && !text.empty() && value >= 0
+             ? value
+             : -1;
+}
+
+// A number after a fixed prefix ("loss3", "n12", "c1"), or -1.
+int prefixed(std::string_view word, std::string_view prefix) {
+  return word.starts_with(prefix) ? number(word.substr(prefix.size())) : -1;
+}
+
+}  // namespace
+
+Action parse_action(std::string_view text) {
+  const std::vector<std::string_view> w = words(text);
+  const auto fail = [&text](const std::string& why) -> Action {
+    throw_invalid("cannot read the action '" + std::string(text) + "': " + why +
+                  ". HINT: write it as to_string prints one: 'fwd 0.1', 'send act>1 0.1', "
+                  "'recv grad3<2 0.1 c1', 'bwd 0.1 loss3 upd prop', 'bwd-w 0.1', 'step 0'");
+  };
+  Action a;
+  size_t at = 1;  // the next word
+  const std::string_view kind = w[0];
+  if (kind == "step") {
+    a.kind = ActionKind::optimizer_step;
+    if (w.size() != 2 || (a.mini_batch = number(w[1])) < 0) {
+      return fail("a step is 'step' and its mini-batch");
+    }
+    return a;
+  }
+  if (kind == "fwd") {
+    a.kind = ActionKind::forward;
+  } else if (kind == "bwd") {
+    a.kind = ActionKind::backward;
+  } else if (kind == "bwd-w") {
+    a.kind = ActionKind::backward_weight;
+  } else if (kind == "aux-fwd") {
+    a.kind = ActionKind::aux_forward;
+  } else if (kind == "aux-bwd") {
+    a.kind = ActionKind::aux_backward;
+  } else if (kind == "send" || kind == "recv") {
+    a.kind = kind == "send" ? ActionKind::send : ActionKind::receive;
+    // "act>1" (send to stage 1), "grad3<2" (receive from stage 2 the gradient of loss 3).
+    const std::string_view message = at < w.size() ? w[at++] : std::string_view();
+    const size_t arrow = message.find(kind == "send" ? '>' : '<');
+    if (arrow == std::string_view::npos) return fail("no peer stage after the payload");
+    const std::string_view payload = message.substr(0, arrow);
+    a.peer_stage = number(message.substr(arrow + 1));
+    if (payload == "act") {
+      a.payload = Payload::activation;
+    } else if ((a.loss_stage = prefixed(payload, "grad")) >= 0) {
+      a.payload = Payload::gradient;
+    } else {
+      return fail("the payload is 'act' or 'grad' and its loss stage");
+    }
+    if (a.peer_stage < 0) return fail("the peer stage is not a number");
+  } else {
+    return fail("unknown kind '" + std::string(kind) + "'");
+  }
+  // mini-batch.micro-batch
+  const std::string_view unit = at < w.size() ? w[at++] : std::string_view();
+  const size_t dot = unit.find('.');
+  if (dot == std::string_view::npos || (a.mini_batch = number(unit.substr(0, dot))) < 0 ||
+      (a.micro_batch = number(unit.substr(dot + 1))) < 0) {
+    return fail("no mini-batch.micro-batch");
+  }
+  if (at < w.size() && w[at].starts_with("n")) {
+    if ((a.node = prefixed(w[at++], "n")) < 0) return fail("the node is not a number");
+  }
+  if (at < w.size() && w[at].starts_with("c")) {
+    if ((a.chunk = prefixed(w[at++], "c")) <= 0) return fail("the chunk is not a number > 0");
+  }
+  if (a.kind == ActionKind::backward) {
+    if (at >= w.size() || (a.loss_stage = prefixed(w[at++], "loss")) < 0) {
+      return fail("a backward names its loss stage ('loss3')");
+    }
+    for (const auto& [flag, member] : {std::pair{"upd", &Action::updates_parameters},
+                                       std::pair{"prop", &Action::propagates_gradient},
+                                       std::pair{"defer", &Action::defers_parameters}}) {
+      if (at < w.size() && w[at] == flag) {
+        a.*member = true;
+        ++at;
+      }
+    }
+  }
+  if (at != w.size()) return fail("'" + std::string(w[at]) + "' is not expected there");
+  return a;
+}
+
+}  // namespace interplace::placement
