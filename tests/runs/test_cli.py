@@ -857,6 +857,44 @@ def test_shipped_specs_plan():
             check(doc["would_skip"] == 0, (spec, doc["reasons"]))
 
 
+def test_dry_run_predicts_what_the_sweep_costs():
+    """`sweep --dry-run` gives each configuration the step its plan simulates (the same as
+    `simulate` of that configuration), the steps it trains and their product, and sums them
+    to the sweep's time and device time (every rank counted)."""
+    configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runs",
+                           "configs")
+    doc = ok("sweep", os.path.join(configs, "smoke.toml"), "--dry-run", "--ranks", "4",
+             "--format", "json").json()
+    runs = [c for c in doc["configs"] if c["outcome"] == "run"]
+    check(len(runs) >= 10, doc["reasons"])
+    train_s = device_s = 0.0
+    for c in runs:
+        check(c["predicted_step_s"] > 0 and c["steps"] == 4 and c["cost_model"] == "cpu-core", c)
+        check(abs(c["predicted_train_s"] - 4 * c["predicted_step_s"]) <= 1e-12, c)
+        train_s += c["predicted_train_s"]
+        device_s += c["predicted_train_s"] * c["devices"]
+    check(abs(doc["predicted_train_s"] - train_s) <= 1e-9 * train_s, doc["predicted_train_s"])
+    check(abs(doc["predicted_device_s"] - device_s) <= 1e-9 * device_s,
+          doc["predicted_device_s"])
+    for c in runs:
+        p = dict(line.split("=", 1) for line in c["canonical_parameters"].splitlines())
+        if p["devices"] != "2" or p["strategy"] != "global" or p["model_options"]:
+            continue
+        sim = ok("simulate", "--model", p["model"], "--order", p["order"], "--placer", p["placer"],
+                 "--devices", "2", "--strategy", "global", "--pipeline", p["pipeline"],
+                 "--micro-batches", p["micro_batches"], "--batch-size", p["batch_size"],
+                 "--format", "json").json()
+        check(sim["simulation"]["step_time_s"] == c["predicted_step_s"],
+              (c["name"], sim["simulation"]["step_time_s"], c["predicted_step_s"]))
+        break
+    else:
+        check(False, "smoke.toml has no global configuration on 2 devices to simulate")
+    text = ok("sweep", os.path.join(configs, "gomez2022.toml"), "--dry-run",
+              "cost_device=h100").out
+    check(re.search(r"predicted training: [0-9.]+ h one after the other, [0-9.]+ h of device "
+                    r"time .*cost model h100", text), text[-400:])
+
+
 def train_summary(*args):
     r = mpirun(1, "train", *TRAIN_SMALL, "--steps", "1", "--warmup-steps", "0",
                "--format", "json", *args)

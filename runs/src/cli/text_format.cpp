@@ -62,6 +62,14 @@ std::string format_seconds(double seconds) {
   return three_digits(seconds) + " s";
 }
 
+std::string format_duration(double seconds) {
+  const double magnitude = std::fabs(seconds);
+  if (!std::isfinite(seconds) || magnitude < 100.0) return format_seconds(seconds);
+  if (magnitude < 100.0 * 60.0) return three_digits(seconds / 60.0) + " min";
+  if (magnitude < 48.0 * 3600.0) return three_digits(seconds / 3600.0) + " h";
+  return three_digits(seconds / 86400.0) + " d";
+}
+
 std::string format_scaled(double value, const std::string& unit) {
   if (!std::isfinite(value)) return "inf " + unit;
   static constexpr std::array<const char*, 6> kPrefixes = {"", "k", "M", "G", "T", "P"};

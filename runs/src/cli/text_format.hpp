@@ -14,8 +14,11 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 std::string format_count(int64_t value);
 // "1 device", "4 devices"; "1 micro-batch", "8 micro-batches".
 std::string plural(int64_t count, const std::string& singular,
-                   const std::string& plural_form);                // 272186 -> "272,186"
-std::string format_seconds(double seconds);                        // 0.00123 -> "1.23 ms"
+                   const std::string& plural_form);  // 272186 -> "272,186"
+std::string format_seconds(double seconds);          // 0.00123 -> "1.23 ms"
+// Spans of minutes to days: 5400 -> "90.0 min", 86400 -> "24.0 h", 4.4e6 -> "50.7 d";
+// below 100 s as format_seconds.
+std::string format_duration(double seconds);
 std::string format_bytes(double bytes);                            // 1.5e9 -> "1.50 GB"
 std::string format_scaled(double value, const std::string& unit);  // 4.1e7, "FLOP" -> "41.0 MFLOP"
 std::string format_percent(double fraction);                       // 0.4123 -> "41.2%"

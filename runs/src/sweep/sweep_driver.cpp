@@ -309,13 +309,18 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
                                       const SweepRunner& runner, int ranks) {
   std::vector<PlannedConfig> out;
   for (const SweepConfig* config : selected) {
-    PlannedConfig planned{config, "run", ""};
+    PlannedConfig planned;
+    planned.config = config;
+    planned.outcome = "run";
     Outcome outcome;
     try {
       // Without MPI there is no job to measure a profile:auto in: planned on its preset.
       TrainConfig train = config->train;
       if (train.profile_path == kAutoProfile) train.profile_path.clear();
-      runner.plan(train);
+      const TrainPlan plan = runner.plan(train);
+      planned.predicted_step_s = plan.prediction.step_time_s;
+      planned.steps = int64_t{plan.config.warmup_steps} + plan.config.steps;
+      planned.cost_model = cost_device_string(plan.config);
     } catch (...) {
       outcome = outcome_of(std::current_exception(), true);
     }

@@ -84,6 +84,13 @@ struct PlannedConfig {
   const SweepConfig* config = nullptr;
   std::string outcome;  // "run", "skip" or "fail" (what the sweep would record)
   std::string reason;   // empty for "run"
+  // "run" only: the plan's simulated step (one rank per device, on the cost model the plan
+  // uses; a profile:auto on its preset), the steps it trains (warm-up included, epochs
+  // resolved) and the cost model's name.
+  double predicted_step_s = 0.0;
+  int64_t steps = 0;
+  std::string cost_model;
+  double predicted_train_s() const { return predicted_step_s * static_cast<double>(steps); }
 };
 // Plans every configuration of `selected` with `runner.plan`, one after the other; `ranks`
 // is the job's rank count ("needs K ranks, the job has N"). No MPI.

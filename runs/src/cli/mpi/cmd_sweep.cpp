@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "error_line.hpp"
 #include "interplace/kernels/error.hpp"
@@ -88,6 +89,20 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
     }
   }
   if (by_outcome["run"] == 0) o.exit_status = 2;
+  // Napkin math of what the run costs: per configuration its steps x the simulated step
+  // (no evaluation, start-up or profiling), summed; device time counts every rank.
+  double train_s = 0.0, device_s = 0.0;
+  std::set<std::string> cost_models;
+  for (const PlannedConfig& p : planned) {
+    if (p.outcome != "run") continue;
+    train_s += p.predicted_train_s();
+    device_s += p.predicted_train_s() * p.config->train.ranks();
+    cost_models.insert(p.cost_model);
+  }
+  std::string cost_models_text;
+  for (const std::string& m : cost_models) {
+    cost_models_text += (cost_models_text.empty() ? "" : ", ") + m;
+  }
 
   if (o.format == "json") {
     std::string overrides = "[";
@@ -115,6 +130,8 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
                                                 .str();
                                           }))
                .number("plan_s", plan_s)
+               .number("predicted_train_s", train_s)
+               .number("predicted_device_s", device_s)
                .raw("configs", json_array(planned,
                                           [](const PlannedConfig& p) {
                                             const SweepConfig* c = p.config;
@@ -126,6 +143,10 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
                                                 .integer("devices", c->train.devices)
                                                 .string("outcome", p.outcome)
                                                 .string("reason", p.reason)
+                                                .number("predicted_step_s", p.predicted_step_s)
+                                                .integer("steps", p.steps)
+                                                .number("predicted_train_s", p.predicted_train_s())
+                                                .string("cost_model", p.cost_model)
                                                 .string("canonical_parameters",
                                                         canonical_parameters(c->train, c->repeat))
                                                 .str();
@@ -133,11 +154,15 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
                .str() +
            "\n";
   }
-  TextTable table({"index", "id", "name", "repeat", "plan"}, {1, 2, 4});
+  TextTable table({"index", "id", "name", "repeat", "step (sim)", "steps", "train (sim)", "plan"},
+                  {1, 2, 7});
   for (const PlannedConfig& p : planned) {
     const SweepConfig* c = p.config;
+    const bool runs = p.outcome == "run";
     table.add_row({std::to_string(c->index), c->id, c->train.display_name(),
-                   std::to_string(c->repeat), outcome_text(p)});
+                   std::to_string(c->repeat), runs ? format_seconds(p.predicted_step_s) : "",
+                   runs ? std::to_string(p.steps) : "",
+                   runs ? format_duration(p.predicted_train_s()) : "", outcome_text(p)});
   }
   std::string text = table.str() + plural(static_cast<int64_t>(selected.size()), "configuration",
                                           "configurations");
@@ -148,6 +173,13 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
           " would skip, " + std::to_string(by_outcome["fail"]) + " would fail\n";
   for (const auto& [reason, count] : reasons) {
     text += "  " + std::to_string(count) + " x " + reason + "\n";
+  }
+  if (by_outcome["run"] > 0) {
+    text += "predicted training: " + format_duration(train_s) + " one after the other, " +
+            format_duration(device_s) +
+            " of device time (ranks x time; simulated steps on one rank per device, cost "
+            "model " +
+            cost_models_text + "; evaluation and start-up not counted)\n";
   }
   text += "ranks needed: " + std::to_string(needed) +
           " (the largest devices x data_parallel); planned in " + format_seconds(plan_s) + "\n";
