@@ -255,6 +255,25 @@ TEST(PlanTraining, DoesNotFitInMemory) {
   expect_invalid(c, "does not fit in memory");
 }
 
+// The same configuration on a GPU holds its weights and activations there: the host's
+// memory is not its limit, the cost model's GPU is (planning needs no GPU).
+TEST(PlanTraining, AGpuConfigurationIsCheckedAgainstTheGpuNotTheHost) {
+#ifndef INTERPLACE_HAVE_CUDA
+  GTEST_SKIP() << "a build without CUDA refuses device cuda (CudaNeedsACudaBuild)";
+#else
+  TrainConfig c = base();
+  c.model = "vgg16";
+  c.cost_device = "h200";
+  c.batch_size = 1024;
+  c.devices = 1;
+  c.device = "cuda";
+  const TrainPlan plan = plan_training(c);
+  ASSERT_EQ(plan.prediction.devices.size(), 1u);
+  EXPECT_GT(plan.prediction.devices[0].peak_memory_bytes, int64_t{24} << 30);  // > this host's
+  EXPECT_LE(plan.prediction.devices[0].peak_memory_bytes, int64_t{141'000'000'000});
+#endif
+}
+
 TEST(PlanTraining, BuildsTheGraphPerMicroBatch) {
   TrainConfig c = base();
   c.micro_batches = 4;

@@ -307,6 +307,20 @@ TrainPlan plan_training(const TrainConfig& given) {
   for (const DeviceStep& d : plan.prediction.devices)
     needed = std::max(needed, d.peak_memory_bytes);
   // Decided from the graph's shapes: no weight exists yet (the zoo builds shapes only).
+  if (plan.device == kernels::Device::cuda) {
+    // Weights and activations live on the GPU, not in the host's memory: checked against
+    // the cost model's device, as the placers count it (planning needs no GPU: a dry run
+    // on a login node plans the cluster's job).
+    const placement::DeviceSpec& gpu = cost_model.device();
+    if (gpu.memory_capacity_bytes > 0 && needed > gpu.memory_capacity_bytes) {
+      throw_invalid("configuration does not fit in GPU memory: needs " +
+                    gib(static_cast<double>(needed)) + " GiB per GPU, the cost model's device '" +
+                    gpu.name + "' has " + gib(static_cast<double>(gpu.memory_capacity_bytes)) +
+                    " GiB. HINT: a smaller batch size or multiplier, more micro-batches, or "
+                    "more devices; cost_device names the GPU (h100, h200)");
+    }
+    return plan;
+  }
   const int64_t available = memory_per_rank_bytes(config.ranks());
   if (available > 0 && needed > available) {
     throw_invalid("configuration does not fit in memory: needs " +
