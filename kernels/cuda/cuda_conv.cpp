@@ -4,9 +4,9 @@
 // and TF32): cudnnFind ranks the usable algorithms (workspace fits, no TF32 unless on),
 // then the fastest kRetimed of its list are run again kRetimeRuns times each after a
 // warm-up and the one with the smallest median wins. cudnnFind times each algorithm once,
-// and at resnet20's sizes that single timing is noise: it chose implicit_convolve_sgemm
-// for every layer where PyTorch's benchmark mode chose the xmma implicit-GEMM kernels
-// (2.21 against 1.77 ms per step, results/gpu-h200-2026-11-29). The workspace itself is
+// and at resnet20's sizes that single timing is noise: it picks slower kernels than
+// PyTorch's benchmark mode does (measured in results/gpu-h200-2026-11-29). The workspace
+// itself is
 // the backend's shared scratch buffer.
 //
 // cuDNN 9 marks this API deprecated in favour of the graph API, which would need several

@@ -20,8 +20,7 @@ namespace {
 // defaults serve every block of 128 KiB or more (a threshold it raises as such blocks are
 // freed, up to 32 MiB) by a fresh mmap and unmap it on free, and give the heap's top back
 // above 128 KiB; a training step then page-faults and zeroes its activations anew every
-// step, and how much depends on what the heap held before (resnet20, GPipe M = 8, batch
-// 64, one thread: 167 ms per step, 133 ms with the settings below; docs/runtime.md
+// step, and how much depends on what the heap held before (measured in docs/runtime.md,
 // "Host memory"). The settings: blocks up to glibc's largest threshold (32 MiB) come from
 // the heap, and the heap is trimmed only above 2 GiB of free top (and by
 // release_free_host_memory between runs). A GLIBC_TUNABLES that sets malloc tunables wins.

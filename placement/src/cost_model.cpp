@@ -150,8 +150,8 @@ int64_t CostModel::parameter_state_bytes(int64_t parameter_count) const {
 
 namespace {
 
-// Times that overflowed to infinity (a tiny --device-flops, a huge model) used to reach
-// the placers, which then blamed memory ("no split ... fits"): say what overflowed.
+// Times that overflow to infinity (a tiny --device-flops, a huge model) would reach the
+// placers, which would blame memory ("no split ... fits"): say what overflowed.
 // The runtime's whole-graph units (profile runtime_*_s) minus the sum of the per-node
 // times is what the runtime spends beyond the kernels timed one by one (the loss, gradient
 // sums at fan-outs, fresh buffers, bookkeeping). It is spread evenly over the graph's

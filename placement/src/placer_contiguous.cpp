@@ -234,7 +234,7 @@ Placement place_contiguous(const Graph& graph, const Order& order,
 
 Placement place_stages(const Graph& graph, const Order& order, const PlacementRequest& request) {
   // single_tensor_cuts indexes by order position before make_placer_context checks the
-  // order: a short order read past its end (AddressSanitizer, issue #16).
+  // order, so a short order would be read past its end.
   require_valid_order(graph, order);
   const std::vector<int> latest_start = single_tensor_cuts(graph, order);
   const auto cuts =

@@ -348,7 +348,7 @@ Schedule schedule_header(const ScheduleRequest& request) {
   const int k = request.stage_count;
   const int reach = strategy_reach(request.strategy, k);
   // Bounded: the schedule holds every pass of every micro-batch of every mini-batch, so
-  // a billion mini-batches grew memory without end before anything was simulated (#16).
+  // an unbounded count would grow memory without end before anything is simulated.
   if (request.micro_batches < 1 || request.micro_batches > kMaxMicroBatches) {
     throw_invalid("micro_batches must be in 1.." + std::to_string(kMaxMicroBatches) + ", got " +
                   std::to_string(request.micro_batches));

@@ -82,8 +82,8 @@ NodeId ModelBuilder::unary(const std::string& name, const std::string& op, NodeI
 
 namespace {
 
-// std::llround of a product past int64 is undefined (in practice LLONG_MIN, which
-// std::max(1, ...) turned into a one-channel model recorded as the one asked for: #16).
+// std::llround of a product past int64 is undefined (in practice LLONG_MIN, which a
+// clamp to 1 would turn into a one-channel model recorded as the one asked for).
 int64_t scaled(int64_t count, double multiplier, const char* what) {
   const double value = static_cast<double>(count) * multiplier;
   if (!std::isfinite(value) || value > static_cast<double>(int64_t{1} << 40)) {

@@ -136,8 +136,8 @@ kernels::Tensor Messenger::receive(const kernels::Shape& shape, int source, int 
                   kernels::to_string(posted->second.buffer.shape()));
   }
   // On an error the entry stays posted: the destructor cancels it and keeps its buffer
-  // alive (a message already arriving cannot be cancelled; AddressSanitizer saw a freed
-  // buffer written by MPI after a watchdog failure, #16).
+  // alive (a message already arriving cannot be cancelled, and MPI would write into a
+  // freed buffer).
   wait(posted->second.request, nullptr,
        "a tensor " + kernels::to_string(shape) + " from rank " + std::to_string(source) + " (tag " +
            std::to_string(tag) + ")");

@@ -67,7 +67,7 @@ class Messenger {
   // receive post_receive posted for (source, tag), if any.
   kernels::Tensor receive(const kernels::Shape& shape, int source, int tag);
   // Posts the receive of a message that a later receive(shape, source, tag) takes, so that
-  // it can land while this rank computes (pre-posted receives, issue #14): a rank that
+  // it can land while this rank computes (pre-posted receives): a rank that
   // posts only when it needs a message makes a large one wait for the handshake then.
   // At most one posted receive per (source, tag).
   void post_receive(const kernels::Shape& shape, int source, int tag);
@@ -77,7 +77,7 @@ class Messenger {
   // Polls `request` to completion; throws RemoteAbort when another rank failed, and a
   // runtime error naming `what` (the peer, tag, tensor) when it has waited
   // longer than watchdog_s (a peer stopped, hung or lost: without it the other ranks
-  // spun at full CPU forever, issue #16). After 10 ms of polling it sleeps between
+  // would spin at full CPU forever). After 10 ms of polling it sleeps between
   // polls (at most 0.5 ms), so a long wait does not burn a shared core. On a
   // device, first waits for the device's queued work, so that time blocked here is
   // communication only.

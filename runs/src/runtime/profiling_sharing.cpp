@@ -36,8 +36,8 @@ placement::HostSharing measure_host_sharing(MPI_Comm host, const RuntimeUnitOpti
   check_mpi(MPI_Comm_size(host, &size), "MPI_Comm_size");
   // Long enough that the ranks' timed steps overlap: they start the units together but
   // spend a varying time planning and building the model first, which a run of a few
-  // milliseconds would not cover (the first version measured 1.03 for 3 ranks computing
-  // on 2 cores). About a second of steps at the solo speed.
+  // milliseconds would not cover (the ranks would barely overlap and the slowdown read
+  // as about 1). About a second of steps at the solo speed.
   RuntimeUnitOptions overlapping = options;
   overlapping.steps = runtime_unit_steps(solo_s, options.steps);
   // The reference: host rank 0 alone, measured the same way (a mean, not the profile's

@@ -91,7 +91,7 @@ int threads_for(const TrainConfig& c, MPI_Comm comm) {
 }
 
 // A NaN or infinite loss (a learning rate of 1e308) ends the configuration as diverged:
-// recorded with its own status rather than "ok" with NaN losses (issue #16). The ranks
+// recorded with its own status rather than "ok" with NaN losses. The ranks
 // holding a loss (the head's, the aux heads') check; the others learn it by abort.
 void check_finite_loss(const RankModel& model, int rank, int step, double learning_rate) {
   for (const auto* tally : {&model.loss, &model.aux_loss}) {
@@ -166,8 +166,8 @@ void reduce_evaluations(std::vector<LossTally>& tallies, MPI_Comm comm, int rank
 // Executes one step's actions. The receives of the next `window` receive actions are
 // posted ahead (window: one mini-batch's worth, M), so that a message can land while the
 // rank still computes the actions before its receive; a rank that posts a receive only
-// when it reaches it leaves a large message waiting for the rendezvous until then
-// (issue #14: the measured GPipe bubble exceeded the simulator's).
+// when it reaches it leaves a large message waiting for the rendezvous until then, a
+// wait the simulator's transfers do not have.
 void run_program(const RankProgram& program, RankModel& model, int window) {
   const std::vector<placement::Action>& actions = program.actions;
   std::vector<char> posted(actions.size(), 0);

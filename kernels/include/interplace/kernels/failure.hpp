@@ -1,7 +1,7 @@
-// One classification of failures (issue #16): what an exception means for the exit status
-// of the command line, and for the outcome a sweep records. The CLI's main, the sweep
-// driver and train() all ask classify_failure, so that they cannot disagree (they did:
-// only one of three handled std::bad_alloc).
+// One classification of failures: what an exception means for the exit status of the
+// command line, and for the outcome a sweep records. The CLI's main, the sweep driver and
+// train() all ask classify_failure, so that they cannot disagree (e.g. on
+// std::bad_alloc).
 #pragma once
 
 #include <exception>

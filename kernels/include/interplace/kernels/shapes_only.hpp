@@ -1,8 +1,8 @@
 // While a ShapesOnlyScope is alive on this thread, new tensors are shapes only: nothing is
 // allocated, data() is null and fill() does nothing. Planning builds kernel layers only
 // to ask their shapes, FLOPs and parameter counts (the model zoo, aux heads); without
-// this it allocated every weight of a model before the "does not fit in memory" check
-// could refuse it (issue #16: 8 GB in 15 s for --width-multiplier 1000). Tensors made in
+// this every weight of a model would be allocated before the "does not fit in memory"
+// check could refuse it (gigabytes for a large --width-multiplier). Tensors made in
 // the scope must not be read, written or copied: only their shapes are meaningful.
 #pragma once
 

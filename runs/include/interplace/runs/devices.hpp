@@ -28,7 +28,7 @@ void start_device(kernels::Device device);
 int usable_cpu_cores();
 // Throws invalid_input, naming `option`, when `threads` is negative or more than
 // usable_cpu_cores(): oversubscribing a shared node this way only slows every job on it,
-// and libgomp crashes (100000) or stalls for minutes (4096) trying (issue #16). 0 means
+// and libgomp crashes or stalls for minutes at thousands of threads. 0 means
 // "choose for me" and is always accepted.
 void check_thread_count(const std::string& option, int threads);
 

@@ -30,7 +30,7 @@ struct LrSchedule {
   MilestoneUnit unit = MilestoneUnit::steps;
   double decay = 0.1;       // factor per milestone (step schedule)
   int warmup_steps = 0;     // linear warm-up: step s < W runs at base * (s + 1) / W
-  bool is_default() const;  // constant, no warm-up: today's behaviour
+  bool is_default() const;  // constant rate, no warm-up
 };
 
 // "91,136,182" -> {91, 136, 182}; empty text -> {}. Throws invalid_input naming `key` for

@@ -19,7 +19,7 @@ inline constexpr uint64_t kDefaultSeed = 1;
 // The profile path that asks the job to measure its own profile (cost_device =
 // "profile:auto", train --profile auto; auto_profile.hpp).
 inline constexpr const char* kAutoProfile = "auto";
-// Momentum SGD: what `train` ran before the optimiser names were unified.
+// Momentum SGD (0.9), the default optimiser of train, sweeps and the cost model.
 inline constexpr placement::OptimizerKind kDefaultOptimizer =
     placement::OptimizerKind::sgd_momentum;
 
