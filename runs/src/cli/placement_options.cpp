@@ -1,13 +1,12 @@
 #include "placement_options.hpp"
 
 #include <charconv>
-#include <chrono>
 #include <functional>
 #include <utility>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
-#include "interplace/runs/step_simulation.hpp"
+#include "interplace/runs/placing.hpp"
 #include "text_format.hpp"
 
 namespace interplace::runs::cli {
@@ -207,16 +206,7 @@ void refuse_overridden_architecture(const PlacementSelection& s,
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
                            const PlacementSelection& s, int micro_batches) {
   check_placement_selection(s);
-  PlacementRun run;
-  run.costs = cost_model.node_costs(graph);
-  placement::OrderOptions order_options;
-  order_options.seed = s.seed;
-  order_options.node_cost.resize(graph.node_count());
-  for (placement::NodeId id = 0; id < graph.node_count(); ++id) {
-    order_options.node_cost[id] = run.costs.compute_s(id);
-  }
-  run.order = placement::compute_order(graph, placement::order_by_name(s.order), order_options);
-
+  OrderedGraph ordered = order_graph(graph, cost_model, placement::order_by_name(s.order), s.seed);
   placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
   request.micro_batches = micro_batches;
   request.kept_micro_batches = s.kept_micro_batches;
@@ -230,14 +220,12 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
       request.rl.initial = placement::read_rl_policy(s.rl_policy);
       refuse_overridden_architecture(s, *request.rl.initial);
     }
-    set_placer_objective(request, graph, run.costs, cost_model);
     request.rl_log = &rl_log;
   }
-  const placement::Placer placer = placement::placer_by_name(s.placer);
-  const auto start = std::chrono::steady_clock::now();
-  run.placement = placer(graph, run.order, request);
-  run.placer_wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PlacementRun run;
+  run.placement = run_placer(graph, ordered, s.placer, std::move(request), &run.placer_wall_s);
+  run.order = std::move(ordered.order);
+  run.costs = std::move(ordered.costs);
   if (s.placer == "rl") {
     if (!s.rl_save_policy.empty()) placement::write_rl_policy(s.rl_save_policy, rl_log.policy);
     run.rl_log = rl_log;

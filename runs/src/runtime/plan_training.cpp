@@ -23,6 +23,7 @@
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/name_choices.hpp"
+#include "interplace/runs/placing.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
 
@@ -227,7 +228,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   validate_scalars(config);
   if (config.graph_file.empty()) catalog_entry(config.model);  // an unknown model, named first
   const placement::OrderKind order = placement::order_by_name(config.order);
-  const placement::Placer placer = placement::placer_by_name(config.placer);
+  placement::placer_by_name(config.placer);  // an unknown placer, named before any work
   require_name("dataset", config.dataset, dataset_names());
 
   TrainPlan plan;
@@ -249,14 +250,8 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);
-  const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
-  placement::OrderOptions order_options;
-  order_options.seed = config.seed;
-  order_options.node_cost.resize(static_cast<size_t>(plan.graph.node_count()));
-  for (placement::NodeId id = 0; id < plan.graph.node_count(); ++id) {
-    order_options.node_cost[static_cast<size_t>(id)] = costs.compute_s(id);
-  }
-  plan.order = placement::compute_order(plan.graph, order, order_options);
+  OrderedGraph ordered = order_graph(plan.graph, cost_model, order, config.seed);
+  const placement::NodeCosts& costs = ordered.costs;
   // Interleaved 1F1B: the placer cuts K*V stages (stage s on device s mod K).
   const int chunks =
       plan.pipeline == placement::PipelineKind::interleaved_1f1b ? config.virtual_stages : 1;
@@ -270,18 +265,19 @@ TrainPlan plan_training(const TrainConfig& given) {
         placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices, chunks);
   }
   request.seed = config.seed;
-  set_placer_objective(request, plan.graph, costs, cost_model);  // as `place` places
+  const int stage_count = request.device_count;
   if (config.placement_path.empty()) {
-    plan.stage_placement = placer(plan.graph, plan.order, request);
+    plan.stage_placement = run_placer(plan.graph, ordered, config.placer, std::move(request));
   } else {
     plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
-    if (plan.stage_placement.device_count != request.device_count) {
+    if (plan.stage_placement.device_count != stage_count) {
       throw_invalid("the placement file " + config.placement_path + " places on " +
                     std::to_string(plan.stage_placement.device_count) + " devices, the run has " +
-                    std::to_string(request.device_count) +
+                    std::to_string(stage_count) +
                     (chunks > 1 ? " stages (devices x virtual stages)" : ""));
     }
   }
+  plan.order = std::move(ordered.order);
   plan.placement = chunks > 1 ? placement::interleaved_devices(plan.stage_placement, config.devices)
                               : plan.stage_placement;
 
@@ -300,8 +296,7 @@ TrainPlan plan_training(const TrainConfig& given) {
                            &plan.schedule, config.data_parallel);
   }
 
-  std::vector<double> node_cost(order_options.node_cost);
-  plan.graph_stats = placement::compute_graph_stats(plan.graph, node_cost);
+  plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);
 
   int64_t needed = 0;
   for (const DeviceStep& d : plan.prediction.devices)

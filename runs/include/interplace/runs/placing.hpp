@@ -1,0 +1,36 @@
+// How every command places a graph: `place`, `simulate`, `order-study`, `train` and
+// sweeps all order and place through these two functions, so one configuration gets one
+// placement whichever command asks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interplace/placement/cost_model.hpp"
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/orders.hpp"
+#include "interplace/placement/placers.hpp"
+
+namespace interplace::runs {
+
+struct OrderedGraph {
+  placement::NodeCosts costs;        // on the cost model the order was computed with
+  std::vector<double> node_seconds;  // per node: forward + backward (costs.compute_s)
+  placement::Order order;
+};
+
+// The graph's node costs on `cost_model` and its `kind` order: critical-path weighs each
+// node by its forward + backward seconds there; the random orders draw from `seed`.
+OrderedGraph order_graph(const placement::Graph& graph, const placement::CostModel& cost_model,
+                         placement::OrderKind kind, uint64_t seed);
+
+// Runs the placer named `placer` on `ordered` (from order_graph with request.cost_model)
+// with `request`, whose rl objective is set here as the simulator's global step
+// (set_placer_objective). `wall_s`, when given, receives the placer call's wall time.
+// Throws invalid_input for an unknown placer or when no placement exists.
+placement::Placement run_placer(const placement::Graph& graph, const OrderedGraph& ordered,
+                                const std::string& placer, placement::PlacementRequest request,
+                                double* wall_s = nullptr);
+
+}  // namespace interplace::runs
