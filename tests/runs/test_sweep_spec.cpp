@@ -10,6 +10,7 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/auto_profile.hpp"
 #include "interplace/runs/sweep.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 
@@ -193,6 +194,22 @@ devices = 2
 
 // data_parallel is a dimension like any count (every strategy and pipeline takes it); the
 // id and the file say it only when not 1, so that earlier ids stay as they were.
+// profile:auto measures the graph a rank runs: one replica's micro-batch, B / (R x M).
+TEST(AutoProfile, MeasuresOneReplicasMicroBatch) {
+  TrainConfig replicated;
+  replicated.model = "resnet20";
+  replicated.devices = 2;
+  replicated.batch_size = 64;
+  replicated.micro_batches = 4;
+  replicated.data_parallel = 2;
+  TrainConfig alone = replicated;
+  alone.data_parallel = 1;
+  EXPECT_EQ(auto_profile_request(replicated, 1).options.batch_size, 8);
+  EXPECT_EQ(auto_profile_request(alone, 1).options.batch_size, 16);
+  EXPECT_NE(auto_profile_key(replicated, 1).text.find("micro_batch_size=8\n"), std::string::npos);
+  EXPECT_NE(auto_profile_key(replicated, 1).id, auto_profile_key(alone, 1).id);
+}
+
 TEST(SweepSpec, DataParallelIsADimensionNamedInTheIdWhenNotOne) {
   const SweepSpec spec = parse_sweep_spec(R"(
 strategies = ["global", "local"]

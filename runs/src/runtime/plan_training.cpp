@@ -78,7 +78,7 @@ void validate_scalars(const TrainConfig& c) {
     throw_invalid("batch_size must be >= 1, got " + std::to_string(c.batch_size));
   }
   // The one rule every subcommand uses (the replicas' slices, then micro-batches).
-  micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
+  c.micro_batch_samples();
   if (c.steps < 1) throw_invalid("steps must be >= 1, got " + std::to_string(c.steps));
   if (c.warmup_steps < 0) {
     throw_invalid("warmup_steps must be >= 0, got " + std::to_string(c.warmup_steps));

@@ -29,7 +29,7 @@ void resolve_graph_file(TrainConfig& c) {
 
 placement::Graph build_config_graph(const TrainConfig& c, std::string* family) {
   // The graph is one micro-batch: the unit of the schedules, the cost model and profiles.
-  const int64_t micro_batch = micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
+  const int64_t micro_batch = c.micro_batch_samples();
   if (c.graph_file.empty()) {
     const placement::ModelInfo& info = placement::find_model(c.model);  // "enas-cnn:7" too
     if (family != nullptr) *family = info.family;

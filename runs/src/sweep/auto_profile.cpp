@@ -22,8 +22,7 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads) {
   AutoProfileKey key;
   key.text = "model=" + config.model +
              "\nmodel_options=" + model_options_string(config.model_options) +
-             "\nmicro_batch_size=" +
-             std::to_string(micro_batch_size(config.batch_size, config.micro_batches)) +
+             "\nmicro_batch_size=" + std::to_string(config.micro_batch_samples()) +
              "\nthreads=" + std::to_string(threads) + "\ndevice=" + config.device + "\n";
   // A graph file's network (docs/your-network.md): its path and digest; absent for zoo
   // models, whose keys stay as they were.
@@ -41,7 +40,7 @@ ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   request.model = config.model;
   request.graph_file = config.graph_file;
   request.options = config.model_options;
-  request.options.batch_size = micro_batch_size(config.batch_size, config.micro_batches);
+  request.options.batch_size = config.micro_batch_samples();
   request.threads = threads;
   request.device = device_by_name(config.device);
   request.seed = config.seed;

@@ -221,7 +221,7 @@ class AutoProfiles {
     Entry entry{key.id + "-" + std::to_string(options_.shard.index), nullptr, ""};
     if (rank_ == 0) {
       progress_ << utc_now() << " measuring the profile of " << config.model << " at micro-batch "
-                << micro_batch_size(config.batch_size, config.micro_batches) << ", " << threads
+                << config.micro_batch_samples() << ", " << threads
                 << " CPU threads (cost_device profile:auto, " << entry.name << ")\n"
                 << std::flush;
     }

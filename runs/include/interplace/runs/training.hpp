@@ -78,6 +78,11 @@ struct TrainConfig {
   int64_t replica_batch_size() const { return batch_size / std::max(1, data_parallel); }
   // The ranks of the job: devices x data_parallel.
   int ranks() const { return devices * std::max(1, data_parallel); }
+  // Samples of one micro-batch, batch_size / (data_parallel x micro_batches): the batch
+  // of the planned graph and of its profile. Throws invalid_input unless it divides.
+  int64_t micro_batch_samples() const {
+    return micro_batch_size(batch_size, micro_batches, {}, data_parallel);
+  }
   int warmup_steps = 1;               // run and recorded first, flagged, excluded from medians
   int steps = 10;                     // measured steps after the warm-up
   std::string dataset = "synthetic";  // fashion-mnist | text | synthetic
