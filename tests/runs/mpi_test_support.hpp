@@ -54,16 +54,14 @@ inline TrainConfig small_gpt() {
   return c;
 }
 
-// The run of `config` on a communicator of its own `devices` ranks drawn from the world
-// (ranks 0 .. devices-1); other ranks get an empty result. Collective over the world.
-inline TrainResult train_on(TrainConfig config, int devices) {
-  config.devices = devices;
+// train(plan) on the world's first devices x data_parallel ranks: R replicas of the plan's
+// K-stage pipeline (data parallelism, world rank = replica * K + stage).
+inline TrainResult train_plan_on(const TrainPlan& plan) {
   const int rank = world_rank();
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, rank < devices ? 0 : MPI_UNDEFINED, rank, &comm);
+  MPI_Comm_split(MPI_COMM_WORLD, rank < plan.config.ranks() ? 0 : MPI_UNDEFINED, rank, &comm);
   TrainResult result;
   if (comm != MPI_COMM_NULL) {
-    const TrainPlan plan = plan_training(config);
     try {
       result = train(plan, comm);
     } catch (...) {
@@ -73,6 +71,13 @@ inline TrainResult train_on(TrainConfig config, int devices) {
     MPI_Comm_free(&comm);
   }
   return result;
+}
+
+// The run of `config` on a communicator of its own `devices` ranks drawn from the world
+// (ranks 0 .. devices-1); other ranks get an empty result. Collective over the world.
+inline TrainResult train_on(TrainConfig config, int devices) {
+  config.devices = devices;
+  return train_plan_on(plan_training(config));
 }
 
 // The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
@@ -135,38 +140,6 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
   parse_choices(plan);
   plan_schedule(plan);
   return plan;
-}
-
-// train(plan) on the world's first plan.config.devices ranks.
-inline TrainResult train_plan_on(const TrainPlan& plan) {
-  const int rank = world_rank();
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, rank < plan.config.devices ? 0 : MPI_UNDEFINED, rank, &comm);
-  TrainResult result;
-  if (comm != MPI_COMM_NULL) {
-    result = train(plan, comm);
-    MPI_Comm_free(&comm);
-  }
-  return result;
-}
-
-// train(plan) on the world's first devices x data_parallel ranks: R replicas of the plan's
-// K-stage pipeline (data parallelism, world rank = replica * K + stage).
-inline TrainResult train_replicas_on(const TrainPlan& plan) {
-  const int rank = world_rank();
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, rank < plan.config.ranks() ? 0 : MPI_UNDEFINED, rank, &comm);
-  TrainResult result;
-  if (comm != MPI_COMM_NULL) {
-    try {
-      result = train(plan, comm);
-    } catch (...) {
-      MPI_Comm_free(&comm);
-      throw;
-    }
-    MPI_Comm_free(&comm);
-  }
-  return result;
 }
 
 inline std::vector<double> losses(const TrainResult& result) {

@@ -359,7 +359,7 @@ TEST(Runtime, DataParallelMatchesOneReplica) {
       c.data_parallel = r;
       const TrainPlan plan = testing::chain_plan(c, k);
       ASSERT_EQ(plan.graph.batch_size(), 2);
-      const TrainResult replicated = testing::train_replicas_on(plan);
+      const TrainResult replicated = testing::train_plan_on(plan);
       const std::string what = name + " K=" + std::to_string(k) + " R=" + std::to_string(r);
       expect_same_losses(replicated, one, what);
       if (world_rank() == 0) {
@@ -386,7 +386,7 @@ TEST(Runtime, DataParallelBatchNormIsPerReplicaMicroBatch) {
   same_rows.micro_batches = p;
   const TrainResult split = testing::train_plan_on(testing::chain_plan(same_rows, 1));
   c.data_parallel = p;
-  const TrainResult replicated = testing::train_replicas_on(testing::chain_plan(c, 1));
+  const TrainResult replicated = testing::train_plan_on(testing::chain_plan(c, 1));
   expect_same_losses(replicated, split, "resnet R=P vs 1 replica of P micro-batches");
   if (world_rank() == 0) {
     ASSERT_EQ(losses(whole).size(), losses(replicated).size());
