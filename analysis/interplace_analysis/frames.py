@@ -109,9 +109,9 @@ def config_row(rec: ConfigRecord) -> dict:
     * ``step_time_s``: the step's time (max over ranks).
     * ``forward_s`` ... ``overhead_s``: mean over ranks; ``bytes_sent``: sum over ranks;
       ``peak_memory_bytes``: the maximum over steps and ranks.
-    * ``utilisation``: compute (forward + backward + aux + optimizer) summed over the K
-      ranks / (K x step time): the share of the device-time the kernels used.
-    * ``idle_fraction``: idle_s summed over ranks / (K x step time), the bubble fraction,
+    * ``utilisation``: compute (forward + backward + aux + optimizer) summed over the
+      K x R ranks / (K x R x step time): the share of the device-time the kernels used.
+    * ``idle_fraction``: idle_s summed over ranks / (K x R x step time), the bubble fraction,
       defined like the simulator's ``idle_fraction`` so the two compare directly.
     * ``sim_error``: predicted / measured step time - 1 (positive: the simulator is
       pessimistic).
@@ -188,7 +188,8 @@ def step_columns(rec: ConfigRecord) -> dict:
         else:
             row[name] = _median(_mean_over_ranks(v[mask]))
     row["utilisation"] = row["idle_fraction"] = _nan()
-    k = a.get("devices")
+    # Over every rank: the K stages of each of the R data-parallel replicas.
+    k = int(a.get("devices", 0) or 0) * int(a.get("data_parallel", 1) or 1)
     if mask.any() and k and all(c in rec.ranks for c in COMPUTE_KINDS):
         denom = k * st[mask]
         compute = sum(rec.ranks[c][mask].astype(float) for c in COMPUTE_KINDS).sum(axis=1)

@@ -621,6 +621,14 @@ def test_data_parallel_np2():
         check(len(ranks) == 3 and ranks["pred_busy_s"].notna().all(), ranks)
         if is_fake():
             return
+        # Shares of every rank's time (K x R ranks), from the file's summary table and
+        # recomputed from the groups: a division by K alone made R = 2's twice as large.
+        from interplace_analysis.frames import config_row
+        for _, row in configs.iterrows():
+            again = config_row(results.record(row["run_id"]))
+            for name in ("utilisation", "idle_fraction"):
+                check(0.0 < row[name] <= 1.0 and abs(row[name] - again[name]) <= 1e-9,
+                      f"{row['config_id']} {name}: summary {row[name]}, groups {again[name]}")
         import h5py
         with h5py.File(out, "r") as f:
             loss = {int(a.get("data_parallel", 1)): list(f["configs"][gid]["steps"]["loss"][()])

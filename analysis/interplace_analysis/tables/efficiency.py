@@ -19,10 +19,12 @@ import pandas as pd
 from .. import stats
 from ..loader import Results
 
-COLUMNS = ["family", "model", "order", "placer", "devices", "strategy_label",
+COLUMNS = ["family", "model", "order", "placer", "devices", "data_parallel", "strategy_label",
            "micro_batches", "batch_size", "device", "config_key", "runs", "step_time_s",
            "utilisation", "idle_fraction", "train_flops_per_step", "achieved_flops_per_rank",
            "peak_flops_per_rank", "mfu", "mfu_ci_low", "mfu_ci_high", "mfu_note"]
+
+KEY = COLUMNS[:COLUMNS.index("config_key")]
 
 # The per-rank descriptions of runtime/devices.cpp, joined with "," in ``device_names``:
 # "cpu: N threads", or a GPU's "NAME (cuda:I of N, PCI, sm_XY, ...)", which holds commas.
@@ -92,7 +94,7 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
     index = ok.groupby("config_key", sort=False).indices
     keys = list(pd.unique(ok["config_key"]))
     first = ok.iloc[[index[k][0] for k in keys]]
-    firsts = {c: first[c].to_numpy() for c in COLUMNS[:9] + [
+    firsts = {c: first[c].to_numpy() for c in KEY + [
         "forward_flops", "backward_flops", "graph_batch_size", "cost_device_preset",
         "peak_flops_per_s", "device_names"]}
     step_col = ok["step_time_s"].to_numpy(float)
@@ -104,25 +106,26 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
         r = {c: v[i] for c, v in firsts.items()}
         flops = training_flops_per_step(r["forward_flops"], r["backward_flops"],
                                         r["graph_batch_size"], r["batch_size"])
+        # Every rank computes: K stages x R data-parallel replicas.
+        ranks = int(r["devices"]) * int(r["data_parallel"])
         peak, note = peak_per_rank(str(r["device"]), str(r["cost_device_preset"]),
                                    r["peak_flops_per_s"], str(r["device_names"]),
-                                   int(r["devices"]))
+                                   ranks)
         if math.isnan(flops) and not note:
             note = "no FLOP counts in the file (written before they were recorded)"
-        k = int(r["devices"])
         step = stats.median(step_col[pos])
         est = stats.NAN_ESTIMATE
         if not note:
-            per_run = mfu(flops, step_col[pos], k, peak)
+            per_run = mfu(flops, step_col[pos], ranks, peak)
             steps = results.lazy_step_times(run_ids[pos])
             est = stats.median_estimate(stats.Runs(per_run, steps, inverse=True),
                                         stats.seed_for("mfu", ckey, base=seed))
         rows.append({
-            **{c: r[c] for c in COLUMNS[:9]}, "config_key": ckey, "runs": len(pos),
+            **{c: r[c] for c in KEY}, "config_key": ckey, "runs": len(pos),
             "step_time_s": step, "utilisation": stats.median(util_col[pos]),
             "idle_fraction": stats.median(idle_col[pos]),
             "train_flops_per_step": flops,
-            "achieved_flops_per_rank": flops / (step * k) if step > 0 else float("nan"),
+            "achieved_flops_per_rank": flops / (step * ranks) if step > 0 else float("nan"),
             "peak_flops_per_rank": peak, "mfu": est.point, "mfu_ci_low": est.low,
             "mfu_ci_high": est.high, "mfu_note": f"n/a: {note}" if note else ""})
     out = pd.DataFrame(rows, columns=COLUMNS)

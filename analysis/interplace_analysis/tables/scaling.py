@@ -17,8 +17,8 @@ from .. import stats
 from ..frames import is_global_label
 from ..loader import Results
 
-BASE_KEY = ["family", "model", "model_options", "order", "placer", "micro_batches",
-            "batch_size", "device", "dataset"]
+BASE_KEY = ["family", "model", "model_options", "order", "placer", "data_parallel",
+            "micro_batches", "batch_size", "device", "dataset"]
 COLUMNS = BASE_KEY + ["strategy_label", "devices", "runs", "step_time_s", "base_devices",
                       "base_strategy", "base_runs", "speedup", "speedup_ci_low",
                       "speedup_ci_high", "interval_over"]
@@ -53,7 +53,8 @@ def scaling_table(results: Results, seed: int = 0) -> pd.DataFrame:
         for (label, k), runs in grp.groupby(["strategy_label", "devices"], sort=True):
             base = _baseline(at_k0, label)
             est = stats.ratio(_runs(results, base), _runs(results, runs),
-                              stats.seed_for("scaling", *key, label, k, base=seed))
+                              stats.seed_for("scaling", *stats.seed_parts(BASE_KEY, key), label, k,
+                                            base=seed))
             rows.append({**dict(zip(BASE_KEY, key)), "strategy_label": label,
                          "devices": int(k), "runs": len(runs),
                          "step_time_s": stats.median(runs["step_time_s"]),

@@ -58,7 +58,7 @@ from ..loader import Results
 
 GROUP_KEY = ["family", "model", "model_options", "order", "placer", "devices",
              "data_parallel", "micro_batches", "batch_size", "device", "dataset"]
-DISPLAY_KEY = ["family", "model", "devices", "order", "placer"]
+DISPLAY_KEY = ["family", "model", "devices", "data_parallel", "order", "placer"]
 COLUMNS = GROUP_KEY + [
     "strategy_label", "config_key", "run_id", "runs", "samples_per_s", "speedup",
     "speedup_ci_low", "speedup_ci_high", "speedup_p", "speedup_p_holm", "speedup_verdict",

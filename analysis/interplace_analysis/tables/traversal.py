@@ -32,7 +32,8 @@ GROUP_KEY = ["family", "model", "model_options", "placer", "devices", "data_para
              "strategy_label",
              "micro_batches", "batch_size", "device", "cost_device"]
 SETTING_KEY = [k for k in GROUP_KEY if k != "placer"]
-DISPLAY_KEY = ["family", "model", "placer", "devices", "strategy_label", "micro_batches"]
+DISPLAY_KEY = ["family", "model", "placer", "devices", "data_parallel", "strategy_label",
+               "micro_batches"]
 BASELINE = "topo"
 
 

@@ -219,8 +219,10 @@ void summarize_steps(hid_t g, SummaryRow& row) {
     row.rank_medians[c] = name == "peak_memory_bytes" ? (any ? peak : kNaN) : nan_median(per_step);
   }
   // Utilisation and the bubble: compute (forward, backward, aux, optimizer) and idle
-  // summed over the K ranks over K x step time, per measured step.
-  const int64_t k = h5::read_attr_int(g, "devices").value_or(0);
+  // summed over the ranks over ranks x step time, per measured step; the ranks are the K
+  // stages of each of the R data-parallel replicas.
+  const int64_t k = h5::read_attr_int(g, "devices").value_or(0) *
+                    h5::read_attr_int(g, "data_parallel").value_or(1);
   const auto& forward = ranks[1];
   const auto& backward = ranks[2];
   const auto& aux = ranks[3];
@@ -317,8 +319,10 @@ const std::vector<RealColumn>& real_columns() {
       {"eval_accuracy", "1", "evaluation accuracy (NaN unless evaluated)",
        &SummaryRow::eval_accuracy},
       {"step_time_s", "s", "median measured step time", &SummaryRow::step_time_s},
-      {"utilisation", "1", "median compute share of K x step time", &SummaryRow::utilisation},
-      {"idle_fraction", "1", "median idle share of K x step time", &SummaryRow::idle_fraction},
+      {"utilisation", "1", "median compute share of ranks (K x R) x step time",
+       &SummaryRow::utilisation},
+      {"idle_fraction", "1", "median idle share of ranks (K x R) x step time",
+       &SummaryRow::idle_fraction},
       {"final_loss", "1", "training loss of the last measured step", &SummaryRow::final_loss},
       {"final_accuracy", "1", "training accuracy of the last measured step",
        &SummaryRow::final_accuracy},
