@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes this folder's tables: two sweeps (n = 3 each) and a K = 4 sweep with n = 10 of runs/configs/interlocking-vs-pipelines.toml on
+# Makes this folder's tables: two sweeps (n = 3 each), a K = 4 sweep with n = 10 and a K = 2 sweep on 2 ranks with n = 5 of runs/configs/interlocking-vs-pipelines.toml on
 # this machine (4 ranks on 2 cores), the report of each, and the simulator's step on K
 # separate devices from the profile the first sweep measured (sim_separate.py).
 #   results/2026-12-03-interlocking-vs-pipelines/run.sh [BUILD_DIR] [WORK_DIR]
@@ -31,5 +31,11 @@ mpirun --oversubscribe -np 4 "$bin" sweep "$root/runs/configs/interlocking-vs-pi
 "$root/.venv/bin/python" -m interplace_analysis report "$work/ivp-k4.h5" --out "$work/report-k4" --quiet
 cp "$work/report-k4/tables/strategies.csv" "$here/strategies-k4-n10.csv"
 cp "$work/report-k4/tables/simulator.csv" "$here/simulator-k4-n10.csv"
+# K = 2 on 2 ranks, one per core (the regime the simulator is validated in), 5 runs each.
+mpirun --oversubscribe -np 2 "$bin" sweep "$root/runs/configs/interlocking-vs-pipelines.toml" \
+  devices=2 repeats=5 --out "$work/ivp-k2.h5"
+"$root/.venv/bin/python" -m interplace_analysis report "$work/ivp-k2.h5" --out "$work/report-k2" --quiet
+cp "$work/report-k2/tables/strategies.csv" "$here/strategies-k2-n5.csv"
+cp "$work/report-k2/tables/simulator.csv" "$here/simulator-k2-n5.csv"
 python3 "$here/tables.py" > /dev/null
 echo "tables in $here; files in $work"

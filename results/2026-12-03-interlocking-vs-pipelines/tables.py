@@ -28,7 +28,7 @@ def key(r):
 
 separate = {key(r): r for r in rows("separate-devices.csv")}
 out = []
-runs = [n for n in ("run1", "run2", "k4-n10") if (here / f"strategies-{n}.csv").exists()]
+runs = [n for n in ("run1", "run2", "k4-n10", "k2-n5") if (here / f"strategies-{n}.csv").exists()]
 for run in runs:
     strat = {key(r): r for r in rows(f"strategies-{run}.csv")}
     sim = {key(r): r for r in rows(f"simulator-{run}.csv")}
