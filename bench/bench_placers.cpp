@@ -41,8 +41,8 @@ struct Options {
 struct Cell {
   double placer_s = std::numeric_limits<double>::quiet_NaN();
   double step_s = std::numeric_limits<double>::quiet_NaN();
-  std::string estimator;  // of the step time
-  std::string error;      // why there is no placement
+  std::string messages;  // the simulated schedule: "stage" (a chain) or "node"
+  std::string error;     // why there is no placement
 };
 
 bool in_catalog(const std::string& name) {
@@ -93,8 +93,7 @@ std::string cell_text(double seconds) {
   return buffer;
 }
 
-// Step times estimated by the list schedule (placements that are not stage chains) get a
-// '*': they are not the event simulator's numbers and compare only roughly with them.
+// Step times of node-level schedules (placements that are not stage chains) get a '*'.
 void print_table(const char* title, const std::vector<std::string>& orders,
                  const std::vector<std::string>& placers,
                  const std::vector<std::vector<Cell>>& cells, double Cell::*field) {
@@ -105,7 +104,7 @@ void print_table(const char* title, const std::vector<std::string>& orders,
     std::printf("%-14s", orders[i].c_str());
     for (size_t j = 0; j < placers.size(); ++j) {
       const Cell& cell = cells[i][j];
-      const bool marked = field == &Cell::step_s && cell.estimator == "list-schedule";
+      const bool marked = field == &Cell::step_s && cell.messages == "node";
       std::printf(" %12s", (cell_text(cell.*field) + (marked ? "*" : "")).c_str());
     }
     std::printf("\n");
@@ -163,7 +162,7 @@ std::string bench_model(const Options& o, const std::string& model,
         const runs::StepReport report =
             runs::simulate_step(graph, placement, costs, cost_model, step);
         cell.step_s = report.step_time_s;
-        cell.estimator = runs::to_string(report.estimator);
+        cell.messages = interplace::placement::to_string(report.messages);
       } catch (const interplace::Error& e) {
         cell.error = e.what();
       }
@@ -182,18 +181,18 @@ std::string bench_model(const Options& o, const std::string& model,
       const Cell& c = cells[i][j];
       if (!c.error.empty())
         std::printf("%s/%s: %s\n", orders[i].c_str(), placers[j].c_str(), c.error.c_str());
-      if (c.estimator == "event-simulator" && c.step_s < best) {
+      if (c.error.empty() && c.step_s < best) {
         best = c.step_s;
         best_name = orders[i] + " + " + placers[j];
       }
       json += (i + j > 0 ? ", " : "") + std::string("{\"order\": \"") + orders[i] +
               "\", \"placer\": \"" + placers[j] + "\", \"placer_s\": " + json_number(c.placer_s) +
-              ", \"step_time_s\": " + json_number(c.step_s) + ", \"estimator\": \"" + c.estimator +
+              ", \"step_time_s\": " + json_number(c.step_s) + ", \"messages\": \"" + c.messages +
               "\", \"error\": \"" + json_escape(c.error) + "\"}";
     }
   }
   if (!best_name.empty())
-    std::printf("fastest stage chain: %s, %s ms\n", best_name.c_str(), cell_text(best).c_str());
+    std::printf("fastest: %s, %s ms\n", best_name.c_str(), cell_text(best).c_str());
   return json + "]}";
 }
 

@@ -203,7 +203,7 @@ def table(files: list[Path]) -> tuple[str, dict]:
     c = r.ok.copy()
     c["ape"] = (c["pred_step_time_s"] / c["step_time_s"] - 1.0).abs()
     c["oversubscribed"] = c["devices"] > (os.cpu_count() or 1)
-    c["chain"] = c["pred_estimator"] == "event-simulator"
+    c["chain"] = c["pred_messages"] == "stage"
     lines = []
     summary: dict = {"configurations": int(len(c)),
                      "skipped": int((r.configs["status"] == "skipped").sum()),
@@ -274,10 +274,10 @@ def table(files: list[Path]) -> tuple[str, dict]:
 
     lines.append("Worst 10 (ranks ≤ cores):")
     lines.append("")
-    lines.append("| configuration | estimator | measured ms | predicted ms | error |")
+    lines.append("| configuration | schedule | measured ms | predicted ms | error |")
     lines.append("| --- | --- | --- | --- | --- |")
     for _, row in fit.sort_values("ape", ascending=False).head(10).iterrows():
-        lines.append(f"| {row['name']} | {row['pred_estimator']} | "
+        lines.append(f"| {row['name']} | {row['pred_messages']} | "
                      f"{1e3 * row['step_time_s']:.1f} | {1e3 * row['pred_step_time_s']:.1f} | "
                      f"{row['pred_step_time_s'] / row['step_time_s'] - 1:+.1%} |")
     return "\n".join(lines) + "\n", summary

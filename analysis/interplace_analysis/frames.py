@@ -101,6 +101,9 @@ def measured_mask(rec: ConfigRecord) -> np.ndarray:
     return np.ones(n, dtype=bool) if warm is None else np.asarray(warm) == 0
 
 
+_OLD_ESTIMATORS = {"event-simulator": "stage", "list-schedule": "node"}
+
+
 def config_row(rec: ConfigRecord) -> dict:
     """The ``configs`` row of one configuration.
 
@@ -146,10 +149,13 @@ def config_row(rec: ConfigRecord) -> dict:
         row.update(step_columns(rec))
 
     pred = rec.prediction
-    row["pred_estimator"] = pred.get("estimator", "")
+    # Which schedule the simulator ran: "stage" (a stage chain's) or "node" (the node-level
+    # list schedule of any other placement). Older files said it as their estimator:
+    # "event-simulator" for stage schedules, "list-schedule" for the estimate they had then.
+    row["pred_messages"] = pred.get("messages") or _OLD_ESTIMATORS.get(pred.get("estimator", ""), "")
     row["pred_step_time_s"] = pred.get("step_time_s", _nan())
     row["pred_idle_fraction"] = pred.get("idle_fraction", _nan())
-    row["pred_fallback_reason"] = pred.get("fallback_reason", "")
+    row["pred_node_level_reason"] = pred.get("node_level_reason", pred.get("fallback_reason", ""))
     for g in GRAPH_ATTRIBUTES:
         row[g] = rec.graph.get(g, _nan())
     # What the MFU needs (tables/efficiency.py); NaN/empty in files written before them.

@@ -176,10 +176,10 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
         _attr(g, key, value)
     if c.pred_step_s is not None:
         p = g.create_group("prediction")
-        _attr(p, "estimator", "event-simulator")
+        _attr(p, "messages", "stage")
         _attr(p, "step_time_s", c.pred_step_s)
         _attr(p, "idle_fraction", c.pred_idle)
-        _attr(p, "fallback_reason", "")
+        _attr(p, "node_level_reason", "")
         p.create_dataset("busy_s", data=np.full(k, c.pred_step_s * (1 - c.pred_idle)))
         p.create_dataset("idle_s", data=np.full(k, c.pred_step_s * c.pred_idle))
         p.create_dataset("peak_memory_bytes", data=np.full(k, 1 << 20, dtype=np.int64))

@@ -70,7 +70,7 @@ def test_graph_and_prediction_columns(results):
     gpt = _row(results, model="gpt-small")
     assert gpt["node_count"] == 40 and gpt["max_width"] == 4
     assert gpt["critical_path_cost_share"] == pytest.approx(0.8)
-    assert gpt["pred_estimator"] == "event-simulator"
+    assert gpt["pred_messages"] == "stage"
     skipped = _row(results, status="skipped")
     assert math.isnan(skipped["pred_step_time_s"]) and math.isnan(skipped["node_count"])
 

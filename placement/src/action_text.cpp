@@ -35,6 +35,10 @@ std::string grid_label(const Action& action, int micro_batches) {
   return "?";
 }
 
+std::string to_string(MessageLevel level) {
+  return level == MessageLevel::stage ? "stage" : "node";
+}
+
 std::string to_string(const Action& action) {
   const std::string unit = std::to_string(action.mini_batch) + "." +
                            std::to_string(action.micro_batch) +

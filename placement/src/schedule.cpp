@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "interplace/kernels/error.hpp"
@@ -423,7 +425,8 @@ Schedule build_schedule(const ScheduleRequest& request) {
 }
 
 Schedule node_level_schedule(const ScheduleRequest& request,
-                             const std::vector<std::vector<NodeTask>>& device_tasks) {
+                             const std::vector<std::vector<NodeTask>>& device_tasks,
+                             const Graph& graph, const Placement& placement) {
   Schedule schedule = schedule_header(request);
   const int k = schedule.stage_count;
   if (schedule.reach != k - 1 || request.pipeline != PipelineKind::gpipe ||
@@ -433,23 +436,88 @@ Schedule node_level_schedule(const ScheduleRequest& request,
         "mode single, not " +
         schedule.strategy + "/" + to_string(request.pipeline) + "/" + to_string(request.interlock));
   }
-  if (static_cast<int>(device_tasks.size()) != k) {
+  if (static_cast<int>(device_tasks.size()) != k || placement.device_count != k) {
     throw_invalid("node_level_schedule: " + std::to_string(device_tasks.size()) +
-                  " task lists for " + std::to_string(k) + " stages");
+                  " task lists and a placement on " + std::to_string(placement.device_count) +
+                  " devices for " + std::to_string(k) + " stages");
   }
+  require_valid_placement(graph, placement);
+  const int64_t n = graph.node_count();
+  const auto device_of = [&](NodeId id) { return placement.device_of_node[id]; };
+  // By node: the other devices that consume its tensor, ascending.
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
+  for (const Node& node : graph.nodes()) {
+    std::vector<int>& to = consumers[static_cast<size_t>(node.id)];
+    for (NodeId c : node.successors) {
+      if (device_of(c) != device_of(node.id)) to.push_back(device_of(c));
+    }
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+  }
+  const auto is_data = [&](NodeId id) { return graph.node(id).op == "input"; };
   schedule.messages = MessageLevel::node;
-  for (int stage = 0; stage < k; ++stage) {
+  for (int d = 0; d < k; ++d) {
+    const std::vector<NodeTask>& tasks = device_tasks[static_cast<size_t>(d)];
+    // (micro-batch, remote producer): the index in `tasks` of this device's last backward
+    // of a consumer of it, after which the summed gradient goes back.
+    std::map<std::pair<int, NodeId>, size_t> last_consumer;
+    std::vector<std::vector<NodeId>> gradients_after(tasks.size());  // by task: to send
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const NodeTask& t = tasks[i];
+      if (t.node < 0 || t.node >= n || device_of(t.node) != d) {
+        throw_invalid("node_level_schedule: device " + std::to_string(d) + " has a task of node " +
+                      std::to_string(t.node) + ", which is not one of its nodes");
+      }
+      if (!t.backward) continue;
+      for (NodeId p : graph.node(t.node).inputs) {
+        if (device_of(p) != d && !is_data(p)) last_consumer[{t.micro_batch, p}] = i;
+      }
+    }
+    for (const auto& [unit, i] : last_consumer) gradients_after[i].push_back(unit.second);
     std::vector<Action> actions;
     for (int b = 0; b < schedule.mini_batches; ++b) {
-      for (const NodeTask& task : device_tasks[static_cast<size_t>(stage)]) {
-        actions.push_back({.kind = task.backward ? ActionKind::backward : ActionKind::forward,
+      const auto message = [&](ActionKind kind, Payload payload, int peer, NodeId node, int m) {
+        actions.push_back({.kind = kind,
                            .mini_batch = b,
-                           .micro_batch = task.micro_batch,
-                           .loss_stage = task.backward ? k - 1 : -1,
-                           .updates_parameters = task.backward,
+                           .micro_batch = m,
+                           .peer_stage = peer,
+                           .payload = payload,
+                           .loss_stage = payload == Payload::gradient ? k - 1 : -1,
+                           .node = node});
+      };
+      // (micro-batch, producer) whose tensor this device has received in this mini-batch.
+      std::set<std::pair<int, NodeId>> taken;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        const NodeTask& t = tasks[i];
+        const Node& node = graph.node(t.node);
+        if (!t.backward) {
+          for (NodeId p : node.inputs) {
+            if (device_of(p) != d && taken.insert({t.micro_batch, p}).second) {
+              message(ActionKind::receive, Payload::activation, device_of(p), p, t.micro_batch);
+            }
+          }
+        } else if (!is_data(t.node)) {
+          for (int peer : consumers[static_cast<size_t>(t.node)]) {
+            message(ActionKind::receive, Payload::gradient, peer, t.node, t.micro_batch);
+          }
+        }
+        actions.push_back({.kind = t.backward ? ActionKind::backward : ActionKind::forward,
+                           .mini_batch = b,
+                           .micro_batch = t.micro_batch,
+                           .loss_stage = t.backward ? k - 1 : -1,
+                           .updates_parameters = t.backward,
                            // Any device may consume another's tensors, not only stage > 0.
-                           .propagates_gradient = task.backward,
-                           .node = task.node});
+                           .propagates_gradient = t.backward,
+                           .node = t.node});
+        if (!t.backward) {
+          for (int peer : consumers[static_cast<size_t>(t.node)]) {
+            message(ActionKind::send, Payload::activation, peer, t.node, t.micro_batch);
+          }
+          continue;
+        }
+        for (NodeId p : gradients_after[i]) {
+          message(ActionKind::send, Payload::gradient, device_of(p), p, t.micro_batch);
+        }
       }
       actions.push_back({.kind = ActionKind::optimizer_step, .mini_batch = b});
     }

@@ -13,8 +13,8 @@ namespace interplace::placement {
 namespace {
 
 // from, to (model stages: under interleaved 1F1B a device's chunks are distinct stages),
-// payload, loss stage, mini-batch, micro-batch
-using MessageKey = std::tuple<int, int, int, int, int, int>;
+// payload, loss stage, mini-batch, micro-batch, node (node-level schedules: the tensor)
+using MessageKey = std::tuple<int, int, int, int, int, int, int>;
 
 MessageKey key_of(int from, int to, const Action& action) {
   return {from,
@@ -22,7 +22,21 @@ MessageKey key_of(int from, int to, const Action& action) {
           static_cast<int>(action.payload),
           action.loss_stage,
           action.mini_batch,
-          action.micro_batch};
+          action.micro_batch,
+          action.node};
+}
+
+void validate_entry(const StageCosts& s, const std::string& what) {
+  for (double value : {s.forward_s, s.backward_s, s.backward_input_s, s.aux_forward_s,
+                       s.aux_backward_s, s.optimizer_s}) {
+    if (!(value >= 0.0) || !std::isfinite(value)) {
+      throw_invalid("simulator: " + what + " has a negative or non-finite time");
+    }
+  }
+  if (s.output_bytes < 0 || s.parameter_state_bytes < 0 || s.activation_bytes < 0 ||
+      s.aux_activation_bytes < 0 || s.gradient_bytes < 0) {
+    throw_invalid("simulator: " + what + " has negative bytes");
+  }
 }
 
 void validate(const Schedule& schedule, const PipelineCosts& costs) {
@@ -32,17 +46,20 @@ void validate(const Schedule& schedule, const PipelineCosts& costs) {
                   "-stage schedule");
   }
   for (size_t i = 0; i < costs.stages.size(); ++i) {
-    const StageCosts& s = costs.stages[i];
-    for (double value : {s.forward_s, s.backward_s, s.backward_input_s, s.aux_forward_s,
-                         s.aux_backward_s, s.optimizer_s}) {
-      if (!(value >= 0.0) || !std::isfinite(value)) {
-        throw_invalid("simulator: stage " + std::to_string(i) +
-                      " has a negative or non-finite time");
+    validate_entry(costs.stages[i], "stage " + std::to_string(i));
+  }
+  for (size_t i = 0; i < costs.nodes.size(); ++i) {
+    validate_entry(costs.nodes[i], "node " + std::to_string(i));
+  }
+  for (const std::vector<Action>& actions : schedule.stage_actions) {
+    for (const Action& a : actions) {
+      const bool node_level = schedule.messages == MessageLevel::node;
+      if (a.node >= static_cast<int>(costs.nodes.size()) ||
+          (node_level ? a.node < 0 && a.kind != ActionKind::optimizer_step : a.node >= 0)) {
+        throw_invalid("simulator: action '" + to_string(a) + "' of a " +
+                      to_string(schedule.messages) + "-level schedule with costs for " +
+                      std::to_string(costs.nodes.size()) + " nodes");
       }
-    }
-    if (s.output_bytes < 0 || s.parameter_state_bytes < 0 || s.activation_bytes < 0 ||
-        s.aux_activation_bytes < 0 || s.gradient_bytes < 0) {
-      throw_invalid("simulator: stage " + std::to_string(i) + " has negative bytes");
     }
   }
   if (!(costs.mini_batch_overhead_s >= 0.0) || !std::isfinite(costs.mini_batch_overhead_s)) {
@@ -159,9 +176,16 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
   detail::SharedComputeClock compute(k, costs.sharing);
   // A message's bytes, `from` stage to stage `to`: an activation is the sender's boundary
   // output, a gradient as big as the activation it is for (the receiver's output).
+  // A node-level message is one tensor (or its gradient): its node's output.
   const auto message_bytes = [&](const Action& action, int from, int to) {
+    if (action.node >= 0) return costs.nodes[static_cast<size_t>(action.node)].output_bytes;
     return action.payload == Payload::activation ? costs.stages[from].output_bytes
                                                  : costs.stages[to].output_bytes;
+  };
+  // What a compute action costs: its node's entry (node level) or its stage's.
+  const auto costs_of = [&](int j, const Action& action) -> const StageCosts& {
+    return action.node >= 0 ? costs.nodes[static_cast<size_t>(action.node)]
+                            : costs.stages[stage_of(j, action)];
   };
   std::map<MessageKey, double> in_flight;             // message -> arrival time
   std::map<std::pair<int, int>, double> link_free_s;  // by (device, device)
@@ -184,17 +208,18 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
       return;
     }
     const Action& action = schedule.stage_actions[j][s.next];
-    const StageCosts& c = costs.stages[stage_of(j, action)];
+    const StageCosts& c = costs_of(j, action);
     timeline.last_end_s = now_s;
     if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
     if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
     timeline.peak_memory_bytes =
         std::max(timeline.peak_memory_bytes, parameter_state[j] + s.live_bytes);
     if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
-    const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch, action.chunk});
-    if ((action.kind == ActionKind::backward || action.kind == ActionKind::backward_weight) &&
-        frees != s.frees_at.end() && frees->second == s.next) {
-      s.live_bytes -= c.activation_bytes;
+    if (action.node >= 0) {  // node level: a node's activation lives until its backward
+      if (action.kind == ActionKind::backward) s.live_bytes -= c.activation_bytes;
+    } else if (action.kind == ActionKind::backward || action.kind == ActionKind::backward_weight) {
+      const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch, action.chunk});
+      if (frees != s.frees_at.end() && frees->second == s.next) s.live_bytes -= c.activation_bytes;
     }
     if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(now_s);
     result.trace.push_back({j, static_cast<int>(s.next), s.compute_start_s, now_s});
@@ -272,7 +297,7 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         s.started = true;
         s.computing = true;
         s.compute_start_s = s.clock_s;
-        compute.start(j, s.clock_s, duration_s(action, costs.stages[stage]));
+        compute.start(j, s.clock_s, duration_s(action, costs_of(j, action)));
         return true;
       }
       ++s.next;

@@ -1,7 +1,6 @@
 #include "interplace/placement/stage_costs.hpp"
 
 #include <algorithm>
-#include <limits>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/stage_chain.hpp"
@@ -39,14 +38,30 @@ PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, con
   return pipeline;
 }
 
-StepTimeEstimator simulator_estimator(const Graph& graph, const NodeCosts& costs,
-                                      const LinkSpec& link, ScheduleRequest schedule) {
-  return [&graph, &costs, link, schedule](const Placement& placement) mutable {
-    if (!is_stage_chain(graph, placement)) return std::numeric_limits<double>::infinity();
-    schedule.stage_count = placement.device_count;
-    return simulate(build_schedule(schedule), pipeline_costs(graph, placement, costs, link))
-        .step_time_s;
-  };
+PipelineCosts node_pipeline_costs(const Graph& graph, const Placement& placement,
+                                  const NodeCosts& costs, const LinkSpec& link) {
+  require_valid_placement(graph, placement);
+  PipelineCosts pipeline;
+  pipeline.link = link;
+  pipeline.stages.resize(static_cast<size_t>(placement.device_count));
+  pipeline.nodes.resize(static_cast<size_t>(graph.node_count()));
+  for (const Node& node : graph.nodes()) {
+    StageCosts& n = pipeline.nodes[static_cast<size_t>(node.id)];
+    n.forward_s = costs.forward_s[node.id];
+    n.backward_s = costs.backward_s[node.id];
+    n.backward_input_s = costs.backward_input_s[node.id];
+    n.output_bytes = costs.output_bytes[node.id];
+    n.activation_bytes = costs.output_bytes[node.id];
+    pipeline.stages[static_cast<size_t>(placement.device_of_node[node.id])].parameter_state_bytes +=
+        costs.parameter_state_bytes[node.id];
+  }
+  const std::vector<int64_t> replicas =
+      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
+  for (int d = 0; d < placement.device_count; ++d) {
+    pipeline.stages[static_cast<size_t>(d)].parameter_state_bytes +=
+        replicas[static_cast<size_t>(d)];
+  }
+  return pipeline;
 }
 
 }  // namespace interplace::placement

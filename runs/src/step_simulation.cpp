@@ -14,8 +14,6 @@ namespace interplace::runs {
 
 using placement::boundary_producers;
 using placement::CostModel;
-using placement::device_memory_bytes;
-using placement::estimate_step_time_s;
 using placement::Graph;
 using placement::Node;
 using placement::NodeCosts;
@@ -35,25 +33,6 @@ namespace {
 // is built at the micro-batch size).
 double mini_batch_overhead_s(const CostModel& cost_model, const Graph& graph, int micro_batches) {
   return cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
-}
-
-// Node costs as each rank pays them with its working set (`device_bytes`, by device):
-// the profile's times scaled by CostModel::working_set_factor; `costs` itself without
-// runtime_in_flight measurements.
-NodeCosts at_working_sets(const NodeCosts& costs, const CostModel& cost_model,
-                          const Placement& placement, const std::vector<int64_t>& device_bytes) {
-  if (!cost_model.has_working_set_factor()) return costs;
-  std::vector<placement::WorkingSetFactor> factors;
-  for (int64_t bytes : device_bytes) factors.push_back(cost_model.working_set_factor(costs, bytes));
-  NodeCosts scaled = costs;
-  for (NodeId id = 0; id < costs.node_count(); ++id) {
-    const placement::WorkingSetFactor& f =
-        factors.at(static_cast<size_t>(placement.device_of_node[id]));
-    scaled.forward_s[id] *= f.forward;
-    scaled.backward_s[id] *= f.backward;
-    scaled.backward_input_s[id] *= f.backward;
-  }
-  return scaled;
 }
 
 // Per device of a placement of `devices` devices (device = stage mod devices under
@@ -76,81 +55,6 @@ std::vector<int64_t> gradient_bytes_per_device(const Graph& graph, const Placeme
 }
 
 }  // namespace
-
-StepReport list_schedule_step(const Graph& graph, const Placement& placement,
-                              const NodeCosts& profile_costs, const CostModel& cost_model,
-                              int micro_batches, std::string reason, const Schedule* schedule,
-                              int data_parallel) {
-  if (data_parallel < 1) {
-    throw_invalid("data parallelism needs >= 1 replica, got " + std::to_string(data_parallel));
-  }
-  // Every micro-batch's activations stay until its backward (GPipe at node level).
-  const std::vector<int64_t> memory = device_memory_bytes(placement, profile_costs, micro_batches);
-  const NodeCosts costs = at_working_sets(profile_costs, cost_model, placement, memory);
-  StepReport report;
-  report.estimator = StepEstimator::list_schedule;
-  report.fallback_reason = std::move(reason);
-  report.reach = placement.device_count - 1;
-  const placement::ComputeSharing sharing = cost_model.compute_sharing(placement.device_count);
-  const double overhead_s = mini_batch_overhead_s(cost_model, graph, micro_batches);
-  if (schedule == nullptr && !sharing.active()) {
-    // Every device starts the overhead later, nothing shares a host: the makespan shifts.
-    report.step_time_s = overhead_s + estimate_step_time_s(graph, costs, cost_model.link(),
-                                                           placement, micro_batches);
-  } else {
-    // The replay of the schedule the ranks execute (built here when not given: the list
-    // schedule's), where ranks sharing a host slow each other down.
-    std::optional<Schedule> built;
-    if (schedule == nullptr) {
-      ScheduleRequest request;
-      request.strategy = placement::Strategy{};
-      request.pipeline = placement::PipelineKind::gpipe;
-      request.stage_count = placement.device_count;
-      request.micro_batches = micro_batches;
-      built = placement::node_level_schedule(
-          request, placement::list_schedule_tasks(graph, costs, cost_model.link(), placement,
-                                                  micro_batches));
-    }
-    report.step_time_s =
-        placement::simulate_node_schedule(graph, costs, cost_model.link(), placement,
-                                          schedule ? *schedule : *built, sharing, overhead_s);
-  }
-  report.devices.resize(placement.device_count);
-  report.data_parallel = data_parallel;
-  if (data_parallel > 1) {
-    // Every device's all-reduce starts at the end of the step, the longest one extends it.
-    const std::vector<int64_t> gradient_bytes =
-        gradient_bytes_per_device(graph, placement, profile_costs, placement.device_count);
-    double longest_s = 0.0;
-    for (int d = 0; d < placement.device_count; ++d) {
-      const double s =
-          placement::ring_allreduce_s(cost_model.link(), gradient_bytes[static_cast<size_t>(d)],
-                                      data_parallel, d, placement.device_count);
-      report.devices[static_cast<size_t>(d)].allreduce_s = s;
-      longest_s = std::max(longest_s, s);
-    }
-    report.step_time_s += longest_s;
-  }
-  for (const Node& node : graph.nodes()) {
-    report.devices[placement.device_of_node[node.id]].busy_s +=
-        costs.compute_s(node.id) * micro_batches;
-  }
-  double idle_s = 0.0;
-  for (int d = 0; d < placement.device_count; ++d) {
-    DeviceStep& device = report.devices[d];
-    device.idle_s = std::max(0.0, report.step_time_s - device.busy_s);
-    device.peak_memory_bytes = memory[d];
-    idle_s += device.idle_s;
-  }
-  if (report.step_time_s > 0.0) {
-    report.idle_fraction = idle_s / (placement.device_count * report.step_time_s);
-  }
-  return report;
-}
-
-std::string to_string(StepEstimator estimator) {
-  return estimator == StepEstimator::event_simulator ? "event-simulator" : "list-schedule";
-}
 
 namespace {
 
@@ -198,6 +102,19 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
   return build_schedule(schedule_request);
 }
 
+Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                            const CostModel& cost_model, int micro_batches, int mini_batches) {
+  ScheduleRequest request;
+  request.pipeline = placement::PipelineKind::gpipe;
+  request.stage_count = placement.device_count;
+  request.micro_batches = micro_batches;
+  request.mini_batches = mini_batches;
+  return placement::node_level_schedule(
+      request,
+      placement::list_schedule_tasks(graph, costs, cost_model.link(), placement, micro_batches),
+      graph, placement);
+}
+
 void set_placer_objective(placement::PlacementRequest& request, const Graph& graph,
                           const NodeCosts& costs, const CostModel& cost_model) {
   const int micro_batches = request.micro_batches;
@@ -234,7 +151,7 @@ double GlobalStepTime::operator()(const Placement& placement) {
     request.micro_batches = micro_batches_;
     return simulate_step(graph_, placement, costs_, cost_model_, request).step_time_s;
   }
-  // list_schedule_step's estimate without sharing: the list schedule's makespan, shifted
+  // The placers' fast estimate (step_estimate.hpp): the list schedule's makespan, shifted
   // by the mini-batch's overhead.
   return overhead_s_ + list_schedule_(placement);
 }
@@ -266,8 +183,21 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     }
   } else if (reach >= k - 1) {
     if (auto why = stage_chain_violation(graph, placement)) {
-      return list_schedule_step(graph, placement, costs, cost_model, request.micro_batches, *why,
-                                nullptr, request.data_parallel);
+      if (request.pipeline.value_or(placement::PipelineKind::gpipe) !=
+          placement::PipelineKind::gpipe) {
+        throw_invalid("pipeline '" + placement::to_string(*request.pipeline) +
+                      "' cannot run on this placement (" + *why +
+                      "): it interleaves whole-stage forward and backward passes. HINT: "
+                      "--pipeline gpipe (the list schedule, node by node), or a placer that "
+                      "makes stage chains (contiguous, stages)");
+      }
+      StepReport report =
+          simulate_schedule(graph, placement, costs, cost_model,
+                            list_node_schedule(graph, placement, costs, cost_model,
+                                               request.micro_batches, request.mini_batches),
+                            request.aux_heads, request.data_parallel);
+      report.node_level_reason = *why;
+      return report;
     }
   }
   return simulate_schedule(graph, placement, costs, cost_model, step_schedule(request, k),
@@ -325,15 +255,18 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   // stage s runs on device s mod K (schedule.hpp).
   const int stages = placement.device_count;
   const int k = schedule.stage_count;
-  if (k * schedule.virtual_stages != stages ||
-      schedule.messages != placement::MessageLevel::stage) {
-    throw_invalid("simulate_schedule: a stage schedule of " + std::to_string(stages) +
+  if (k * schedule.virtual_stages != stages) {
+    throw_invalid("simulate_schedule: a schedule of " + std::to_string(stages) +
                   " stages is needed, got " +
-                  std::to_string(schedule.stage_count * schedule.virtual_stages) +
-                  (schedule.messages == placement::MessageLevel::node ? " at node level" : ""));
+                  std::to_string(schedule.stage_count * schedule.virtual_stages));
   }
   const bool global = schedule.reach >= k - 1;
-  if (!global) {
+  const bool node_level = schedule.messages == placement::MessageLevel::node;
+  if (node_level) {
+    if (!global || schedule.virtual_stages != 1) {
+      throw_invalid("simulate_schedule: a node-level schedule runs the global strategy alone");
+    }
+  } else if (!global) {
     if (auto why = local_strategy_ineligibility(graph, placement)) {
       throw_invalid("strategy '" + schedule.strategy + "' cannot run on this placement: " + *why +
                     "; only the global strategy can");
@@ -344,7 +277,9 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
     throw_invalid("simulate_schedule: the placement is not a stage chain: " + *why);
   }
 
-  PipelineCosts pipeline = pipeline_costs(graph, placement, costs, cost_model.link());
+  PipelineCosts pipeline =
+      node_level ? placement::node_pipeline_costs(graph, placement, costs, cost_model.link())
+                 : pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
   pipeline.mini_batch_overhead_s = mini_batch_overhead_s(cost_model, graph, schedule.micro_batches);
   pipeline.data_parallel = data_parallel;
@@ -380,17 +315,30 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
     // actions fixes whatever they take: simulate once for it, then with the stages' times
     // at their working sets.
     const SimulationResult order_only = simulate(schedule, pipeline);
-    for (int s = 0; s < stages; ++s) {  // a device's peak for each of its chunks' stages
-      const placement::WorkingSetFactor f =
-          cost_model.working_set_factor(costs, order_only.stages[s % k].peak_memory_bytes);
-      StageCosts& stage = pipeline.stages[s];
-      stage.forward_s *= f.forward;
-      stage.backward_s *= f.backward;
-      stage.backward_input_s *= f.backward;
+    std::vector<placement::WorkingSetFactor> factors;  // by device
+    for (int j = 0; j < k; ++j) {
+      factors.push_back(
+          cost_model.working_set_factor(costs, order_only.stages[j].peak_memory_bytes));
+    }
+    const auto scale = [](StageCosts& c, const placement::WorkingSetFactor& f) {
+      c.forward_s *= f.forward;
+      c.backward_s *= f.backward;
+      c.backward_input_s *= f.backward;
+    };
+    if (node_level) {
+      for (const Node& node : graph.nodes()) {
+        scale(pipeline.nodes[static_cast<size_t>(node.id)],
+              factors[static_cast<size_t>(placement.device_of_node[node.id])]);
+      }
+    } else {
+      for (int s = 0; s < stages; ++s) {  // a device's factor for each of its chunks' stages
+        scale(pipeline.stages[static_cast<size_t>(s)], factors[static_cast<size_t>(s % k)]);
+      }
     }
   }
   const SimulationResult result = simulate(schedule, pipeline);
   StepReport report;
+  report.messages = schedule.messages;
   report.reach = schedule.reach;
   if (global) report.pipeline = schedule.pipeline;
   report.step_time_s = result.step_time_s;

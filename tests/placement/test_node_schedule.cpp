@@ -1,6 +1,7 @@
 // Node-level schedules (schedule.hpp's node_level_schedule) for placements that are not
-// stage chains: the list schedule of step_estimate.hpp as per-device action lists, and
-// their simulation (simulate_node_schedule), which the runtime's order follows.
+// stage chains: the list schedule of step_estimate.hpp as per-device action lists with a
+// message per tensor that crosses devices, run by the one event simulator (simulator.hpp)
+// as the runtime runs them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +9,9 @@
 
 #include "graph_fixtures.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/simulator.hpp"
 #include "interplace/placement/stage_chain.hpp"
+#include "interplace/placement/stage_costs.hpp"
 #include "interplace/placement/step_estimate.hpp"
 
 namespace interplace::placement {
@@ -49,31 +52,72 @@ std::vector<std::vector<NodeTask>> ascending_gpipe(const Graph& graph, const Pla
   return tasks;
 }
 
+// The event simulator's step time of a node-level schedule: the optimiser steps cost
+// nothing here (node_pipeline_costs leaves them to the caller), as in the estimate.
+double replay(const Graph& graph, const NodeCosts& node_costs, const LinkSpec& link,
+              const Placement& placement, const Schedule& schedule,
+              const ComputeSharing& sharing = {}, double mini_batch_overhead_s = 0.0) {
+  PipelineCosts costs = node_pipeline_costs(graph, placement, node_costs, link);
+  costs.sharing = sharing;
+  costs.mini_batch_overhead_s = mini_batch_overhead_s;
+  return simulate(schedule, costs).step_time_s;
+}
+
+std::string list_text(const std::vector<Action>& actions) {
+  std::string text;
+  for (const Action& action : actions) text += to_string(action) + "; ";
+  return text;
+}
+
+// a -> b -> c on devices 0, 1, 0: each tensor crosses once each way; the header's example.
+TEST(NodeSchedule, AMessagePerTensorThatCrossesDevices) {
+  const Graph graph = testing::chain(3);
+  const Placement placement{2, {0, 1, 0}};
+  const CostModel model = testing::timed_cost_model(graph, {1, 1, 1}, {1, 1, 1});
+  const NodeCosts costs = model.node_costs(graph);
+  const Schedule schedule = node_level_schedule(
+      request(1), list_schedule_tasks(graph, costs, model.link(), placement, 1), graph, placement);
+  EXPECT_EQ(list_text(schedule.stage_actions[0]),
+            "fwd 0.0 n0; send act>1 0.0 n0; recv act<1 0.0 n1; fwd 0.0 n2; "
+            "bwd 0.0 n2 loss1 upd prop; send grad1>1 0.0 n1; recv grad1<1 0.0 n0; "
+            "bwd 0.0 n0 loss1 upd prop; step 0; ");
+  EXPECT_EQ(list_text(schedule.stage_actions[1]),
+            "recv act<0 0.0 n0; fwd 0.0 n1; send act>0 0.0 n1; recv grad1<0 0.0 n1; "
+            "bwd 0.0 n1 loss1 upd prop; send grad1>0 0.0 n0; step 0; ");
+  // Every action reads back from its text (logs, tests).
+  for (const auto& list : schedule.stage_actions) {
+    for (const Action& action : list) EXPECT_EQ(parse_action(to_string(action)), action);
+  }
+}
+
 TEST(NodeSchedule, SimulatingTheListScheduleGivesTheEstimate) {
   const Branches b;
   ASSERT_FALSE(is_stage_chain(b.graph, b.placement));
   for (int m : {1, 3}) {
     const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, m);
-    const Schedule schedule = node_level_schedule(request(m, 2), tasks);
+    const Schedule schedule = node_level_schedule(request(m, 2), tasks, b.graph, b.placement);
     EXPECT_EQ(schedule.messages, MessageLevel::node);
-    EXPECT_DOUBLE_EQ(
-        simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule),
-        estimate_step_time_s(b.graph, b.costs, b.model.link(), b.placement, m))
+    EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule),
+                     estimate_step_time_s(b.graph, b.costs, b.model.link(), b.placement, m))
         << "M=" << m;
-    // Every task once, on its node's device, then one optimiser step per mini-batch.
+    // Every task once, on its node's device, 4 messages per micro-batch (0 to device 1 and
+    // back, 1 to device 0 and back), one optimiser step per device and mini-batch.
     size_t count = 0;
     for (const auto& list : schedule.stage_actions) count += list.size();
-    EXPECT_EQ(count, 2 * (2 * 5 * static_cast<size_t>(m) + 2));
+    EXPECT_EQ(count, 2 * ((2 * 5 + 2 * 4) * static_cast<size_t>(m) + 2));
   }
 }
 
 // The receiver's own share of each tensor it takes (LinkSpec::receive_cpu, 0.25 s here of a
-// 0.5 s transfer), as the runtime takes them. Diamond 0 -> {1, 2} -> 3, nodes 1 and 2 on
-// device 1, every task 1 s: F0 [0, 1]; F1 takes 0's output at 1.25, [1.25, 2.5]; F2 finds it
-// taken, [2.5, 3.5]; F3 takes 1's and 2's outputs, [3.75, 5.25]; B3 [5.25, 6.25]; B1 and B2
-// each take their output's gradient from device 0, [6.5, 7.75], [7.75, 9]; B0 takes one
-// gradient from device 1 (its two consumers there sum theirs first), [9.25, 10.5]. Without
-// the share (the whole 0.5 s a delay): 10.
+// 0.5 s transfer). Diamond 0 -> {1, 2} -> 3, nodes 1 and 2 on device 1, every task 1 s.
+// The estimate charges a task the shares of its inputs: F0 [0, 1]; F1 takes 0's output at
+// 1.25, [1.25, 2.5]; F2 finds it taken, [2.5, 3.5]; F3 takes 1's and 2's outputs, [3.75,
+// 5.25]; B3 [5.25, 6.25]; B1 and B2 each take their output's gradient from device 0, [6.5,
+// 7.75], [7.75, 9]; B0 takes one gradient from device 1 (its two consumers there sum theirs
+// first), [9.25, 10.5]. Without the share (the whole 0.5 s a delay): 10.
+// The schedule the runtime executes has a receive per tensor, which takes its share when
+// it runs: device 0 takes 1's output at 2.75 (its own [2.75, 3]) while 2's is on the way,
+// 2's [3.75, 4], F3 [4, 5]; the rest as above, 0.25 earlier: 10.25.
 TEST(NodeSchedule, TheReceiverPaysItsShareOfEveryTensorItTakes) {
   const Graph graph = testing::diamond();
   const Placement placement{2, {0, 1, 1, 0}};
@@ -83,13 +127,14 @@ TEST(NodeSchedule, TheReceiverPaysItsShareOfEveryTensorItTakes) {
   EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, placement, 1), 10.0);
   link.receive_cpu = {{1, 0.25}, {int64_t{1} << 40, 0.25}};
   EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, placement, 1), 10.5);
-  for (int m : {1, 3}) {  // the runtime's order, simulated, gives the same
-    const auto tasks = list_schedule_tasks(graph, costs, link, placement, m);
-    EXPECT_DOUBLE_EQ(simulate_node_schedule(graph, costs, link, placement,
-                                            node_level_schedule(request(m, 2), tasks)),
-                     estimate_step_time_s(graph, costs, link, placement, m))
-        << "M=" << m;
-  }
+  const auto replayed = [&](int m) {
+    return replay(
+        graph, costs, link, placement,
+        node_level_schedule(request(m, 2), list_schedule_tasks(graph, costs, link, placement, m),
+                            graph, placement));
+  };
+  EXPECT_DOUBLE_EQ(replayed(1), 10.25);
+  EXPECT_LE(replayed(3), estimate_step_time_s(graph, costs, link, placement, 3));
   // On one device nothing crosses: no share.
   EXPECT_DOUBLE_EQ(estimate_step_time_s(graph, costs, link, Placement{1, {0, 0, 0, 0}}, 1), 8.0);
 }
@@ -102,24 +147,21 @@ TEST(NodeSchedule, TheReceiverPaysItsShareOfEveryTensorItTakes) {
 TEST(NodeSchedule, RanksSharingAHostSlowEachOtherDown) {
   const Branches b;
   const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1);
-  const Schedule schedule = node_level_schedule(request(1), tasks);
+  const Schedule schedule = node_level_schedule(request(1), tasks, b.graph, b.placement);
   HostSharing table;
   table.slowdown[2] = {1.0, 2.0};
   const ComputeSharing one_host = ComputeSharing::consecutive(2, 2, table);
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule),
-                   14.0);
-  EXPECT_DOUBLE_EQ(
-      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, one_host),
-      16.0);
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule), 14.0);
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule, one_host), 16.0);
   // One rank per host: nothing is shared.
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
-                                          ComputeSharing::consecutive(2, 1, table)),
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                          ComputeSharing::consecutive(2, 1, table)),
                    14.0);
   // A table for another number of ranks per host does not apply.
   HostSharing other;
   other.slowdown[3] = {1.0, 2.0, 3.0};
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
-                                          ComputeSharing::consecutive(2, 2, other)),
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                          ComputeSharing::consecutive(2, 2, other)),
                    14.0);
 }
 
@@ -128,18 +170,14 @@ TEST(NodeSchedule, RanksSharingAHostSlowEachOtherDown) {
 TEST(NodeSchedule, EveryDeviceDrawsTheMiniBatchFirst) {
   const Branches b;
   const auto tasks = list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1);
-  const Schedule schedule = node_level_schedule(request(1), tasks);
-  EXPECT_DOUBLE_EQ(
-      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, 0.5),
-      14.5);
+  const Schedule schedule = node_level_schedule(request(1), tasks, b.graph, b.placement);
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, 0.5), 14.5);
   HostSharing table;
   table.slowdown[2] = {1.0, 2.0};
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule,
-                                          ComputeSharing::consecutive(2, 2, table), 0.5),
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, schedule,
+                          ComputeSharing::consecutive(2, 2, table), 0.5),
                    17.0);
-  EXPECT_THROW(
-      simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, -1.0),
-      Error);
+  EXPECT_THROW(replay(b.graph, b.costs, b.model.link(), b.placement, schedule, {}, -1.0), Error);
 }
 
 TEST(NodeSchedule, ListOrderUsesBranchParallelismAscendingOrderDoesNot) {
@@ -149,20 +187,18 @@ TEST(NodeSchedule, ListOrderUsesBranchParallelismAscendingOrderDoesNot) {
   // [9,13] while device 1 runs B1 [9,10], B0 [13,14]. Ascending: F2 waits for F1 ([2,3]), F3 [3,7],
   // F4 [7,8], B4 [8,9], B3 [9,13], B2 [13,14], B1 [14,15], B0 [15,16].
   const Schedule list = node_level_schedule(
-      request(1), list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1));
-  const Schedule ascending =
-      node_level_schedule(request(1), ascending_gpipe(b.graph, b.placement, 1));
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, list),
-                   14.0);
-  EXPECT_DOUBLE_EQ(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement, ascending),
-                   16.0);
+      request(1), list_schedule_tasks(b.graph, b.costs, b.model.link(), b.placement, 1), b.graph,
+      b.placement);
+  const Schedule ascending = node_level_schedule(
+      request(1), ascending_gpipe(b.graph, b.placement, 1), b.graph, b.placement);
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, list), 14.0);
+  EXPECT_DOUBLE_EQ(replay(b.graph, b.costs, b.model.link(), b.placement, ascending), 16.0);
   // Rank 0's list as docs/runtime.md prints it.
-  std::string rank0;
-  for (const Action& action : list.stage_actions[0]) rank0 += to_string(action) + "; ";
-  EXPECT_EQ(rank0,
-            "fwd 0.0 n0; fwd 0.0 n3; fwd 0.0 n2; fwd 0.0 n4; bwd 0.0 n4 loss1 upd prop; "
-            "bwd 0.0 n2 loss1 upd prop; bwd 0.0 n3 loss1 upd prop; bwd 0.0 n0 loss1 upd prop; "
-            "step 0; ");
+  EXPECT_EQ(list_text(list.stage_actions[0]),
+            "fwd 0.0 n0; send act>1 0.0 n0; fwd 0.0 n3; recv act<1 0.0 n1; fwd 0.0 n2; "
+            "fwd 0.0 n4; bwd 0.0 n4 loss1 upd prop; bwd 0.0 n2 loss1 upd prop; "
+            "send grad1>1 0.0 n1; bwd 0.0 n3 loss1 upd prop; recv grad1<1 0.0 n0; "
+            "bwd 0.0 n0 loss1 upd prop; step 0; ");
 }
 
 TEST(NodeSchedule, RefusesWhatCannotRun) {
@@ -173,11 +209,15 @@ TEST(NodeSchedule, RefusesWhatCannotRun) {
   const auto f2 = std::find_if(device0.begin(), device0.end(),
                                [](const NodeTask& t) { return t.node == 2 && !t.backward; });
   std::rotate(device0.begin(), f2, f2 + 1);
-  EXPECT_THROW(simulate_node_schedule(b.graph, b.costs, b.model.link(), b.placement,
-                                      node_level_schedule(request(1), tasks)),
+  EXPECT_THROW(replay(b.graph, b.costs, b.model.link(), b.placement,
+                      node_level_schedule(request(1), tasks, b.graph, b.placement)),
                Error);
-  EXPECT_THROW(node_level_schedule({.strategy = "global", .stage_count = 2}, tasks), Error);
-  EXPECT_THROW(node_level_schedule(request(1), {tasks[0]}), Error);
+  EXPECT_THROW(
+      node_level_schedule({.strategy = "global", .stage_count = 2}, tasks, b.graph, b.placement),
+      Error);
+  EXPECT_THROW(node_level_schedule(request(1), {tasks[0]}, b.graph, b.placement), Error);
+  // A task of a node on the other device.
+  EXPECT_THROW(node_level_schedule(request(1), {tasks[1], tasks[0]}, b.graph, b.placement), Error);
 }
 
 }  // namespace

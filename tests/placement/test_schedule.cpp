@@ -8,8 +8,10 @@
 #include <tuple>
 #include <vector>
 
+#include "graph_fixtures.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
+#include "interplace/placement/step_estimate.hpp"
 
 namespace interplace::placement {
 namespace {
@@ -572,12 +574,19 @@ TEST(Schedule, ActionTextRoundTrips) {
                                       .virtual_stages = 3,
                                       .micro_batches = 4,
                                       .mini_batches = 2}));
-  schedules.push_back(node_level_schedule(
-      {.strategy = "global", .pipeline = PipelineKind::gpipe, .stage_count = 2, .micro_batches = 2},
-      {{{.node = 0},
-        {.node = 3, .micro_batch = 1},
-        {.node = 3, .micro_batch = 1, .backward = true}},
-       {{.node = 12}, {.node = 12, .backward = true}}}));
+  {
+    const Graph graph = testing::diamond();
+    const Placement placement{2, {0, 1, 1, 0}};
+    const CostModel model = testing::timed_cost_model(graph, {1, 1, 1, 1}, {1, 1, 1, 1});
+    schedules.push_back(node_level_schedule(
+        {.strategy = "global",
+         .pipeline = PipelineKind::gpipe,
+         .stage_count = 2,
+         .micro_batches = 2,
+         .mini_batches = 2},
+        list_schedule_tasks(graph, model.node_costs(graph), model.link(), placement, 2), graph,
+        placement));
+  }
   std::set<ActionKind> kinds;
   size_t actions = 0;
   for (const Schedule& schedule : schedules) {

@@ -365,7 +365,7 @@ def test_simulate_gpipe():
     eight = simulate_json(*base, "--micro-batches", "8")
     for doc, m in ((one, 1), (eight, 8)):
         sim = doc["simulation"]
-        check(sim["estimator"] == "event-simulator" and sim["fallback_reason"] is None, sim)
+        check(sim["messages"] == "stage" and sim["node_level_reason"] is None, sim)
         check(sim["strategy"] == "global" and sim["pipeline"] == "gpipe", sim)
         check(sim["reach"] == 3 and sim["micro_batches"] == m, sim)
         check(sim["step_time_s"] > 0 and len(sim["devices"]) == 4, sim)
@@ -482,8 +482,13 @@ def test_simulate_strategies():
 def test_simulate_not_chain():
     args = ("--order", "topo", "--placer", "round-robin", "--devices", "3")
     sim = simulate_json(*args, "--micro-batches", "2")["simulation"]
-    check(sim["estimator"] == "list-schedule" and sim["fallback_reason"], sim)
+    check(sim["messages"] == "node" and "device" in sim["node_level_reason"], sim)
+    check(sim["pipeline"] == "gpipe", sim)
     check(0 <= sim["idle_fraction"] < 1 and sim["step_time_s"] > 0, sim)
+    # The node-level schedule's busy time holds each device's optimiser step and receives.
+    check(all(d["busy_s"] > 0 and d["peak_memory_bytes"] > 0 for d in sim["devices"]), sim)
+    fails(2, "simulate", *MODEL, *args, "--pipeline", "1f1b",
+          contains=("pipeline '1f1b' cannot run on this placement", "HINT: --pipeline gpipe"))
     for strategy in ("local", "pairwise", "nwise:2"):
         fails(2, "simulate", *MODEL, *args, "--strategy", strategy,
               contains=(f"strategy '{strategy}' cannot run on this placement", "global"))

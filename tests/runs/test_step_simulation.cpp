@@ -47,12 +47,16 @@ class StepSimulation : public ::testing::Test {
   placement::NodeCosts costs_;
 };
 
-// The rl placer's reward object reports simulate_step's global step time exactly, on chains
-// (event simulator) and on the random placements rl explores (list schedule), when one
-// object serves placements one after another.
-TEST_F(StepSimulation, GlobalStepTimeEqualsSimulateStep) {
+// The rl placer's reward object reports simulate_step's global step time exactly on chains
+// (and wherever hosts are shared or working sets priced); on the other placements rl
+// explores, the placers' fast estimate shifted by the mini-batch's draw, which never
+// exceeds the simulated step (that adds one message per link at a time and the optimiser
+// step to the same orders; the preset's link has no receive curve). One object serves placements
+// one after another.
+TEST_F(StepSimulation, GlobalStepTimeIsSimulateStepOnChainsAndTheFastEstimateElsewhere) {
   for (int micro_batches : {1, 3}) {
     GlobalStepTime step_time(graph_, costs_, model_, micro_batches);
+    const double draw_s = model_.mini_batch_overhead_s(graph_.batch_size() * micro_batches);
     int chains = 0;
     for (const char* placer : {"contiguous", "random", "round-robin", "stages", "random"}) {
       for (int k : {2, 3}) {
@@ -60,12 +64,19 @@ TEST_F(StepSimulation, GlobalStepTimeEqualsSimulateStep) {
         request.seed = static_cast<uint64_t>(k * 7 + micro_batches);
         const placement::Placement p = placement::placer_by_name(placer)(
             graph_, placement::topological_order(graph_), request);
-        chains += placement::is_stage_chain(graph_, p) ? 1 : 0;
-        EXPECT_EQ(placement::is_stage_chain(graph_, p),
-                  !placement::stage_chain_violation(graph_, p).has_value());
-        const double expected =
+        const bool chain = placement::is_stage_chain(graph_, p);
+        chains += chain ? 1 : 0;
+        EXPECT_EQ(chain, !placement::stage_chain_violation(graph_, p).has_value());
+        const double simulated =
             simulate_step(graph_, p, costs_, model_, {.micro_batches = micro_batches}).step_time_s;
-        EXPECT_EQ(step_time(p), expected) << placer << " on " << k;
+        if (chain) {
+          EXPECT_EQ(step_time(p), simulated) << placer << " on " << k;
+        } else {
+          const double estimate = draw_s + placement::estimate_step_time_s(
+                                               graph_, costs_, model_.link(), p, micro_batches);
+          EXPECT_EQ(step_time(p), estimate) << placer << " on " << k;
+          EXPECT_LE(estimate, simulated * (1 + 1e-12)) << placer << " on " << k;
+        }
       }
     }
     EXPECT_GT(chains, 0);
@@ -77,7 +88,7 @@ TEST_F(StepSimulation, GlobalOnAChainIsSimulatedWithGPipe) {
   const placement::Placement p = place("contiguous", 2);
   const StepReport report =
       simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 4});
-  EXPECT_EQ(report.estimator, StepEstimator::event_simulator);
+  EXPECT_EQ(report.messages, placement::MessageLevel::stage);
   EXPECT_EQ(report.reach, 1);
   EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
   ASSERT_EQ(report.devices.size(), 2u);
@@ -135,15 +146,31 @@ TEST_F(StepSimulation, SumModeAddsTheFlowsOfEveryLossInReach) {
   EXPECT_GT(sum.devices[0].busy_s, single.devices[0].busy_s);
 }
 
-TEST_F(StepSimulation, NonChainsFallBackToTheListScheduleForGlobalOnly) {
+// A placement that is not a chain runs the node-level list schedule, simulated by the same
+// event simulator: the same numbers as simulating list_node_schedule, each device's compute
+// for its nodes plus its optimiser step, and the global strategy with GPipe alone.
+TEST_F(StepSimulation, NonChainsRunTheNodeLevelListScheduleForGlobalOnly) {
   const placement::Placement p = place("round-robin", 3);
   const StepReport report =
       simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 2});
-  EXPECT_EQ(report.estimator, StepEstimator::list_schedule);
-  EXPECT_NE(report.fallback_reason.find("device"), std::string::npos);
-  EXPECT_DOUBLE_EQ(report.step_time_s,
-                   placement::estimate_step_time_s(graph_, costs_, model_.link(), p, 2));
-  EXPECT_NEAR(report.devices[1].busy_s, 2 * device_totals(p, 1).first, 1e-12);
+  EXPECT_EQ(report.messages, placement::MessageLevel::node);
+  EXPECT_NE(report.node_level_reason.find("device"), std::string::npos);
+  EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
+  const StepReport same = simulate_schedule(graph_, p, costs_, model_,
+                                            list_node_schedule(graph_, p, costs_, model_, 2));
+  EXPECT_EQ(report.step_time_s, same.step_time_s);
+  EXPECT_FALSE(report.timeline.empty());
+  EXPECT_GE(report.step_time_s,
+            placement::estimate_step_time_s(graph_, costs_, model_.link(), p, 2));
+  const auto [seconds, parameters] = device_totals(p, 1);
+  EXPECT_GE(report.devices[1].busy_s, 2 * seconds + optimizer_step_s(model_, parameters) - 1e-12);
+  EXPECT_NEAR(report.devices[1].busy_s + report.devices[1].idle_s, report.step_time_s, 1e-12);
+  try {
+    simulate_step(graph_, p, costs_, model_, {.pipeline = PipelineKind::one_f_one_b});
+    FAIL() << "1F1B ran on a placement that is not a chain";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("HINT: --pipeline gpipe"), std::string::npos) << e.what();
+  }
   try {
     simulate_step(graph_, p, costs_, model_, {.strategy = "pairwise"});
     FAIL() << "pairwise ran on a placement that is not a chain";
@@ -188,7 +215,8 @@ TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
               placement::ring_allreduce_s(
                   model_.link(), 4 * (device_totals(p, 0).second + head.parameter_count), 4, 0, 2),
               1e-15);
-  // Not a chain: the list-schedule estimate ends with the longest all-reduce.
+  // Not a chain: the node-level schedule's devices all-reduce at their optimiser steps, as
+  // a chain's do.
   const placement::Placement rr = place("round-robin", 3);
   StepRequest list{.strategy = "global", .micro_batches = 2};
   const double base = simulate_step(graph_, rr, costs_, model_, list).step_time_s;
@@ -198,12 +226,13 @@ TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
   for (const DeviceStep& d : listed.devices)
     longest_list_s = std::max(longest_list_s, d.allreduce_s);
   EXPECT_GT(longest_list_s, 0.0);
-  EXPECT_NEAR(listed.step_time_s, base + longest_list_s, 1e-15);
+  EXPECT_GT(listed.step_time_s, base);
+  EXPECT_LE(listed.step_time_s, base + longest_list_s + 1e-15);
 }
 
 // With the profile's runs of several micro-batches in flight, each rank's compute is
-// charged at its working set: a stage chain by each stage's simulated peak memory, other
-// placements by each device's memory with every micro-batch kept; the rl reward agrees.
+// charged at its working set, each device's simulated peak memory in the schedule it runs
+// (a stage chain's or the node-level one); the rl reward agrees.
 TEST(WorkingSet, RanksPayTheirWorkingSet) {
   const placement::Graph graph = placement::build_model("resnet20");
   placement::Profile profile;

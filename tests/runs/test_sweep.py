@@ -316,8 +316,9 @@ def check_layout(path, spec_path, world_size):
                       f"{gid}: placement")
                 check(g["node_names"].dtype.kind == "O", f"{gid}: node_names are strings")
                 p = g["prediction"]
-                check(is_str(p.attrs["estimator"]) and is_float(p.attrs["step_time_s"]) and
-                      is_float(p.attrs["idle_fraction"]) and is_str(p.attrs["fallback_reason"]),
+                check(is_str(p.attrs["messages"]) and p.attrs["messages"] in ("stage", "node") and
+                      is_float(p.attrs["step_time_s"]) and
+                      is_float(p.attrs["idle_fraction"]) and is_str(p.attrs["node_level_reason"]),
                       f"{gid}: prediction attributes")
                 for name in ("busy_s", "idle_s", "peak_memory_bytes"):
                     check(p[name].shape == (k,), f"{gid}: prediction/{name} {p[name].shape}")
@@ -385,15 +386,13 @@ def check_layout(path, spec_path, world_size):
                 check(all(re.fullmatch(r"[FBbHh][0-9]+|S", x)
                           for x, kind in zip(actions, kinds) if kind != "comm_wait"),
                       f"{gid}: timeline actions {sorted(set(actions))}")
-                # A stage chain's prediction has its simulated timeline beside, in the same
-                # layout: per rank, the first event starts at 0 and the actions are the same
-                # kinds of labels.
-                if a["placer"] in ("stages", "contiguous") and \
-                        text(g["prediction"].attrs["estimator"]) == "event-simulator":
-                    p = g["prediction"]["timeline"]
-                    check(p["rank"].shape[0] > 0 and
-                          set(text(x)[0] for x in p["action"][()]) >= {"F", "S"},
-                          f"{gid}: predicted timeline")
+                # The prediction has its simulated timeline beside, in the same layout: per
+                # rank, the first event starts at 0 and the actions are the same kinds of
+                # labels (a chain's schedule or the node-level one).
+                p = g["prediction"]["timeline"]
+                check(p["rank"].shape[0] > 0 and
+                      set(text(x)[0] for x in p["action"][()]) >= {"F", "S"},
+                      f"{gid}: predicted timeline")
             else:
                 check(a["reason"] != "", f"{gid}: {a['status']} without a reason")
             groups[gid] = a

@@ -27,7 +27,7 @@ from .. import stats
 from ..loader import Results
 from .traversal import GROUP_KEY
 
-COLUMNS = ["point", "config_id", "runs", "name", "cost_source", "pred_estimator", "pred_step_time_s",
+COLUMNS = ["point", "config_id", "runs", "name", "cost_source", "pred_messages", "pred_step_time_s",
            "step_time_s", "step_time_ci_low", "step_time_ci_high", "sim_error",
            "pred_idle_fraction", "idle_fraction"] + GROUP_KEY + ["order"]
 SUMMARY = ["scope", "configs", "mape_pct", "spearman", "median_error"]
@@ -90,7 +90,7 @@ def _summary_row(scope: str, t: pd.DataFrame) -> dict:
 
 def simulator_summary(table: pd.DataFrame) -> pd.DataFrame:
     """All configurations, then per cost source (always, even one: a roofline's error is no
-    calibrated prediction's), per estimator and per model (when there are several)."""
+    calibrated prediction's), per schedule level (stage or node) and per model (when there are several)."""
     if table.empty:
         return pd.DataFrame(columns=SUMMARY)
     rows = [_summary_row("all", table)]
@@ -103,7 +103,7 @@ def simulator_summary(table: pd.DataFrame) -> pd.DataFrame:
                      "configs": sum(n for _, n in within), "mape_pct": float("nan"),
                      "spearman": sum(rho for rho, _ in within) / len(within),
                      "median_error": float("nan")})
-    for col in ("pred_estimator", "model"):
+    for col in ("pred_messages", "model"):
         if table[col].nunique() > 1:
             rows += [_summary_row(f"{col}={v}", g) for v, g in table.groupby(col, sort=True)]
     return pd.DataFrame(rows, columns=SUMMARY)

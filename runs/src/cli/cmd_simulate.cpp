@@ -40,9 +40,9 @@ std::string step_header(const SimulateOptions& o, const StepReport& step) {
   if (o.virtual_stages > 1) out += " (" + std::to_string(o.virtual_stages) + " virtual stages)";
   out += ", " + plural(o.model.micro_batches, "micro-batch", "micro-batches") + ", " +
          plural(o.mini_batches, "mini-batch", "mini-batches") + ": ";
-  out += step.estimator == StepEstimator::event_simulator
+  out += step.messages == placement::MessageLevel::stage
              ? "event simulator\n"
-             : "list-schedule estimate (" + step.fallback_reason + ")\n";
+             : "event simulator, node-level list schedule (" + step.node_level_reason + ")\n";
   if (step.data_parallel > 1) {
     const int k = static_cast<int>(step.devices.size());
     out += "data parallel: " + std::to_string(step.data_parallel) + " replicas x " +
@@ -116,11 +116,11 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
       .integer("data_parallel", step.data_parallel)
       .integer("micro_batches", o.model.micro_batches)
       .integer("mini_batches", o.mini_batches)
-      .string("estimator", to_string(step.estimator));
-  if (step.fallback_reason.empty()) {
-    simulation.null("fallback_reason");
+      .string("messages", placement::to_string(step.messages));
+  if (step.node_level_reason.empty()) {
+    simulation.null("node_level_reason");
   } else {
-    simulation.string("fallback_reason", step.fallback_reason);
+    simulation.string("node_level_reason", step.node_level_reason);
   }
   simulation.number("step_time_s", step.step_time_s)
       .number("idle_fraction", step.idle_fraction)

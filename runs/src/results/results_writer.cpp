@@ -207,10 +207,10 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
 
   const StepReport& p = plan.prediction;
   const h5::Handle pred = h5::create_group(g, "prediction");
-  write_attr(pred.get(), "estimator", to_string(p.estimator));
+  write_attr(pred.get(), "messages", placement::to_string(p.messages));
   write_attr(pred.get(), "step_time_s", p.step_time_s);
   write_attr(pred.get(), "idle_fraction", p.idle_fraction);
-  write_attr(pred.get(), "fallback_reason", p.fallback_reason);
+  write_attr(pred.get(), "node_level_reason", p.node_level_reason);
   std::vector<double> busy, idle;
   std::vector<int64_t> memory;
   for (const DeviceStep& d : p.devices) {

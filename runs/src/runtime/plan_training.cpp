@@ -213,13 +213,9 @@ void plan_schedule(TrainPlan& plan) {
                   "--pipeline gpipe (the list schedule, node by node), or a placer that makes "
                   "stage chains (contiguous, stages)");
   }
-  // The ready-first list schedule the placers' estimate assumes (step_estimate.hpp), so
-  // the branch parallelism a placer planned for is what runs.
   const placement::CostModel cost_model = training_cost_model(c);
-  const placement::NodeCosts costs = cost_model.node_costs(plan.graph);
-  plan.schedule = placement::node_level_schedule(
-      request, placement::list_schedule_tasks(plan.graph, costs, cost_model.link(), plan.placement,
-                                              c.micro_batches));
+  plan.schedule = list_node_schedule(plan.graph, plan.placement, cost_model.node_costs(plan.graph),
+                                     cost_model, c.micro_batches);
 }
 
 TrainPlan plan_training(const TrainConfig& given) {
@@ -282,18 +278,13 @@ TrainPlan plan_training(const TrainConfig& given) {
                               : plan.stage_placement;
 
   plan_schedule(plan);
-  // The prediction simulates the schedule the ranks execute; a node-level schedule has no
-  // stage pipeline to simulate and gets the list-scheduled estimate (step_simulation.hpp).
-  if (plan.schedule.messages == placement::MessageLevel::stage) {
-    plan.prediction =
-        simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model, plan.schedule,
-                          config_aux_heads(config), config.data_parallel);
-  } else {
-    // Timed as the replay of the schedule the ranks execute.
-    plan.prediction =
-        list_schedule_step(plan.graph, plan.placement, costs, cost_model, config.micro_batches,
-                           *placement::stage_chain_violation(plan.graph, plan.placement),
-                           &plan.schedule, config.data_parallel);
+  // The prediction simulates the schedule the ranks execute.
+  plan.prediction =
+      simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model, plan.schedule,
+                        config_aux_heads(config), config.data_parallel);
+  if (plan.schedule.messages == placement::MessageLevel::node) {
+    plan.prediction.node_level_reason =
+        *placement::stage_chain_violation(plan.graph, plan.placement);
   }
 
   plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);

@@ -71,7 +71,6 @@ struct RankModel::Impl {
   Messenger& msg;
   RankClock& clock;
   kernels::Device device;
-  bool node_messages;  // MessageLevel::node: tensors move inside forward and backward
   int rank;
   int devices;      // K
   int stage_count;  // model stages: K, or K * V under interleaved 1F1B
@@ -96,10 +95,9 @@ struct RankModel::Impl {
   std::map<std::pair<int, int>, std::vector<std::pair<NodeId, Tensor>>> received_grads,
       grads_to_send;
   // Node-level schedules: gradients summed so far, by [micro-batch][node], for this rank's
-  // nodes and for remote producers; and for each (micro-batch, remote producer) the local
-  // consumer whose backward comes last in this rank's list (it sends the sum).
+  // nodes (from its consumers here and the gradient receives) and for remote producers
+  // (sent by a gradient send once the schedule's last consumer here has added to it).
   std::vector<std::vector<Tensor>> node_grads, node_outgoing;
-  std::map<std::pair<int, NodeId>, NodeId> last_consumer_in_order;
   std::vector<Tensor> inputs, labels;          // by micro-batch
   std::vector<std::vector<Tensor>> outputs;    // [micro-batch][node]
   std::vector<std::vector<Context>> contexts;  // [micro-batch][node]
@@ -156,7 +154,6 @@ struct RankModel::Impl {
         msg(m),
         clock(c),
         device(p.device),
-        node_messages(p.schedule.messages == placement::MessageLevel::node),
         rank(m.rank()),
         devices(p.config.devices),
         stage_count(p.config.devices * p.schedule.virtual_stages),
@@ -218,14 +215,6 @@ struct RankModel::Impl {
     for (auto& layer : layers) {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
-    }
-    if (node_messages) {
-      for (const Action& a : plan.schedule.stage_actions[static_cast<size_t>(rank)]) {
-        if (a.kind != ActionKind::backward || a.mini_batch != 0 || a.node < 0) continue;
-        for (NodeId producer : graph.node(a.node).inputs) {
-          if (owner(producer) != rank) last_consumer_in_order[{a.micro_batch, producer}] = a.node;
-        }
-      }
     }
     ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
                                          layers);
@@ -309,15 +298,11 @@ struct RankModel::Impl {
   }
 
   const Tensor& input_of(NodeId producer, int m) {
-    Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
+    const Tensor& out = outputs[static_cast<size_t>(m)][static_cast<size_t>(producer)];
     if (!out.defined()) {
-      if (!node_messages) {
-        throw_runtime("rank " + std::to_string(rank) + ": the forward of micro-batch " +
-                      std::to_string(m) + " needs '" + graph.node(producer).name +
-                      "', which no receive action before it brought (schedule error)");
-      }
-      out = msg.receive(graph.node(producer).output_shape, owner(producer),
-                        tag(producer, m, false, -1));
+      throw_runtime("rank " + std::to_string(rank) + ": the forward of micro-batch " +
+                    std::to_string(m) + " needs '" + graph.node(producer).name +
+                    "', which no receive action before it brought (schedule error)");
     }
     return out;
   }
@@ -332,14 +317,21 @@ struct RankModel::Impl {
     }
   }
 
-  // The messages of a stage-level `receive` action, as fn(node, source rank, tag): for
-  // `recv act` every tensor of another stage that the action's chunk consumes; for `recv
-  // grad` the gradients of the chunk's tensors from every rank that consumed them.
-  // Receiving and posting ahead (post_receives) walk the same list.
+  // The messages of a `receive` action, as fn(node, source rank, tag): at node level the
+  // one tensor (or its gradient) the action names; at stage level for `recv act` every
+  // tensor of another stage that the action's chunk consumes, for `recv grad` the
+  // gradients of the chunk's tensors from every rank that consumed them. Receiving and
+  // posting ahead (post_receives) walk the same list.
   template <typename Fn>
   void for_each_incoming(const Action& a, Fn fn) const {
     const int m = a.micro_batch;
     const auto chunk = static_cast<size_t>(a.chunk);
+    if (a.node >= 0) {
+      fn(a.node, a.peer_stage,
+         tag(a.node, m, a.payload == Payload::gradient,
+             a.payload == Payload::gradient ? a.loss_stage : -1));
+      return;
+    }
     if (a.payload == Payload::activation) {
       for (NodeId p : remote_inputs[chunk]) fn(p, owner(p), tag(p, m, false, -1));
       return;
@@ -359,10 +351,36 @@ struct RankModel::Impl {
       });
       return;
     }
+    if (a.node >= 0) {  // added to the node's gradient, which its backward takes
+      for_each_incoming(a, [&](NodeId id, int source, int t) {
+        accumulate(node_grads[m][static_cast<size_t>(id)],
+                   msg.receive(graph.node(id).output_shape, source, t));
+      });
+      return;
+    }
     auto& into = received_grads[{a.micro_batch, a.loss_stage}];
     for_each_incoming(a, [&](NodeId id, int source, int t) {
       into.emplace_back(id, msg.receive(graph.node(id).output_shape, source, t));
     });
+  }
+
+  // A node-level `send`: the tensor the action names, or the sum of the gradients this
+  // rank's consumers computed for it.
+  void send_node(const Action& a) {
+    const auto m = static_cast<size_t>(a.micro_batch);
+    const auto id = static_cast<size_t>(a.node);
+    if (a.payload == Payload::activation) {
+      msg.send(outputs[m][id], a.peer_stage, tag(a.node, a.micro_batch, false, -1));
+      return;
+    }
+    Tensor& g = node_outgoing[m][id];
+    if (!g.defined()) {
+      throw_runtime("rank " + std::to_string(rank) + ": a gradient send of '" +
+                    graph.node(a.node).name + "' (micro-batch " + std::to_string(m) +
+                    ") with no backward before it that computed it (schedule error)");
+    }
+    msg.send(g, a.peer_stage, tag(a.node, a.micro_batch, true, a.loss_stage));
+    g = Tensor();
   }
 
   // `send grad`: what the backward pass computed for the producers on other ranks.
@@ -402,11 +420,6 @@ struct RankModel::Impl {
             args, contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
         msg.progress();  // pre-posted receives and sends move between layers
       }
-      if (node_messages) {
-        for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-          msg.send(outs[static_cast<size_t>(id)], peer, tag(id, m, false, -1));
-        }
-      }
       if (id == sink) {
         Context ctx;
         loss_grad[static_cast<size_t>(m)] =
@@ -439,9 +452,9 @@ struct RankModel::Impl {
   }
 
   // Node level: the backward of one node, its gradient accumulated from the backwards of
-  // its consumers run before it (here, or received from their ranks); the gradient for a
-  // remote producer goes out after the last of its consumers here (in this rank's order).
-  void backward_node(int m, NodeId id, int loss_stage) {
+  // its consumers run before it here and from the gradient receives before it; what it
+  // computes for a remote producer waits for the schedule's gradient send.
+  void backward_node(int m, NodeId id) {
     const Node& node = graph.node(id);
     if (node.op == "input") return;  // no gradient for data
     begin("backward");
@@ -450,9 +463,6 @@ struct RankModel::Impl {
     Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
     node_grads[mi][static_cast<size_t>(id)] = Tensor();
     if (id == sink) accumulate(g, loss_grad[mi]);
-    for (int peer : remote_consumers[static_cast<size_t>(id)]) {
-      accumulate(g, msg.receive(node.output_shape, peer, tag(id, m, true, loss_stage)));
-    }
     if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
     Context ctx = contexts[mi][static_cast<size_t>(id)];
     const std::vector<Tensor> in_grads = layers[static_cast<size_t>(id)]->backward(g, ctx);
@@ -465,22 +475,12 @@ struct RankModel::Impl {
                                   : node_grads[mi][static_cast<size_t>(p)],
                  gk);
     }
-    for (NodeId p : node.inputs) {
-      if (owner(p) == rank || graph.node(p).op == "input") continue;
-      const auto last = last_consumer_in_order.find({m, p});
-      if (last == last_consumer_in_order.end() || last->second != id) continue;
-      Tensor& out = node_outgoing[mi][static_cast<size_t>(p)];
-      if (!out.defined()) continue;
-      msg.send(out, owner(p), tag(p, m, true, loss_stage));
-      out = Tensor();
-    }
     charge_node(id, node_start, true);
     finish();
   }
 
   // Stage level: one backward pass through all of a chunk's nodes on this rank.
   void backward(const BackwardPass& pass) {
-    if (node_messages) throw_runtime("a whole-stage backward in a node-level schedule");
     begin("backward");
     const bool record_times = !node_times.forward_s.empty();
     const int m = pass.micro_batch;
@@ -548,7 +548,6 @@ struct RankModel::Impl {
   // node by node in the backward's order (so that a weight two nodes share sums in the
   // order a whole backward sums it).
   void backward_weight(int m) {
-    if (node_messages) throw_runtime("a weight-gradient pass in a node-level schedule");
     begin("backward");
     const bool record_times = !node_times.forward_s.empty();
     for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
@@ -682,7 +681,7 @@ void RankModel::start_gradient_allreduce(const Action& step) {
 
 bool RankModel::post_receives(const Action& a) {
   Impl& i = *impl_;
-  if (i.node_messages || a.kind != ActionKind::receive) return false;
+  if (a.kind != ActionKind::receive) return false;
   i.for_each_incoming(a, [&i](NodeId node, int source, int tag) {
     i.msg.post_receive(i.graph.node(node).output_shape, source, tag);
   });
@@ -714,7 +713,7 @@ void RankModel::execute(const Action& a) {
       break;
     case ActionKind::backward:
       if (a.node >= 0) {
-        i.backward_node(m, a.node, a.loss_stage);
+        i.backward_node(m, a.node);
         break;
       }
       i.backward({.micro_batch = m,
@@ -728,15 +727,15 @@ void RankModel::execute(const Action& a) {
       i.backward_weight(m);
       break;
     case ActionKind::send:
-      if (i.node_messages) throw_runtime("a send action in a node-level schedule");
-      if (activation) {
+      if (a.node >= 0) {
+        i.send_node(a);
+      } else if (activation) {
         i.send_activations(m, a.chunk);
       } else {
         i.send_gradients(m, a.loss_stage);
       }
       break;
     case ActionKind::receive:
-      if (i.node_messages) throw_runtime("a receive action in a node-level schedule");
       i.receive(a);
       break;
     case ActionKind::optimizer_step:

@@ -1,14 +1,12 @@
 // The part of the network one rank owns, and the actions of the plan's schedule
 // (schedule.hpp) executed on it: the forward of a micro-batch through the rank's nodes,
 // its auxiliary head, one backward pass of one gradient flow, the optimiser step, and the
-// messages. Tensors that cross ranks move through the Messenger:
-//  - MessageLevel::stage (stage chains): only at send and receive actions, a micro-batch's
-//    whole boundary bundle at a time (schedule.hpp says which tensors);
-//  - MessageLevel::node (other placements, GPipe only): inside forward and backward, an
-//    activation sent to every rank that consumes it as soon as it is computed and received
-//    when first needed, gradients back the same way. Executing the units of every rank in
-//    one global topological order of (node, micro-batch) tasks is deadlock-free
-//    (docs/runtime.md, "Programs").
+// messages. Tensors cross ranks through the Messenger at send and receive actions only:
+//  - MessageLevel::stage (stage chains): a micro-batch's whole boundary bundle at a time
+//    (schedule.hpp says which tensors);
+//  - MessageLevel::node (other placements, GPipe only): one tensor, or the sum of this
+//    rank's gradients for it, per action, where node_level_schedule put it (docs/runtime.md,
+//    "Programs").
 #pragma once
 
 #include <cmath>

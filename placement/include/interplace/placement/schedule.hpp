@@ -78,6 +78,9 @@
 #include <string_view>
 #include <vector>
 
+#include "interplace/placement/graph.hpp"
+#include "interplace/placement/placement.hpp"
+
 namespace interplace::placement {
 
 enum class ActionKind {
@@ -92,10 +95,11 @@ enum class ActionKind {
 };
 enum class Payload { activation, gradient };
 enum class PipelineKind { gpipe, one_f_one_b, zb_h1, interleaved_1f1b };
-// Where tensors cross devices: at the send and receive actions (stage chains), or inside
-// forward and backward actions of single nodes (node_level_schedule: a placement that is
-// not a chain, where whole-stage passes and messages could deadlock).
+// What an action moves and computes: a stage's whole part of a micro-batch and its boundary
+// bundle (stage chains), or one node and one tensor (node_level_schedule: a placement that
+// is not a chain, where whole-stage passes and messages could deadlock).
 enum class MessageLevel { stage, node };
+std::string to_string(MessageLevel level);  // "stage" or "node"
 enum class InterlockMode { single, sum };
 
 struct Action {
@@ -211,14 +215,29 @@ struct NodeTask {
 
 // For the global strategy on a placement that is not a stage chain: per device, its node
 // tasks in the order given (per mini-batch; step_estimate.hpp's list_schedule_tasks gives
-// the ready-first list schedule), then the optimiser step; no send or receive actions
-// (MessageLevel::node: each node's tensor is sent when produced and received when first
-// needed, gradients likewise). Every backward belongs to the network's loss (loss stage
-// K-1), updates and propagates. The request's pipeline must be gpipe (a synchronous flush
-// per mini-batch; 1F1B interleaves whole-stage passes and has no such form). Throws
-// invalid_input like build_schedule, or when device_tasks has not one list per stage.
+// the ready-first list schedule), then the optimiser step, with a message per tensor that
+// crosses devices (MessageLevel::node: `node` names the tensor's producer):
+//  - after F(v, m), `send act>d` of v's output to each other device d that consumes it
+//    (ascending d); before the first forward on d that takes it, `recv act<s` from v's
+//    device s;
+//  - before B(v, m), `recv grad<d` of the gradient of v's output from each other device
+//    d that consumes it (ascending d); on d, after the last backward there of a consumer
+//    of v (in d's list), `send grad>s` of the sum of their gradients for v. The data
+//    (`input` nodes) gets no gradient.
+// Every backward belongs to the network's loss (loss stage K-1), updates and propagates.
+// The request's pipeline must be gpipe (a synchronous flush per mini-batch; 1F1B
+// interleaves whole-stage passes and has no such form). Throws invalid_input like
+// build_schedule, or when device_tasks has not one list per device of the placement or a
+// task is of a node on another device.
+// Example (a chain of nodes 0 -> 1 -> 2 on devices 0, 1, 0; one micro-batch), device 0:
+//   fwd 0.0 n0; send act>1 0.0 n0; recv act<1 0.0 n1; fwd 0.0 n2; bwd 0.0 n2 loss1 upd prop;
+//   send grad1>1 0.0 n1; recv grad1<1 0.0 n0; bwd 0.0 n0 loss1 upd prop; step 0
+// device 1:
+//   recv act<0 0.0 n0; fwd 0.0 n1; send act>0 0.0 n1; recv grad1<0 0.0 n1;
+//   bwd 0.0 n1 loss1 upd prop; send grad1>0 0.0 n0; step 0
 Schedule node_level_schedule(const ScheduleRequest& request,
-                             const std::vector<std::vector<NodeTask>>& device_tasks);
+                             const std::vector<std::vector<NodeTask>>& device_tasks,
+                             const Graph& graph, const Placement& placement);
 
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "bwd 0.1 loss3 upd prop defer" (ZB-H1's B), "bwd-w 0.1"

@@ -23,6 +23,13 @@
 // backward; its optimiser step costs the optimizer_s of its chunk-0 stage (stage j), which
 // the caller sets for the whole device.
 //
+// Node-level schedules (MessageLevel::node, schedule.hpp's node_level_schedule): an action
+// with a node is costed by PipelineCosts::nodes[node] (its forward_s, backward_s; its
+// activation_bytes are kept from its forward to its backward; a message of it carries its
+// output_bytes, and so does its gradient's), the optimiser step by the device's stages[j],
+// which also holds the device's parameter state and gradient bytes. Messages cross any
+// pair of devices, one at a time per direction as above.
+//
 // Data parallelism (PipelineCosts::data_parallel R > 1): the schedule is one of R identical
 // replicas of the pipeline, so one is simulated. When a device reaches its optimiser step
 // (its last backward of the mini-batch has ended), its parameter gradients
@@ -64,6 +71,9 @@ struct StageCosts {
 
 struct PipelineCosts {
   std::vector<StageCosts> stages;  // per model stage: stage_count * virtual_stages
+  // Per graph node, for node-level schedules (forward_s, backward_s, backward_input_s,
+  // activation_bytes, output_bytes); empty for stage-level ones.
+  std::vector<StageCosts> nodes;
   LinkSpec link;
   // Stages (ranks) that share a host and slow each other down while they compute at once;
   // by default none do.

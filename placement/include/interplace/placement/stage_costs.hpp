@@ -1,5 +1,5 @@
-// From a placement that is a stage chain to the simulator's per-stage costs, and the
-// simulator wrapped as a step-time estimator for the refine placer.
+// From a placement to the simulator's costs: per stage for a stage chain, per node (and
+// per device) for a node-level schedule.
 #pragma once
 
 #include "interplace/placement/cost_model.hpp"
@@ -20,10 +20,11 @@ namespace interplace::placement {
 PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                              const LinkSpec& link);
 
-// An estimator for PlacementRequest::refine_estimator: the simulated step time of the
-// schedule (its stage_count replaced by the placement's device count), or +infinity for
-// placements that are not stage chains. `graph` and `costs` must outlive it.
-StepTimeEstimator simulator_estimator(const Graph& graph, const NodeCosts& costs,
-                                      const LinkSpec& link, ScheduleRequest schedule);
+// The costs of a node-level schedule (MessageLevel::node) on any placement: per node its
+// forward_s, backward_s, backward_input_s, output bytes (sent, and kept as its activation);
+// per device its nodes' parameter state and its tied-weight replicas. Auxiliary heads do
+// not exist there; optimizer_s and gradient_bytes are left at 0 for the caller.
+PipelineCosts node_pipeline_costs(const Graph& graph, const Placement& placement,
+                                  const NodeCosts& costs, const LinkSpec& link);
 
 }  // namespace interplace::placement

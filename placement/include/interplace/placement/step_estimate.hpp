@@ -1,6 +1,10 @@
-// A fast estimate of one training step's time for any placement (not only stage chains):
-// the makespan of the forward+backward task graph of `micro_batches` micro-batches,
-// list-scheduled on the placement. Refine's default estimator.
+// The placers' fast objective: an estimate of one training step's time for any placement
+// (not only stage chains), the makespan of the forward+backward task graph of
+// `micro_batches` micro-batches, list-scheduled on the placement. Refine's default
+// estimator and rl's reward where no host is shared. Not the prediction: that is the event
+// simulator's (simulator.hpp) run of the schedule the ranks execute, which adds what this
+// leaves out (one message at a time per link, the optimiser step, compute sharing, working
+// sets; step_simulation.hpp).
 //
 // Tasks: F(v, m) and B(v, m) for every node v and micro-batch m, on v's device, taking
 // forward_s / backward_s. F(u, m) -> F(v, m) and B(v, m) -> B(u, m) for every edge u -> v,
@@ -14,7 +18,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "interplace/placement/compute_sharing.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
@@ -26,26 +29,12 @@ double estimate_step_time_s(const Graph& graph, const NodeCosts& costs, const Li
                             const Placement& placement, int micro_batches = 1);
 
 // The list schedule behind the estimate: per device, its tasks in the order it runs them
-// (input to node_level_schedule, schedule.hpp). Its makespan is estimate_step_time_s.
+// (input to node_level_schedule, schedule.hpp, whose simulation on a link without
+// contention and with free optimiser steps is this estimate).
 std::vector<std::vector<NodeTask>> list_schedule_tasks(const Graph& graph, const NodeCosts& costs,
                                                        const LinkSpec& link,
                                                        const Placement& placement,
                                                        int micro_batches = 1);
-
-// Simulates a node-level schedule (MessageLevel::node) as the runtime executes it: each
-// device runs its forward and backward actions in list order, a task starting when its
-// device is free and its inputs are there (same-device at once, others transfer_s after
-// the producer ends: for a forward its producers' forwards, for a backward its own forward
-// and its consumers' backwards); the optimiser step is not modelled. Returns the makespan
-// per mini-batch. With `sharing`, tasks of devices on one host that run at once slow each
-// other down (compute_sharing.hpp). Every device spends `mini_batch_overhead_s` (as
-// compute, not a task) before its first action of each mini-batch, as the runtime draws
-// the batch there. Throws runtime when the lists deadlock, invalid_input when the schedule
-// is not node-level for this placement.
-double simulate_node_schedule(const Graph& graph, const NodeCosts& costs, const LinkSpec& link,
-                              const Placement& placement, const Schedule& schedule,
-                              const ComputeSharing& sharing = {},
-                              double mini_batch_overhead_s = 0.0);
 
 // The same estimate for many placements of one graph (refine calls it thousands of
 // times): keeps its buffers between calls. Holds references to `graph` and `costs`,

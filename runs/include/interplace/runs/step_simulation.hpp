@@ -1,14 +1,13 @@
 // One training step of a placement under a backprop strategy, as the command line and the
 // benchmarks report it.
 //
-// A stage chain runs through the discrete-event simulator (schedule.hpp, simulator.hpp),
-// with an auxiliary head on each stage the strategy gives one (aux_heads.hpp) and one
-// optimiser step per stage, both costed by the device roofline. Local and interlocking
-// strategies need a chain with single-tensor boundaries; otherwise simulate_step throws
-// invalid_input saying why. The global strategy on a placement that is not a chain has no
-// stage pipeline to simulate: it falls back to the list-scheduled estimate of
-// step_estimate.hpp, with each device's compute as its busy time and the activations of all
-// micro-batches as its memory (GPipe's worst case).
+// Every step runs through the one discrete-event simulator (simulator.hpp) on the schedule
+// the ranks execute (schedule.hpp): on a stage chain the strategy's stage schedule, with an
+// auxiliary head on each stage the strategy gives one (aux_heads.hpp) and one optimiser
+// step per stage, both costed by the device roofline; the global strategy on a placement
+// that is not a chain, the node-level GPipe schedule of the list schedule
+// (list_node_schedule). Local and interlocking strategies need a chain with single-tensor
+// boundaries; otherwise simulate_step throws invalid_input saying why.
 #pragma once
 
 #include <cstdint>
@@ -47,9 +46,6 @@ struct StepRequest {
   AuxHeadOptions aux_heads = {};
 };
 
-enum class StepEstimator { event_simulator, list_schedule };
-std::string to_string(StepEstimator estimator);  // "event-simulator", "list-schedule"
-
 struct DeviceStep {
   double busy_s = 0.0;  // per step
   double idle_s = 0.0;  // per step
@@ -84,17 +80,17 @@ struct TimelineEvent {
 };
 
 struct StepReport {
-  StepEstimator estimator = StepEstimator::event_simulator;
-  std::string fallback_reason;  // list_schedule: why the simulator was not used
-  int reach = 0;                // gradient reach of the strategy on this many stages (K-1: global)
+  // Stage chains: stage; others: node (and why the placement is not a chain).
+  placement::MessageLevel messages = placement::MessageLevel::stage;
+  std::string node_level_reason;
+  int reach = 0;  // gradient reach of the strategy on this many stages (K-1: global)
   // The global schedule used; unset for local and interlocking ones and the list schedule.
   std::optional<placement::PipelineKind> pipeline = std::nullopt;
   double step_time_s = 0.0;
   double idle_fraction = 0.0;  // idle time over devices x step time
   int data_parallel = 1;       // replicas of the pipeline; devices are one replica's
   std::vector<DeviceStep> devices;
-  // The simulated first step, every compute action and every wait of a receive (the event
-  // simulator only; empty for the list schedule's estimate).
+  // The simulated first step: every compute action and every wait of a receive.
   std::vector<TimelineEvent> timeline;
 };
 
@@ -113,30 +109,28 @@ double optimizer_step_s(const placement::CostModel& cost_model, int64_t paramete
 // schedule otherwise). Throws invalid_input like build_schedule.
 placement::Schedule step_schedule(const StepRequest& request, int stage_count);
 
-// Simulates `schedule` itself (a stage chain's: MessageLevel::stage) on the placement, with
-// auxiliary heads of `aux_heads` where the schedule has them: the runtime executes the
-// same object (training.hpp's TrainPlan::schedule). Throws invalid_input when the placement
-// is not a stage chain of schedule.stage_count stages, or a local/interlocking schedule's
-// placement cannot run it.
+// Simulates `schedule` itself on the placement, with auxiliary heads of `aux_heads` where
+// the schedule has them: the runtime executes the same object (training.hpp's
+// TrainPlan::schedule). A stage-level schedule needs a stage chain of
+// schedule.stage_count stages (K*V under interleaved 1F1B); a node-level one (global) any
+// placement on stage_count devices. Throws invalid_input when the placement cannot run the
+// schedule.
 StepReport simulate_schedule(const placement::Graph& graph, const placement::Placement& placement,
                              const placement::NodeCosts& costs,
                              const placement::CostModel& cost_model,
                              const placement::Schedule& schedule,
                              const AuxHeadOptions& aux_heads = {}, int data_parallel = 1);
 
-// The list-scheduled estimate for the global strategy on any placement (the fallback of
-// simulate_step for placements that are not stage chains); `reason` says why. Its step time
-// is the replay (simulate_node_schedule) of `schedule`, the node-level schedule the ranks
-// execute, when given, else of the list schedule built here where ranks sharing a host slow
-// each other down, else the estimate itself (which equals the replay without sharing).
-// With data_parallel R > 1 the step time adds the largest device's all-reduce of its
-// gradients across the replicas (ring_allreduce_s), as if every device ended the step at
-// once: an upper bound, the replay does not overlap it.
-StepReport list_schedule_step(const placement::Graph& graph, const placement::Placement& placement,
-                              const placement::NodeCosts& costs,
-                              const placement::CostModel& cost_model, int micro_batches,
-                              std::string reason, const placement::Schedule* schedule = nullptr,
-                              int data_parallel = 1);
+// The node-level schedule of the global strategy (GPipe, a flush per mini-batch) on a
+// placement that is not a stage chain: the ready-first list schedule of step_estimate.hpp
+// that the placers' estimate assumes, with its messages (node_level_schedule), so that the
+// branch parallelism a placer planned for is what runs. simulate_step, `train` and sweeps
+// build it here alone.
+placement::Schedule list_node_schedule(const placement::Graph& graph,
+                                       const placement::Placement& placement,
+                                       const placement::NodeCosts& costs,
+                                       const placement::CostModel& cost_model, int micro_batches,
+                                       int mini_batches = 1);
 
 // The objective of the placers that take one, as every command places: rl's reward is
 // GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,
@@ -148,10 +142,11 @@ void set_placer_objective(placement::PlacementRequest& request, const placement:
                           const placement::CostModel& cost_model);
 
 // simulate_step(...).step_time_s of the global strategy for many placements of one graph
-// (the rl placer's reward, one call per move): the same number, without the report. A
-// placement that is not a stage chain (most of what rl explores) goes to a list schedule
-// that keeps its buffers between calls, and nothing per-device (memory, tied-weight
-// replicas, busy time) is computed. Holds references to `graph`, `costs` and
+// (the rl placer's reward, one call per move) on stage chains, and where ranks share a host
+// or pay for their working sets; on other placements (most of what rl explores) the
+// placers' fast estimate (step_estimate.hpp) shifted by the mini-batch's overhead, which
+// keeps its buffers between calls and leaves out what only the simulator models (one
+// message per link at a time, the optimiser step). Holds references to `graph`, `costs` and
 // `cost_model`, which must outlive it; not safe to call from two threads at once.
 class GlobalStepTime {
  public:
@@ -164,7 +159,7 @@ class GlobalStepTime {
   const placement::NodeCosts& costs_;
   const placement::CostModel& cost_model_;
   int micro_batches_;
-  double overhead_s_;  // the mini-batch's draw (list_schedule_step's shift)
+  double overhead_s_;  // the mini-batch's draw, which the fast estimate leaves out
   placement::StepTimeEstimate list_schedule_;
   int sharing_devices_ = -1;     // the device count sharing_active_ was computed for
   bool sharing_active_ = false;  // or working sets: simulate_step's way, not the estimate

@@ -271,8 +271,8 @@ TrainPlan plan_training(const TrainConfig& config);
 // from plan.config (devices is the stage count). Throws invalid_input for an unknown name.
 void parse_choices(TrainPlan& plan);
 // The scheduling step of plan_training, from the parsed fields and plan.placement:
-// build_schedule on a stage chain, elsewhere node_level_schedule of the list schedule
-// (step_estimate.hpp) with the configuration's cost model. Throws
+// build_schedule on a stage chain, elsewhere list_node_schedule (step_simulation.hpp) with
+// the configuration's cost model. Throws
 // invalid_input when the placement cannot run the choice: a local or interlocking strategy,
 // or the 1f1b pipeline, on a placement that is not a stage chain (1F1B interleaves
 // whole-stage passes: never run as something else under its name). A test that edits a plan's
