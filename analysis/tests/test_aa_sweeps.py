@@ -69,9 +69,18 @@ def test_two_sweeps_of_one_build_at_the_same_time_compare_the_same(tmp_path, cap
     # {cpu}: the first core this process may use (0 is not always allowed: a container's
     # cpuset), so that both sweeps share one core.
     launcher = shlex.split(MPIEXEC.replace("{cpu}", str(min(os.sched_getaffinity(0)))))
+    # Each sweep keeps its Open MPI session folder under a TMPDIR of its own: two jobs
+    # started at the same instant in one folder race at its mkdir and removal, the race
+    # cmake/test_tmpdirs.cmake keeps tests apart from (an MPI_Init failure in 4 s).
+    def own_tmpdir(f):
+        folder = tmp_path / f"tmp-{f.stem}"
+        folder.mkdir()
+        return {**os.environ, "TMPDIR": str(folder)}
+
     sweeps = [subprocess.Popen([*launcher, BINARY, "sweep", str(spec), "--out",
                                 str(f), "--format", "json"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=own_tmpdir(f))
               for f in files]
     try:
         for f, sweep in zip(files, sweeps):
