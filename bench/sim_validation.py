@@ -250,8 +250,8 @@ def table(files: list[Path]) -> tuple[str, dict]:
     if len(over):
         lines.append(f"Ranks > cores (time-shared cores, the profile's host_sharing): MAPE "
                      f"{summary['mape_oversubscribed']:.1%} over {len(over)}.")
-    for name, g in (("stage chains (event simulator)", fit[fit["chain"]]),
-                    ("other placements (list schedule)", fit[~fit["chain"]])):
+    for name, g in (("stage chains (stage-level schedule)", fit[fit["chain"]]),
+                    ("other placements (node-level list schedule)", fit[~fit["chain"]])):
         if len(g):
             lines.append(f"- {name}: MAPE {g['ape'].mean():.1%} over {len(g)}")
     lines.append("")
