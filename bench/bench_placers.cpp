@@ -16,16 +16,15 @@
 #include <CLI/CLI.hpp>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/placement/step_simulation.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/device_presets.hpp"
-#include "interplace/runs/step_simulation.hpp"
 
 namespace {
 
 namespace pl = interplace::placement;
-namespace runs = interplace::runs;
 
 struct Options {
   std::vector<std::string> models;
@@ -129,7 +128,7 @@ std::string json_escape(const std::string& text) {
 
 // Runs every order x placer on one model, prints its tables, returns its JSON object.
 std::string bench_model(const Options& o, const std::string& model,
-                        const runs::DevicePreset& preset) {
+                        const pl::DevicePreset& preset) {
   pl::ModelOptions model_options;
   model_options.batch_size = o.batch_size;
   const pl::Graph graph = pl::build_model(model, model_options);
@@ -141,7 +140,7 @@ std::string bench_model(const Options& o, const std::string& model,
   }
   pl::PlacementRequest request{.device_count = o.devices, .cost_model = cost_model};
   request.micro_batches = o.micro_batches;
-  runs::StepRequest step;
+  pl::StepRequest step;
   step.pipeline = pl::pipeline_by_name(o.pipeline);
   step.micro_batches = o.micro_batches;
 
@@ -159,10 +158,9 @@ std::string bench_model(const Options& o, const std::string& model,
         pl::Placement placement;
         cell.placer_s = time_placer(pl::placer_by_name(placers[j]), graph, order, request,
                                     o.repeats, placement);
-        const runs::StepReport report =
-            runs::simulate_step(graph, placement, costs, cost_model, step);
+        const pl::StepReport report = pl::simulate_step(graph, placement, costs, cost_model, step);
         cell.step_s = report.step_time_s;
-        cell.messages = interplace::placement::to_string(report.messages);
+        cell.messages = pl::to_string(report.messages);
       } catch (const interplace::Error& e) {
         cell.error = e.what();
       }
@@ -221,7 +219,7 @@ int main(int argc, char** argv) {
     if (o.devices < 1 || o.micro_batches < 1 || o.repeats < 1) {
       interplace::throw_invalid("--devices, --micro-batches and --repeats must be >= 1");
     }
-    const runs::DevicePreset& preset = runs::device_preset_by_name(o.preset);
+    const pl::DevicePreset& preset = pl::device_preset_by_name(o.preset);
     std::string json = "[";
     for (const std::string& model : models_to_run(o)) {
       json += (json.size() > 1 ? ", " : "") + bench_model(o, model, preset);

@@ -119,7 +119,7 @@ TrainResult synthetic_result(int64_t index, double base_s) {
   }
   const char* kinds[4] = {"forward", "backward", "optimizer", "comm_wait"};
   for (int e = 0; e < 12; ++e) {
-    TimelineEvent t;
+    placement::TimelineEvent t;
     t.rank = e % kDevices;
     t.kind = kinds[e % 4];
     t.action = "F" + std::to_string(e / 4);

@@ -8,10 +8,10 @@
 #include <thread>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/profile.hpp"
-#include "interplace/runs/device_presets.hpp"
 
 namespace interplace::runs::testing {
 namespace {
@@ -58,7 +58,7 @@ TrainPlan fake_plan(const TrainConfig& c) {
   placement::ModelOptions options = c.model_options;
   options.batch_size = micro_batch_size(c.batch_size, c.micro_batches, {}, c.data_parallel);
   plan.graph = placement::build_model(c.model, options);
-  const DevicePreset& preset = device_preset_by_name(c.cost_device);
+  const placement::DevicePreset& preset = placement::device_preset_by_name(c.cost_device);
   // The profile a sweep measured (profile:auto), as plan_training takes it.
   const placement::CostModel cost_model =
       c.measured_profile
@@ -76,13 +76,13 @@ TrainPlan fake_plan(const TrainConfig& c) {
   request.micro_batches = c.micro_batches;
   request.seed = c.seed;
   plan.placement = placement::placer_by_name(c.placer)(plan.graph, plan.order, request);
-  StepRequest step;
+  placement::StepRequest step;
   step.strategy = c.strategy;
   if (c.strategy == "global") step.pipeline = config_pipeline(c);
   step.micro_batches = c.micro_batches;
   step.data_parallel = c.data_parallel;
   try {
-    plan.prediction = simulate_step(plan.graph, plan.placement, costs, cost_model, step);
+    plan.prediction = placement::simulate_step(plan.graph, plan.placement, costs, cost_model, step);
   } catch (const Error& e) {
     if (c.strategy != "global") throw;
     plan.global_only_reason = e.what();
@@ -170,7 +170,7 @@ std::string fake_profile(const TrainConfig& c, int threads, MPI_Comm comm) {
   profile.batch_size = graph.batch_size();
   for (const placement::Node& node : graph.nodes())
     profile.nodes.push_back({node.name, 1e-4, 2e-4});
-  profile.link = device_preset_by_name(c.cost_device).link;
+  profile.link = placement::device_preset_by_name(c.cost_device).link;
   std::ostringstream text;
   text << "# fake profile (tests/runs/fake_runner.cpp)\n";
   placement::write_profile(text, profile);

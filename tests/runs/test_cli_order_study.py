@@ -39,11 +39,13 @@ def test_order_study_runs_every_setting_and_matches_place():
         for s in doc["summary"]:
             check(s["ok"] == 2 and 0 < s["min_step_time_s"] <= s["median_step_time_s"]
                   <= s["max_step_time_s"], s)
-        # The same runs as `place --placer rl` with the same options: seeds 1 and 2.
+        # The same runs as `simulate --placer rl` with the same options (place, then the
+        # simulated step of what it placed): seeds 1 and 2.
         first = doc["summary"][0]
-        times = [ok("place", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
+        times = [ok("simulate", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
                     "--devices", "2", "--seed", str(seed), "--rl-episodes", "3",
-                    "--device-preset", "h100", "--format", "json").json()["rl"]["best_step_time_s"]
+                    "--device-preset", "h100", "--format",
+                    "json").json()["simulation"]["step_time_s"]
                  for seed in (1, 2)]
         check(min(times) == first["min_step_time_s"] and max(times) == first["max_step_time_s"],
               (times, first))
@@ -134,7 +136,8 @@ def test_order_study_explicit_options_win_over_the_preset():
 
 
 def test_order_study_preset_runs_as_place_with_its_options():
-    """A preset run is `place --placer rl` with the preset's options: the same placement."""
+    """A preset run is `simulate --placer rl` with the preset's options: the same placement,
+    simulated."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "preset.h5")
         doc = ok("order-study", "--models", "gpt-mini", "--preset", "wang2022", "--seeds", "1",
@@ -142,7 +145,7 @@ def test_order_study_preset_runs_as_place_with_its_options():
                  "--quiet", "--out", out, "--format", "json").json()
         check(doc["runs"] == 1 and doc["failed"] == 0 and doc["preset"] == "wang2022", doc)
         options = {s["option"]: s["value"] for s in doc["settings"]}
-        placed = ok("place", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
+        placed = ok("simulate", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
                     "--devices", options["--devices"], "--seed", "1",
                     *[a for k in ("--rl-episodes", "--rl-eval-every", "--rl-start",
                                   "--rl-episode-start", "--rl-reward", "--rl-baseline",
@@ -151,7 +154,7 @@ def test_order_study_preset_runs_as_place_with_its_options():
                       for a in (k, options[k])],
                     "--device-preset", "h100", "--format", "json").json()
         step = doc["summary"][0]["median_step_time_s"]
-        check(placed["rl"]["best_step_time_s"] == step, (placed["rl"], step))
+        check(placed["simulation"]["step_time_s"] == step, (placed["simulation"], step))
         fails(2, "place", "--model", "gpt-mini", "--order", "topo-lifo", "--placer", "rl",
               "--devices", "3", "--rl-reward", "lgo", contains=("--rl-reward",))
 

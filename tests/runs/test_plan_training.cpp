@@ -171,7 +171,7 @@ TEST(PlanTraining, DataParallelPlansOneReplicaOfTheGlobalBatch) {
   EXPECT_EQ(plan.schedule.stage_count, 2);
   EXPECT_EQ(plan.prediction.data_parallel, 2);
   ASSERT_EQ(plan.prediction.devices.size(), 2u);
-  for (const DeviceStep& d : plan.prediction.devices) EXPECT_GT(d.allreduce_s, 0.0);
+  for (const placement::DeviceStep& d : plan.prediction.devices) EXPECT_GT(d.allreduce_s, 0.0);
   EXPECT_NE(c.display_name().find(" R=2 "), std::string::npos) << c.display_name();
   c.data_parallel = 1;
   EXPECT_EQ(c.display_name().find("R="), std::string::npos) << c.display_name();
@@ -340,13 +340,13 @@ TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
   c.placer = "stages";
   c.strategy = "local";
   const TrainPlan uncapped = plan_training(c);
-  c.aux_head = AuxHeadWidth::proportional;
+  c.aux_head = placement::AuxHeadWidth::proportional;
   const TrainPlan proportional = plan_training(c);
-  c.aux_head = AuxHeadWidth::capped;
+  c.aux_head = placement::AuxHeadWidth::capped;
   const TrainPlan capped = plan_training(c);
-  EXPECT_EQ(config_aux_heads(uncapped.config).width, AuxHeadWidth::study);
-  EXPECT_EQ(config_aux_heads(proportional.config).width, AuxHeadWidth::proportional);
-  EXPECT_EQ(config_aux_heads(capped.config).width, AuxHeadWidth::capped);
+  EXPECT_EQ(config_aux_heads(uncapped.config).width, placement::AuxHeadWidth::study);
+  EXPECT_EQ(config_aux_heads(proportional.config).width, placement::AuxHeadWidth::proportional);
+  EXPECT_EQ(config_aux_heads(capped.config).width, placement::AuxHeadWidth::capped);
   EXPECT_GT(uncapped.prediction.devices[0].busy_s, proportional.prediction.devices[0].busy_s);
   EXPECT_GT(proportional.prediction.devices[0].busy_s, capped.prediction.devices[0].busy_s);
   EXPECT_GT(uncapped.prediction.devices[0].peak_memory_bytes,

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/profiling.hpp"
 
 namespace interplace::runs {
@@ -51,9 +51,9 @@ TEST(Profiling, TimesTheAuxiliaryHeadsOfEveryWidth) {
   const placement::Graph graph = placement::build_model("resnet20", options);
   const auto timed = time_aux_heads(graph, 0.25, {.warmup = 0, .repeats = 1});
   size_t study_heads = 0;
-  for (const std::string& width : aux_head_width_names()) {
-    const auto heads = distinct_aux_heads(
-        graph, {.width_multiplier = 0.25, .width = aux_head_width_by_name(width)});
+  for (const std::string& width : placement::aux_head_width_names()) {
+    const auto heads = placement::distinct_aux_heads(
+        graph, {.width_multiplier = 0.25, .width = placement::aux_head_width_by_name(width)});
     ASSERT_FALSE(heads.empty()) << width;
     for (const auto& [key, head] : heads) {
       const auto found = timed.find(key);

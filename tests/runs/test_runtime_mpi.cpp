@@ -254,7 +254,7 @@ TEST(Runtime, RecordsAreComplete) {
                 rec.step_cpu_s + kSlackS);
     }
   }
-  for (const TimelineEvent& e : r.timeline) {
+  for (const placement::TimelineEvent& e : r.timeline) {
     ASSERT_TRUE(std::isfinite(e.cpu_s)) << e.kind << " on rank " << e.rank;
     EXPECT_GE(e.cpu_s, 0.0);
     EXPECT_LE(e.cpu_s, e.end_s - e.start_s + kSlackS) << e.kind << " on rank " << e.rank;
@@ -281,7 +281,7 @@ TEST(Runtime, UnitCpuTimeExcludesWaits) {
     EXPECT_LT(clock.forward_cpu_s, 0.005);
     EXPECT_LT(clock.forward_s, 0.05);  // the wall time went to the wait too
     double waited = 0.0, wait_cpu = 0.0;
-    for (const TimelineEvent& e : clock.events) {
+    for (const placement::TimelineEvent& e : clock.events) {
       if (e.kind != "comm_wait") continue;
       waited += e.end_s - e.start_s;
       wait_cpu += e.cpu_s;

@@ -8,8 +8,8 @@
 #include "interplace/kernels/layers/linear.hpp"
 #include "interplace/kernels/layers/loss.hpp"
 #include "interplace/kernels/optimizer.hpp"
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/layer_factory.hpp"
-#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/weight_seeds.hpp"
 #include "mpi_test_support.hpp"
@@ -90,7 +90,7 @@ Reference reference(const std::string& strategy) {
   std::vector<bool> has_head = {strategy != "global", strategy != "global"};
   std::vector<std::unique_ptr<kernels::Layer>> heads;
   for (int k = 0; k < 2; ++k) {
-    const placement::Graph head_graph = aux_head_graph(g, k + 1);
+    const placement::Graph head_graph = placement::aux_head_graph(g, k + 1);
     EXPECT_EQ(head_graph.node_count(), 2) << "an [N, F] head is one linear layer";
     heads.push_back(seeded(head_graph.node(1), aux_head_salt(k)));
   }

@@ -341,7 +341,7 @@ optimizers = ["sgd-nesterov"]
   EXPECT_EQ(c.augmentation, Augmentation::crop_flip);
   EXPECT_EQ(c.optimizer, placement::OptimizerKind::sgd_nesterov);
   EXPECT_FALSE(c.weight_decay_all);
-  EXPECT_EQ(c.aux_head, AuxHeadWidth::study);
+  EXPECT_EQ(c.aux_head, placement::AuxHeadWidth::study);
   EXPECT_EQ(c.train_samples, 0);
   EXPECT_EQ(c.eval_epoch_samples, 0);
   // A training subset: epochs count in its 1000 samples (7 steps of 128).
@@ -359,7 +359,7 @@ optimizers = ["sgd-nesterov"]
   const SweepSpec flags =
       parse_sweep_spec("weight_decay_all = 1\naux_head_capped = 1\n", "spec.toml");
   EXPECT_TRUE(flags.configs[0].train.weight_decay_all);
-  EXPECT_EQ(flags.configs[0].train.aux_head, AuxHeadWidth::capped);
+  EXPECT_EQ(flags.configs[0].train.aux_head, placement::AuxHeadWidth::capped);
   EXPECT_NE(flags.configs[0].id, parse_sweep_spec("", "spec.toml").configs[0].id);
   EXPECT_NE(error_of("weight_decay_all = 2\n").find("0 or 1"), std::string::npos);
   EXPECT_NE(error_of("lr_schedule = \"linear\"\n").find("spec.toml:1: unknown learning-rate"),
@@ -443,9 +443,9 @@ TEST(SweepSpec, AuxHeadWidthsAndTheirIds) {
   const SweepConfig study = one(""), capped_old = one("aux_head_capped = 1\n"),
                     capped = one("aux_head = \"capped\"\n"),
                     proportional = one("aux_head = \"proportional\"\n");
-  EXPECT_EQ(study.train.aux_head, AuxHeadWidth::study);
-  EXPECT_EQ(capped_old.train.aux_head, AuxHeadWidth::capped);
-  EXPECT_EQ(proportional.train.aux_head, AuxHeadWidth::proportional);
+  EXPECT_EQ(study.train.aux_head, placement::AuxHeadWidth::study);
+  EXPECT_EQ(capped_old.train.aux_head, placement::AuxHeadWidth::capped);
+  EXPECT_EQ(proportional.train.aux_head, placement::AuxHeadWidth::proportional);
   EXPECT_EQ(capped.id, capped_old.id);
   EXPECT_EQ(one("aux_head = \"study\"\n").id, study.id);
   EXPECT_EQ(one("aux_head_capped = 0\n").id, study.id);

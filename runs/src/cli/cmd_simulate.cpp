@@ -7,7 +7,7 @@
 #include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
-#include "interplace/runs/step_simulation.hpp"
+#include "interplace/placement/step_simulation.hpp"
 #include "model_options.hpp"
 #include "placement_options.hpp"
 #include "placement_report.hpp"
@@ -24,7 +24,7 @@ struct SimulateOptions {
   std::string pipeline;    // empty: gpipe for the global strategy
   int virtual_stages = 1;  // interleaved-1f1b: chunks per device
   int mini_batches = 1;
-  AuxHeadWidth aux_head = AuxHeadWidth::study;  // as train's --aux-head
+  placement::AuxHeadWidth aux_head = placement::AuxHeadWidth::study;  // as train's --aux-head
   std::string format;
   // A device preset whose roofline orders and places the graph while the device options
   // (a profile) time the step: to simulate, with measured costs, the placement that a run
@@ -34,7 +34,7 @@ struct SimulateOptions {
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
-std::string step_header(const SimulateOptions& o, const StepReport& step) {
+std::string step_header(const SimulateOptions& o, const placement::StepReport& step) {
   std::string out = "strategy " + o.strategy + " (reach " + std::to_string(step.reach) + ")";
   if (step.pipeline) out += ", " + placement::to_string(*step.pipeline) + " pipeline";
   if (o.virtual_stages > 1) out += " (" + std::to_string(o.virtual_stages) + " virtual stages)";
@@ -56,7 +56,7 @@ std::string step_header(const SimulateOptions& o, const StepReport& step) {
 }
 
 std::string simulate_text(const SimulateOptions& o, const PlacementContext& context,
-                          const StepReport& step) {
+                          const placement::StepReport& step) {
   const int64_t capacity = context.cost_model.device().memory_capacity_bytes;
   std::string out = placement_text(context, false) + "\n" + step_header(o, step);
   out += "step time: " + format_seconds(step.step_time_s) + "\n";
@@ -67,7 +67,7 @@ std::string simulate_text(const SimulateOptions& o, const PlacementContext& cont
   TextTable table(columns);
   std::vector<std::string> over;
   for (size_t d = 0; d < step.devices.size(); ++d) {
-    const DeviceStep& s = step.devices[d];
+    const placement::DeviceStep& s = step.devices[d];
     const bool fits = s.peak_memory_bytes <= capacity;
     if (!fits) over.push_back(std::to_string(d));
     std::vector<std::string> row = {
@@ -89,11 +89,11 @@ std::string simulate_text(const SimulateOptions& o, const PlacementContext& cont
 }
 
 std::string simulate_json(const SimulateOptions& o, const PlacementContext& context,
-                          const StepReport& step) {
+                          const placement::StepReport& step) {
   const int64_t capacity = context.cost_model.device().memory_capacity_bytes;
   std::vector<std::string> devices;
   for (size_t d = 0; d < step.devices.size(); ++d) {
-    const DeviceStep& s = step.devices[d];
+    const placement::DeviceStep& s = step.devices[d];
     devices.push_back(JsonObject()
                           .integer("device", static_cast<int64_t>(d))
                           .number("busy_s", s.busy_s)
@@ -167,7 +167,7 @@ std::string run_simulate(const SimulateOptions& o) {
     selection.kept_micro_batches =
         placement::micro_batches_kept(*pipeline, o.model.micro_batches, k, chunks);
   }
-  StepRequest request;
+  placement::StepRequest request;
   request.strategy = o.strategy;
   request.pipeline = pipeline;
   request.virtual_stages = chunks;
@@ -195,7 +195,8 @@ std::string run_simulate(const SimulateOptions& o) {
     run.costs = cost_model.node_costs(graph);
   }
   const PlacementContext context{o.model, o.device, selection, graph, cost_model, run};
-  const StepReport step = simulate_step(graph, run.placement, run.costs, cost_model, request);
+  const placement::StepReport step =
+      placement::simulate_step(graph, run.placement, run.costs, cost_model, request);
   return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
 }
 

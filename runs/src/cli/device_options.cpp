@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/profile.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "json_writer.hpp"
 #include "text_format.hpp"
 
@@ -12,7 +12,7 @@ namespace interplace::runs::cli {
 namespace {
 
 std::string preset_name(const DeviceSelection& selection) {
-  return selection.preset.empty() ? device_presets().front().name : selection.preset;
+  return selection.preset.empty() ? placement::device_presets().front().name : selection.preset;
 }
 
 bool given(const CLI::Option* option) {
@@ -31,13 +31,13 @@ double positive(const char* flag, double value, bool allow_infinity = false) {
 
 void add_device_options(CLI::App& app, DeviceSelection& s) {
   std::string presets;
-  for (const std::string& name : device_preset_names()) {
+  for (const std::string& name : placement::device_preset_names()) {
     presets += (presets.empty() ? "" : ", ") + name;
   }
   const char* group = "Device";
   app.add_option("--device-preset", s.preset,
-                 "device description: " + presets + " (default " + device_presets().front().name +
-                     "; numbers in docs/cli.md)")
+                 "device description: " + presets + " (default " +
+                     placement::device_presets().front().name + "; numbers in docs/cli.md)")
       ->group(group);
   s.flops_option =
       app.add_option("--device-flops", s.flops, "peak FLOP/s of one device")->group(group);
@@ -93,7 +93,7 @@ CLI::Option* add_optimizer_option(CLI::App& app, placement::OptimizerKind& optim
 }
 
 placement::CostModel make_cost_model(const DeviceSelection& s) {
-  const DevicePreset& preset = device_preset_by_name(preset_name(s));
+  const placement::DevicePreset& preset = placement::device_preset_by_name(preset_name(s));
   placement::DeviceSpec device = preset.device;
   placement::LinkSpec link = preset.link;
   if (given(s.flops_option)) device.peak_flops_per_s = positive("--device-flops", s.flops);

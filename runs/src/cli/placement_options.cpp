@@ -6,7 +6,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/placers.hpp"
-#include "interplace/runs/placing.hpp"
+#include "interplace/placement/placing.hpp"
 #include "text_format.hpp"
 
 namespace interplace::runs::cli {
@@ -122,17 +122,17 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
       ->group(rl);
 }
 
-void add_aux_head_options(CLI::App& app, AuxHeadWidth& width, const std::string& group) {
+void add_aux_head_options(CLI::App& app, placement::AuxHeadWidth& width, const std::string& group) {
   CLI::Option* named =
       app.add_option_function<std::string>(
              "--aux-head",
-             [&width](const std::string& name) { width = aux_head_width_by_name(name); },
+             [&width](const std::string& name) { width = placement::aux_head_width_by_name(name); },
              "auxiliary heads' widths (docs/strategies.md): study (128/64 channels, the "
              "default), capped (at the boundary tensor's), proportional (2C/C for C channels)")
-          ->check(CLI::IsMember(aux_head_width_names()))
+          ->check(CLI::IsMember(placement::aux_head_width_names()))
           ->group(group);
   app.add_flag_callback(
-         "--aux-head-capped", [&width] { width = AuxHeadWidth::capped; },
+         "--aux-head-capped", [&width] { width = placement::AuxHeadWidth::capped; },
          "the same as --aux-head capped")
       ->excludes(named)
       ->group(group);
@@ -206,7 +206,8 @@ void refuse_overridden_architecture(const PlacementSelection& s,
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
                            const PlacementSelection& s, int micro_batches) {
   check_placement_selection(s);
-  OrderedGraph ordered = order_graph(graph, cost_model, placement::order_by_name(s.order), s.seed);
+  placement::OrderedGraph ordered =
+      placement::order_graph(graph, cost_model, placement::order_by_name(s.order), s.seed);
   placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
   request.micro_batches = micro_batches;
   request.kept_micro_batches = s.kept_micro_batches;
@@ -223,7 +224,8 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
     request.rl_log = &rl_log;
   }
   PlacementRun run;
-  run.placement = run_placer(graph, ordered, s.placer, std::move(request), &run.placer_wall_s);
+  run.placement =
+      placement::run_placer(graph, ordered, s.placer, std::move(request), &run.placer_wall_s);
   run.order = std::move(ordered.order);
   run.costs = std::move(ordered.costs);
   if (s.placer == "rl") {

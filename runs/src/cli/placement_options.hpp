@@ -8,12 +8,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/rl_placer.hpp"
-#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs::cli {
@@ -43,7 +43,7 @@ void add_placement_options(CLI::App& app, PlacementSelection& selection);
 void add_rl_options(CLI::App& app, placement::RlOptions& rl_options);
 // --aux-head NAME (the auxiliary heads' widths: study, capped, proportional) and its older
 // spelling --aux-head-capped (= --aux-head capped), for `simulate` and `train`.
-void add_aux_head_options(CLI::App& app, AuxHeadWidth& width, const std::string& group);
+void add_aux_head_options(CLI::App& app, placement::AuxHeadWidth& width, const std::string& group);
 
 // --seed as an unsigned 64-bit number; a negative one is refused rather than wrapped. Sets
 // `seed` to kDefaultSeed first, so that every subcommand defaults to the same seed.

@@ -14,8 +14,8 @@
 
 #include "hdf5_io.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
@@ -81,7 +81,7 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "train_samples", c.train_samples);
   write_attr(g, "augmentation", to_string(c.augmentation));
   write_attr(g, "aux_head", to_string(c.aux_head));
-  write_attr(g, "aux_head_capped", int64_t{c.aux_head == AuxHeadWidth::capped ? 1 : 0});
+  write_attr(g, "aux_head_capped", int64_t{c.aux_head == placement::AuxHeadWidth::capped ? 1 : 0});
   write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});
   write_attr(g, "threads_per_rank", int64_t{c.threads_per_rank});
   write_attr(g, "seed", static_cast<int64_t>(c.seed));
@@ -155,14 +155,14 @@ h5::Handle make_axis(hid_t parent, const char* name, size_t length, const char* 
 // A `timeline` group in `parent`: one row per event (measured: the last measured step;
 // predicted: the simulator's first step), with its own `event` scale.
 // `measured` adds the events' CPU times (the simulator has none).
-void write_timeline(hid_t parent, const std::vector<TimelineEvent>& events,
+void write_timeline(hid_t parent, const std::vector<placement::TimelineEvent>& events,
                     const char* event_long_name, bool measured) {
   const size_t e = events.size();
   std::vector<int64_t> ranks(e), micro_batch(e), loss_stage(e), peer(e);
   std::vector<std::string> kind(e), action(e);
   std::vector<double> start(e), end(e), cpu(e);
   for (size_t i = 0; i < e; ++i) {
-    const TimelineEvent& t = events[i];
+    const placement::TimelineEvent& t = events[i];
     ranks[i] = t.rank;
     kind[i] = t.kind;
     action[i] = t.action;
@@ -205,7 +205,7 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   variable(g, "placement", devices, {node}, {"1", "device (rank) of the node"});
   variable(g, "node_names", names, {node}, {"1", "node name"});
 
-  const StepReport& p = plan.prediction;
+  const placement::StepReport& p = plan.prediction;
   const h5::Handle pred = h5::create_group(g, "prediction");
   write_attr(pred.get(), "messages", placement::to_string(p.messages));
   write_attr(pred.get(), "step_time_s", p.step_time_s);
@@ -213,7 +213,7 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   write_attr(pred.get(), "node_level_reason", p.node_level_reason);
   std::vector<double> busy, idle;
   std::vector<int64_t> memory;
-  for (const DeviceStep& d : p.devices) {
+  for (const placement::DeviceStep& d : p.devices) {
     busy.push_back(d.busy_s);
     idle.push_back(d.idle_s);
     memory.push_back(d.peak_memory_bytes);
@@ -245,7 +245,7 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   write_attr(graph.get(), "batch_size", plan.graph.batch_size());
   // The cost device preset's peak (its name: cost_device_preset), the MFU's denominator;
   // a profile replaces the preset's times but not its peak, so the name is kept apart.
-  const DevicePreset& preset = device_preset_by_name(plan.config.cost_device);
+  const placement::DevicePreset& preset = placement::device_preset_by_name(plan.config.cost_device);
   write_attr(g, "cost_device_preset", preset.name);
   write_attr(g, "peak_flops_per_s", preset.device.peak_flops_per_s);
 }

@@ -10,20 +10,20 @@
 #include <string>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placement_file.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/placement/placing.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/placement/step_estimate.hpp"
 #include "interplace/runs/datasets.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/name_choices.hpp"
-#include "interplace/runs/placing.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
 
@@ -101,7 +101,7 @@ void validate_scalars(const TrainConfig& c) {
 }  // namespace
 
 placement::CostModel training_cost_model(const TrainConfig& c) {
-  const DevicePreset& preset = device_preset_by_name(c.cost_device);
+  const placement::DevicePreset& preset = placement::device_preset_by_name(c.cost_device);
   const placement::OptimizerKind optimizer = c.optimizer;
   if (c.profile_path.empty()) return placement::CostModel(preset.device, preset.link, optimizer);
   placement::DeviceSpec device = preset.device;
@@ -214,8 +214,8 @@ void plan_schedule(TrainPlan& plan) {
                   "stage chains (contiguous, stages)");
   }
   const placement::CostModel cost_model = training_cost_model(c);
-  plan.schedule = list_node_schedule(plan.graph, plan.placement, cost_model.node_costs(plan.graph),
-                                     cost_model, c.micro_batches);
+  plan.schedule = placement::list_node_schedule(
+      plan.graph, plan.placement, cost_model.node_costs(plan.graph), cost_model, c.micro_batches);
 }
 
 TrainPlan plan_training(const TrainConfig& given) {
@@ -246,7 +246,8 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);
-  OrderedGraph ordered = order_graph(plan.graph, cost_model, order, config.seed);
+  placement::OrderedGraph ordered =
+      placement::order_graph(plan.graph, cost_model, order, config.seed);
   const placement::NodeCosts& costs = ordered.costs;
   // Interleaved 1F1B: the placer cuts K*V stages (stage s on device s mod K).
   const int chunks =
@@ -263,7 +264,8 @@ TrainPlan plan_training(const TrainConfig& given) {
   request.seed = config.seed;
   const int stage_count = request.device_count;
   if (config.placement_path.empty()) {
-    plan.stage_placement = run_placer(plan.graph, ordered, config.placer, std::move(request));
+    plan.stage_placement =
+        placement::run_placer(plan.graph, ordered, config.placer, std::move(request));
   } else {
     plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
     if (plan.stage_placement.device_count != stage_count) {
@@ -280,8 +282,8 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan_schedule(plan);
   // The prediction simulates the schedule the ranks execute.
   plan.prediction =
-      simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model, plan.schedule,
-                        config_aux_heads(config), config.data_parallel);
+      placement::simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model,
+                                   plan.schedule, config_aux_heads(config), config.data_parallel);
   if (plan.schedule.messages == placement::MessageLevel::node) {
     plan.prediction.node_level_reason =
         *placement::stage_chain_violation(plan.graph, plan.placement);
@@ -290,7 +292,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);
 
   int64_t needed = 0;
-  for (const DeviceStep& d : plan.prediction.devices)
+  for (const placement::DeviceStep& d : plan.prediction.devices)
     needed = std::max(needed, d.peak_memory_bytes);
   // Decided from the graph's shapes: no weight exists yet (the zoo builds shapes only).
   if (plan.device == kernels::Device::cuda) {

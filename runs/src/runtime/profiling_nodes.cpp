@@ -203,9 +203,10 @@ std::map<std::string, std::pair<double, double>> time_aux_heads(const placement:
                                                                 double width_multiplier,
                                                                 const NodeTimingOptions& options) {
   std::map<std::string, placement::Graph> heads;
-  for (const std::string& width : aux_head_width_names()) {
-    heads.merge(distinct_aux_heads(
-        graph, {.width_multiplier = width_multiplier, .width = aux_head_width_by_name(width)}));
+  for (const std::string& width : placement::aux_head_width_names()) {
+    heads.merge(placement::distinct_aux_heads(
+        graph,
+        {.width_multiplier = width_multiplier, .width = placement::aux_head_width_by_name(width)}));
   }
   std::map<std::string, std::pair<double, double>> timed;
   for (const auto& [key, head] : heads) {

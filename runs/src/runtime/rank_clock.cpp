@@ -46,7 +46,7 @@ void RankClock::add_event(const char* kind, const Instant& start, const Instant&
   if (!record_events) return;
   const double s = start.wall_s - step_start_s, e = end.wall_s - step_start_s;
   const double cpu = end.cpu_s - start.cpu_s;
-  TimelineEvent event;
+  placement::TimelineEvent event;
   event.kind = kind;
   event.start_s = s;
   event.end_s = e;

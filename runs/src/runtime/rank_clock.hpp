@@ -21,7 +21,7 @@ struct RankClock {
   double forward_cpu_s = 0.0, backward_cpu_s = 0.0, aux_cpu_s = 0.0, optimizer_cpu_s = 0.0;
   bool record_events = false;  // keep the step's timeline (the last step only)
   double step_start_s = 0.0;   // wall clock
-  std::vector<TimelineEvent> events;
+  std::vector<placement::TimelineEvent> events;
   // The schedule action being executed (RankModel::execute), carried by the events.
   const placement::Action* action = nullptr;
   int micro_batches = 1;  // of the schedule, to number micro-batches across mini-batches

@@ -10,9 +10,9 @@
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/loss.hpp"
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/layer_factory.hpp"
 #include "interplace/placement/stage_chain.hpp"
-#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "runtime/plan_support.hpp"
@@ -229,7 +229,7 @@ struct RankModel::Impl {
     const std::vector<NodeId> producers = placement::boundary_producers(graph, plan.placement);
     boundary = producers.at(static_cast<size_t>(rank));
     const placement::Graph head_graph =
-        aux_head_graph(graph, boundary, config_aux_heads(plan.config));
+        placement::aux_head_graph(graph, boundary, config_aux_heads(plan.config));
     for (const Node& node : head_graph.nodes()) {
       if (node.op == "input") continue;
       head.push_back(placement::make_layer(node));

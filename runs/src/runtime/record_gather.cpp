@@ -108,7 +108,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
                        static_cast<int>(mine.size()), MPI_DOUBLE, 0, comm),
             "MPI_Gather");
   std::vector<double> events;
-  for (const TimelineEvent& e : local.timeline) {
+  for (const placement::TimelineEvent& e : local.timeline) {
     double kind = 0;
     for (size_t k = 0; k < kKinds.size(); ++k)
       kind = e.kind == kKinds[k] ? static_cast<double>(k) : kind;
@@ -166,7 +166,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
       const double* rank_events = all_events.data() + offsets[static_cast<size_t>(r)];
       for (int i = 0; i < n; ++i) {
         const double* e = rank_events + static_cast<ptrdiff_t>(kEventFields) * i;
-        TimelineEvent event;
+        placement::TimelineEvent event;
         event.rank = r;
         event.kind = kKinds[static_cast<size_t>(e[0])];
         event.start_s = e[1];
@@ -185,7 +185,7 @@ TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Mes
       result.device_names.emplace_back(all_devices.data() + r * kNameChars);
     }
   } else {
-    for (TimelineEvent e : local.timeline) {
+    for (placement::TimelineEvent e : local.timeline) {
       e.rank = rank;
       result.timeline.push_back(e);
     }

@@ -12,7 +12,7 @@ namespace interplace::runs {
 struct LocalRecords {
   std::vector<RankStepRecord> ranks;                           // per step, this rank
   std::vector<double> loss, accuracy, aux_loss, aux_accuracy;  // per step; NaN: not here
-  std::vector<TimelineEvent> timeline;
+  std::vector<placement::TimelineEvent> timeline;
   std::vector<bool> stages_with_head;
   double eval_loss = 0.0, eval_accuracy = 0.0;  // NaN where not computed
   std::string device_name;

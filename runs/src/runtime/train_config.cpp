@@ -119,8 +119,8 @@ placement::PipelineKind config_pipeline(const TrainConfig& c) {
   return placement::PipelineKind::gpipe;
 }
 
-AuxHeadOptions config_aux_heads(const TrainConfig& c) {
-  AuxHeadOptions options;
+placement::AuxHeadOptions config_aux_heads(const TrainConfig& c) {
+  placement::AuxHeadOptions options;
   options.width_multiplier = c.model_options.width_multiplier;
   options.width = c.aux_head;
   return options;

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
-#include "interplace/runs/device_presets.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/sweep_spec.hpp"
@@ -44,7 +44,7 @@ ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   request.threads = threads;
   request.device = device_by_name(config.device);
   request.seed = config.seed;
-  const DevicePreset& preset = device_preset_by_name(config.cost_device);
+  const placement::DevicePreset& preset = placement::device_preset_by_name(config.cost_device);
   request.fallback_link = preset.link;
   request.fallback_link_name = preset.name;
   request.memory_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s;

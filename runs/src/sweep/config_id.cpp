@@ -95,8 +95,8 @@ std::string canonical_parameters(const TrainConfig& c, int repeat) {
   if (c.train_samples != 0) line("train_samples", std::to_string(c.train_samples));
   if (c.augmentation != Augmentation::none) line("augmentation", to_string(c.augmentation));
   // Capped kept its line of before the widths had names, so its ids did not change.
-  if (c.aux_head == AuxHeadWidth::capped) line("aux_head_capped", "1");
-  if (c.aux_head == AuxHeadWidth::proportional) line("aux_head", "proportional");
+  if (c.aux_head == placement::AuxHeadWidth::capped) line("aux_head_capped", "1");
+  if (c.aux_head == placement::AuxHeadWidth::proportional) line("aux_head", "proportional");
   if (c.weight_decay_all) line("weight_decay_all", "1");
   if (c.threads_per_rank != 0) line("threads_per_rank", std::to_string(c.threads_per_rank));
   // A graph file's network (docs/your-network.md): its path and the digest of its bytes;

@@ -5,13 +5,13 @@
 #include <cmath>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/datasets.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/name_choices.hpp"
 
 namespace interplace::runs::sweep {
@@ -242,13 +242,14 @@ std::vector<Dimension> make_dimensions() {
                     }
                   },
                   [](TrainConfig& c, const DimValue& v) { c.weight_decay_all = v.integer == 1; }});
-  dims.push_back(
-      {"aux_head",
-       "",
-       ValueKind::string,
-       {to_string(d.aux_head)},
-       [](const DimValue& v) { aux_head_width_by_name(v.text); },
-       [](TrainConfig& c, const DimValue& v) { c.aux_head = aux_head_width_by_name(v.text); }});
+  dims.push_back({"aux_head",
+                  "",
+                  ValueKind::string,
+                  {to_string(d.aux_head)},
+                  [](const DimValue& v) { placement::aux_head_width_by_name(v.text); },
+                  [](TrainConfig& c, const DimValue& v) {
+                    c.aux_head = placement::aux_head_width_by_name(v.text);
+                  }});
   // The older spelling of aux_head = "capped" (a spec may not give both: spec_parse.cpp);
   // applied after aux_head, and 0 leaves it as it is.
   dims.push_back({"aux_head_capped",
@@ -261,7 +262,7 @@ std::vector<Dimension> make_dimensions() {
                     }
                   },
                   [](TrainConfig& c, const DimValue& v) {
-                    if (v.integer == 1) c.aux_head = AuxHeadWidth::capped;
+                    if (v.integer == 1) c.aux_head = placement::AuxHeadWidth::capped;
                   }});
   dims.push_back(
       {"augmentation",
@@ -326,7 +327,7 @@ std::vector<Dimension> make_dimensions() {
                       if (v.text.size() == 8) throw_invalid("cost_device 'profile:' needs a path");
                       return;
                     }
-                    device_preset_by_name(v.text);
+                    placement::device_preset_by_name(v.text);
                   },
                   [](TrainConfig& c, const DimValue& v) {
                     if (v.text.starts_with("profile:")) {

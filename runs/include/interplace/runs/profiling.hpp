@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "interplace/kernels/tensor.hpp"
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/aux_heads.hpp"
 #include "interplace/runs/run_defaults.hpp"
 
 namespace interplace::runs {

@@ -36,11 +36,11 @@
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/schedule.hpp"
+#include "interplace/placement/step_simulation.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/recipe.hpp"
 #include "interplace/runs/run_defaults.hpp"
-#include "interplace/runs/step_simulation.hpp"
 
 namespace interplace::runs {
 
@@ -109,7 +109,7 @@ struct TrainConfig {
   Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
   // The auxiliary heads' widths (aux_heads.hpp); the default is the study's uncapped
   // 128/64-channel head.
-  AuxHeadWidth aux_head = AuxHeadWidth::study;
+  placement::AuxHeadWidth aux_head = placement::AuxHeadWidth::study;
   uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
   std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
@@ -156,7 +156,7 @@ struct TrainPlan {
   placement::Schedule schedule;
   // Why local/interlocking strategies cannot run on this placement; empty when they can.
   std::string global_only_reason;
-  StepReport prediction;  // the simulator's step time for this configuration
+  placement::StepReport prediction;  // the simulator's step time for this configuration
   placement::GraphStats graph_stats;
   int64_t parameter_count = 0;  // trainable, without auxiliary heads
   // Time every node inside the units (TrainResult::node_times): `interplace profile`'s
@@ -222,7 +222,7 @@ struct Evaluation {
 
 struct TrainResult {
   std::vector<StepRecord> steps;  // warmup_steps + steps entries
-  std::vector<TimelineEvent> timeline;
+  std::vector<placement::TimelineEvent> timeline;
   double measured_wall_s = 0.0;  // barrier to barrier over the measured steps
   double samples_per_s = 0.0;    // steps * batch_size / measured_wall_s
   double eval_loss = 0.0;        // NaN when eval_samples == 0
@@ -252,7 +252,7 @@ const std::vector<std::string>& train_pipeline_names();
 placement::PipelineKind config_pipeline(const TrainConfig& config);
 // The auxiliary heads' options of the configuration: one place for the plan's prediction
 // and the runtime's heads.
-AuxHeadOptions config_aux_heads(const TrainConfig& config);
+placement::AuxHeadOptions config_aux_heads(const TrainConfig& config);
 // The learning rate of 0-based step `step` (warm-up steps included).
 double config_learning_rate(const TrainConfig& config, int step);
 

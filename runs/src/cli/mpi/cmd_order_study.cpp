@@ -21,9 +21,9 @@
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
+#include "interplace/placement/step_simulation.hpp"
 #include "interplace/runs/order_study_file.hpp"
 #include "interplace/runs/results_file.hpp"
-#include "interplace/runs/step_simulation.hpp"
 #include "json_writer.hpp"
 #include "model_options.hpp"
 #include "placement_options.hpp"
@@ -254,9 +254,9 @@ std::string cost_device_name(const StudyOptions& o) {
 double simulated_step_s(const placement::Graph& graph, const placement::Placement& placement,
                         const placement::NodeCosts& costs, const placement::CostModel& cost_model,
                         int micro_batches) {
-  StepRequest step;
+  placement::StepRequest step;
   step.micro_batches = micro_batches;
-  return simulate_step(graph, placement, costs, cost_model, step).step_time_s;
+  return placement::simulate_step(graph, placement, costs, cost_model, step).step_time_s;
 }
 
 double median(std::vector<double> values) {

@@ -14,9 +14,9 @@
 #include "commands.hpp"
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/profile.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/profiling.hpp"
@@ -313,8 +313,8 @@ std::string run_profile(const ProfileOptions& o) {
   // Every rank checks the input before MPI starts, so bad input fails alike everywhere.
   check_options(o);
   const placement::Graph graph = build_selected_model(o.model);
-  const DevicePreset& preset =
-      device_preset_by_name(o.preset.empty() ? device_presets().front().name : o.preset);
+  const placement::DevicePreset& preset = placement::device_preset_by_name(
+      o.preset.empty() ? placement::device_presets().front().name : o.preset);
   ProfileRequest request{
       .model = o.model.model,
       .graph_file = o.model.graph_file,
@@ -375,11 +375,11 @@ Command add_profile_command(CLI::App& root) {
       ->group(group);
   add_seed_option(*app, options->seed, "seed of the weights and random inputs")->group(group);
   std::string presets;
-  for (const std::string& name : device_preset_names())
+  for (const std::string& name : placement::device_preset_names())
     presets += (presets.empty() ? "" : ", ") + name;
   app->add_option("--device-preset", options->preset,
                   "link values to write when there is only one rank: " + presets + " (default " +
-                      device_presets().front().name + ")")
+                      placement::device_presets().front().name + ")")
       ->group(group);
   add_format_option(*app, options->format, kFormats);
   set_example(*app,

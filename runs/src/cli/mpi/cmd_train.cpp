@@ -12,13 +12,13 @@
 #include "error_line.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/median.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/runs/auto_profile.hpp"
 #include "interplace/runs/datasets.hpp"
-#include "interplace/runs/device_presets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
@@ -103,7 +103,8 @@ std::string step_json(const StepRecord& s) {
 
 int64_t predicted_peak_memory_bytes(const TrainPlan& plan) {
   int64_t peak = 0;
-  for (const DeviceStep& d : plan.prediction.devices) peak = std::max(peak, d.peak_memory_bytes);
+  for (const placement::DeviceStep& d : plan.prediction.devices)
+    peak = std::max(peak, d.peak_memory_bytes);
   return peak;
 }
 
@@ -384,8 +385,9 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--device", c.device, "device each rank computes on: " + join(device_names()))
       ->capture_default_str()
       ->group(group);
-  app->add_option("--cost-device", c.cost_device,
-                  "device preset of the placer's cost model: " + join(device_preset_names()))
+  app->add_option(
+         "--cost-device", c.cost_device,
+         "device preset of the placer's cost model: " + join(placement::device_preset_names()))
       ->capture_default_str()
       ->group(group);
   app->add_option("--profile", c.profile_path,

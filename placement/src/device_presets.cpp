@@ -1,8 +1,8 @@
-#include "interplace/runs/device_presets.hpp"
+#include "interplace/placement/device_presets.hpp"
 
 #include "interplace/kernels/error.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 
 namespace {
 
@@ -78,4 +78,4 @@ const DevicePreset& device_preset_by_name(std::string_view name) {
   throw_invalid("unknown device preset '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

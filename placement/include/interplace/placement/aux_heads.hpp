@@ -21,7 +21,7 @@
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 
 // The widths (c1, c2) of a CNN head's two convolutions for a boundary tensor of C channels:
 //   study         128 w, 64 w (w: the model's width multiplier): the study's code, whose
@@ -44,8 +44,7 @@ struct AuxHeadOptions {
 
 // The head as a graph: node 0 is "aux.input" (the boundary tensor, op "input"), then the
 // layers above. Throws invalid_input for a boundary tensor of another rank.
-placement::Graph aux_head_graph(const placement::Graph& graph, placement::NodeId boundary,
-                                const AuxHeadOptions& options = {});
+Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& options = {});
 
 struct AuxHeadCosts {
   double forward_s = 0.0;
@@ -68,27 +67,26 @@ struct HeadCalibration {
   // apart ("conv2d/grouped"): a depthwise convolution runs far below its roofline, and a
   // head's dense convolutions priced at its ratio cost several times their measured time.
   std::map<std::string, Ratio> by_kind;
-  Ratio of(const placement::Node& node) const;  // the kind's, else the overall, else 1
+  Ratio of(const Node& node) const;  // the kind's, else the overall, else 1
 };
 // Empty (every ratio 1) when the cost model has no profile: roofline costs need none.
-HeadCalibration head_calibration(const placement::Graph& graph, const placement::NodeCosts& costs,
-                                 const placement::CostModel& cost_model);
+HeadCalibration head_calibration(const Graph& graph, const NodeCosts& costs,
+                                 const CostModel& cost_model);
 
 // What identifies a head's cost: its layers' ops and output shapes (batch size included),
 // e.g. "conv2d 8x128x16x16|batch_norm 8x128x16x16|...|linear 8x10"; the key of the
-// profile's aux_head lines (placement::Profile::aux_heads).
-std::string aux_head_key(const placement::Graph& head);
+// profile's aux_head lines (Profile::aux_heads).
+std::string aux_head_key(const Graph& head);
 
 // A head's layers for every distinct head the graph's nodes give as stage boundaries (nodes
 // with a [N,C,H,W], [N,T,D] or [N,F] output), with `options`: what `interplace profile`
 // times (key -> head graph).
-std::map<std::string, placement::Graph> distinct_aux_heads(const placement::Graph& graph,
-                                                           const AuxHeadOptions& options);
+std::map<std::string, Graph> distinct_aux_heads(const Graph& graph, const AuxHeadOptions& options);
 
 // Costs of the head's layers: with a profile that timed this head (its aux_head key), the
 // measured sums; else the roofline on the cost model's device, times the calibration's
 // ratio for each layer's kind (none: the roofline itself).
-AuxHeadCosts aux_head_costs(const placement::Graph& head, const placement::CostModel& cost_model,
+AuxHeadCosts aux_head_costs(const Graph& head, const CostModel& cost_model,
                             const HeadCalibration& calibration = {});
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -5,19 +5,15 @@
 #include <vector>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/profile.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/aux_heads.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 namespace {
 
-using placement::Graph;
-using placement::NodeId;
-using placement::NodeSpec;
-
-NodeSpec spec(const std::string& name, const std::string& op, std::vector<placement::NodeId> inputs,
+NodeSpec spec(const std::string& name, const std::string& op, std::vector<NodeId> inputs,
               kernels::Shape shape, int64_t parameters) {
   NodeSpec node;
   node.name = name;
@@ -42,8 +38,8 @@ Graph sequence_graph(kernels::Shape block_shape = {2, 8, 16}) {
 // conv128_bn_conv64_bn_gbpl_fc on 16 channels and 10 classes is
 // (16*128*9 + 128) + 256 + (128*64*9 + 64) + 128 + (64*10 + 10) = 93386.
 TEST(AuxHeads, TheStudysHeadByDefault) {
-  const Graph resnet = placement::build_model("resnet20");
-  const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
+  const Graph resnet = build_model("resnet20");
+  const NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
   const Graph head = aux_head_graph(resnet, boundary);
   ASSERT_EQ(head.node_count(), 9);
   EXPECT_EQ(head.node(0).op, "input");
@@ -55,8 +51,8 @@ TEST(AuxHeads, TheStudysHeadByDefault) {
 }
 
 TEST(AuxHeads, CappedHeadNeverWiderThanItsInput) {
-  const Graph resnet = placement::build_model("resnet20");
-  const placement::NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
+  const Graph resnet = build_model("resnet20");
+  const NodeId boundary = resnet.id_of("layer1.0.relu2");  // [1, 16, 28, 28]
   const Graph head = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::capped});
   ASSERT_EQ(head.node_count(), 9);
   // Both convolutions 16 -> 16 (128 and 64 capped at 16) with bias: 2 x (16*16*9 + 16),
@@ -72,9 +68,9 @@ TEST(AuxHeads, CappedHeadNeverWiderThanItsInput) {
 // The study's heads read its ResNet-34's 64-channel first stage with 128 and 64 channels:
 // proportional keeps that ratio (2C, C) at a boundary of C channels, at any width.
 TEST(AuxHeads, ProportionalHeadIsTwiceThenOnceItsInput) {
-  const Graph resnet = placement::build_model("resnet20");
+  const Graph resnet = build_model("resnet20");
   for (const char* name : {"layer1.0.relu2", "layer2.0.relu2", "layer3.0.relu2"}) {
-    const placement::NodeId boundary = resnet.id_of(name);
+    const NodeId boundary = resnet.id_of(name);
     const kernels::Shape& in = resnet.node(boundary).output_shape;
     const Graph head = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::proportional});
     EXPECT_EQ(head.node(head.id_of("aux.conv1")).output_shape,
@@ -85,7 +81,7 @@ TEST(AuxHeads, ProportionalHeadIsTwiceThenOnceItsInput) {
         << name;
   }
   // The multiplier is in C already: a x0.5 model's 8-channel boundary gets 16 and 8.
-  const Graph half = placement::build_model("resnet20", {.width_multiplier = 0.5});
+  const Graph half = build_model("resnet20", {.width_multiplier = 0.5});
   const Graph head = aux_head_graph(half, half.id_of("layer1.0.relu2"),
                                     {.width_multiplier = 0.5, .width = AuxHeadWidth::proportional});
   EXPECT_EQ(head.node(head.id_of("aux.conv1")).output_shape[1], 16);
@@ -110,9 +106,9 @@ TEST(AuxHeads, SequenceAndFlatHeads) {
 TEST(AuxHeads, CostsAreTheRooflineOfItsLayers) {
   const Graph seq = sequence_graph();
   const Graph head = aux_head_graph(seq, 1);
-  const placement::CostModel model({"dev", 1e9, 1e9, 1'000'000'000}, {});
+  const CostModel model({"dev", 1e9, 1e9, 1'000'000'000}, {});
   const AuxHeadCosts costs = aux_head_costs(head, model);
-  const placement::NodeCosts nodes = model.node_costs(head);
+  const NodeCosts nodes = model.node_costs(head);
   // The input is the stage's own tensor: neither time nor activation is the head's.
   EXPECT_DOUBLE_EQ(costs.forward_s, nodes.forward_s[1] + nodes.forward_s[2]);
   EXPECT_DOUBLE_EQ(costs.backward_s, nodes.backward_s[1] + nodes.backward_s[2]);
@@ -125,19 +121,19 @@ TEST(AuxHeads, CostsAreTheRooflineOfItsLayers) {
 // over all nodes for an op the model lacks; without one the roofline is used as it is.
 TEST(AuxHeads, ProfiledCostsScaleTheRooflinePerOp) {
   const Graph seq = sequence_graph();
-  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
-  const placement::CostModel roofline(device, {});
-  const placement::NodeCosts ideal = roofline.node_costs(seq);
-  placement::Profile profile;
+  const DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  const CostModel roofline(device, {});
+  const NodeCosts ideal = roofline.node_costs(seq);
+  Profile profile;
   profile.device_name = "dev";
   profile.batch_size = 2;
-  for (const placement::Node& node : seq.nodes()) {
+  for (const Node& node : seq.nodes()) {
     // Linear layers run at a third of the roofline forward, half backward.
     const double f = node.op == "input" ? 0.0 : 3.0, b = node.op == "input" ? 0.0 : 2.0;
     profile.nodes.push_back(
         {node.name, f * ideal.forward_s[node.id], b * ideal.backward_s[node.id]});
   }
-  const auto measured = placement::CostModel::from_profile(profile, device);
+  const auto measured = CostModel::from_profile(profile, device);
   const HeadCalibration calibration = head_calibration(seq, measured.node_costs(seq), measured);
   ASSERT_EQ(calibration.by_kind.count("linear"), 1u);
   const Graph head = aux_head_graph(seq, 1);  // layer norm, linear
@@ -155,14 +151,14 @@ TEST(AuxHeads, ProfiledCostsScaleTheRooflinePerOp) {
 // A head's dense 3x3 convolutions take the ratio of the model's dense convolutions, not
 // that of its depthwise (grouped) ones, which run much further below their roofline.
 TEST(AuxHeads, GroupedConvolutionsCalibrateApart) {
-  const Graph mobilenet = placement::build_model("mobilenet_v2-small");
-  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
-  const placement::NodeCosts ideal = placement::CostModel(device, {}).node_costs(mobilenet);
-  placement::Profile profile;
+  const Graph mobilenet = build_model("mobilenet_v2-small");
+  const DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  const NodeCosts ideal = CostModel(device, {}).node_costs(mobilenet);
+  Profile profile;
   profile.device_name = "dev";
   profile.batch_size = mobilenet.batch_size();
   bool grouped = false;
-  for (const placement::Node& node : mobilenet.nodes()) {
+  for (const Node& node : mobilenet.nodes()) {
     const bool is_grouped = node.attributes.count("groups") > 0;
     grouped = grouped || is_grouped;
     const double ratio = node.op == "input" ? 0.0 : is_grouped ? 10.0 : 2.0;
@@ -170,7 +166,7 @@ TEST(AuxHeads, GroupedConvolutionsCalibrateApart) {
         {node.name, ratio * ideal.forward_s[node.id], ratio * ideal.backward_s[node.id]});
   }
   ASSERT_TRUE(grouped);
-  const auto measured = placement::CostModel::from_profile(profile, device);
+  const auto measured = CostModel::from_profile(profile, device);
   const HeadCalibration calibration =
       head_calibration(mobilenet, measured.node_costs(mobilenet), measured);
   EXPECT_DOUBLE_EQ(calibration.by_kind.at("conv2d").forward, 2.0);
@@ -184,7 +180,7 @@ TEST(AuxHeads, GroupedConvolutionsCalibrateApart) {
 // differs) falls back to the calibrated roofline. resnet20's boundaries give one head per
 // distinct boundary tensor: its three stage widths, the stem's 16 channels included.
 TEST(AuxHeads, ProfiledHeadsAreTakenAsMeasured) {
-  const Graph resnet = placement::build_model("resnet20");
+  const Graph resnet = build_model("resnet20");
   const std::map<std::string, Graph> heads = distinct_aux_heads(resnet, {});
   EXPECT_GE(heads.size(), 3u);
   for (const auto& [key, head] : heads) EXPECT_EQ(aux_head_key(head), key);
@@ -196,14 +192,13 @@ TEST(AuxHeads, ProfiledHeadsAreTakenAsMeasured) {
   const Graph capped = aux_head_graph(resnet, boundary, {.width = AuxHeadWidth::capped});
   EXPECT_NE(aux_head_key(capped), key);
 
-  const placement::DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
-  placement::Profile profile;
+  const DeviceSpec device{"dev", 1e9, 1e9, 1'000'000'000};
+  Profile profile;
   profile.device_name = "dev";
   profile.batch_size = resnet.batch_size();
-  for (const placement::Node& node : resnet.nodes())
-    profile.nodes.push_back({node.name, 1e-3, 2e-3});
+  for (const Node& node : resnet.nodes()) profile.nodes.push_back({node.name, 1e-3, 2e-3});
   profile.aux_heads[key] = {0.25, 0.5};
-  const auto measured = placement::CostModel::from_profile(profile, device);
+  const auto measured = CostModel::from_profile(profile, device);
   const AuxHeadCosts timed = aux_head_costs(head, measured);
   EXPECT_EQ(timed.forward_s, 0.25);
   EXPECT_EQ(timed.backward_s, 0.5);
@@ -214,4 +209,4 @@ TEST(AuxHeads, ProfiledHeadsAreTakenAsMeasured) {
 }
 
 }  // namespace
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -1,4 +1,4 @@
-#include "interplace/runs/step_simulation.hpp"
+#include "interplace/placement/step_simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,22 +10,7 @@
 #include "interplace/placement/stage_costs.hpp"
 #include "interplace/placement/step_estimate.hpp"
 
-namespace interplace::runs {
-
-using placement::boundary_producers;
-using placement::CostModel;
-using placement::Graph;
-using placement::Node;
-using placement::NodeCosts;
-using placement::NodeId;
-using placement::PipelineCosts;
-using placement::Placement;
-using placement::Schedule;
-using placement::ScheduleRequest;
-using placement::SimulationResult;
-using placement::StageCosts;
-using placement::StageTimeline;
-using placement::strategy_reach;
+namespace interplace::placement {
 
 namespace {
 
@@ -58,7 +43,7 @@ std::vector<int64_t> gradient_bytes_per_device(const Graph& graph, const Placeme
 
 namespace {
 
-double roofline_optimizer_step_s(const CostModel& cost_model, placement::OptimizerKind kind,
+double roofline_optimizer_step_s(const CostModel& cost_model, OptimizerKind kind,
                                  int64_t parameter_count) {
   const int64_t state = optimizer_state_factor(kind);
   // Reads weights, gradients and `state` copies; writes weights and the state copies.
@@ -70,7 +55,7 @@ double roofline_optimizer_step_s(const CostModel& cost_model, placement::Optimiz
 }  // namespace
 
 double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
-  const placement::OptimizerKind kind = cost_model.optimizer();
+  const OptimizerKind kind = cost_model.optimizer();
   const auto& profile = cost_model.profile();
   if (!profile || std::isnan(profile->runtime_optimizer_s) || profile->graph_parameter_count <= 0) {
     return roofline_optimizer_step_s(cost_model, kind, parameter_count);
@@ -80,20 +65,19 @@ double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
   const double per_parameter_s =
       profile->runtime_optimizer_s / static_cast<double>(profile->graph_parameter_count);
   const double measured_s = per_parameter_s * static_cast<double>(parameter_count);
-  if (kind == placement::OptimizerKind::sgd_momentum || parameter_count == 0) return measured_s;
+  if (kind == OptimizerKind::sgd_momentum || parameter_count == 0) return measured_s;
   return measured_s * roofline_optimizer_step_s(cost_model, kind, parameter_count) /
-         roofline_optimizer_step_s(cost_model, placement::OptimizerKind::sgd_momentum,
-                                   parameter_count);
+         roofline_optimizer_step_s(cost_model, OptimizerKind::sgd_momentum, parameter_count);
 }
 
 Schedule step_schedule(const StepRequest& request, int stage_count) {
   const bool global = strategy_reach(request.strategy, stage_count) >= stage_count - 1;
   ScheduleRequest schedule_request;
   schedule_request.strategy = request.strategy;
-  schedule_request.pipeline = request.pipeline.value_or(
-      global ? placement::PipelineKind::gpipe : placement::PipelineKind::one_f_one_b);
+  schedule_request.pipeline =
+      request.pipeline.value_or(global ? PipelineKind::gpipe : PipelineKind::one_f_one_b);
   schedule_request.stage_count = stage_count;
-  if (schedule_request.pipeline == placement::PipelineKind::interleaved_1f1b) {
+  if (schedule_request.pipeline == PipelineKind::interleaved_1f1b) {
     schedule_request.virtual_stages = request.virtual_stages;
   }
   schedule_request.micro_batches = request.micro_batches;
@@ -105,28 +89,26 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
 Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                             const CostModel& cost_model, int micro_batches, int mini_batches) {
   ScheduleRequest request;
-  request.pipeline = placement::PipelineKind::gpipe;
+  request.pipeline = PipelineKind::gpipe;
   request.stage_count = placement.device_count;
   request.micro_batches = micro_batches;
   request.mini_batches = mini_batches;
-  return placement::node_level_schedule(
-      request,
-      placement::list_schedule_tasks(graph, costs, cost_model.link(), placement, micro_batches),
+  return node_level_schedule(
+      request, list_schedule_tasks(graph, costs, cost_model.link(), placement, micro_batches),
       graph, placement);
 }
 
-void set_placer_objective(placement::PlacementRequest& request, const Graph& graph,
-                          const NodeCosts& costs, const CostModel& cost_model) {
+void set_placer_objective(PlacementRequest& request, const Graph& graph, const NodeCosts& costs,
+                          const CostModel& cost_model) {
   const int micro_batches = request.micro_batches;
   request.rl.estimator =
       [step_time = std::make_shared<GlobalStepTime>(graph, costs, cost_model, micro_batches)](
           const Placement& candidate) { return (*step_time)(candidate); };
   request.rl.group_estimator = [&cost_model, micro_batches](const Graph& groups,
                                                             const NodeCosts& group_costs) {
-    return placement::RlStepEstimator(
-        [step_time =
-             std::make_shared<GlobalStepTime>(groups, group_costs, cost_model, micro_batches)](
-            const Placement& candidate) { return (*step_time)(candidate); });
+    return RlStepEstimator([step_time = std::make_shared<GlobalStepTime>(
+                                groups, group_costs, cost_model, micro_batches)](
+                               const Placement& candidate) { return (*step_time)(candidate); });
   };
 }
 
@@ -146,7 +128,7 @@ double GlobalStepTime::operator()(const Placement& placement) {
     sharing_active_ = cost_model_.compute_sharing(sharing_devices_).active() ||
                       cost_model_.has_working_set_factor();
   }
-  if (sharing_active_ || placement::is_stage_chain(graph_, placement)) {
+  if (sharing_active_ || is_stage_chain(graph_, placement)) {
     StepRequest request;
     request.micro_batches = micro_batches_;
     return simulate_step(graph_, placement, costs_, cost_model_, request).step_time_s;
@@ -160,9 +142,8 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
                          const CostModel& cost_model, const StepRequest& request) {
   require_valid_placement(graph, placement);
   // Interleaved 1F1B: the placement's devices are the K*V model stages.
-  const int chunks = request.pipeline == placement::PipelineKind::interleaved_1f1b
-                         ? std::max(1, request.virtual_stages)
-                         : 1;
+  const int chunks =
+      request.pipeline == PipelineKind::interleaved_1f1b ? std::max(1, request.virtual_stages) : 1;
   if (placement.device_count % chunks != 0) {
     throw_invalid("interleaved-1f1b with " + std::to_string(chunks) +
                   " virtual stages needs a placement of a multiple of " + std::to_string(chunks) +
@@ -174,7 +155,7 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     throw_invalid("micro-batches and mini-batches must be >= 1");
   }
   if (chunks > 1) {
-    if (auto why = placement::interleaved_violation(graph, placement)) {
+    if (auto why = interleaved_violation(graph, placement)) {
       throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
                     std::to_string(placement.device_count) + " stages (" + *why +
                     "). HINT: fewer --virtual-stages (stages longer than the network's skip "
@@ -183,9 +164,8 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     }
   } else if (reach >= k - 1) {
     if (auto why = stage_chain_violation(graph, placement)) {
-      if (request.pipeline.value_or(placement::PipelineKind::gpipe) !=
-          placement::PipelineKind::gpipe) {
-        throw_invalid("pipeline '" + placement::to_string(*request.pipeline) +
+      if (request.pipeline.value_or(PipelineKind::gpipe) != PipelineKind::gpipe) {
+        throw_invalid("pipeline '" + to_string(*request.pipeline) +
                       "' cannot run on this placement (" + *why +
                       "): it interleaves whole-stage forward and backward passes. HINT: "
                       "--pipeline gpipe (the list schedule, node by node), or a placer that "
@@ -205,32 +185,32 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
 }
 
 std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
-                                              const placement::SimulationResult& result) {
+                                              const SimulationResult& result) {
   std::vector<TimelineEvent> events;
-  for (const placement::TraceEvent& e : result.trace) {
-    const placement::Action& a =
+  for (const TraceEvent& e : result.trace) {
+    const Action& a =
         schedule.stage_actions[static_cast<size_t>(e.stage)][static_cast<size_t>(e.action_index)];
-    if (a.mini_batch != 0 || a.kind == placement::ActionKind::send) continue;
+    if (a.mini_batch != 0 || a.kind == ActionKind::send) continue;
     const char* kind = nullptr;
     switch (a.kind) {
-      case placement::ActionKind::forward:
+      case ActionKind::forward:
         kind = "forward";
         break;
-      case placement::ActionKind::backward:
-      case placement::ActionKind::backward_weight:
+      case ActionKind::backward:
+      case ActionKind::backward_weight:
         kind = "backward";
         break;
-      case placement::ActionKind::aux_forward:
-      case placement::ActionKind::aux_backward:
+      case ActionKind::aux_forward:
+      case ActionKind::aux_backward:
         kind = "aux";
         break;
-      case placement::ActionKind::optimizer_step:
+      case ActionKind::optimizer_step:
         kind = "optimizer";
         break;
-      case placement::ActionKind::receive:
+      case ActionKind::receive:
         kind = "comm_wait";  // the time the stage waited for the message
         break;
-      case placement::ActionKind::send:
+      case ActionKind::send:
         break;
     }
     if (kind == nullptr || !(e.end_s > e.start_s)) continue;
@@ -238,7 +218,7 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
                       .kind = kind,
                       .start_s = e.start_s,
                       .end_s = e.end_s,
-                      .action = placement::grid_label(a, schedule.micro_batches),
+                      .action = grid_label(a, schedule.micro_batches),
                       .micro_batch = a.mini_batch * schedule.micro_batches + a.micro_batch,
                       .loss_stage = a.loss_stage,
                       // A rank: under interleaved 1F1B peer_stage is a model stage.
@@ -261,7 +241,7 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                   std::to_string(schedule.stage_count * schedule.virtual_stages));
   }
   const bool global = schedule.reach >= k - 1;
-  const bool node_level = schedule.messages == placement::MessageLevel::node;
+  const bool node_level = schedule.messages == MessageLevel::node;
   if (node_level) {
     if (!global || schedule.virtual_stages != 1) {
       throw_invalid("simulate_schedule: a node-level schedule runs the global strategy alone");
@@ -271,15 +251,14 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
       throw_invalid("strategy '" + schedule.strategy + "' cannot run on this placement: " + *why +
                     "; only the global strategy can");
     }
-  } else if (auto why = schedule.virtual_stages > 1
-                            ? placement::interleaved_violation(graph, placement)
-                            : stage_chain_violation(graph, placement)) {
+  } else if (auto why = schedule.virtual_stages > 1 ? interleaved_violation(graph, placement)
+                                                    : stage_chain_violation(graph, placement)) {
     throw_invalid("simulate_schedule: the placement is not a stage chain: " + *why);
   }
 
-  PipelineCosts pipeline =
-      node_level ? placement::node_pipeline_costs(graph, placement, costs, cost_model.link())
-                 : pipeline_costs(graph, placement, costs, cost_model.link());
+  PipelineCosts pipeline = node_level
+                               ? node_pipeline_costs(graph, placement, costs, cost_model.link())
+                               : pipeline_costs(graph, placement, costs, cost_model.link());
   pipeline.sharing = cost_model.compute_sharing(k);
   pipeline.mini_batch_overhead_s = mini_batch_overhead_s(cost_model, graph, schedule.micro_batches);
   pipeline.data_parallel = data_parallel;
@@ -315,12 +294,12 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
     // actions fixes whatever they take: simulate once for it, then with the stages' times
     // at their working sets.
     const SimulationResult order_only = simulate(schedule, pipeline);
-    std::vector<placement::WorkingSetFactor> factors;  // by device
+    std::vector<WorkingSetFactor> factors;  // by device
     for (int j = 0; j < k; ++j) {
       factors.push_back(
           cost_model.working_set_factor(costs, order_only.stages[j].peak_memory_bytes));
     }
-    const auto scale = [](StageCosts& c, const placement::WorkingSetFactor& f) {
+    const auto scale = [](StageCosts& c, const WorkingSetFactor& f) {
       c.forward_s *= f.forward;
       c.backward_s *= f.backward;
       c.backward_input_s *= f.backward;
@@ -361,4 +340,4 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   return report;
 }
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -1,4 +1,4 @@
-#include "interplace/runs/aux_heads.hpp"
+#include "interplace/placement/aux_heads.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,19 +10,14 @@
 #include "interplace/kernels/shapes_only.hpp"
 #include "interplace/placement/layer_factory.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 namespace {
-
-using placement::Attributes;
-using placement::Graph;
-using placement::NodeId;
-using placement::NodeSpec;
 
 // Adds a layer whose shape, FLOPs and parameters come from the kernel layer itself.
 NodeId add_layer(Graph& head, const std::string& name, const std::string& op, Attributes attributes,
                  NodeId input) {
   const kernels::ShapesOnlyScope shapes_only;  // planning: no weights (kernels/shapes_only.hpp)
-  const auto layer = placement::make_layer(op, attributes);
+  const auto layer = make_layer(op, attributes);
   const std::vector<kernels::Shape> input_shapes = {head.node(input).output_shape};
   const kernels::FlopCount flops = layer->flops(input_shapes);
   NodeSpec spec;
@@ -38,7 +33,7 @@ NodeId add_layer(Graph& head, const std::string& name, const std::string& op, At
 }
 
 // What a head layer's time is calibrated by: its op, with grouped convolutions apart.
-std::string calibration_kind(const placement::Node& node) {
+std::string calibration_kind(const Node& node) {
   const auto groups = node.attributes.find("groups");
   if (node.op == "conv2d" && groups != node.attributes.end() &&
       std::holds_alternative<int64_t>(groups->second) && std::get<int64_t>(groups->second) > 1) {
@@ -71,7 +66,7 @@ const std::string& to_string(AuxHeadWidth width) {
 }
 
 Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& options) {
-  const placement::Node& from = graph.node(boundary);
+  const Node& from = graph.node(boundary);
   const std::vector<NodeId> sinks = graph.sinks();
   if (sinks.empty()) throw_invalid("graph '" + graph.name() + "' has no output");
   const int64_t classes = graph.node(sinks.back()).output_shape.back();
@@ -122,24 +117,23 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
   return head;
 }
 
-HeadCalibration::Ratio HeadCalibration::of(const placement::Node& node) const {
+HeadCalibration::Ratio HeadCalibration::of(const Node& node) const {
   if (const auto it = by_kind.find(calibration_kind(node)); it != by_kind.end()) return it->second;
   if (const auto it = by_kind.find(""); it != by_kind.end()) return it->second;
   return {};
 }
 
-HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts& costs,
-                                 const placement::CostModel& cost_model) {
+HeadCalibration head_calibration(const Graph& graph, const NodeCosts& costs,
+                                 const CostModel& cost_model) {
   HeadCalibration calibration;
   if (!cost_model.profile()) return calibration;
-  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
-                                      cost_model.optimizer());
-  const placement::NodeCosts ideal = roofline.node_costs(graph);
+  const CostModel roofline(cost_model.device(), cost_model.link(), cost_model.optimizer());
+  const NodeCosts ideal = roofline.node_costs(graph);
   struct Sums {
     double forward = 0.0, backward = 0.0, ideal_forward = 0.0, ideal_backward = 0.0;
   };
   std::map<std::string, Sums> sums;
-  for (const placement::Node& node : graph.nodes()) {
+  for (const Node& node : graph.nodes()) {
     if (node.op == "input") continue;
     for (const std::string& key : {calibration_kind(node), std::string()}) {
       Sums& s = sums[key];
@@ -160,7 +154,7 @@ HeadCalibration head_calibration(const Graph& graph, const placement::NodeCosts&
 
 std::string aux_head_key(const Graph& head) {
   std::string key;
-  for (const placement::Node& node : head.nodes()) {
+  for (const Node& node : head.nodes()) {
     if (node.op == "input") continue;
     if (!key.empty()) key += '|';
     key += node.op;
@@ -176,7 +170,7 @@ std::string aux_head_key(const Graph& head) {
 
 std::map<std::string, Graph> distinct_aux_heads(const Graph& graph, const AuxHeadOptions& options) {
   std::map<std::string, Graph> heads;
-  for (const placement::Node& node : graph.nodes()) {
+  for (const Node& node : graph.nodes()) {
     const size_t rank = node.output_shape.size();
     if (node.op == "input" || rank < 2 || rank > 4) continue;
     Graph head = aux_head_graph(graph, node.id, options);
@@ -186,10 +180,10 @@ std::map<std::string, Graph> distinct_aux_heads(const Graph& graph, const AuxHea
   return heads;
 }
 
-AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_model,
+AuxHeadCosts aux_head_costs(const Graph& head, const CostModel& cost_model,
                             const HeadCalibration& calibration) {
   AuxHeadCosts total;
-  for (const placement::Node& node : head.nodes()) {
+  for (const Node& node : head.nodes()) {
     total.parameter_count += node.parameter_count;
     if (node.op != "input") total.activation_bytes += node.output_bytes;
   }
@@ -202,10 +196,9 @@ AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_
       return total;
     }
   }
-  const placement::CostModel roofline(cost_model.device(), cost_model.link(),
-                                      cost_model.optimizer());
-  const placement::NodeCosts costs = roofline.node_costs(head);
-  for (const placement::Node& node : head.nodes()) {
+  const CostModel roofline(cost_model.device(), cost_model.link(), cost_model.optimizer());
+  const NodeCosts costs = roofline.node_costs(head);
+  for (const Node& node : head.nodes()) {
     if (node.op == "input") continue;
     const HeadCalibration::Ratio ratio = calibration.of(node);
     total.forward_s += costs.forward_s[node.id] * ratio.forward;
@@ -214,4 +207,4 @@ AuxHeadCosts aux_head_costs(const Graph& head, const placement::CostModel& cost_
   return total;
 }
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -6,35 +6,33 @@
 #include <string>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/stage_chain.hpp"
 #include "interplace/placement/step_estimate.hpp"
+#include "interplace/placement/step_simulation.hpp"
 #include "interplace/placement/zoo.hpp"
-#include "interplace/runs/device_presets.hpp"
-#include "interplace/runs/step_simulation.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 namespace {
-
-using placement::PipelineKind;
 
 class StepSimulation : public ::testing::Test {
  protected:
   StepSimulation()
-      : graph_(placement::build_model("resnet20")),
+      : graph_(build_model("resnet20")),
         model_(device_preset_by_name("cpu-core").device, device_preset_by_name("cpu-core").link),
         costs_(model_.node_costs(graph_)) {}
 
-  placement::Placement place(const std::string& placer, int k) const {
-    placement::PlacementRequest request{.device_count = k, .cost_model = model_};
-    return placement::placer_by_name(placer)(graph_, placement::topological_order(graph_), request);
+  Placement place(const std::string& placer, int k) const {
+    PlacementRequest request{.device_count = k, .cost_model = model_};
+    return placer_by_name(placer)(graph_, topological_order(graph_), request);
   }
   // Forward+backward seconds and parameters of one device's nodes.
-  std::pair<double, int64_t> device_totals(const placement::Placement& p, int d) const {
+  std::pair<double, int64_t> device_totals(const Placement& p, int d) const {
     double seconds = 0.0;
     int64_t parameters = 0;
-    for (const placement::Node& node : graph_.nodes()) {
+    for (const Node& node : graph_.nodes()) {
       if (p.device_of_node[node.id] != d) continue;
       seconds += costs_.compute_s(node.id);
       parameters += node.parameter_count;
@@ -42,9 +40,9 @@ class StepSimulation : public ::testing::Test {
     return {seconds, parameters};
   }
 
-  placement::Graph graph_;
-  placement::CostModel model_;
-  placement::NodeCosts costs_;
+  Graph graph_;
+  CostModel model_;
+  NodeCosts costs_;
 };
 
 // The rl placer's reward object reports simulate_step's global step time exactly on chains
@@ -60,20 +58,19 @@ TEST_F(StepSimulation, GlobalStepTimeIsSimulateStepOnChainsAndTheFastEstimateEls
     int chains = 0;
     for (const char* placer : {"contiguous", "random", "round-robin", "stages", "random"}) {
       for (int k : {2, 3}) {
-        placement::PlacementRequest request{.device_count = k, .cost_model = model_};
+        PlacementRequest request{.device_count = k, .cost_model = model_};
         request.seed = static_cast<uint64_t>(k * 7 + micro_batches);
-        const placement::Placement p = placement::placer_by_name(placer)(
-            graph_, placement::topological_order(graph_), request);
-        const bool chain = placement::is_stage_chain(graph_, p);
+        const Placement p = placer_by_name(placer)(graph_, topological_order(graph_), request);
+        const bool chain = is_stage_chain(graph_, p);
         chains += chain ? 1 : 0;
-        EXPECT_EQ(chain, !placement::stage_chain_violation(graph_, p).has_value());
+        EXPECT_EQ(chain, !stage_chain_violation(graph_, p).has_value());
         const double simulated =
             simulate_step(graph_, p, costs_, model_, {.micro_batches = micro_batches}).step_time_s;
         if (chain) {
           EXPECT_EQ(step_time(p), simulated) << placer << " on " << k;
         } else {
-          const double estimate = draw_s + placement::estimate_step_time_s(
-                                               graph_, costs_, model_.link(), p, micro_batches);
+          const double estimate =
+              draw_s + estimate_step_time_s(graph_, costs_, model_.link(), p, micro_batches);
           EXPECT_EQ(step_time(p), estimate) << placer << " on " << k;
           EXPECT_LE(estimate, simulated * (1 + 1e-12)) << placer << " on " << k;
         }
@@ -85,10 +82,10 @@ TEST_F(StepSimulation, GlobalStepTimeIsSimulateStepOnChainsAndTheFastEstimateEls
 }
 
 TEST_F(StepSimulation, GlobalOnAChainIsSimulatedWithGPipe) {
-  const placement::Placement p = place("contiguous", 2);
+  const Placement p = place("contiguous", 2);
   const StepReport report =
       simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 4});
-  EXPECT_EQ(report.messages, placement::MessageLevel::stage);
+  EXPECT_EQ(report.messages, MessageLevel::stage);
   EXPECT_EQ(report.reach, 1);
   EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
   ASSERT_EQ(report.devices.size(), 2u);
@@ -102,15 +99,15 @@ TEST_F(StepSimulation, GlobalOnAChainIsSimulatedWithGPipe) {
 }
 
 TEST_F(StepSimulation, LocalAddsAnAuxiliaryHeadBeforeEachBoundary) {
-  const placement::Placement p = place("contiguous", 2);
-  ASSERT_FALSE(placement::local_strategy_ineligibility(graph_, p).has_value());
+  const Placement p = place("contiguous", 2);
+  ASSERT_FALSE(local_strategy_ineligibility(graph_, p).has_value());
   const StepReport report =
       simulate_step(graph_, p, costs_, model_, {.strategy = "local", .micro_batches = 3});
   EXPECT_EQ(report.reach, 0);
   EXPECT_FALSE(report.pipeline.has_value());
   EXPECT_TRUE(report.devices[0].has_aux_head);
   EXPECT_FALSE(report.devices[1].has_aux_head);
-  const placement::NodeId boundary = placement::boundary_producers(graph_, p)[0];
+  const NodeId boundary = boundary_producers(graph_, p)[0];
   const AuxHeadCosts head = aux_head_costs(aux_head_graph(graph_, boundary), model_);
   const auto [seconds, parameters] = device_totals(p, 0);
   EXPECT_NEAR(report.devices[0].busy_s,
@@ -128,16 +125,15 @@ TEST_F(StepSimulation, LocalAddsAnAuxiliaryHeadBeforeEachBoundary) {
 TEST_F(StepSimulation, SumModeAddsTheFlowsOfEveryLossInReach) {
   // Three stages cut where one tensor crosses (after the first ReLU, after layer2.0's
   // output): contiguous might cut inside a block.
-  placement::Placement p{.device_count = 3, .device_of_node = {}};
-  const placement::NodeId cut1 = graph_.id_of("relu1"), cut2 = graph_.id_of("layer2.0.relu2");
-  for (placement::NodeId id = 0; id < graph_.node_count(); ++id) {
+  Placement p{.device_count = 3, .device_of_node = {}};
+  const NodeId cut1 = graph_.id_of("relu1"), cut2 = graph_.id_of("layer2.0.relu2");
+  for (NodeId id = 0; id < graph_.node_count(); ++id) {
     p.device_of_node.push_back(id <= cut1 ? 0 : id <= cut2 ? 1 : 2);
   }
-  ASSERT_FALSE(placement::local_strategy_ineligibility(graph_, p).has_value());
+  ASSERT_FALSE(local_strategy_ineligibility(graph_, p).has_value());
   const StepReport single = simulate_step(graph_, p, costs_, model_, {.strategy = "pairwise"});
-  const StepReport sum =
-      simulate_step(graph_, p, costs_, model_,
-                    {.strategy = "pairwise", .interlock = placement::InterlockMode::sum});
+  const StepReport sum = simulate_step(graph_, p, costs_, model_,
+                                       {.strategy = "pairwise", .interlock = InterlockMode::sum});
   // Stage 0 has a head in both modes; only with sum does its loss also train body 0
   // (one more backward pass through it).
   EXPECT_TRUE(single.devices[0].has_aux_head && sum.devices[0].has_aux_head);
@@ -150,18 +146,17 @@ TEST_F(StepSimulation, SumModeAddsTheFlowsOfEveryLossInReach) {
 // event simulator: the same numbers as simulating list_node_schedule, each device's compute
 // for its nodes plus its optimiser step, and the global strategy with GPipe alone.
 TEST_F(StepSimulation, NonChainsRunTheNodeLevelListScheduleForGlobalOnly) {
-  const placement::Placement p = place("round-robin", 3);
+  const Placement p = place("round-robin", 3);
   const StepReport report =
       simulate_step(graph_, p, costs_, model_, {.strategy = "global", .micro_batches = 2});
-  EXPECT_EQ(report.messages, placement::MessageLevel::node);
+  EXPECT_EQ(report.messages, MessageLevel::node);
   EXPECT_NE(report.node_level_reason.find("device"), std::string::npos);
   EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
   const StepReport same = simulate_schedule(graph_, p, costs_, model_,
                                             list_node_schedule(graph_, p, costs_, model_, 2));
   EXPECT_EQ(report.step_time_s, same.step_time_s);
   EXPECT_FALSE(report.timeline.empty());
-  EXPECT_GE(report.step_time_s,
-            placement::estimate_step_time_s(graph_, costs_, model_.link(), p, 2));
+  EXPECT_GE(report.step_time_s, estimate_step_time_s(graph_, costs_, model_.link(), p, 2));
   const auto [seconds, parameters] = device_totals(p, 1);
   EXPECT_GE(report.devices[1].busy_s, 2 * seconds + optimizer_step_s(model_, parameters) - 1e-12);
   EXPECT_NEAR(report.devices[1].busy_s + report.devices[1].idle_s, report.step_time_s, 1e-12);
@@ -185,7 +180,7 @@ TEST_F(StepSimulation, NonChainsRunTheNodeLevelListScheduleForGlobalOnly) {
 // Data parallelism: each device's all-reduce carries its fp32 parameters (and its head's),
 // priced by the ring formula on the preset's link, and R = 1 changes nothing.
 TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
-  const placement::Placement p = place("contiguous", 2);
+  const Placement p = place("contiguous", 2);
   const StepRequest one{.strategy = "global", .micro_batches = 4};
   StepRequest two = one;
   two.data_parallel = 2;
@@ -196,8 +191,7 @@ TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
   double longest_s = 0.0;
   for (int d = 0; d < 2; ++d) {
     EXPECT_EQ(single.devices[d].allreduce_s, 0.0);
-    const double ring =
-        placement::ring_allreduce_s(model_.link(), 4 * device_totals(p, d).second, 2, d, 2);
+    const double ring = ring_allreduce_s(model_.link(), 4 * device_totals(p, d).second, 2, d, 2);
     EXPECT_GT(ring, 0.0);
     EXPECT_NEAR(replicated.devices[d].allreduce_s, ring, 1e-15);
     EXPECT_NEAR(replicated.devices[d].busy_s, single.devices[d].busy_s, 1e-15);
@@ -209,15 +203,15 @@ TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
   StepRequest local{.strategy = "local", .micro_batches = 2};
   local.data_parallel = 4;
   const StepReport with_head = simulate_step(graph_, p, costs_, model_, local);
-  const placement::NodeId boundary = placement::boundary_producers(graph_, p)[0];
+  const NodeId boundary = boundary_producers(graph_, p)[0];
   const AuxHeadCosts head = aux_head_costs(aux_head_graph(graph_, boundary), model_);
   EXPECT_NEAR(with_head.devices[0].allreduce_s,
-              placement::ring_allreduce_s(
-                  model_.link(), 4 * (device_totals(p, 0).second + head.parameter_count), 4, 0, 2),
+              ring_allreduce_s(model_.link(),
+                               4 * (device_totals(p, 0).second + head.parameter_count), 4, 0, 2),
               1e-15);
   // Not a chain: the node-level schedule's devices all-reduce at their optimiser steps, as
   // a chain's do.
-  const placement::Placement rr = place("round-robin", 3);
+  const Placement rr = place("round-robin", 3);
   StepRequest list{.strategy = "global", .micro_batches = 2};
   const double base = simulate_step(graph_, rr, costs_, model_, list).step_time_s;
   list.data_parallel = 2;
@@ -234,33 +228,31 @@ TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {
 // charged at its working set, each device's simulated peak memory in the schedule it runs
 // (a stage chain's or the node-level one); the rl reward agrees.
 TEST(WorkingSet, RanksPayTheirWorkingSet) {
-  const placement::Graph graph = placement::build_model("resnet20");
-  placement::Profile profile;
+  const Graph graph = build_model("resnet20");
+  Profile profile;
   profile.device_name = "dev";
   profile.batch_size = graph.batch_size();
-  for (const placement::Node& node : graph.nodes()) {
+  for (const Node& node : graph.nodes()) {
     profile.nodes.push_back({node.name, 1e-4, 2e-4, 1e-4});
   }
   profile.runtime_forward_s = 1e-4 * graph.node_count();
   profile.runtime_backward_s = 2e-4 * graph.node_count();
-  const placement::DeviceSpec device{"dev", 1e12, 1e11, int64_t{1} << 40};
-  const placement::CostModel plain = placement::CostModel::from_profile(profile, device);
+  const DeviceSpec device{"dev", 1e12, 1e11, int64_t{1} << 40};
+  const CostModel plain = CostModel::from_profile(profile, device);
   // With four micro-batches of the whole graph kept, forward x2 and backward x3; a rank
   // keeps its stage's share and pays the factor at that many bytes.
   profile.runtime_in_flight = {
       {4, {2 * profile.runtime_forward_s, 3 * profile.runtime_backward_s}}};
-  const placement::CostModel scaled = placement::CostModel::from_profile(profile, device);
-  const placement::NodeCosts costs = plain.node_costs(graph);
+  const CostModel scaled = CostModel::from_profile(profile, device);
+  const NodeCosts costs = plain.node_costs(graph);
   ASSERT_EQ(costs.forward_s, scaled.node_costs(graph).forward_s);  // the factor is not in them
-  placement::PlacementRequest request{.device_count = 2, .cost_model = plain};
-  const placement::Placement chain =
-      placement::placer_by_name("contiguous")(graph, placement::topological_order(graph), request);
+  PlacementRequest request{.device_count = 2, .cost_model = plain};
+  const Placement chain = placer_by_name("contiguous")(graph, topological_order(graph), request);
   for (int m : {1, 4}) {
     const StepReport a = simulate_step(graph, chain, costs, plain, {.micro_batches = m});
     const StepReport b = simulate_step(graph, chain, costs, scaled, {.micro_batches = m});
     for (int d = 0; d < 2; ++d) {
-      const placement::WorkingSetFactor f =
-          scaled.working_set_factor(costs, b.devices[d].peak_memory_bytes);
+      const WorkingSetFactor f = scaled.working_set_factor(costs, b.devices[d].peak_memory_bytes);
       EXPECT_EQ(a.devices[d].peak_memory_bytes, b.devices[d].peak_memory_bytes);
       // One micro-batch kept is the profile's own case; four of the first stage's (the
       // large activations) are more than one of the whole graph's.
@@ -270,7 +262,7 @@ TEST(WorkingSet, RanksPayTheirWorkingSet) {
       EXPECT_GE(f.backward, 1.0);
       // busy = M (f.forward F + f.backward B) + the optimiser step, F and B the stage's sums.
       double forward_s = 0.0, backward_s = 0.0;
-      for (const placement::Node& node : graph.nodes()) {
+      for (const Node& node : graph.nodes()) {
         if (chain.device_of_node[node.id] != d) continue;
         forward_s += costs.forward_s[node.id];
         backward_s += costs.backward_s[node.id];
@@ -284,9 +276,8 @@ TEST(WorkingSet, RanksPayTheirWorkingSet) {
     EXPECT_EQ(reward(chain), b.step_time_s);
   }
   request.seed = 3;
-  const placement::Placement scattered =
-      placement::placer_by_name("random")(graph, placement::topological_order(graph), request);
-  ASSERT_FALSE(placement::is_stage_chain(graph, scattered));
+  const Placement scattered = placer_by_name("random")(graph, topological_order(graph), request);
+  ASSERT_FALSE(is_stage_chain(graph, scattered));
   const StepReport a = simulate_step(graph, scattered, costs, plain, {.micro_batches = 4});
   const StepReport b = simulate_step(graph, scattered, costs, scaled, {.micro_batches = 4});
   EXPECT_GT(b.step_time_s, a.step_time_s);
@@ -295,9 +286,9 @@ TEST(WorkingSet, RanksPayTheirWorkingSet) {
 }
 
 TEST(OptimizerStep, MemoryBoundUpdateOfWeightsGradientsAndState) {
-  const placement::DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
-  const placement::CostModel momentum(device, {}, placement::OptimizerKind::sgd_momentum);
-  const placement::CostModel adamw(device, {}, placement::OptimizerKind::adamw);
+  const DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
+  const CostModel momentum(device, {}, OptimizerKind::sgd_momentum);
+  const CostModel adamw(device, {}, OptimizerKind::adamw);
   // Reads weights, gradients, state; writes weights and state: (3 + 2 x state) x 4 bytes.
   EXPECT_DOUBLE_EQ(optimizer_step_s(momentum, 1000), 1000 * 4 * 5 / 1e9);
   EXPECT_DOUBLE_EQ(optimizer_step_s(adamw, 1000), 1000 * 4 * 7 / 1e9);
@@ -307,26 +298,24 @@ TEST(OptimizerStep, MemoryBoundUpdateOfWeightsGradientsAndState) {
 // With a calibrated profile the step is the runtime's measured one per parameter (momentum
 // SGD), scaled by the roofline's ratio for another optimiser (AdamW: 7 / 5 here).
 TEST(OptimizerStep, CalibratedProfileChargesTheRuntimesRatePerParameter) {
-  placement::Profile profile;
+  Profile profile;
   profile.device_name = "dev";
   profile.graph_parameter_count = 2000;
   profile.runtime_optimizer_s = 0.004;  // 2 us per parameter
-  const placement::DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
-  const auto momentum =
-      placement::CostModel::from_profile(profile, device, placement::OptimizerKind::sgd_momentum);
-  const auto adamw =
-      placement::CostModel::from_profile(profile, device, placement::OptimizerKind::adamw);
+  const DeviceSpec device{"dev", 1e12, 1e9, 1'000'000'000};
+  const auto momentum = CostModel::from_profile(profile, device, OptimizerKind::sgd_momentum);
+  const auto adamw = CostModel::from_profile(profile, device, OptimizerKind::adamw);
   EXPECT_DOUBLE_EQ(optimizer_step_s(momentum, 1000), 0.002);
   EXPECT_DOUBLE_EQ(optimizer_step_s(adamw, 1000), 0.002 * 7.0 / 5.0);
   profile.runtime_optimizer_s = std::numeric_limits<double>::quiet_NaN();  // not calibrated
-  EXPECT_DOUBLE_EQ(optimizer_step_s(placement::CostModel::from_profile(profile, device), 1000),
+  EXPECT_DOUBLE_EQ(optimizer_step_s(CostModel::from_profile(profile, device), 1000),
                    1000 * 4 * 5 / 1e9);
 }
 
 TEST(DevicePresets, NamedAndValid) {
   for (const DevicePreset& preset : device_presets()) {
     EXPECT_EQ(&device_preset_by_name(preset.name), &preset);
-    EXPECT_NO_THROW(placement::CostModel(preset.device, preset.link)) << preset.name;
+    EXPECT_NO_THROW(CostModel(preset.device, preset.link)) << preset.name;
     EXPECT_FALSE(preset.source.empty());
   }
   EXPECT_EQ(device_presets().front().name, "cpu-core");
@@ -334,4 +323,4 @@ TEST(DevicePresets, NamedAndValid) {
 }
 
 }  // namespace
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/cost_model.hpp"
 #include "interplace/placement/graph.hpp"
 #include "interplace/placement/placement.hpp"
@@ -23,15 +24,14 @@
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/simulator.hpp"
 #include "interplace/placement/step_estimate.hpp"
-#include "interplace/runs/aux_heads.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 
 struct StepRequest {
-  placement::Strategy strategy = {};  // global, local, pairwise, nwise:N
+  Strategy strategy = {};  // global, local, pairwise, nwise:N
   // Global strategies only (a reach of K-1); unset: GPipe for global, and the interlocked
   // schedule of schedule.hpp otherwise.
-  std::optional<placement::PipelineKind> pipeline = std::nullopt;
+  std::optional<PipelineKind> pipeline = std::nullopt;
   // interleaved-1f1b: chunks per device, V; the placement simulate_step takes then places
   // the K*V model stages (stage s on device s mod K).
   int virtual_stages = 1;
@@ -42,7 +42,7 @@ struct StepRequest {
   // for the ring all-reduce of its gradients over the R replicas.
   int data_parallel = 1;
   // Interlock mode of the local and interlocking strategies (schedule.hpp).
-  placement::InterlockMode interlock = placement::InterlockMode::single;
+  InterlockMode interlock = InterlockMode::single;
   AuxHeadOptions aux_heads = {};
 };
 
@@ -67,7 +67,7 @@ struct TimelineEvent {
   double start_s = 0.0;  // from that rank's start of the step
   double end_s = 0.0;
   // The schedule action the interval belongs to (a comm_wait: the receive it waited in):
-  // placement::grid_label ("F3", "B3", "b3", "H3", "r3", "S"), its micro-batch (numbered
+  // grid_label ("F3", "B3", "b3", "H3", "r3", "S"), its micro-batch (numbered
   // across mini-batches), the loss stage of a backward or gradient message and the peer
   // of a message; "" and -1 where the interval is not one action's.
   std::string action;
@@ -81,11 +81,11 @@ struct TimelineEvent {
 
 struct StepReport {
   // Stage chains: stage; others: node (and why the placement is not a chain).
-  placement::MessageLevel messages = placement::MessageLevel::stage;
+  MessageLevel messages = MessageLevel::stage;
   std::string node_level_reason;
   int reach = 0;  // gradient reach of the strategy on this many stages (K-1: global)
   // The global schedule used; unset for local and interlocking ones and the list schedule.
-  std::optional<placement::PipelineKind> pipeline = std::nullopt;
+  std::optional<PipelineKind> pipeline = std::nullopt;
   double step_time_s = 0.0;
   double idle_fraction = 0.0;  // idle time over devices x step time
   int data_parallel = 1;       // replicas of the pipeline; devices are one replica's
@@ -96,18 +96,18 @@ struct StepReport {
 
 // The events of the first mini-batch of a simulated schedule (every compute action, and
 // the wait of each receive that waited), as the runtime records its timeline.
-std::vector<TimelineEvent> simulated_timeline(const placement::Schedule& schedule,
-                                              const placement::SimulationResult& result);
+std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
+                                              const SimulationResult& result);
 
 // The optimiser step of `parameter_count` fp32 parameters on the cost model's device:
 // a memory-bound update that reads weights, gradients and optimiser state and writes
 // weights and state back.
-double optimizer_step_s(const placement::CostModel& cost_model, int64_t parameter_count);
+double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count);
 
 // The schedule simulate_step simulates for `request` on a stage chain of
 // `placement.device_count` stages (the pipeline defaults to GPipe for global, the interlocked
 // schedule otherwise). Throws invalid_input like build_schedule.
-placement::Schedule step_schedule(const StepRequest& request, int stage_count);
+Schedule step_schedule(const StepRequest& request, int stage_count);
 
 // Simulates `schedule` itself on the placement, with auxiliary heads of `aux_heads` where
 // the schedule has them: the runtime executes the same object (training.hpp's
@@ -115,10 +115,8 @@ placement::Schedule step_schedule(const StepRequest& request, int stage_count);
 // schedule.stage_count stages (K*V under interleaved 1F1B); a node-level one (global) any
 // placement on stage_count devices. Throws invalid_input when the placement cannot run the
 // schedule.
-StepReport simulate_schedule(const placement::Graph& graph, const placement::Placement& placement,
-                             const placement::NodeCosts& costs,
-                             const placement::CostModel& cost_model,
-                             const placement::Schedule& schedule,
+StepReport simulate_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                             const CostModel& cost_model, const Schedule& schedule,
                              const AuxHeadOptions& aux_heads = {}, int data_parallel = 1);
 
 // The node-level schedule of the global strategy (GPipe, a flush per mini-batch) on a
@@ -126,20 +124,16 @@ StepReport simulate_schedule(const placement::Graph& graph, const placement::Pla
 // that the placers' estimate assumes, with its messages (node_level_schedule), so that the
 // branch parallelism a placer planned for is what runs. simulate_step, `train` and sweeps
 // build it here alone.
-placement::Schedule list_node_schedule(const placement::Graph& graph,
-                                       const placement::Placement& placement,
-                                       const placement::NodeCosts& costs,
-                                       const placement::CostModel& cost_model, int micro_batches,
-                                       int mini_batches = 1);
+Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                            const CostModel& cost_model, int micro_batches, int mini_batches = 1);
 
 // The objective of the placers that take one, as every command places: rl's reward is
 // GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,
 // `order-study`, `train` and sweeps all place through it, so one configuration gets one
 // placement whichever command asks (`train --placer rl` used rl's list-scheduled default).
 // `graph`, `costs` and `cost_model` must outlive the placer call.
-void set_placer_objective(placement::PlacementRequest& request, const placement::Graph& graph,
-                          const placement::NodeCosts& costs,
-                          const placement::CostModel& cost_model);
+void set_placer_objective(PlacementRequest& request, const Graph& graph, const NodeCosts& costs,
+                          const CostModel& cost_model);
 
 // simulate_step(...).step_time_s of the global strategy for many placements of one graph
 // (the rl placer's reward, one call per move) on stage chains, and where ranks share a host
@@ -150,25 +144,24 @@ void set_placer_objective(placement::PlacementRequest& request, const placement:
 // `cost_model`, which must outlive it; not safe to call from two threads at once.
 class GlobalStepTime {
  public:
-  GlobalStepTime(const placement::Graph& graph, const placement::NodeCosts& costs,
-                 const placement::CostModel& cost_model, int micro_batches);
-  double operator()(const placement::Placement& placement);
+  GlobalStepTime(const Graph& graph, const NodeCosts& costs, const CostModel& cost_model,
+                 int micro_batches);
+  double operator()(const Placement& placement);
 
  private:
-  const placement::Graph& graph_;
-  const placement::NodeCosts& costs_;
-  const placement::CostModel& cost_model_;
+  const Graph& graph_;
+  const NodeCosts& costs_;
+  const CostModel& cost_model_;
   int micro_batches_;
   double overhead_s_;  // the mini-batch's draw, which the fast estimate leaves out
-  placement::StepTimeEstimate list_schedule_;
+  StepTimeEstimate list_schedule_;
   int sharing_devices_ = -1;     // the device count sharing_active_ was computed for
   bool sharing_active_ = false;  // or working sets: simulate_step's way, not the estimate
 };
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
 // placement that cannot run it (the message gives the reason).
-StepReport simulate_step(const placement::Graph& graph, const placement::Placement& placement,
-                         const placement::NodeCosts& costs, const placement::CostModel& cost_model,
-                         const StepRequest& request);
+StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
+                         const CostModel& cost_model, const StepRequest& request);
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

@@ -9,13 +9,13 @@
 
 #include "interplace/placement/cost_model.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 
 struct DevicePreset {
   std::string name;  // as on the command line: "cpu-core", "h100", "h200"
-  placement::DeviceSpec device;
-  placement::LinkSpec link;  // between two devices of this kind
-  std::string source;        // where the numbers come from, one line
+  DeviceSpec device;
+  LinkSpec link;       // between two devices of this kind
+  std::string source;  // where the numbers come from, one line
 };
 
 // In the order they are documented; the first one is the default.
@@ -24,4 +24,4 @@ std::vector<std::string> device_preset_names();
 // Throws invalid_input for an unknown name, listing the valid ones.
 const DevicePreset& device_preset_by_name(std::string_view name);
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement

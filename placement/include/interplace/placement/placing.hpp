@@ -12,25 +12,24 @@
 #include "interplace/placement/orders.hpp"
 #include "interplace/placement/placers.hpp"
 
-namespace interplace::runs {
+namespace interplace::placement {
 
 struct OrderedGraph {
-  placement::NodeCosts costs;        // on the cost model the order was computed with
+  NodeCosts costs;                   // on the cost model the order was computed with
   std::vector<double> node_seconds;  // per node: forward + backward (costs.compute_s)
-  placement::Order order;
+  Order order;
 };
 
 // The graph's node costs on `cost_model` and its `kind` order: critical-path weighs each
 // node by its forward + backward seconds there; the random orders draw from `seed`.
-OrderedGraph order_graph(const placement::Graph& graph, const placement::CostModel& cost_model,
-                         placement::OrderKind kind, uint64_t seed);
+OrderedGraph order_graph(const Graph& graph, const CostModel& cost_model, OrderKind kind,
+                         uint64_t seed);
 
 // Runs the placer named `placer` on `ordered` (from order_graph with request.cost_model)
 // with `request`, whose rl objective is set here as the simulator's global step
 // (set_placer_objective). `wall_s`, when given, receives the placer call's wall time.
 // Throws invalid_input for an unknown placer or when no placement exists.
-placement::Placement run_placer(const placement::Graph& graph, const OrderedGraph& ordered,
-                                const std::string& placer, placement::PlacementRequest request,
-                                double* wall_s = nullptr);
+Placement run_placer(const Graph& graph, const OrderedGraph& ordered, const std::string& placer,
+                     PlacementRequest request, double* wall_s = nullptr);
 
-}  // namespace interplace::runs
+}  // namespace interplace::placement
