@@ -51,9 +51,9 @@ void validate(const Schedule& schedule, const PipelineCosts& costs) {
   for (size_t i = 0; i < costs.nodes.size(); ++i) {
     validate_entry(costs.nodes[i], "node " + std::to_string(i));
   }
+  const bool node_level = schedule.messages == MessageLevel::node;
   for (const std::vector<Action>& actions : schedule.stage_actions) {
     for (const Action& a : actions) {
-      const bool node_level = schedule.messages == MessageLevel::node;
       if (a.node >= static_cast<int>(costs.nodes.size()) ||
           (node_level ? a.node < 0 && a.kind != ActionKind::optimizer_step : a.node >= 0)) {
         throw_invalid("simulator: action '" + to_string(a) + "' of a " +

@@ -6,6 +6,19 @@
 #include "interplace/placement/stage_chain.hpp"
 
 namespace interplace::placement {
+namespace {
+
+// Each stage's (device's) parameter state: its nodes' and its tied-weight replicas', the
+// memory it holds with no activation kept.
+void set_parameter_state(PipelineCosts& pipeline, const Placement& placement,
+                         const NodeCosts& costs) {
+  const std::vector<int64_t> bytes = device_memory_bytes(placement, costs, 0);
+  for (size_t stage = 0; stage < bytes.size(); ++stage) {
+    pipeline.stages[stage].parameter_state_bytes = bytes[stage];
+  }
+}
+
+}  // namespace
 
 PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                              const LinkSpec& link) {
@@ -19,7 +32,6 @@ PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, con
     s.forward_s += costs.forward_s[node.id];
     s.backward_s += costs.backward_s[node.id];
     s.backward_input_s += costs.backward_input_s[node.id];
-    s.parameter_state_bytes += costs.parameter_state_bytes[node.id];
     s.activation_bytes += costs.output_bytes[node.id];
     // The tensor crosses every boundary from its stage up to its farthest consumer's.
     int farthest = stage;
@@ -30,11 +42,7 @@ PipelineCosts pipeline_costs(const Graph& graph, const Placement& placement, con
       pipeline.stages[boundary].output_bytes += costs.output_bytes[node.id];
     }
   }
-  const std::vector<int64_t> replicas =
-      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
-  for (int stage = 0; stage < placement.device_count; ++stage) {
-    pipeline.stages[stage].parameter_state_bytes += replicas[static_cast<size_t>(stage)];
-  }
+  set_parameter_state(pipeline, placement, costs);
   return pipeline;
 }
 
@@ -52,15 +60,8 @@ PipelineCosts node_pipeline_costs(const Graph& graph, const Placement& placement
     n.backward_input_s = costs.backward_input_s[node.id];
     n.output_bytes = costs.output_bytes[node.id];
     n.activation_bytes = costs.output_bytes[node.id];
-    pipeline.stages[static_cast<size_t>(placement.device_of_node[node.id])].parameter_state_bytes +=
-        costs.parameter_state_bytes[node.id];
   }
-  const std::vector<int64_t> replicas =
-      costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
-  for (int d = 0; d < placement.device_count; ++d) {
-    pipeline.stages[static_cast<size_t>(d)].parameter_state_bytes +=
-        replicas[static_cast<size_t>(d)];
-  }
+  set_parameter_state(pipeline, placement, costs);
   return pipeline;
 }
 

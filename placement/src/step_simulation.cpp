@@ -87,7 +87,15 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
 }
 
 Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
-                            const CostModel& cost_model, int micro_batches, int mini_batches) {
+                            const CostModel& cost_model, PipelineKind pipeline, int micro_batches,
+                            int mini_batches) {
+  if (pipeline != PipelineKind::gpipe) {
+    throw_invalid("pipeline '" + to_string(pipeline) + "' cannot run on this placement (" +
+                  stage_chain_violation(graph, placement).value_or("not a stage chain") +
+                  "): it interleaves whole-stage forward and backward passes. HINT: "
+                  "--pipeline gpipe (the list schedule, node by node), or a placer that "
+                  "makes stage chains (contiguous, stages)");
+  }
   ScheduleRequest request;
   request.pipeline = PipelineKind::gpipe;
   request.stage_count = placement.device_count;
@@ -163,21 +171,12 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
                     "(contiguous, stages)");
     }
   } else if (reach >= k - 1) {
-    if (auto why = stage_chain_violation(graph, placement)) {
-      if (request.pipeline.value_or(PipelineKind::gpipe) != PipelineKind::gpipe) {
-        throw_invalid("pipeline '" + to_string(*request.pipeline) +
-                      "' cannot run on this placement (" + *why +
-                      "): it interleaves whole-stage forward and backward passes. HINT: "
-                      "--pipeline gpipe (the list schedule, node by node), or a placer that "
-                      "makes stage chains (contiguous, stages)");
-      }
-      StepReport report =
-          simulate_schedule(graph, placement, costs, cost_model,
-                            list_node_schedule(graph, placement, costs, cost_model,
-                                               request.micro_batches, request.mini_batches),
-                            request.aux_heads, request.data_parallel);
-      report.node_level_reason = *why;
-      return report;
+    if (!is_stage_chain(graph, placement)) {
+      return simulate_schedule(graph, placement, costs, cost_model,
+                               list_node_schedule(graph, placement, costs, cost_model,
+                                                  request.pipeline.value_or(PipelineKind::gpipe),
+                                                  request.micro_batches, request.mini_batches),
+                               request.aux_heads, request.data_parallel);
     }
   }
   return simulate_schedule(graph, placement, costs, cost_model, step_schedule(request, k),
@@ -318,6 +317,7 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   const SimulationResult result = simulate(schedule, pipeline);
   StepReport report;
   report.messages = schedule.messages;
+  if (node_level) report.node_level_reason = stage_chain_violation(graph, placement).value_or("");
   report.reach = schedule.reach;
   if (global) report.pipeline = schedule.pipeline;
   report.step_time_s = result.step_time_s;

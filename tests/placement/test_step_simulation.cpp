@@ -152,8 +152,9 @@ TEST_F(StepSimulation, NonChainsRunTheNodeLevelListScheduleForGlobalOnly) {
   EXPECT_EQ(report.messages, MessageLevel::node);
   EXPECT_NE(report.node_level_reason.find("device"), std::string::npos);
   EXPECT_EQ(report.pipeline, PipelineKind::gpipe);
-  const StepReport same = simulate_schedule(graph_, p, costs_, model_,
-                                            list_node_schedule(graph_, p, costs_, model_, 2));
+  const StepReport same =
+      simulate_schedule(graph_, p, costs_, model_,
+                        list_node_schedule(graph_, p, costs_, model_, PipelineKind::gpipe, 2));
   EXPECT_EQ(report.step_time_s, same.step_time_s);
   EXPECT_FALSE(report.timeline.empty());
   EXPECT_GE(report.step_time_s, estimate_step_time_s(graph_, costs_, model_.link(), p, 2));

@@ -200,22 +200,14 @@ void plan_schedule(TrainPlan& plan) {
     plan.schedule = placement::build_schedule(request);
     return;
   }
-  const auto not_chain = placement::stage_chain_violation(plan.graph, plan.placement);
-  if (!not_chain) {
+  if (placement::is_stage_chain(plan.graph, plan.placement)) {
     plan.schedule = placement::build_schedule(request);
     return;
   }
-  if (plan.pipeline != placement::PipelineKind::gpipe) {
-    throw_invalid("pipeline '" + placement::to_string(plan.pipeline) +
-                  "' cannot run on this placement (" + *not_chain +
-                  "): " + placement::to_string(plan.pipeline) +
-                  " interleaves whole-stage forward and backward passes. HINT: "
-                  "--pipeline gpipe (the list schedule, node by node), or a placer that makes "
-                  "stage chains (contiguous, stages)");
-  }
   const placement::CostModel cost_model = training_cost_model(c);
-  plan.schedule = placement::list_node_schedule(
-      plan.graph, plan.placement, cost_model.node_costs(plan.graph), cost_model, c.micro_batches);
+  plan.schedule =
+      placement::list_node_schedule(plan.graph, plan.placement, cost_model.node_costs(plan.graph),
+                                    cost_model, plan.pipeline, c.micro_batches);
 }
 
 TrainPlan plan_training(const TrainConfig& given) {
@@ -284,10 +276,6 @@ TrainPlan plan_training(const TrainConfig& given) {
   plan.prediction =
       placement::simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model,
                                    plan.schedule, config_aux_heads(config), config.data_parallel);
-  if (plan.schedule.messages == placement::MessageLevel::node) {
-    plan.prediction.node_level_reason =
-        *placement::stage_chain_violation(plan.graph, plan.placement);
-  }
 
   plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);
 

@@ -123,9 +123,11 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
 // placement that is not a stage chain: the ready-first list schedule of step_estimate.hpp
 // that the placers' estimate assumes, with its messages (node_level_schedule), so that the
 // branch parallelism a placer planned for is what runs. simulate_step, `train` and sweeps
-// build it here alone.
+// build it here alone. Throws invalid_input for another `pipeline` than GPipe (1F1B and
+// the others interleave whole-stage passes), with a HINT.
 Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
-                            const CostModel& cost_model, int micro_batches, int mini_batches = 1);
+                            const CostModel& cost_model, PipelineKind pipeline, int micro_batches,
+                            int mini_batches = 1);
 
 // The objective of the placers that take one, as every command places: rl's reward is
 // GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,
