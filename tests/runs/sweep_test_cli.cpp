@@ -8,7 +8,7 @@
 #include "error_line.hpp"
 #include "fake_runner.hpp"
 #include "interplace/kernels/error.hpp"
-#include "mpi/cmd_sweep.hpp"
+#include "results/cmd_sweep.hpp"
 
 namespace cli = interplace::runs::cli;
 

@@ -243,15 +243,19 @@ def check_scales(gid, g, k, r=1):
             check("cpu_s" not in p, f"{gid}: prediction/timeline/cpu_s")
 
 
-def check_config_keys(groups):
-    """Every group stores its configuration key (the id of repeat 0) and the analysis'
-    recomputation from the parameters, which older files need, gives the same key."""
+def analysis_rank_datasets():
     sys.path.insert(0, os.path.join(SOURCE_DIR, "analysis"))
-    from interplace_analysis.loader import canonical_config_key
+    from interplace_analysis.h5file import RANK_DATASETS
+    return RANK_DATASETS
+
+
+def check_config_keys(groups):
+    """Every group stores its configuration key: the id of repeat 0, as documented."""
     for gid, a in groups.items():
         stored = a.get("config_key")
-        check(stored == canonical_config_key(a),
-              f"{gid}: config_key {stored}, recomputed {canonical_config_key(a)}")
+        expected = fnv1a64(canonical({**a, "repeat": 0}))
+        check(stored == expected, f"{gid}: config_key {stored}, the canonical string gives "
+              f"{expected}")
         if int(a.get("repeat", 0)) == 0:
             check(stored == gid, f"{gid}: repeat 0 but config_key {stored}")
 
@@ -361,6 +365,10 @@ def check_layout(path, spec_path, world_size):
                 for name in ("bytes_sent", "peak_memory_bytes"):
                     check(g["ranks"][name].shape == (s, k * r) and
                           g["ranks"][name].dtype == np.int64, f"{gid}: ranks/{name}")
+                # The writer's columns (kRankStepFields) are the ones the analysis reads.
+                check(set(g["ranks"].keys()) == set(analysis_rank_datasets()),
+                      f"{gid}: ranks/* {sorted(g['ranks'].keys())} is not the analysis' "
+                      "RANK_DATASETS")
                 check(np.allclose(steps["step_time_s"][()], g["ranks"]["step_s"][()].max(axis=1)),
                       f"{gid}: step_time_s is the max over ranks")
                 t = g["timeline"]

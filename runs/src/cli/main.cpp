@@ -14,7 +14,7 @@
 #include "interplace/kernels/failure.hpp"
 #include "model_options.hpp"
 #ifdef INTERPLACE_HAVE_RUNTIME
-#include "mpi/cmd_sweep.hpp"
+#include "results/cmd_sweep.hpp"
 #endif
 
 #ifdef INTERPLACE_HAVE_RUNTIME

@@ -2,10 +2,12 @@
 // ids) and what was asked for (the spec), gathered from every rank onto rank 0.
 #include <hdf5.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
 
+#include "interplace/kernels/error.hpp"
 #include "interplace/kernels/versions.hpp"
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/order_study_file.hpp"
@@ -146,6 +148,22 @@ std::string overrides_text(const SweepSpec& spec) {
   std::string text;
   for (const std::string& o : spec.overrides) text += (text.empty() ? "" : "\n") + o;
   return text;
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard shard;
+  const size_t slash = text.find('/');
+  auto number = [&text](std::string_view part, int& value) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    return error == std::errc() && end == part.data() + part.size() && !part.empty();
+  };
+  const std::string_view all(text);
+  if (slash == std::string::npos || !number(all.substr(0, slash), shard.index) ||
+      !number(all.substr(slash + 1), shard.count) || shard.count < 1 || shard.index < 0 ||
+      shard.index >= shard.count) {
+    throw_invalid("--shard must be i/n with 0 <= i < n, got '" + text + "'");
+  }
+  return shard;
 }
 
 }  // namespace interplace::runs

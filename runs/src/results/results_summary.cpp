@@ -338,10 +338,6 @@ std::string rank_column_long_name(const std::string& name) {
   return "median over measured steps of " + name + ", mean over ranks";
 }
 
-const char* rank_column_units(const std::string& name) {
-  return name == "bytes_sent" || name == "peak_memory_bytes" ? "bytes" : "s";
-}
-
 h5::Handle string_type() {
   h5::Handle type = h5::check(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
   h5::check(H5Tset_size(type.get(), H5T_VARIABLE), "H5Tset_size");
@@ -462,9 +458,9 @@ void create_summary(hid_t file) {
   for (const RealColumn& c : real_columns()) {
     attach(create_column(group.get(), c.name, H5T_IEEE_F64LE, c.units, c.long_name));
   }
-  for (const char* name : kSummaryRankColumns) {
-    attach(create_column(group.get(), name, H5T_IEEE_F64LE, rank_column_units(name),
-                         rank_column_long_name(name)));
+  for (const RankStepField& field : kRankStepFields) {
+    attach(create_column(group.get(), field.name, H5T_IEEE_F64LE, field.units,
+                         rank_column_long_name(field.name)));
   }
 }
 

@@ -11,15 +11,17 @@
 #include <vector>
 
 #include "hdf5_io.hpp"
+#include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
 
-// The per-rank datasets (ranks/*) whose medians over measured steps the table holds, in
-// the analysis' order (frames.RANK_DATASETS).
-inline constexpr std::array<const char*, 15> kSummaryRankColumns = {
-    "step_s",      "forward_s",     "backward_s",     "aux_s",      "optimizer_s",
-    "comm_wait_s", "idle_s",        "overhead_s",     "bytes_sent", "peak_memory_bytes",
-    "step_cpu_s",  "forward_cpu_s", "backward_cpu_s", "aux_cpu_s",  "optimizer_cpu_s"};
+// The per-rank datasets (ranks/*, kRankStepFields) whose medians over measured steps the
+// table holds, in the analysis' order (h5file.RANK_DATASETS).
+inline constexpr std::array<const char*, kRankStepFieldCount> kSummaryRankColumns = [] {
+  std::array<const char*, kRankStepFieldCount> names{};
+  for (size_t i = 0; i < kRankStepFieldCount; ++i) names[i] = kRankStepFields[i].name;
+  return names;
+}();
 
 struct SummaryRow {
   // Key fields, as the group's attributes ("" or -1 where the group lacks one).

@@ -16,6 +16,7 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/device_presets.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/results_file.hpp"
 #include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
@@ -43,53 +44,23 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "config_key", config_id(c, 0));
   write_attr(g, "index", r.config.index);
   write_attr(g, "name", c.display_name());
-  write_attr(g, "model", c.model);
   write_attr(g, "family", c.graph_file.empty() ? family_of(c.model) : c.graph_family);
-  if (!c.graph_file.empty()) {  // absent for zoo models
-    write_attr(g, "graph_file", c.graph_file);
-    write_attr(g, "graph_digest", c.graph_digest);
+  // Every key of the configuration's schema, typed by its kind (config_fields.hpp).
+  for (const ConfigField& f : config_fields()) {
+    if (f.in_file == Presence::never || (f.in_file == Presence::when && !f.id_present(c))) {
+      continue;
+    }
+    const FieldValue value = f.get(c);
+    if (f.kind == ValueKind::integer) {
+      write_attr(g, f.attribute_name(), value.integer);
+    } else if (f.kind == ValueKind::number) {
+      write_attr(g, f.attribute_name(), value.number);
+    } else {
+      write_attr(g, f.attribute_name(), value.text);
+    }
   }
-  write_attr(g, "order", c.order);
-  write_attr(g, "placer", c.placer);
-  write_attr(g, "devices", int64_t{c.devices});
-  write_attr(g, "strategy", c.strategy);
-  write_attr(g, "pipeline", c.pipeline);
-  write_attr(g, "interlock_mode", c.interlock_mode);
-  // Interleaved 1F1B's V: only when not 1, as its canonical line (config_id.cpp).
-  if (c.virtual_stages != 1) write_attr(g, "virtual_stages", int64_t{c.virtual_stages});
-  // Data-parallel replicas: only when not 1, as its canonical line (config_id.cpp).
-  if (c.data_parallel != 1) write_attr(g, "data_parallel", int64_t{c.data_parallel});
-  write_attr(g, "micro_batches", int64_t{c.micro_batches});
-  write_attr(g, "batch_size", c.batch_size);
-  write_attr(g, "warmup_steps", int64_t{c.warmup_steps});
-  write_attr(g, "steps", int64_t{c.steps});
-  write_attr(g, "dataset", c.dataset);
-  write_attr(g, "data_dir", c.data_dir);
-  write_attr(g, "eval_samples_requested", c.eval_samples);
-  write_attr(g, "optimizer", placement::to_string(c.optimizer));
-  write_attr(g, "learning_rate", c.learning_rate);
-  write_attr(g, "weight_decay", c.weight_decay);
-  write_attr(g, "lr_schedule", to_string(c.lr_schedule.kind));
-  // Lists as the spec writes them ("91,136,182"; "" for none): one string, like the id.
-  write_attr(g, "lr_milestones", number_list_text(c.lr_schedule.milestones));
-  write_attr(g, "lr_milestone_unit", to_string(c.lr_schedule.unit));
-  write_attr(g, "lr_decay", c.lr_schedule.decay);
-  write_attr(g, "warmup_lr_steps", int64_t{c.lr_schedule.warmup_steps});
-  write_attr(g, "epochs", c.epochs);
-  write_attr(g, "eval_epochs", number_list_text(c.eval_epochs));
-  write_attr(g, "eval_epoch_samples", c.eval_epoch_samples);
-  write_attr(g, "train_samples", c.train_samples);
-  write_attr(g, "augmentation", to_string(c.augmentation));
-  write_attr(g, "aux_head", to_string(c.aux_head));
-  write_attr(g, "aux_head_capped", int64_t{c.aux_head == placement::AuxHeadWidth::capped ? 1 : 0});
-  write_attr(g, "weight_decay_all", int64_t{c.weight_decay_all ? 1 : 0});
-  write_attr(g, "threads_per_rank", int64_t{c.threads_per_rank});
-  write_attr(g, "seed", static_cast<int64_t>(c.seed));
-  write_attr(g, "device", c.device);
-  write_attr(g, "cost_device", cost_device_string(c));
-  // The string stays (it is part of the id); each option is also its own typed attribute,
-  // so a reader need not parse it.
-  write_attr(g, "model_options", model_options_string(c.model_options));
+  // Each model option also as its own typed attribute, so a reader need not parse the
+  // model_options string.
   for (const ModelOptionValue& option : model_option_values(c.model_options)) {
     const std::string name = "model_option_" + option.key;
     if (option.integer) {
@@ -260,9 +231,8 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
   std::vector<int8_t> warmup(s);
   std::vector<double> step_time(s), loss(s), accuracy(s), learning_rate(s);
   std::vector<double> aux_loss(s * k, nan), aux_accuracy(s * k, nan);
-  std::vector<std::vector<double>> times(8, std::vector<double>(s * k, 0.0));
-  std::vector<std::vector<double>> cpu_times(5, std::vector<double>(s * k, 0.0));
-  std::vector<int64_t> bytes(s * k, 0), memory(s * k, 0);
+  // Per column of kRankStepFields: [step, rank] row-major.
+  std::vector<std::vector<double>> columns(kRankStepFieldCount, std::vector<double>(s * k, 0.0));
   for (size_t i = 0; i < s; ++i) {
     const StepRecord& r = result.steps[i];
     step[i] = r.step;
@@ -275,15 +245,9 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
       if (j < r.aux_loss.size()) aux_loss[i * k + j] = r.aux_loss[j];
       if (j < r.aux_accuracy.size()) aux_accuracy[i * k + j] = r.aux_accuracy[j];
       if (j >= r.ranks.size()) continue;
-      const RankStepRecord& q = r.ranks[j];
-      const double values[8] = {q.step_s,      q.forward_s,   q.backward_s, q.aux_s,
-                                q.optimizer_s, q.comm_wait_s, q.idle_s,     q.overhead_s};
-      for (size_t t = 0; t < 8; ++t) times[t][i * k + j] = values[t];
-      const double cpu_values[5] = {q.step_cpu_s, q.forward_cpu_s, q.backward_cpu_s, q.aux_cpu_s,
-                                    q.optimizer_cpu_s};
-      for (size_t t = 0; t < 5; ++t) cpu_times[t][i * k + j] = cpu_values[t];
-      bytes[i * k + j] = q.bytes_sent;
-      memory[i * k + j] = q.peak_memory_bytes;
+      for (size_t c = 0; c < kRankStepFieldCount; ++c) {
+        columns[c][i * k + j] = kRankStepFields[c].value(r.ranks[j]);
+      }
     }
   }
   // Per stage: K of the K x R ranks (the first replica's columns; every replica has the
@@ -311,31 +275,17 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
   variable(steps.get(), "aux_accuracy", aux_accuracy_of_stage, {at, stage},
            {"1", "auxiliary head accuracy per stage"});
   const h5::Handle ranks = h5::create_group(g, "ranks");
-  const char* names[8] = {"step_s",      "forward_s",   "backward_s", "aux_s",
-                          "optimizer_s", "comm_wait_s", "idle_s",     "overhead_s"};
-  const char* long_names[8] = {"step time of the rank",
-                               "forward compute time",
-                               "backward compute time",
-                               "auxiliary head time",
-                               "optimizer time",
-                               "time waiting for messages",
-                               "idle time (pipeline bubble)",
-                               "time outside the kernels and waits"};
-  for (size_t t = 0; t < 8; ++t) {
-    variable(ranks.get(), names[t], times[t], {at, rank}, {"s", long_names[t]});
+  // Times as float, byte counts as int64 (docs/results-format.md).
+  for (size_t c = 0; c < kRankStepFieldCount; ++c) {
+    const RankStepField& field = kRankStepFields[c];
+    const Meaning meaning{field.units, field.long_name};
+    if (field.count != nullptr) {
+      const std::vector<int64_t> counts(columns[c].begin(), columns[c].end());
+      variable(ranks.get(), field.name, counts, {at, rank}, meaning);
+    } else {
+      variable(ranks.get(), field.name, columns[c], {at, rank}, meaning);
+    }
   }
-  // The main thread's CPU seconds beside the wall times (docs/results-format.md).
-  const char* cpu_names[5] = {"step_cpu_s", "forward_cpu_s", "backward_cpu_s", "aux_cpu_s",
-                              "optimizer_cpu_s"};
-  const char* cpu_long_names[5] = {"CPU time of the rank's main thread in the step",
-                                   "forward compute CPU time", "backward compute CPU time",
-                                   "auxiliary head CPU time", "optimizer CPU time"};
-  for (size_t t = 0; t < 5; ++t) {
-    variable(ranks.get(), cpu_names[t], cpu_times[t], {at, rank}, {"s", cpu_long_names[t]});
-  }
-  variable(ranks.get(), "bytes_sent", bytes, {at, rank}, {"bytes", "payload bytes sent"});
-  variable(ranks.get(), "peak_memory_bytes", memory, {at, rank},
-           {"bytes", "peak memory during the step"});
 }
 
 // The whole-test-split evaluations during training (eval_epochs), one row each; absent

@@ -3,7 +3,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -72,30 +71,12 @@ std::string gib(double bytes) {
   return out.str();
 }
 
+// Beyond each key's own check (check_scalar_fields, by resolve_epochs): the rules that
+// combine keys or bound them by the machine.
 void validate_scalars(const TrainConfig& c) {
-  if (c.devices < 1) throw_invalid("devices must be >= 1, got " + std::to_string(c.devices));
-  if (c.batch_size < 1) {
-    throw_invalid("batch_size must be >= 1, got " + std::to_string(c.batch_size));
-  }
   // The one rule every subcommand uses (the replicas' slices, then micro-batches).
   c.micro_batch_samples();
-  if (c.steps < 1) throw_invalid("steps must be >= 1, got " + std::to_string(c.steps));
-  if (c.warmup_steps < 0) {
-    throw_invalid("warmup_steps must be >= 0, got " + std::to_string(c.warmup_steps));
-  }
-  if (c.eval_samples < 0) {
-    throw_invalid("eval_samples must be >= 0, got " + std::to_string(c.eval_samples));
-  }
-  if (!(c.learning_rate > 0.0) || !std::isfinite(c.learning_rate)) {
-    throw_invalid("learning_rate must be a finite number > 0");
-  }
-  if (!(c.weight_decay >= 0.0) || !std::isfinite(c.weight_decay)) {
-    throw_invalid("weight_decay must be a finite number >= 0");
-  }
   check_thread_count("threads_per_rank", c.threads_per_rank);
-  if (!(c.watchdog_s > 0.0) || !std::isfinite(c.watchdog_s)) {
-    throw_invalid("watchdog_s must be a finite number of seconds > 0");
-  }
 }
 
 }  // namespace
@@ -142,10 +123,6 @@ void parse_choices(TrainPlan& plan) {
                     " devices is not global (it runs 1F1B's order: pipeline 1f1b). HINT: "
                     "--pipeline 1f1b, or --strategy global");
     }
-  }
-  if (c.virtual_stages < 1 || c.virtual_stages > placement::kMaxVirtualStages) {
-    throw_invalid("virtual_stages must be in 1.." + std::to_string(placement::kMaxVirtualStages) +
-                  ", got " + std::to_string(c.virtual_stages));
   }
   if (c.virtual_stages != 1 && plan.pipeline != placement::PipelineKind::interleaved_1f1b) {
     throw_invalid("virtual_stages " + std::to_string(c.virtual_stages) +

@@ -39,26 +39,13 @@ double first_number(double current, double value) {
 }  // namespace
 
 std::vector<double> pack_step(const LocalRecords& l, size_t s) {
-  const RankStepRecord& r = l.ranks[s];
-  return {r.step_s,
-          r.forward_s,
-          r.backward_s,
-          r.aux_s,
-          r.optimizer_s,
-          r.comm_wait_s,
-          r.idle_s,
-          r.overhead_s,
-          static_cast<double>(r.bytes_sent),
-          static_cast<double>(r.peak_memory_bytes),
-          l.loss[s],
-          l.accuracy[s],
-          l.aux_loss[s],
-          l.aux_accuracy[s],
-          r.step_cpu_s,
-          r.forward_cpu_s,
-          r.backward_cpu_s,
-          r.aux_cpu_s,
-          r.optimizer_cpu_s};
+  // The record's columns, then the mini-batch's loss and accuracy and the rank's auxiliary
+  // head's: kStepFields numbers.
+  std::vector<double> out;
+  out.reserve(kStepFields);
+  for (const RankStepField& field : kRankStepFields) out.push_back(field.value(l.ranks[s]));
+  out.insert(out.end(), {l.loss[s], l.accuracy[s], l.aux_loss[s], l.aux_accuracy[s]});
+  return out;
 }
 
 StepRecord new_step_record(int step, const TrainPlan& plan) {
@@ -74,27 +61,14 @@ StepRecord new_step_record(int step, const TrainPlan& plan) {
 
 void add_rank_to_step(StepRecord& step, int stage, const double* f) {
   RankStepRecord rec;
-  rec.step_s = f[0];
-  rec.forward_s = f[1];
-  rec.backward_s = f[2];
-  rec.aux_s = f[3];
-  rec.optimizer_s = f[4];
-  rec.comm_wait_s = f[5];
-  rec.idle_s = f[6];
-  rec.overhead_s = f[7];
-  rec.bytes_sent = static_cast<int64_t>(f[8]);
-  rec.peak_memory_bytes = static_cast<int64_t>(f[9]);
-  rec.step_cpu_s = f[14];
-  rec.forward_cpu_s = f[15];
-  rec.backward_cpu_s = f[16];
-  rec.aux_cpu_s = f[17];
-  rec.optimizer_cpu_s = f[18];
+  for (size_t i = 0; i < kRankStepFieldCount; ++i) kRankStepFields[i].set(rec, f[i]);
+  const double* losses = f + kRankStepFieldCount;
   step.step_time_s = std::max(step.step_time_s, rec.step_s);
   step.ranks.push_back(rec);
-  step.loss = first_number(step.loss, f[10]);
-  step.accuracy = first_number(step.accuracy, f[11]);
-  step.aux_loss[static_cast<size_t>(stage)] = f[12];
-  step.aux_accuracy[static_cast<size_t>(stage)] = f[13];
+  step.loss = first_number(step.loss, losses[0]);
+  step.accuracy = first_number(step.accuracy, losses[1]);
+  step.aux_loss[static_cast<size_t>(stage)] = losses[2];
+  step.aux_accuracy[static_cast<size_t>(stage)] = losses[3];
 }
 
 TrainResult gather_records(const LocalRecords& local, const TrainPlan& plan, Messenger& msg) {

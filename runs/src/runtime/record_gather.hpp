@@ -18,11 +18,11 @@ struct LocalRecords {
   std::string device_name;
 };
 
-// One step of one rank as kStepFields numbers (its RankStepRecord's wall times, bytes and
-// memory, then loss, accuracy, aux loss, aux accuracy, then its CPU times), and the
-// assembly of such rows into a StepRecord: rank records added in rank order, the loss from
-// the first rank that has one.
-constexpr int kStepFields = 19;
+// One step of one rank as kStepFields numbers (its RankStepRecord's columns in
+// kRankStepFields' order, then loss, accuracy, aux loss, aux accuracy), and the assembly of
+// such rows into a StepRecord: rank records added in rank order, the loss from the first
+// rank that has one.
+constexpr int kStepFields = static_cast<int>(kRankStepFieldCount) + 4;
 std::vector<double> pack_step(const LocalRecords& local, size_t step);
 StepRecord new_step_record(int step, const TrainPlan& plan);
 void add_rank_to_step(StepRecord& step, int stage, const double* fields);

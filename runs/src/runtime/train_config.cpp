@@ -1,8 +1,8 @@
-#include <cmath>
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/graph_file.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
@@ -55,12 +55,9 @@ int64_t config_steps_per_epoch(const TrainConfig& c) {
 }
 
 void resolve_epochs(TrainConfig& c) {
+  check_scalar_fields(c);
   check_lr_schedule(c.lr_schedule);
   check_train_subset(c.dataset, c.train_samples);
-  if (c.eval_epoch_samples < 0) {
-    throw_invalid("eval_epoch_samples must be >= 0 (0: the whole test split), got " +
-                  std::to_string(c.eval_epoch_samples));
-  }
   if (c.eval_epoch_samples > 0 && c.micro_batches >= 1 &&
       c.eval_epoch_samples < c.replica_batch_size() / c.micro_batches) {
     throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +
@@ -79,9 +76,6 @@ void resolve_epochs(TrainConfig& c) {
         "training size is known before reading it and at least one batch of " +
         std::to_string(c.batch_size) + " per epoch; '" + c.dataset +
         "' has not. HINT: count in steps");
-  }
-  if (c.epochs < 0.0 || !std::isfinite(c.epochs)) {
-    throw_invalid("epochs must be a finite number >= 0 (0: count in steps)");
   }
   if (c.epochs > 0.0) {
     const int64_t total = steps_for_epochs(c.epochs, per_epoch);

@@ -15,25 +15,17 @@
 #include "interplace/kernels/input_file.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/sweep_spec.hpp"
-#include "spec_dimensions.hpp"
 #include "toml_nesting.hpp"
 
 namespace interplace::runs {
 namespace {
 
 using Value = toml::basic_value<toml::discard_comments, std::map, std::vector>;
-using sweep::Dimension;
-using sweep::DimValue;
-using sweep::ValueKind;
 
 constexpr int64_t kMaxConfigurations = 1'000'000;
 constexpr std::string_view kOverridePrefix = "override '";
-
-const std::vector<std::string> kIntegerModelOptions = {
-    "in_channels", "image_size", "classes",    "sequence_length", "layers",
-    "dim",         "heads",      "vocab_size", "max_positions"};
-const std::vector<std::string> kNumberModelOptions = {"width_multiplier", "depth_multiplier"};
 
 std::string type_name(const Value& v) {
   std::ostringstream out;
@@ -52,8 +44,8 @@ class Parser {
     throw_invalid(path_ + ":" + std::to_string(at.location().line()) + ": " + reason);
   }
 
-  DimValue convert(const Dimension& dim, const Value& v) const {
-    DimValue out;
+  FieldValue convert(const ConfigField& dim, const Value& v) const {
+    FieldValue out;
     if (dim.kind == ValueKind::string) {
       if (!v.is_string()) fail(v, dim.key + " takes strings, got " + type_name(v));
       out.text = v.as_string().str;
@@ -69,7 +61,7 @@ class Parser {
       } else {
         fail(v, dim.key + " takes numbers, got " + type_name(v));
       }
-      out.text = sweep::number_text(out.number);
+      out.text = number_text(out.number);
     }
     try {
       dim.check(out);
@@ -80,8 +72,9 @@ class Parser {
   }
 
   // A value or a non-empty list of values.
-  std::vector<DimValue> values(const Dimension& dim, const std::string& key, const Value& v) const {
-    std::vector<DimValue> out;
+  std::vector<FieldValue> values(const ConfigField& dim, const std::string& key,
+                                 const Value& v) const {
+    std::vector<FieldValue> out;
     if (!v.is_array()) return {convert(dim, v)};
     if (v.as_array().empty()) fail(v, "'" + key + "' is an empty list");
     for (const Value& item : v.as_array()) out.push_back(convert(dim, item));
@@ -98,42 +91,27 @@ class Parser {
   }
 
   void model_option(placement::ModelOptions& o, const std::string& key, const Value& v) const {
-    auto in = [&key](const std::vector<std::string>& names) {
-      return std::find(names.begin(), names.end(), key) != names.end();
-    };
-    if (in(kNumberModelOptions)) {
-      const Dimension number{
-          key,
-          "",
-          ValueKind::number,
-          {},
-          [&key](const DimValue& d) { placement::check_multiplier(key, d.number); },
-          {}};
-      const double value = convert(number, v).number;
-      (key == "width_multiplier" ? o.width_multiplier : o.depth_multiplier) = value;
-      return;
+    const ModelOptionField* field = nullptr;
+    std::string valid;
+    for (const ModelOptionField& f : kModelOptionFields) {
+      if (f.key == key) field = &f;
+      valid += (valid.empty() ? "" : ", ") + std::string(f.key);
     }
-    if (!in(kIntegerModelOptions)) {
-      std::string valid;
-      for (const auto& names : {kIntegerModelOptions, kNumberModelOptions}) {
-        for (const std::string& name : names) valid += (valid.empty() ? "" : ", ") + name;
-      }
+    if (field == nullptr) {
       const std::string hint =
           key == "batch_size" ? " (batch_size is a top-level key of the spec)" : "";
       fail(v, "unknown model option '" + key + "'" + hint + " (valid: " + valid +
                   ", or a table per model)");
     }
-    const int64_t value = integer(v, "model option " + key, 1);
-    const std::map<std::string, int64_t*> fields = {{"in_channels", &o.in_channels},
-                                                    {"image_size", &o.image_size},
-                                                    {"classes", &o.classes},
-                                                    {"sequence_length", &o.sequence_length},
-                                                    {"layers", &o.layers},
-                                                    {"dim", &o.dim},
-                                                    {"heads", &o.heads},
-                                                    {"vocab_size", &o.vocab_size},
-                                                    {"max_positions", &o.max_positions}};
-    *fields.at(key) = value;
+    if (field->integer != nullptr) {
+      o.*field->integer = integer(v, "model option " + key, 1);
+      return;
+    }
+    ConfigField number;
+    number.key = key;
+    number.kind = ValueKind::number;
+    number.check = [&key](const FieldValue& d) { placement::check_multiplier(key, d.number); };
+    o.*field->real = convert(number, v).number;
   }
 
  private:
@@ -142,7 +120,7 @@ class Parser {
 
 // Where each top-level key of the spec is, once checked.
 struct Sections {
-  std::vector<std::vector<DimValue>> lists;  // per dimension, in expansion order
+  std::vector<std::vector<FieldValue>> lists;  // per dimension, in expansion order
   int64_t repeats = 1;
   placement::ModelOptions common_options;
   std::map<std::string, placement::ModelOptions> per_model;  // already includes the common ones
@@ -151,7 +129,7 @@ struct Sections {
 };
 
 int dimension_index(const std::string& key) {
-  const std::vector<Dimension>& dims = sweep::dimensions();
+  const std::vector<ConfigField>& dims = settable_fields();
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].key == key || (!dims[i].plural.empty() && dims[i].plural == key)) {
       return static_cast<int>(i);
@@ -162,7 +140,7 @@ int dimension_index(const std::string& key) {
 
 std::string valid_top_level_keys() {
   std::string valid;
-  for (const Dimension& dim : sweep::dimensions()) {
+  for (const ConfigField& dim : settable_fields()) {
     valid += (valid.empty() ? "" : ", ") + dim.key;
     if (!dim.plural.empty()) valid += "/" + dim.plural;
   }
@@ -215,7 +193,7 @@ void read_exclusions(const Parser& p, const Value& list, Sections& s) {
         p.fail(v,
                "unknown key '" + key + "' in [[exclude]] (valid: the dimension keys and repeat)");
       }
-      for (const DimValue& d : p.values(sweep::dimensions()[index], key, v)) {
+      for (const FieldValue& d : p.values(settable_fields()[index], key, v)) {
         match[index].insert(d.text);
       }
     }
@@ -224,11 +202,11 @@ void read_exclusions(const Parser& p, const Value& list, Sections& s) {
 }
 
 // "enas-cnn:0..31" as its 32 members, in seed order (other names as they are).
-std::vector<DimValue> expand_model_sets(const std::vector<DimValue>& models) {
-  std::vector<DimValue> expanded;
-  for (const DimValue& d : models) {
+std::vector<FieldValue> expand_model_sets(const std::vector<FieldValue>& models) {
+  std::vector<FieldValue> expanded;
+  for (const FieldValue& d : models) {
     for (const std::string& name : placement::expand_model_names(d.text)) {
-      DimValue member = d;
+      FieldValue member = d;
       member.text = name;
       expanded.push_back(member);
     }
@@ -237,7 +215,7 @@ std::vector<DimValue> expand_model_sets(const std::vector<DimValue>& models) {
 }
 
 Sections read_sections(const Parser& p, const Value& root) {
-  const std::vector<Dimension>& dims = sweep::dimensions();
+  const std::vector<ConfigField>& dims = settable_fields();
   Sections s;
   s.lists.resize(dims.size());
   std::vector<const Value*> given(dims.size(), nullptr);
@@ -262,12 +240,7 @@ Sections read_sections(const Parser& p, const Value& root) {
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (given[i] != nullptr) continue;
-    for (const std::string& text : dims[i].defaults) {
-      DimValue d{text, 0, 0.0};
-      if (dims[i].kind == ValueKind::integer) d.integer = std::stoll(text);
-      if (dims[i].kind == ValueKind::number) d.number = std::stod(text);
-      s.lists[i].push_back(d);
-    }
+    s.lists[i].push_back(dims[i].default_value());
   }
   const int graph_file = dimension_index("graph_file");
   if (given[0] != nullptr && given[static_cast<size_t>(graph_file)] != nullptr) {
@@ -275,7 +248,7 @@ Sections read_sections(const Parser& p, const Value& root) {
            "a spec sweeps 'model' or 'graph_file', not both (a graph file is the network)");
   }
   std::set<std::string> models;
-  for (const DimValue& d : s.lists[0]) models.insert(d.text);
+  for (const FieldValue& d : s.lists[0]) models.insert(d.text);
   if (root.contains("model_options")) read_model_options(p, root.at("model_options"), s, models);
   if (root.contains("exclude")) read_exclusions(p, root.at("exclude"), s);
   return s;
@@ -378,7 +351,7 @@ void drop_unswept_model_options(Value& root, const Value& models) {
 
 std::string valid_override_keys() {
   std::string valid;
-  for (const Dimension& dim : sweep::dimensions()) {
+  for (const ConfigField& dim : settable_fields()) {
     valid += (valid.empty() ? "" : ", ") + dim.key;
     if (!dim.plural.empty()) valid += "/" + dim.plural;
   }
@@ -422,7 +395,7 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
     if (index < 0) {
       throw_invalid(name + ": unknown key '" + key + "' (valid: " + valid_override_keys() + ")");
     }
-    const Dimension& dim = sweep::dimensions()[static_cast<size_t>(index)];
+    const ConfigField& dim = settable_fields()[static_cast<size_t>(index)];
     table.erase(dim.key);
     if (!dim.plural.empty()) table.erase(dim.plural);
     table[key] = value;
@@ -433,20 +406,20 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
 // The pipeline a non-global strategy's configurations record: the first listed that such a
 // strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 and
 // interleaved-1f1b it refuses), else 1f1b.
-DimValue non_global_pipeline(const std::vector<DimValue>& listed) {
+FieldValue non_global_pipeline(const std::vector<FieldValue>& listed) {
   const std::string zb_h1 = placement::to_string(placement::PipelineKind::zb_h1);
   const std::string interleaved = placement::to_string(placement::PipelineKind::interleaved_1f1b);
-  for (const DimValue& value : listed) {
+  for (const FieldValue& value : listed) {
     if (value.text != zb_h1 && value.text != interleaved) return value;
   }
-  DimValue fallback = listed.front();
+  FieldValue fallback = listed.front();
   fallback.text = placement::to_string(placement::PipelineKind::one_f_one_b);
   return fallback;
 }
 
 // Cross product, first dimension outermost, repeat innermost.
 std::vector<SweepConfig> expand(const Sections& s) {
-  const std::vector<Dimension>& dims = sweep::dimensions();
+  const std::vector<ConfigField>& dims = settable_fields();
   int64_t total = s.repeats;
   for (const auto& list : s.lists) {
     total *= static_cast<int64_t>(list.size());
@@ -468,14 +441,14 @@ std::vector<SweepConfig> expand(const Sections& s) {
     TrainConfig config;
     std::vector<std::string> texts(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) {
-      DimValue value = s.lists[i][at[i]];
+      FieldValue value = s.lists[i][at[i]];
       // The pipeline schedules only the global strategy: the others keep the first listed
       // that they accept (zb-h1 and interleaved-1f1b are the global strategy's alone; 1f1b
       // when only they are listed).
       if (static_cast<int>(i) == pipeline && texts[strategy] != "global") {
         value = non_global_pipeline(s.lists[i]);
       }
-      dims[i].apply(config, value);
+      dims[i].set(config, value);
       texts[i] = value.text;
     }
     // One unpipelined pass has one micro-batch, whatever micro_batches lists; the

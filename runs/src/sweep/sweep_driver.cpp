@@ -334,22 +334,6 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
   return out;
 }
 
-Shard parse_shard(const std::string& text) {
-  Shard shard;
-  const size_t slash = text.find('/');
-  auto number = [&text](std::string_view part, int& value) {
-    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-    return error == std::errc() && end == part.data() + part.size() && !part.empty();
-  };
-  const std::string_view all(text);
-  if (slash == std::string::npos || !number(all.substr(0, slash), shard.index) ||
-      !number(all.substr(slash + 1), shard.count) || shard.count < 1 || shard.index < 0 ||
-      shard.index >= shard.count) {
-    throw_invalid("--shard must be i/n with 0 <= i < n, got '" + text + "'");
-  }
-  return shard;
-}
-
 SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
                        const SweepRunner& runner, MPI_Comm world, std::ostream& progress) {
   const auto start = Clock::now();

@@ -15,6 +15,16 @@
 
 namespace interplace::runs {
 
+// Shard i of n of a sweep (sweep --shard i/n; the file's `shard` attribute).
+struct Shard {
+  int index = 0;
+  int count = 1;
+  std::string str() const { return std::to_string(index) + "/" + std::to_string(count); }
+  bool takes(int64_t config_index) const { return config_index % count == index; }
+};
+// "i/n" with 0 <= i < n; throws invalid_input otherwise.
+Shard parse_shard(const std::string& text);
+
 // The root attributes (docs/results-format.md, "Root attributes").
 struct Provenance {
   std::string created_utc;

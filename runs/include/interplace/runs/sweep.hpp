@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "interplace/runs/results_file.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 #include "interplace/runs/training.hpp"
 
@@ -27,15 +28,6 @@ struct SweepRunner {
   std::function<std::string(const TrainConfig&, int threads, MPI_Comm comm)> profile;
 };
 SweepRunner runtime_runner();  // the real runtime (training.hpp)
-
-struct Shard {
-  int index = 0;
-  int count = 1;
-  std::string str() const { return std::to_string(index) + "/" + std::to_string(count); }
-  bool takes(int64_t config_index) const { return config_index % count == index; }
-};
-// "i/n" with 0 <= i < n; throws invalid_input otherwise.
-Shard parse_shard(const std::string& text);
 
 // The configurations a run takes: those whose id or display name (TrainConfig::display_name,
 // "resnet20 topo contiguous K=2 global/gpipe M=2 B=4") contains a match of `filter`

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
@@ -44,29 +44,5 @@ SweepSpec load_sweep_spec(const std::string& path, const std::vector<std::string
 // The same from text already read; `path` names it in messages and in the result.
 SweepSpec parse_sweep_spec(const std::string& text, const std::string& path,
                            const std::vector<std::string>& overrides = {});
-
-// `key=value` lines in the order of docs/results-format.md's attribute table (plus
-// data_dir and repeat): the identity of a configuration.
-std::string canonical_parameters(const TrainConfig& config, int repeat);
-uint64_t fnv1a64(std::string_view text);
-std::string config_id(const TrainConfig& config, int repeat);  // 16 lowercase hex digits
-
-// One non-default model option: its key, its text in model_options_string and its value
-// (integer options have `integer` set and the value in `int_value`, the multipliers in
-// `real_value`). Result files store each as an attribute model_option_<key>.
-struct ModelOptionValue {
-  std::string key;
-  std::string text;
-  bool integer = true;
-  int64_t int_value = 0;
-  double real_value = 0.0;
-};
-// The non-default ModelOptions in field order (empty for the defaults).
-std::vector<ModelOptionValue> model_option_values(const placement::ModelOptions& options);
-// The same as "key=value,..." ("" for the defaults): part of the configuration id, so its
-// text never changes.
-std::string model_options_string(const placement::ModelOptions& options);
-// "cpu-core", or "profile:<path>" when a measured profile replaces the preset.
-std::string cost_device_string(const TrainConfig& config);
 
 }  // namespace interplace::runs

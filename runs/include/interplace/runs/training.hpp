@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -198,6 +199,50 @@ struct RankStepRecord {
   // tensors held at most.
   int64_t peak_memory_bytes = 0;
 };
+
+// One column of RankStepRecord: its name (the dataset ranks/<name> of a result file, the
+// key of train's JSON, a column of the file's summary), unit and meaning. The gather, the
+// writer, the summary and the JSON read kRankStepFields; the analysis' RANK_DATASETS lists
+// the same names (tests/runs/test_sweep.py checks a written file against it).
+struct RankStepField {
+  const char* name;
+  double RankStepRecord::*seconds;  // set for times, else nullptr
+  int64_t RankStepRecord::*count;   // set for byte counts, else nullptr
+  const char* units;                // "s" or "bytes"
+  const char* long_name;            // the dataset's long_name
+  double value(const RankStepRecord& r) const {
+    return seconds != nullptr ? r.*seconds : static_cast<double>(r.*count);
+  }
+  void set(RankStepRecord& r, double v) const {
+    if (seconds != nullptr) {
+      r.*seconds = v;
+    } else {
+      r.*count = static_cast<int64_t>(v);
+    }
+  }
+};
+
+// Roughly: ranks/forward_s[step, rank] = records[step].ranks[rank].forward_s.
+inline constexpr RankStepField kRankStepFields[] = {
+    {"step_s", &RankStepRecord::step_s, nullptr, "s", "step time of the rank"},
+    {"forward_s", &RankStepRecord::forward_s, nullptr, "s", "forward compute time"},
+    {"backward_s", &RankStepRecord::backward_s, nullptr, "s", "backward compute time"},
+    {"aux_s", &RankStepRecord::aux_s, nullptr, "s", "auxiliary head time"},
+    {"optimizer_s", &RankStepRecord::optimizer_s, nullptr, "s", "optimizer time"},
+    {"comm_wait_s", &RankStepRecord::comm_wait_s, nullptr, "s", "time waiting for messages"},
+    {"idle_s", &RankStepRecord::idle_s, nullptr, "s", "idle time (pipeline bubble)"},
+    {"overhead_s", &RankStepRecord::overhead_s, nullptr, "s", "time outside the kernels and waits"},
+    {"bytes_sent", nullptr, &RankStepRecord::bytes_sent, "bytes", "payload bytes sent"},
+    {"peak_memory_bytes", nullptr, &RankStepRecord::peak_memory_bytes, "bytes",
+     "peak memory during the step"},
+    {"step_cpu_s", &RankStepRecord::step_cpu_s, nullptr, "s",
+     "CPU time of the rank's main thread in the step"},
+    {"forward_cpu_s", &RankStepRecord::forward_cpu_s, nullptr, "s", "forward compute CPU time"},
+    {"backward_cpu_s", &RankStepRecord::backward_cpu_s, nullptr, "s", "backward compute CPU time"},
+    {"aux_cpu_s", &RankStepRecord::aux_cpu_s, nullptr, "s", "auxiliary head CPU time"},
+    {"optimizer_cpu_s", &RankStepRecord::optimizer_cpu_s, nullptr, "s", "optimizer CPU time"},
+};
+inline constexpr size_t kRankStepFieldCount = std::size(kRankStepFields);
 
 struct StepRecord {
   int step = 0;  // 0-based, warm-up steps first

@@ -6,9 +6,9 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/device_presets.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
-#include "interplace/runs/sweep_spec.hpp"
 
 namespace interplace::runs {
 

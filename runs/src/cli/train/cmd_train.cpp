@@ -18,6 +18,7 @@
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/runs/auto_profile.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
@@ -35,44 +36,45 @@ struct TrainOptions {
   TrainConfig config;
   int devices = 0;  // 0: the world size
   std::string format;
-  // The recipe's names and lists, parsed into the config once the flags are read.
-  std::string lr_schedule = "constant";
-  std::string lr_milestones;
-  std::string lr_milestone_unit = "steps";
-  std::string eval_epochs;
-  std::string augmentation = "none";
 };
 
-void apply_recipe_flags(TrainOptions& o) {
-  LrSchedule& s = o.config.lr_schedule;
-  s.kind = lr_schedule_by_name(o.lr_schedule);
-  s.milestones = parse_number_list("--lr-milestones", o.lr_milestones);
-  s.unit = milestone_unit_by_name(o.lr_milestone_unit);
-  o.config.eval_epochs = parse_number_list("--eval-epochs", o.eval_epochs);
-  o.config.augmentation = augmentation_by_name(o.augmentation);
+// The schema's flags (config_fields.hpp): each value is read, checked and set as the same
+// key of a spec would be, so `train --steps 0` and `steps = 0` give one message.
+void add_config_flags(CLI::App& app, TrainConfig& config, const std::string& group) {
+  for (const ConfigField& field : settable_fields()) {
+    if (field.flag.empty()) continue;
+    const auto set = [&config, &field](const std::string& text) {
+      try {
+        field.set(config, parse_field_text(field, text));
+      } catch (const Error& e) {
+        throw CLI::ValidationError(field.flag, e.what());
+      }
+    };
+    CLI::Option* option = field.switch_flag
+                              ? app.add_flag_callback(
+                                    field.flag, [set] { set("1"); }, field.help)
+                              : app.add_option_function<std::string>(field.flag, set, field.help)
+                                    ->default_str(field.default_value().text)
+                                    ->type_name(field.kind == ValueKind::integer  ? "INT"
+                                                : field.kind == ValueKind::number ? "FLOAT"
+                                                                                  : "TEXT");
+    option->group(group);
+  }
 }
 
 const std::vector<std::string> kFormats = {"text", "json"};
 
 std::string rank_json(int rank, const RankStepRecord& r) {
-  return JsonObject()
-      .integer("rank", rank)
-      .number("step_s", r.step_s)
-      .number("forward_s", r.forward_s)
-      .number("backward_s", r.backward_s)
-      .number("aux_s", r.aux_s)
-      .number("optimizer_s", r.optimizer_s)
-      .number("comm_wait_s", r.comm_wait_s)
-      .number("idle_s", r.idle_s)
-      .number("overhead_s", r.overhead_s)
-      .number("step_cpu_s", r.step_cpu_s)
-      .number("forward_cpu_s", r.forward_cpu_s)
-      .number("backward_cpu_s", r.backward_cpu_s)
-      .number("aux_cpu_s", r.aux_cpu_s)
-      .number("optimizer_cpu_s", r.optimizer_cpu_s)
-      .integer("bytes_sent", r.bytes_sent)
-      .integer("peak_memory_bytes", r.peak_memory_bytes)
-      .str();
+  JsonObject json;
+  json.integer("rank", rank);
+  for (const RankStepField& field : kRankStepFields) {
+    if (field.count != nullptr) {
+      json.integer(field.name, r.*field.count);
+    } else {
+      json.number(field.name, r.*field.seconds);
+    }
+  }
+  return json.str();
 }
 
 double median_step_s(const TrainResult& result) {
@@ -190,7 +192,6 @@ std::string run_train(TrainOptions& o) {
   require_format(o.format, kFormats);
   MpiSession mpi(nullptr, nullptr);
   try {
-    apply_recipe_flags(o);
     TrainConfig config = o.config;
     if (o.model.model.empty() && o.model.graph_file.empty()) {
       throw_invalid("--model is required, or --graph-file");
@@ -278,12 +279,7 @@ Command add_train_command(CLI::App& root) {
       "train", "Train one configuration for real on the MPI ranks (one rank per device)");
   add_model_options(*app, o->model);
   const char* group = "Training";
-  app->add_option("--order", c.order, "traversal order: " + join(placement::order_names()))
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--placer", c.placer, "placer: " + join(placement::placer_names()))
-      ->capture_default_str()
-      ->group(group);
+  add_config_flags(*app, c, group);
   app->add_option("--placement", c.placement_path,
                   "train this placement file (place --save-placement) instead of running the "
                   "placer; --order and --placer then only label the run")
@@ -292,20 +288,6 @@ Command add_train_command(CLI::App& root) {
                   "devices K = MPI ranks / --data-parallel (default: the world size / "
                   "--data-parallel)")
       ->group(group);
-  app->add_option("--strategy", c.strategy,
-                  "backprop strategy: " + join(placement::strategy_forms()) + " (N >= 1)")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--pipeline", c.pipeline,
-                  "schedule of the global strategy: " + join(train_pipeline_names()) +
-                      " (e2e: one unpipelined pass, M = 1)")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--virtual-stages", c.virtual_stages,
-                  "interleaved-1f1b: model chunks per device, V (the placer cuts devices x V "
-                  "stages, stage s on rank s mod devices)")
-      ->capture_default_str()
-      ->group(group);
   app->add_option("--data-parallel", o->model.data_parallel,
                   "R replicas of the K-stage pipeline on K x R ranks (rank = replica x K + "
                   "stage): --batch-size stays the global mini-batch, replica r trains its "
@@ -313,99 +295,12 @@ Command add_train_command(CLI::App& root) {
                   "over its R replicas before the optimiser step")
       ->capture_default_str()
       ->group(group);
-  app->add_option("--interlock-mode", c.interlock_mode,
-                  "interlocking gradients: " + join(placement::interlock_mode_names()))
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--steps", c.steps, "measured steps")->capture_default_str()->group(group);
-  app->add_option("--epochs", c.epochs,
-                  "run length in epochs of the training split (replaces --steps: steps = "
-                  "ceil(E * floor(train size / B)) - warm-up steps)")
-      ->check(CLI::NonNegativeNumber)
-      ->group(group);
-  app->add_option("--eval-epochs", o->eval_epochs,
-                  "evaluate the whole test split after these epochs (\"1,2,5\")")
-      ->group(group);
-  app->add_option("--eval-epoch-samples", c.eval_epoch_samples,
-                  "evaluate only the first N test samples at --eval-epochs (0: the whole test "
-                  "split)")
-      ->group(group);
-  app->add_option("--train-samples", c.train_samples,
-                  "train on the first N training samples only, reshuffled each epoch; epochs "
-                  "count in them (0: the whole split; fashion-mnist)")
-      ->group(group);
-  app->add_flag("--weight-decay-all", c.weight_decay_all,
-                "weight decay on every parameter (biases, norm parameters), as the study's "
-                "SGD; default: convolution and linear weights only")
-      ->group(group);
   add_aux_head_options(*app, c.aux_head, group);
-  app->add_option("--augmentation", o->augmentation,
-                  "training-batch augmentation of image data: none, crop-flip")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--warmup-steps", c.warmup_steps, "warm-up steps (recorded, flagged)")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--dataset", c.dataset, "data set: " + join(dataset_names()))
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--data-dir", c.data_dir, "data set directory (default: its Debian location)")
-      ->group(group);
-  app->add_option("--eval-samples", c.eval_samples, "test samples evaluated at the end")
-      ->capture_default_str()
-      ->group(group);
   add_optimizer_option(*app, c.optimizer, "optimiser")->group(group);
-  app->add_option("--learning-rate", c.learning_rate, "learning rate")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--weight-decay", c.weight_decay, "weight decay")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--lr-schedule", o->lr_schedule,
-                  "learning-rate schedule: " + join(lr_schedule_names()))
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--lr-milestones", o->lr_milestones,
-                  "step schedule: where the rate is multiplied by --lr-decay (\"91,136,182\")")
-      ->group(group);
-  app->add_option("--lr-milestone-unit", o->lr_milestone_unit,
-                  "unit of --lr-milestones: "
-                  "steps, epochs")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--lr-decay", c.lr_schedule.decay, "factor per milestone")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--warmup-lr-steps", c.lr_schedule.warmup_steps,
-                  "linear learning-rate warm-up over the first N steps (0: none)")
-      ->capture_default_str()
-      ->group(group);
   add_seed_option(*app, c.seed, "seed of weights, data order, dropout, random orders/placers")
-      ->group(group);
-  app->add_option("--device", c.device, "device each rank computes on: " + join(device_names()))
-      ->capture_default_str()
-      ->group(group);
-  app->add_option(
-         "--cost-device", c.cost_device,
-         "device preset of the placer's cost model: " + join(placement::device_preset_names()))
-      ->capture_default_str()
       ->group(group);
   app->add_option("--profile", c.profile_path,
                   "measured profile for the cost model, or auto: measured in this job first")
-      ->group(group);
-  app->add_option("--threads-per-rank", c.threads_per_rank,
-                  "CPU threads per rank (0: cores on the node / ranks on the node)")
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--time-limit-s", c.time_limit_s,
-                  "wall-clock seconds the steps may take; past it the run fails (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str()
-      ->group(group);
-  app->add_option("--watchdog-s", c.watchdog_s,
-                  "seconds a rank may wait for another before the run fails (a stopped or "
-                  "hung rank)")
-      ->capture_default_str()
       ->group(group);
   add_format_option(*app, o->format, kFormats);
   set_example(*app,
