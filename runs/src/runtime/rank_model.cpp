@@ -4,18 +4,16 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <span>
 #include <utility>
 
 #include "interplace/kernels/backend.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/layers/loss.hpp"
-#include "interplace/placement/aux_heads.hpp"
 #include "interplace/placement/layer_factory.hpp"
-#include "interplace/placement/stage_chain.hpp"
-#include "interplace/runs/devices.hpp"
-#include "interplace/runs/mpi_session.hpp"
-#include "runtime/plan_support.hpp"
+#include "interplace/runs/weight_seeds.hpp"
+#include "runtime/aux_head_model.hpp"
+#include "runtime/node_timer.hpp"
+#include "runtime/rank_optimizer.hpp"
 #include "runtime/tied_weights.hpp"
 
 namespace interplace::runs {
@@ -103,39 +101,11 @@ struct RankModel::Impl {
   std::vector<std::vector<Context>> contexts;  // [micro-batch][node]
   std::vector<Tensor> loss_grad;               // [micro-batch], on the sink's rank
   kernels::SoftmaxCrossEntropy cross_entropy;
-  // Auxiliary head on this rank's boundary tensor.
-  NodeId boundary = -1;
-  std::vector<std::unique_ptr<kernels::Layer>> head;
-  std::vector<std::vector<Context>> head_contexts;  // [micro-batch][layer]
-  std::vector<Context> head_loss_contexts;
-  std::vector<Tensor> aux_grad;  // [micro-batch]: gradient at the boundary
-  std::unique_ptr<TiedWeights> ties;
-  std::vector<Parameter*> trainable;  // what the optimiser steps (no replicas)
-  std::unique_ptr<kernels::Optimizer> optimizer;
-  // Data parallelism: this rank's parameter gradients (its layers', its head's and its
-  // tied-weight replicas') and loss sums, summed over the stage's replicas by non-blocking
-  // all-reduces started after the rank's last backward work of the step; the optimiser
-  // step waits for them and averages.
-  struct Reduction {
-    std::vector<Parameter*> parameters;  // those with a gradient this step, in order
-    std::vector<float> gradients;
-    std::vector<double> tallies;
-    std::vector<MPI_Request> requests;
-    bool started = false;
-  } reduction;
+  std::unique_ptr<AuxHeadModel> head;  // on this rank's boundary tensor; null without one
+  std::unique_ptr<RankOptimizer> optimizer;
   bool layers_training = true;      // false: evaluation, forward only
   LossTally owner_loss, head_loss;  // of the network's loss (sink's rank) and the aux head
-  NodeStepTimes node_times;         // TrainPlan::record_node_times: sized by node
-
-  // Adds the time since `start` to node `id`'s forward or backward; nothing unless
-  // recording (TrainPlan::record_node_times).
-  void charge_node(NodeId id, const Instant& start, bool backward) {
-    if (node_times.forward_s.empty()) return;
-    const Instant end = now();
-    const auto i = static_cast<size_t>(id);
-    (backward ? node_times.backward_s : node_times.forward_s)[i] += end.wall_s - start.wall_s;
-    (backward ? node_times.backward_cpu_s : node_times.forward_cpu_s)[i] += end.cpu_s - start.cpu_s;
-  }
+  NodeTimer timer;                  // TrainPlan::record_node_times
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
   int stage(NodeId id) const { return stage_of[static_cast<size_t>(id)]; }
@@ -160,7 +130,8 @@ struct RankModel::Impl {
         micro_batches(p.config.micro_batches),
         sink(p.graph.sinks().front()),
         stage_of(p.stage_placement.device_of_node.empty() ? p.placement.device_of_node
-                                                          : p.stage_placement.device_of_node) {
+                                                          : p.stage_placement.device_of_node),
+        timer(static_cast<size_t>(p.graph.node_count()), p.record_node_times) {
     const auto n = static_cast<size_t>(graph.node_count());
     layers.resize(n);
     remote_consumers.resize(n);
@@ -172,12 +143,6 @@ struct RankModel::Impl {
         throw_invalid("the plan's stage placement puts '" + node.name + "' on stage " +
                       std::to_string(stage(node.id)) + ", not one of device " +
                       std::to_string(owner(node.id)) + "'s");
-      }
-    }
-    if (p.record_node_times) {
-      for (auto* times : {&node_times.forward_s, &node_times.backward_s, &node_times.forward_cpu_s,
-                          &node_times.backward_cpu_s}) {
-        times->assign(n, 0.0);
       }
     }
     const int64_t last_tag =
@@ -212,58 +177,15 @@ struct RankModel::Impl {
       layers[static_cast<size_t>(node.id)]->init_parameters(rng);
       layers[static_cast<size_t>(node.id)]->to(device);
     }
+    std::vector<Parameter*> trainable;
     for (auto& layer : layers) {
       if (!layer) continue;
       for (Parameter* param : layer->parameters()) trainable.push_back(param);
     }
-    ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
-                                         layers);
-    if (with_head) build_head();
-    if (plan.config.weight_decay_all) {
-      for (Parameter* param : trainable) param->weight_decay = true;
-    }
-    make_optimizer();
-  }
-
-  void build_head() {
-    const std::vector<NodeId> producers = placement::boundary_producers(graph, plan.placement);
-    boundary = producers.at(static_cast<size_t>(rank));
-    const placement::Graph head_graph =
-        placement::aux_head_graph(graph, boundary, config_aux_heads(plan.config));
-    for (const Node& node : head_graph.nodes()) {
-      if (node.op == "input") continue;
-      head.push_back(placement::make_layer(node));
-      kernels::Rng rng(node_seed(plan.config.seed, node.id, aux_head_salt(rank)));
-      head.back()->init_parameters(rng);
-      head.back()->to(device);
-      for (Parameter* param : head.back()->parameters()) trainable.push_back(param);
-    }
-  }
-
-  void make_optimizer() {
-    const auto lr = static_cast<float>(plan.config.learning_rate);
-    const auto wd = static_cast<float>(plan.config.weight_decay);
-    switch (plan.config.optimizer) {
-      case placement::OptimizerKind::adamw:
-        optimizer = std::make_unique<kernels::AdamW>(
-            trainable, kernels::AdamWOptions{.learning_rate = lr, .weight_decay = wd});
-        return;
-      case placement::OptimizerKind::sgd:
-      case placement::OptimizerKind::sgd_momentum:
-      case placement::OptimizerKind::sgd_nesterov: {
-        // The momentum the cost model's state factor counts (one velocity copy) or none.
-        const bool nesterov = plan.config.optimizer == placement::OptimizerKind::sgd_nesterov;
-        const float momentum = plan.config.optimizer == placement::OptimizerKind::sgd ? 0.0f : 0.9f;
-        optimizer =
-            std::make_unique<kernels::Sgd>(trainable, kernels::SgdOptions{.learning_rate = lr,
-                                                                          .momentum = momentum,
-                                                                          .weight_decay = wd,
-                                                                          .nesterov = nesterov});
-        return;
-      }
-    }
-    throw_invalid("unknown optimizer kind " +
-                  std::to_string(static_cast<int>(plan.config.optimizer)));
+    auto ties = std::make_unique<TiedWeights>(graph, plan.placement, rank, plan.config.seed, device,
+                                              layers);
+    if (with_head) head = std::make_unique<AuxHeadModel>(plan, rank, device, trainable);
+    optimizer = std::make_unique<RankOptimizer>(plan.config, std::move(trainable), std::move(ties));
   }
 
   void reset(int m_count) {
@@ -273,9 +195,7 @@ struct RankModel::Impl {
     contexts.assign(static_cast<size_t>(m_count),
                     std::vector<Context>(static_cast<size_t>(graph.node_count())));
     loss_grad.assign(static_cast<size_t>(m_count), Tensor());
-    head_contexts.assign(static_cast<size_t>(m_count), std::vector<Context>(head.size()));
-    head_loss_contexts.assign(static_cast<size_t>(m_count), Context());
-    aux_grad.assign(static_cast<size_t>(m_count), Tensor());
+    if (head) head->reset(m_count);
     received_grads.clear();
     grads_to_send.clear();
     node_grads.assign(static_cast<size_t>(m_count),
@@ -405,12 +325,11 @@ struct RankModel::Impl {
   // The whole stage of a chunk (stage level) or one node (node level).
   void forward(int m, NodeId only, int chunk) {
     begin("forward");
-    const bool record_times = !node_times.forward_s.empty();
     auto& outs = outputs[static_cast<size_t>(m)];
     for (NodeId id : chunk_nodes[static_cast<size_t>(chunk)]) {
       if (only >= 0 && id != only) continue;
       const Node& node = graph.node(id);
-      const Instant node_start = record_times ? now() : Instant{};
+      const Instant node_start = timer.start();
       if (node.op == "input") {
         outs[static_cast<size_t>(id)] = inputs[static_cast<size_t>(m)];
       } else {
@@ -425,29 +344,23 @@ struct RankModel::Impl {
         loss_grad[static_cast<size_t>(m)] =
             loss_and_gradient(outs[static_cast<size_t>(id)], m, ctx, owner_loss);
       }
-      charge_node(id, node_start, false);
+      timer.charge(id, node_start, false);
     }
     finish();
   }
 
   void aux_forward(int m) {
     begin("aux");
-    Tensor x = outputs[static_cast<size_t>(m)][static_cast<size_t>(boundary)];  // detached
-    for (size_t i = 0; i < head.size(); ++i) {
-      x = head[i]->forward(x, head_contexts[static_cast<size_t>(m)][i]);
-    }
-    aux_grad[static_cast<size_t>(m)] =
-        loss_and_gradient(x, m, head_loss_contexts[static_cast<size_t>(m)], head_loss);
+    head->forward(m, outputs[static_cast<size_t>(m)][static_cast<size_t>(head->boundary())],
+                  [this](const Tensor& logits, int micro_batch, Context& ctx) {
+                    return loss_and_gradient(logits, micro_batch, ctx, head_loss);
+                  });
     finish();
   }
 
   void aux_backward(int m) {
     begin("aux");
-    Tensor g = aux_grad[static_cast<size_t>(m)];
-    for (size_t i = head.size(); i-- > 0;) {
-      g = head[i]->backward(g, head_contexts[static_cast<size_t>(m)][i]).front();
-    }
-    aux_grad[static_cast<size_t>(m)] = g;  // now the gradient at the boundary tensor
+    head->backward(m);
     finish();
   }
 
@@ -458,7 +371,7 @@ struct RankModel::Impl {
     const Node& node = graph.node(id);
     if (node.op == "input") return;  // no gradient for data
     begin("backward");
-    const Instant node_start = node_times.forward_s.empty() ? Instant{} : now();
+    const Instant node_start = timer.start();
     const auto mi = static_cast<size_t>(m);
     Tensor g = std::move(node_grads[mi][static_cast<size_t>(id)]);
     node_grads[mi][static_cast<size_t>(id)] = Tensor();
@@ -475,23 +388,21 @@ struct RankModel::Impl {
                                   : node_grads[mi][static_cast<size_t>(p)],
                  gk);
     }
-    charge_node(id, node_start, true);
+    timer.charge(id, node_start, true);
     finish();
   }
 
   // Stage level: one backward pass through all of a chunk's nodes on this rank.
   void backward(const BackwardPass& pass) {
     begin("backward");
-    const bool record_times = !node_times.forward_s.empty();
     const int m = pass.micro_batch;
     const int here = chunk_stage(pass.chunk);
     std::vector<Tensor> grads(static_cast<size_t>(graph.node_count()));
     if (stage(sink) == here && pass.loss_stage == here) {
       grads[static_cast<size_t>(sink)] = loss_grad[static_cast<size_t>(m)];
     }
-    if (pass.loss_stage == here && boundary >= 0) {
-      grads[static_cast<size_t>(boundary)] = aux_grad[static_cast<size_t>(m)];
-    }
+    if (pass.loss_stage == here && head)
+      grads[static_cast<size_t>(head->boundary())] = head->gradient(m);
     // What the gradient receive actions before this pass brought.
     const auto received = received_grads.find({m, pass.loss_stage});
     if (received != received_grads.end()) {
@@ -511,7 +422,7 @@ struct RankModel::Impl {
       const NodeId id = *it;
       const Node& node = graph.node(id);
       if (node.op == "input") continue;
-      const Instant node_start = record_times ? now() : Instant{};
+      const Instant node_start = timer.start();
       Tensor& g = grads[static_cast<size_t>(id)];
       if (!g.defined()) g = Tensor::zeros(node.output_shape, device);
       // A copy, since an interlocking micro-batch may run backward again; B runs on the
@@ -532,7 +443,7 @@ struct RankModel::Impl {
         accumulate(remote ? outgoing[static_cast<size_t>(p)] : grads[static_cast<size_t>(p)], gk);
       }
       g = Tensor();
-      charge_node(id, node_start, true);
+      timer.charge(id, node_start, true);
     }
     if (pass.propagates) {
       auto& pending = grads_to_send[{m, pass.loss_stage}];
@@ -549,15 +460,14 @@ struct RankModel::Impl {
   // order a whole backward sums it).
   void backward_weight(int m) {
     begin("backward");
-    const bool record_times = !node_times.forward_s.empty();
     for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
       const NodeId id = *it;
       if (graph.node(id).op == "input") continue;
-      const Instant node_start = record_times ? now() : Instant{};
+      const Instant node_start = timer.start();
       layers[static_cast<size_t>(id)]->backward_parameters(
           contexts[static_cast<size_t>(m)][static_cast<size_t>(id)]);
       msg.progress();
-      charge_node(id, node_start, true);
+      timer.charge(id, node_start, true);
     }
     finish();
   }
@@ -565,81 +475,15 @@ struct RankModel::Impl {
   // Starts summing the step's gradients and loss tallies over the stage's replicas (data
   // parallelism; nothing with one replica). Timed as optimiser work.
   void start_allreduce() {
-    if (msg.replicas() <= 1 || reduction.started) return;
+    if (msg.replicas() <= 1 || optimizer->allreduce_started()) return;
     begin("optimizer");
-    post_allreduce();
+    optimizer->start_allreduce(msg, owner_loss, head_loss);
     finish();
-  }
-  void post_allreduce() {
-    Reduction& r = reduction;
-    r.started = true;
-    r.parameters.clear();
-    r.gradients.clear();
-    std::vector<Parameter*> all = trainable;
-    for (Parameter* p : ties->replicas()) all.push_back(p);
-    // Whether a parameter has a gradient follows the schedule, the same on every replica.
-    for (Parameter* p : all) {
-      if (p->grad_is_zero || p->grad.numel() == 0) continue;
-      r.parameters.push_back(p);
-      const Tensor host =
-          p->grad.device() == kernels::Device::cpu ? p->grad : p->grad.to(kernels::Device::cpu);
-      r.gradients.insert(r.gradients.end(), host.data(), host.data() + host.numel());
-    }
-    r.tallies = {owner_loss.loss_sum, owner_loss.correct,
-                 owner_loss.rows,     static_cast<double>(owner_loss.micro_batches),
-                 head_loss.loss_sum,  head_loss.correct,
-                 head_loss.rows,      static_cast<double>(head_loss.micro_batches)};
-    const MPI_Comm peers = msg.replica_peers();
-    constexpr size_t kMaxCount = size_t{1} << 30;  // MPI counts are ints
-    for (size_t first = 0; first < r.gradients.size(); first += kMaxCount) {
-      const size_t count = std::min(kMaxCount, r.gradients.size() - first);
-      r.requests.push_back(MPI_REQUEST_NULL);
-      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, r.gradients.data() + first, static_cast<int>(count),
-                               MPI_FLOAT, MPI_SUM, peers, &r.requests.back()),
-                "MPI_Iallreduce (gradients)");
-    }
-    r.requests.push_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, r.tallies.data(), static_cast<int>(r.tallies.size()),
-                             MPI_DOUBLE, MPI_SUM, peers, &r.requests.back()),
-              "MPI_Iallreduce (losses)");
-  }
-
-  // Waits for start_allreduce's sums and puts their means in place: the gradients of the
-  // global mini-batch, and the loss tallies of all of it.
-  void finish_allreduce() {
-    if (msg.replicas() <= 1) return;
-    Reduction& r = reduction;
-    if (!r.started) post_allreduce();  // no backward work before the step started it
-    for (MPI_Request& request : r.requests) {
-      msg.wait(request, nullptr, "the gradient all-reduce over this stage's replicas");
-    }
-    r.requests.clear();
-    const float scale = 1.0f / static_cast<float>(msg.replicas());
-    size_t at = 0;
-    for (Parameter* p : r.parameters) {
-      const auto n = static_cast<size_t>(p->grad.numel());
-      float* sums = r.gradients.data() + at;
-      for (size_t i = 0; i < n; ++i) sums[i] *= scale;
-      if (p->grad.device() == kernels::Device::cpu) {
-        std::memcpy(p->grad.data(), sums, n * sizeof(float));
-      } else {
-        p->grad.copy_from(Tensor::from_vector(p->grad.shape(), std::span<const float>(sums, n)));
-      }
-      at += n;
-    }
-    const std::vector<double>& t = r.tallies;
-    owner_loss = {t[0], t[1], t[2], static_cast<int>(t[3])};
-    head_loss = {t[4], t[5], t[6], static_cast<int>(t[7])};
-    r.started = false;
   }
 
   void optimizer_step() {
-    begin("optimizer");  // waits for tied-weight messages are cut out as communication
-    finish_allreduce();  // its wait, too
-    ties->exchange_gradients(msg);
-    optimizer->step();
-    optimizer->zero_grad();
-    ties->exchange_values(msg);
+    begin("optimizer");  // waits for the all-reduce and tied weights are cut out as communication
+    optimizer->step(msg, owner_loss, head_loss);
     finish();
   }
 };
@@ -649,11 +493,8 @@ RankModel::RankModel(const TrainPlan& plan, bool has_aux_head, Messenger& messen
     : impl_(std::make_unique<Impl>(plan, has_aux_head, messenger, clock)) {}
 RankModel::~RankModel() = default;
 
-bool RankModel::owns_sink() const {
-  return impl_->owner(impl_->sink) == impl_->rank;
-}
 bool RankModel::has_aux_head() const {
-  return impl_->boundary >= 0;
+  return impl_->head != nullptr;
 }
 
 void RankModel::set_batch(const Batch& batch, int micro_batches, int replica, int replicas) {
@@ -750,7 +591,7 @@ void RankModel::execute(const Action& a) {
 }
 
 void RankModel::set_learning_rate(double learning_rate) {
-  impl_->optimizer->set_learning_rate(static_cast<float>(learning_rate));
+  impl_->optimizer->set_learning_rate(learning_rate);
 }
 
 const std::vector<Action>& RankModel::executed() const {
@@ -758,12 +599,7 @@ const std::vector<Action>& RankModel::executed() const {
 }
 
 NodeStepTimes RankModel::take_node_times() {
-  NodeStepTimes taken = impl_->node_times;
-  for (auto* times : {&impl_->node_times.forward_s, &impl_->node_times.backward_s,
-                      &impl_->node_times.forward_cpu_s, &impl_->node_times.backward_cpu_s}) {
-    std::fill(times->begin(), times->end(), 0.0);
-  }
-  return taken;
+  return impl_->timer.take();
 }
 
 void RankModel::release(int micro_batch) {
@@ -771,10 +607,8 @@ void RankModel::release(int micro_batch) {
   Impl& i = *impl_;
   for (Tensor& t : i.outputs[m]) t = Tensor();
   for (Context& c : i.contexts[m]) c = Context();
-  for (Context& c : i.head_contexts[m]) c = Context();
-  i.head_loss_contexts[m] = Context();
+  if (i.head) i.head->release(micro_batch);
   i.loss_grad[m] = Tensor();
-  i.aux_grad[m] = Tensor();
   for (Tensor& t : i.node_grads[m]) t = Tensor();
   for (Tensor& t : i.node_outgoing[m]) t = Tensor();
   std::erase_if(i.received_grads,
@@ -810,13 +644,11 @@ void RankModel::set_training(bool training) {
   for (auto& layer : impl_->layers) {
     if (layer) layer->set_training(training);
   }
-  for (auto& layer : impl_->head) layer->set_training(training);
+  if (impl_->head) impl_->head->set_training(training);
 }
 
 int64_t RankModel::parameter_bytes() const {
-  int64_t bytes = 0;
-  for (Parameter* p : impl_->trainable) bytes += p->value.bytes();
-  return bytes;
+  return impl_->optimizer->parameter_bytes();
 }
 
 }  // namespace interplace::runs

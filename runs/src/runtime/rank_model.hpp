@@ -18,20 +18,11 @@
 #include "interplace/placement/schedule.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/training.hpp"
+#include "runtime/loss_tally.hpp"
 #include "runtime/messenger.hpp"
 #include "runtime/rank_clock.hpp"
 
 namespace interplace::runs {
-
-// Loss sums of one step (or of the evaluation) on this rank.
-struct LossTally {
-  double loss_sum = 0.0;  // sum over micro-batches of the mean loss
-  double correct = 0.0;
-  double rows = 0.0;
-  int micro_batches = 0;
-  double mean_loss() const { return micro_batches ? loss_sum / micro_batches : NAN; }
-  double accuracy() const { return rows > 0 ? correct / rows : NAN; }
-};
 
 class RankModel {
  public:
@@ -40,7 +31,6 @@ class RankModel {
   RankModel(const TrainPlan& plan, bool has_aux_head, Messenger& messenger, RankClock& clock);
   ~RankModel();
 
-  bool owns_sink() const;
   bool has_aux_head() const;
   // Slices the mini-batch into the plan's micro-batches (every rank draws the same one);
   // with data parallelism, first into `replicas` contiguous slices, taking slice `replica`.
