@@ -10,29 +10,37 @@
 #include "interplace/placement/schedule.hpp"
 
 namespace interplace::placement {
+namespace {
+
+// Each kind's word in the text form (to_string, parse_action) and letter in the grid.
+struct KindText {
+  ActionKind kind;
+  std::string_view word;
+  char letter;
+};
+constexpr KindText kKindTexts[] = {
+    {ActionKind::forward, "fwd", 'F'},           {ActionKind::backward, "bwd", 'B'},
+    {ActionKind::backward_weight, "bwd-w", 'W'}, {ActionKind::aux_forward, "aux-fwd", 'H'},
+    {ActionKind::aux_backward, "aux-bwd", 'h'},  {ActionKind::send, "send", 's'},
+    {ActionKind::receive, "recv", 'r'},          {ActionKind::optimizer_step, "step", 'S'},
+};
+
+const KindText& text_of(ActionKind kind) {
+  for (const KindText& t : kKindTexts) {
+    if (t.kind == kind) return t;
+  }
+  throw_invalid("unknown action kind " + std::to_string(static_cast<int>(kind)));
+}
+
+}  // namespace
 
 std::string grid_label(const Action& action, int micro_batches) {
+  if (action.kind == ActionKind::optimizer_step) return "S";
   std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
   if (action.chunk > 0) m.append("/").append(std::to_string(action.chunk));
-  switch (action.kind) {
-    case ActionKind::forward:
-      return "F" + m;
-    case ActionKind::backward:
-      return (action.updates_parameters ? "B" : "b") + m;
-    case ActionKind::backward_weight:
-      return "W" + m;
-    case ActionKind::aux_forward:
-      return "H" + m;
-    case ActionKind::aux_backward:
-      return "h" + m;
-    case ActionKind::send:
-      return "s" + m;
-    case ActionKind::receive:
-      return "r" + m;
-    case ActionKind::optimizer_step:
-      return "S";
-  }
-  return "?";
+  // A backward that leaves the parameters alone (interlocking's second flow) is lower case.
+  const bool frozen = action.kind == ActionKind::backward && !action.updates_parameters;
+  return std::string(1, frozen ? 'b' : text_of(action.kind).letter) + m;
 }
 
 std::string to_string(MessageLevel level) {
@@ -47,28 +55,22 @@ std::string to_string(const Action& action) {
   const std::string what = action.payload == Payload::activation
                                ? std::string("act")
                                : "grad" + std::to_string(action.loss_stage);
+  const std::string word(text_of(action.kind).word);
   switch (action.kind) {
-    case ActionKind::forward:
-      return "fwd " + unit;
-    case ActionKind::aux_forward:
-      return "aux-fwd " + unit;
-    case ActionKind::aux_backward:
-      return "aux-bwd " + unit;
     case ActionKind::backward:
-      return "bwd " + unit + " loss" + std::to_string(action.loss_stage) +
+      return word + " " + unit + " loss" + std::to_string(action.loss_stage) +
              (action.updates_parameters ? " upd" : "") +
              (action.propagates_gradient ? " prop" : "") +
              (action.defers_parameters ? " defer" : "");
-    case ActionKind::backward_weight:
-      return "bwd-w " + unit;
     case ActionKind::send:
-      return "send " + what + ">" + std::to_string(action.peer_stage) + " " + unit;
+      return word + " " + what + ">" + std::to_string(action.peer_stage) + " " + unit;
     case ActionKind::receive:
-      return "recv " + what + "<" + std::to_string(action.peer_stage) + " " + unit;
+      return word + " " + what + "<" + std::to_string(action.peer_stage) + " " + unit;
     case ActionKind::optimizer_step:
-      return "step " + std::to_string(action.mini_batch);
+      return word + " " + std::to_string(action.mini_batch);
+    default:
+      return word + " " + unit;
   }
-  return "?";
 }
 
 namespace {
@@ -110,29 +112,22 @@ Action parse_action(std::string_view text) {
   };
   Action a;
   size_t at = 1;  // the next word
-  const std::string_view kind = w[0];
-  if (kind == "step") {
-    a.kind = ActionKind::optimizer_step;
+  const KindText* kind = nullptr;
+  for (const KindText& t : kKindTexts) {
+    if (t.word == w[0]) kind = &t;
+  }
+  if (kind == nullptr) return fail("unknown kind '" + std::string(w[0]) + "'");
+  a.kind = kind->kind;
+  if (a.kind == ActionKind::optimizer_step) {
     if (w.size() != 2 || (a.mini_batch = number(w[1])) < 0) {
       return fail("a step is 'step' and its mini-batch");
     }
     return a;
   }
-  if (kind == "fwd") {
-    a.kind = ActionKind::forward;
-  } else if (kind == "bwd") {
-    a.kind = ActionKind::backward;
-  } else if (kind == "bwd-w") {
-    a.kind = ActionKind::backward_weight;
-  } else if (kind == "aux-fwd") {
-    a.kind = ActionKind::aux_forward;
-  } else if (kind == "aux-bwd") {
-    a.kind = ActionKind::aux_backward;
-  } else if (kind == "send" || kind == "recv") {
-    a.kind = kind == "send" ? ActionKind::send : ActionKind::receive;
+  if (a.kind == ActionKind::send || a.kind == ActionKind::receive) {
     // "act>1" (send to stage 1), "grad3<2" (receive from stage 2 the gradient of loss 3).
     const std::string_view message = at < w.size() ? w[at++] : std::string_view();
-    const size_t arrow = message.find(kind == "send" ? '>' : '<');
+    const size_t arrow = message.find(a.kind == ActionKind::send ? '>' : '<');
     if (arrow == std::string_view::npos) return fail("no peer stage after the payload");
     const std::string_view payload = message.substr(0, arrow);
     a.peer_stage = number(message.substr(arrow + 1));
@@ -144,8 +139,6 @@ Action parse_action(std::string_view text) {
       return fail("the payload is 'act' or 'grad' and its loss stage");
     }
     if (a.peer_stage < 0) return fail("the peer stage is not a number");
-  } else {
-    return fail("unknown kind '" + std::string(kind) + "'");
   }
   // mini-batch.micro-batch
   const std::string_view unit = at < w.size() ? w[at++] : std::string_view();
