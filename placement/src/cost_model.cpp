@@ -294,12 +294,8 @@ NodeCosts CostModel::node_costs(const Graph& graph) const {
     // Times inside the runtime's own steps, where measured: what a pass pays for the node
     // (cold caches, fresh buffers, the loss at the sink). The input-only backward keeps the
     // share of the backward that it takes alone: the runtime's extra (cold activations and
-    // gradients) falls on the input- and the parameter-gradient kernels alike. Measured
-    // with the rank on a core of its own (results/2026-12-01-interlocking, "core per
-    // rank"): saving 27.5% (resnet20 x0.5) and 50.2% (gpt-mini) against 26.3% and 51.1% by
-    // this share, 23.4% and 46.8% by subtracting the solo parameter-gradient time. (The
-    // 4-rank check on 2 cores had favoured the subtraction: there the other rank's time
-    // slices on the measured rank's core diluted every pass alike.)
+    // gradients) falls on the input- and the parameter-gradient kernels alike (the
+    // measurement that chose this: docs/simulator.md).
     if (!std::isnan(timing.runtime_forward_s) && !std::isnan(timing.runtime_backward_s)) {
       const double input_share =
           costs.backward_s[*id] > 0.0

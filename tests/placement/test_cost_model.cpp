@@ -356,7 +356,6 @@ TEST(LinkSpec, PicksTheLinkByNode) {
   EXPECT_DOUBLE_EQ(link.transfer_s(1000, 0, 1), 1e-6 + 1e-7);
   EXPECT_DOUBLE_EQ(link.transfer_s(1000, 1, 2), 1e-5 + 1e-6);
   EXPECT_DOUBLE_EQ(link.transfer_s(1000, 3, 0), 1e-5 + 1e-6);
-  EXPECT_DOUBLE_EQ(link.slowest_transfer_s(1000), 1e-5 + 1e-6);
 }
 
 // The measured curve: linear between its points, the first point's time below it, the

@@ -1,10 +1,9 @@
 // Batch normalisation on plain NCHW tensors: per-channel statistics over N, H, W.
 //
 // Not oneDNN: its only implementation for plain NCHW in 2.6 (ncsp_bnorm, compiled for
-// baseline x86-64 in Debian's build) is 4-5x slower than the loops below, and its fast
-// jit kernels need nChw8c, whose reorders to and from NCHW leave it 3x slower
-// (measured on AVX2 at [128, 16, 28, 28], one thread: forward 6.9 / 4.4 / 1.4 ms,
-// backward 8.1 / 6.2 / 2.3 ms). Each (n, c) plane is contiguous, so every pass below is a
+// baseline x86-64 in Debian's build) is slower than the loops below, and its fast jit
+// kernels need nChw8c, whose reorders to and from NCHW cost more than they save (the
+// timings: docs/kernels.md). Each (n, c) plane is contiguous, so every pass below is a
 // unit-stride loop the compiler vectorises.
 #include <algorithm>
 #include <cmath>

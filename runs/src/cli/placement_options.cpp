@@ -12,44 +12,28 @@
 namespace interplace::runs::cli {
 void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
   const char* rl = "Placement: rl placer (docs/placers.md#rl)";
-  app.add_option("--rl-episodes", rl_options.episodes, "training episodes")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-rounds", rl_options.rounds, "message-passing rounds")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-hidden", rl_options.hidden, "width of the policy's hidden layer")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-learning-rate", rl_options.learning_rate,
-                 "Adam learning rate of the first episode")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-final-learning-rate", rl_options.final_learning_rate,
-                 "learning rate of the last episode (linear decay)")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-entropy", rl_options.entropy_weight,
-                 "weight of the policy's entropy in the objective")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-memory-penalty", rl_options.memory_penalty,
-                 "weight of the penalty for bytes above a device's capacity")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-time-budget", rl_options.time_budget_s,
-                 "seconds after which training stops (0: none; results then depend on speed)")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-groups", rl_options.groups,
-                 "coarsen graphs of more nodes to this many groups and place groups (0: never)")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-start", rl_options.start,
-                 "start placement: random, device-0 (every node on device 0), or a placer: " +
-                     join(placement::placer_names()))
-      ->capture_default_str()
-      ->group(rl);
+  // Each setting with its default shown.
+  const auto setting = [&app, rl](const std::string& flag, auto& value, const std::string& help) {
+    app.add_option(flag, value, help)->capture_default_str()->group(rl);
+  };
+  setting("--rl-episodes", rl_options.episodes, "training episodes");
+  setting("--rl-rounds", rl_options.rounds, "message-passing rounds");
+  setting("--rl-hidden", rl_options.hidden, "width of the policy's hidden layer");
+  setting("--rl-learning-rate", rl_options.learning_rate,
+          "Adam learning rate of the first episode");
+  setting("--rl-final-learning-rate", rl_options.final_learning_rate,
+          "learning rate of the last episode (linear decay)");
+  setting("--rl-entropy", rl_options.entropy_weight,
+          "weight of the policy's entropy in the objective");
+  setting("--rl-memory-penalty", rl_options.memory_penalty,
+          "weight of the penalty for bytes above a device's capacity");
+  setting("--rl-time-budget", rl_options.time_budget_s,
+          "seconds after which training stops (0: none; results then depend on speed)");
+  setting("--rl-groups", rl_options.groups,
+          "coarsen graphs of more nodes to this many groups and place groups (0: never)");
+  setting("--rl-start", rl_options.start,
+          "start placement: random, device-0 (every node on device 0), or a placer: " +
+              join(placement::placer_names()));
   // Named choices become enumerators here, once.
   auto named = [&](const std::string& flag, const std::vector<std::string>& names,
                    const std::string& current, std::function<void(const std::string&)> set,
@@ -86,14 +70,10 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
         rl_options.entropy_schedule = placement::rl_entropy_schedule_by_name(name);
       },
       "entropy weight over the episodes (linear: decayed to 0)");
-  app.add_option("--rl-eval-every", rl_options.eval_every,
-                 "every Nth episode is an argmax evaluation without an update (0: none)")
-      ->capture_default_str()
-      ->group(rl);
-  app.add_option("--rl-clip-norm", rl_options.clip_norm,
-                 "clip the gradient summed over an episode's steps to this global norm (0: none)")
-      ->capture_default_str()
-      ->group(rl);
+  setting("--rl-eval-every", rl_options.eval_every,
+          "every Nth episode is an argmax evaluation without an update (0: none)");
+  setting("--rl-clip-norm", rl_options.clip_norm,
+          "clip the gradient summed over an episode's steps to this global norm (0: none)");
 }
 
 void add_placement_options(CLI::App& app, PlacementSelection& s) {

@@ -34,12 +34,6 @@ void wait_politely(MPI_Request& request, const char* what) {
 
 }  // namespace
 
-void polite_barrier(MPI_Comm comm) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_politely(request, "MPI_Ibarrier");
-}
-
 int agree_max(MPI_Comm comm, int mine) {
   int all = mine;
   MPI_Request request = MPI_REQUEST_NULL;

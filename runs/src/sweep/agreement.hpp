@@ -37,7 +37,4 @@ Outcome agree(MPI_Comm comm, const Outcome& mine);
 // Collective over `comm`: the largest `mine` of all ranks (MPI_MAX, waiting politely).
 int agree_max(MPI_Comm comm, int mine);
 
-// MPI_Barrier that sleeps between tests instead of polling.
-void polite_barrier(MPI_Comm comm);
-
 }  // namespace interplace::runs::sweep

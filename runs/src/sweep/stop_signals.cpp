@@ -85,10 +85,6 @@ StopRequest StopSignals::requested() {
   return static_cast<StopRequest>(g_request);
 }
 
-int StopSignals::signal_number() {
-  return g_signal;
-}
-
 void StopSignals::set_note(const std::string& note) {
   const bool was = g_abandonable != 0;
   g_abandonable = 0;

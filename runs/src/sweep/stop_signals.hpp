@@ -19,7 +19,6 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
   static StopRequest requested();
-  static int signal_number();  // the last stop signal received, 0 when none
 
   // What the process prints (to stderr) when SIGTERM/SIGINT end it: "" for silence (the
   // ranks besides 0). Not async-signal-safe: call it only while not abandonable.

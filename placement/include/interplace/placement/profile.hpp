@@ -41,9 +41,8 @@ struct LinkSpec {
   std::vector<LinkPoint> inter_node_curve = {};
   // The receiving rank's own time per message over the intra-node link (ascending bytes;
   // fewer than 2 points: not measured): buffer, post, and the shared-memory copy, which
-  // the receiver's CPU makes. A node-level schedule pays it for every tensor that crosses
-  // (vgg16-small, `refine` on 2 ranks: 68 messages, 5 MB per rank and step, 10-15% of the
-  // step), which a transfer seen as pure delay hides behind the receiver's compute
+  // the receiver's CPU makes. A node-level schedule pays it for every tensor that crosses,
+  // which a transfer seen as pure delay hides behind the receiver's compute
   // (docs/simulator.md, "The receiver's share").
   std::vector<LinkPoint> receive_cpu = {};
 
@@ -78,14 +77,6 @@ struct LinkSpec {
   double in_flight_s(int64_t bytes, int from_device, int to_device) const {
     return std::max(0.0, transfer_s(bytes, from_device, to_device) -
                              receive_cpu_s(bytes, from_device, to_device));
-  }
-  // The slowest link any message may cross (the inter-node one when there are nodes): for
-  // estimates that do not know the devices of a message.
-  double slowest_transfer_s(int64_t bytes) const {
-    const double intra = time_on(curve, latency_s, bandwidth_bytes_per_s, bytes);
-    if (!multi_node()) return intra;
-    return std::max(intra, time_on(inter_node_curve, inter_node_latency_s,
-                                   inter_node_bandwidth_bytes_per_s, bytes));
   }
   // Linear between the curve's points; below the first, the first's time; beyond the last,
   // the last's time plus the rest at `bandwidth`. Without a curve (fewer than 2 points),
@@ -165,8 +156,7 @@ struct Profile {
   double runtime_overhead_s = std::numeric_limits<double>::quiet_NaN();
   // The runtime's units per micro-batch on one rank with M micro-batches in flight (a
   // GPipe step of M micro-batches of batch_size): a pass costs more per micro-batch as
-  // the activations kept for backward grow (resnet20, batch 8: forward +12% at M = 4,
-  // +22% at M = 8, one thread). Keyed by M >= 2 (M = 1 is runtime_forward_s /
+  // the activations kept for backward grow. Keyed by M >= 2 (M = 1 is runtime_forward_s /
   // runtime_backward_s); the cost model scales a rank's node times by the ratio at the
   // rank's working set (docs/simulator.md, "Working set"). Empty: not measured.
   std::map<int, std::pair<double, double>> runtime_in_flight;  // M -> (forward_s, backward_s)

@@ -94,9 +94,8 @@ struct RuntimeUnitOptions {
   int micro_batches = 1;
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
-// Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): one
-// step of a small model takes milliseconds, and a median over 5 of them moved by 60%
-// between two profiles of one machine (mobilenet_v2-small, micro-batch 8).
+// Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): a
+// median over a few steps of milliseconds is not repeatable (docs/simulator.md).
 int runtime_unit_steps(double step_s, int at_least);
 
 // One message size of the ping-pong: the median over `iterations` round trips, halved.

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/kernels/median.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/orders.hpp"
@@ -259,13 +260,6 @@ double simulated_step_s(const placement::Graph& graph, const placement::Placemen
   return placement::simulate_step(graph, placement, costs, cost_model, step).step_time_s;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // One line per model x devices x order: the median and range over the seeds.
 struct SummaryRow {
   std::string model;
@@ -452,7 +446,7 @@ std::string run_study(StudyOptions& o) {
           runs.push_back(std::move(row));
         }
         line.ok = static_cast<int>(times.size());
-        line.median_s = median(times);
+        line.median_s = kernels::median(times);
         line.min_s = times.empty() ? line.median_s : *std::min_element(times.begin(), times.end());
         line.max_s = times.empty() ? line.median_s : *std::max_element(times.begin(), times.end());
         summary.push_back(line);
