@@ -1,7 +1,6 @@
 // The configuration's schema (config_fields.hpp): one row per key.
 #include "interplace/runs/config_fields.hpp"
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -116,8 +115,9 @@ struct Row {
     f.in_id = Presence::never;
     return *this;
   }
-  Row& id_name(std::string name) {
-    f.id_name = std::move(name);
+  // The name of the id line and of the attribute when it is not the spec key.
+  Row& stored_as(const std::string& name) {
+    f.id_name = f.attribute = name;
     return *this;
   }
   Row& file_as_id() {
@@ -126,10 +126,6 @@ struct Row {
   }
   Row& no_attribute() {
     f.in_file = Presence::never;
-    return *this;
-  }
-  Row& attribute(std::string name) {
-    f.attribute = std::move(name);
     return *this;
   }
   Row& checked(Check check) {
@@ -156,15 +152,15 @@ Row text_row(std::string key, std::string TrainConfig::*member, Check check) {
       [member](TrainConfig& c, const FieldValue& v) { c.*member = v.text; });
 }
 
-// A name from a fixed set, kept in the config as an enum (parsed once, here).
-template <typename Enum>
-Row named_row(std::string key, Enum TrainConfig::*member, Enum (*by_name)(const std::string&),
-              std::string (*name_of)(Enum)) {
+// A name from a fixed set, kept in the config as an enum (parsed once, here): `of(config)`
+// is the member, `by_name` the enum's parser; its name is the enum's to_string.
+template <typename Of, typename ByName>
+Row named_row(std::string key, Of of, ByName by_name) {
   return row(
       std::move(key), ValueKind::string,
-      [member, name_of](const TrainConfig& c) { return text_value(name_of(c.*member)); },
+      [of](const TrainConfig& c) { return text_value(std::string(to_string(of(c)))); },
       [by_name](const FieldValue& v) { by_name(v.text); },
-      [member, by_name](TrainConfig& c, const FieldValue& v) { c.*member = by_name(v.text); });
+      [of, by_name](TrainConfig& c, const FieldValue& v) { of(c) = by_name(v.text); });
 }
 
 // An integer member (int, int64_t or uint64_t) at least `minimum`; ints are kept below 1e9.
@@ -205,22 +201,6 @@ Row number_list_row(std::string key, ListOf list_of) {
       [key, list_of](TrainConfig& c, const FieldValue& v) {
         list_of(c) = parse_number_list(key, v.text);
       });
-}
-
-std::string optimizer_name(placement::OptimizerKind kind) {
-  return placement::to_string(kind);
-}
-std::string aux_head_name(placement::AuxHeadWidth width) {
-  return placement::to_string(width);
-}
-placement::OptimizerKind optimizer_of(const std::string& name) {
-  return placement::optimizer_by_name(name);
-}
-LrScheduleKind lr_schedule_of(const std::string& name) {
-  return lr_schedule_by_name(name);
-}
-MilestoneUnit milestone_unit_of(const std::string& name) {
-  return milestone_unit_by_name(name);
 }
 
 // The recipe's five lines enter the id together, when the schedule is not the constant
@@ -312,24 +292,22 @@ std::vector<ConfigField> make_fields() {
   rows.push_back(integer_row("eval_samples", &TrainConfig::eval_samples, 0)
                      .flag("--eval-samples", "test samples evaluated at the end")
                      .id(13)
-                     .id_name("eval_samples_requested")
-                     .attribute("eval_samples_requested"));
+                     .stored_as("eval_samples_requested"));
   // The names of the cost model: "sgd" is plain SGD, as in every subcommand (the flag is
   // add_optimizer_option's, shared with place and simulate).
-  rows.push_back(named_row("optimizer", &TrainConfig::optimizer, optimizer_of, optimizer_name)
-                     .alias("optimizers")
-                     .id(14));
+  rows.push_back(
+      named_row(
+          "optimizer", [](auto& c) -> auto& { return c.optimizer; }, placement::optimizer_by_name)
+          .alias("optimizers")
+          .id(14));
   rows.push_back(number_row("learning_rate", &TrainConfig::learning_rate, false)
                      .alias("learning_rates")
                      .flag("--learning-rate", "learning rate")
                      .id(15));
   // The recipe (recipe.hpp, docs/cli.md "Training recipe").
   rows.push_back(
-      row(
-          "lr_schedule", ValueKind::string,
-          [](const TrainConfig& c) { return text_value(to_string(c.lr_schedule.kind)); },
-          [](const FieldValue& v) { lr_schedule_of(v.text); },
-          [](TrainConfig& c, const FieldValue& v) { c.lr_schedule.kind = lr_schedule_of(v.text); })
+      named_row(
+          "lr_schedule", [](auto& c) -> auto& { return c.lr_schedule.kind; }, lr_schedule_by_name)
           .alias("lr_schedules")
           .flag("--lr-schedule", "learning-rate schedule: " + join_names(lr_schedule_names()))
           .id_when(22, recipe_in_id));
@@ -339,13 +317,9 @@ std::vector<ConfigField> make_fields() {
                            "step schedule: where the rate is multiplied by --lr-decay "
                            "(\"91,136,182\")")
                      .id_when(23, recipe_in_id));
-  rows.push_back(row(
-                     "lr_milestone_unit", ValueKind::string,
-                     [](const TrainConfig& c) { return text_value(to_string(c.lr_schedule.unit)); },
-                     [](const FieldValue& v) { milestone_unit_of(v.text); },
-                     [](TrainConfig& c, const FieldValue& v) {
-                       c.lr_schedule.unit = milestone_unit_of(v.text);
-                     })
+  rows.push_back(named_row(
+                     "lr_milestone_unit", [](auto& c) -> auto& { return c.lr_schedule.unit; },
+                     milestone_unit_by_name)
                      .flag("--lr-milestone-unit", "unit of --lr-milestones: steps, epochs")
                      .id_when(24, recipe_in_id));
   rows.push_back(row(
@@ -404,8 +378,9 @@ std::vector<ConfigField> make_fields() {
   // The flags are add_aux_head_options', shared with simulate. The capped width kept the
   // id line it had before the widths had names (aux_head_capped = 1), so only
   // `proportional` writes an aux_head line.
-  rows.push_back(named_row("aux_head", &TrainConfig::aux_head, placement::aux_head_width_by_name,
-                           aux_head_name)
+  rows.push_back(named_row(
+                     "aux_head", [](auto& c) -> auto& { return c.aux_head; },
+                     placement::aux_head_width_by_name)
                      .id_when(33, [](const TrainConfig& c) {
                        return c.aux_head == placement::AuxHeadWidth::proportional;
                      }));
@@ -422,8 +397,8 @@ std::vector<ConfigField> make_fields() {
                      })
                      .id_unless_default(32));
   rows.push_back(
-      named_row("augmentation", &TrainConfig::augmentation, augmentation_by_name,
-                static_cast<std::string (*)(Augmentation)>(to_string))
+      named_row(
+          "augmentation", [](auto& c) -> auto& { return c.augmentation; }, augmentation_by_name)
           .alias("augmentations")
           .flag("--augmentation", "training-batch augmentation of image data: none, crop-flip")
           .id_unless_default(31));

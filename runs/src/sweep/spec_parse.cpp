@@ -1,7 +1,6 @@
 // Reading a sweep spec: TOML through toml11 (which keeps every value's source line, so
 // each error can say where), every value checked, then the deterministic expansion.
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -138,13 +137,17 @@ int dimension_index(const std::string& key) {
   return -1;
 }
 
-std::string valid_top_level_keys() {
+// "model/models, graph_file/graph_files, ..., " then `others`: for messages.
+std::string valid_keys(const std::string& others) {
   std::string valid;
   for (const ConfigField& dim : settable_fields()) {
-    valid += (valid.empty() ? "" : ", ") + dim.key;
-    if (!dim.plural.empty()) valid += "/" + dim.plural;
+    valid += dim.key + (dim.plural.empty() ? "" : "/" + dim.plural) + ", ";
   }
-  return valid + ", repeats, description, [model_options], [[exclude]]";
+  return valid + others;
+}
+
+std::string valid_top_level_keys() {
+  return valid_keys("repeats, description, [model_options], [[exclude]]");
 }
 
 // The family of a seeded model name ("enas-cnn" of "enas-cnn:7"); other names as they are.
@@ -350,12 +353,7 @@ void drop_unswept_model_options(Value& root, const Value& models) {
 }
 
 std::string valid_override_keys() {
-  std::string valid;
-  for (const ConfigField& dim : settable_fields()) {
-    valid += (valid.empty() ? "" : ", ") + dim.key;
-    if (!dim.plural.empty()) valid += "/" + dim.plural;
-  }
-  return valid + ", repeats, description, model_options.OPTION, model_options.MODEL.OPTION";
+  return valid_keys("repeats, description, model_options.OPTION, model_options.MODEL.OPTION");
 }
 
 // Sets each override in the parsed document, as if the file said `key = value`.

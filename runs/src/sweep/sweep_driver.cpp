@@ -3,7 +3,6 @@
 #include <csignal>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
