@@ -120,8 +120,8 @@ TEST(ConfigFields, EveryKeyReadsBackWhatItWrites) {
 }
 
 TEST(ConfigFields, FlagsAreCheckedAsSpecValuesAre) {
-  const ConfigField* steps = find_field("steps");
-  ASSERT_NE(steps, nullptr);
+  ASSERT_GE(settable_index("steps"), 0);
+  const ConfigField* steps = &settable_fields()[static_cast<size_t>(settable_index("steps"))];
   EXPECT_EQ(steps->flag, "--steps");
   EXPECT_THROW(parse_field_text(*steps, "0"), Error);
   EXPECT_THROW(parse_field_text(*steps, "2x"), Error);
@@ -131,12 +131,15 @@ TEST(ConfigFields, FlagsAreCheckedAsSpecValuesAre) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "steps must be >= 1, got 0");
   }
-  const ConfigField* orders = find_field("orders");
-  ASSERT_NE(orders, nullptr);
+  ASSERT_GE(settable_index("orders"), 0);
+  const ConfigField* orders = &settable_fields()[static_cast<size_t>(settable_index("orders"))];
   EXPECT_EQ(orders->key, "order");
   EXPECT_THROW(parse_field_text(*orders, "nowhere"), Error);
-  EXPECT_THROW(parse_field_text(*find_field("learning_rate"), "nan"), Error);
-  EXPECT_EQ(find_field("nope"), nullptr);
+  EXPECT_THROW(parse_field_text(
+                   settable_fields()[static_cast<size_t>(settable_index("learning_rate"))], "nan"),
+               Error);
+  EXPECT_EQ(settable_index("nope"), -1);
+  EXPECT_EQ(settable_index("graph_digest"), -1);  // derived: no spec key
 }
 
 // The first cells of the tables of a page: "| `model`, `family` | str | ..." gives

@@ -361,7 +361,8 @@ optimizers = ["sgd-nesterov"]
   EXPECT_TRUE(flags.configs[0].train.weight_decay_all);
   EXPECT_EQ(flags.configs[0].train.aux_head, placement::AuxHeadWidth::capped);
   EXPECT_NE(flags.configs[0].id, parse_sweep_spec("", "spec.toml").configs[0].id);
-  EXPECT_NE(error_of("weight_decay_all = 2\n").find("0 or 1"), std::string::npos);
+  EXPECT_NE(error_of("weight_decay_all = 2\n").find("weight_decay_all must be in 0..1, got 2"),
+            std::string::npos);
   EXPECT_NE(error_of("lr_schedule = \"linear\"\n").find("spec.toml:1: unknown learning-rate"),
             std::string::npos);
   EXPECT_NE(error_of("lr_milestones = \"3,2\"\n").find("strictly ascending"), std::string::npos);

@@ -230,7 +230,10 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
   std::vector<int64_t> step(s);
   std::vector<int8_t> warmup(s);
   std::vector<double> step_time(s), loss(s), accuracy(s), learning_rate(s);
-  std::vector<double> aux_loss(s * k, nan), aux_accuracy(s * k, nan);
+  // Per stage: K of the K x R ranks (the first replica's; every replica has the same
+  // stages).
+  const size_t stages = stage.length;
+  std::vector<double> aux_loss(s * stages, nan), aux_accuracy(s * stages, nan);
   // Per column of kRankStepFields: [step, rank] row-major.
   std::vector<std::vector<double>> columns(kRankStepFieldCount, std::vector<double>(s * k, 0.0));
   for (size_t i = 0; i < s; ++i) {
@@ -241,23 +244,14 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
     loss[i] = r.loss;
     accuracy[i] = r.accuracy;
     learning_rate[i] = r.learning_rate;
-    for (size_t j = 0; j < k; ++j) {
-      if (j < r.aux_loss.size()) aux_loss[i * k + j] = r.aux_loss[j];
-      if (j < r.aux_accuracy.size()) aux_accuracy[i * k + j] = r.aux_accuracy[j];
-      if (j >= r.ranks.size()) continue;
+    for (size_t j = 0; j < stages; ++j) {
+      if (j < r.aux_loss.size()) aux_loss[i * stages + j] = r.aux_loss[j];
+      if (j < r.aux_accuracy.size()) aux_accuracy[i * stages + j] = r.aux_accuracy[j];
+    }
+    for (size_t j = 0; j < std::min(k, r.ranks.size()); ++j) {
       for (size_t c = 0; c < kRankStepFieldCount; ++c) {
         columns[c][i * k + j] = kRankStepFields[c].value(r.ranks[j]);
       }
-    }
-  }
-  // Per stage: K of the K x R ranks (the first replica's columns; every replica has the
-  // same stages).
-  const size_t stages = stage.length;
-  std::vector<double> aux_loss_of_stage(s * stages, nan), aux_accuracy_of_stage(s * stages, nan);
-  for (size_t i = 0; i < s; ++i) {
-    for (size_t j = 0; j < stages; ++j) {
-      aux_loss_of_stage[i * stages + j] = aux_loss[i * k + j];
-      aux_accuracy_of_stage[i * stages + j] = aux_accuracy[i * k + j];
     }
   }
   const h5::Handle step_scale = make_axis(g, "step", s, "step (warm-up and measured)");
@@ -270,9 +264,8 @@ void write_steps(hid_t g, const TrainResult& result, const Axis& rank, const Axi
   variable(steps.get(), "accuracy", accuracy, {at}, {"1", "top-1 accuracy of the mini-batch"});
   variable(steps.get(), "learning_rate", learning_rate, {at},
            {"1", "learning rate of the optimiser step"});
-  variable(steps.get(), "aux_loss", aux_loss_of_stage, {at, stage},
-           {"1", "auxiliary head loss per stage"});
-  variable(steps.get(), "aux_accuracy", aux_accuracy_of_stage, {at, stage},
+  variable(steps.get(), "aux_loss", aux_loss, {at, stage}, {"1", "auxiliary head loss per stage"});
+  variable(steps.get(), "aux_accuracy", aux_accuracy, {at, stage},
            {"1", "auxiliary head accuracy per stage"});
   const h5::Handle ranks = h5::create_group(g, "ranks");
   // Times as float, byte counts as int64 (docs/results-format.md).

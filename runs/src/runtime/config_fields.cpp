@@ -59,12 +59,6 @@ Check int_in(const std::string& key, int64_t lo, int64_t hi, const std::string& 
   };
 }
 
-Check zero_or_one(const std::string& key) {
-  return [key](const FieldValue& v) {
-    if (v.integer != 0 && v.integer != 1) throw_invalid(key + " is 0 or 1, got " + v.text);
-  };
-}
-
 FieldValue text_value(std::string text) {
   return {std::move(text), 0, 0.0};
 }
@@ -369,7 +363,7 @@ std::vector<ConfigField> make_fields() {
       row(
           "weight_decay_all", ValueKind::integer,
           [](const TrainConfig& c) { return integer_value(c.weight_decay_all ? 1 : 0); },
-          zero_or_one("weight_decay_all"),
+          int_in("weight_decay_all", 0, 1),
           [](TrainConfig& c, const FieldValue& v) { c.weight_decay_all = v.integer == 1; })
           .switch_flag("--weight-decay-all",
                        "weight decay on every parameter (biases, norm parameters), as the "
@@ -391,7 +385,7 @@ std::vector<ConfigField> make_fields() {
                      [](const TrainConfig& c) {
                        return integer_value(c.aux_head == placement::AuxHeadWidth::capped);
                      },
-                     zero_or_one("aux_head_capped"),
+                     int_in("aux_head_capped", 0, 1),
                      [](TrainConfig& c, const FieldValue& v) {
                        if (v.integer == 1) c.aux_head = placement::AuxHeadWidth::capped;
                      })
@@ -476,20 +470,13 @@ std::vector<ConfigField> make_fields() {
   return out;
 }
 
-int64_t parse_integer(const std::string& key, const std::string& text) {
-  int64_t value = 0;
+// The whole of `text` as a T ("takes integers, got '2x'").
+template <typename T>
+T parse_whole(const std::string& key, const std::string& text, const char* what) {
+  T value{};
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) {
-    throw_invalid(key + " takes integers, got '" + text + "'");
-  }
-  return value;
-}
-
-double parse_number(const std::string& key, const std::string& text) {
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    throw_invalid(key + " takes numbers, got '" + text + "'");
+    throw_invalid(key + " takes " + what + ", got '" + text + "'");
   }
   return value;
 }
@@ -522,19 +509,22 @@ const std::vector<ConfigField>& settable_fields() {
   return fields;
 }
 
-const ConfigField* find_field(const std::string& key) {
-  for (const ConfigField& f : config_fields()) {
-    if (f.key == key || (!f.plural.empty() && f.plural == key)) return &f;
+int settable_index(const std::string& key) {
+  const std::vector<ConfigField>& fields = settable_fields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].key == key || (!fields[i].plural.empty() && fields[i].plural == key)) {
+      return static_cast<int>(i);
+    }
   }
-  return nullptr;
+  return -1;
 }
 
 FieldValue parse_field_text(const ConfigField& field, const std::string& text) {
   FieldValue v;
   if (field.kind == ValueKind::integer) {
-    v = integer_value(parse_integer(field.key, text));
+    v = integer_value(parse_whole<int64_t>(field.key, text, "integers"));
   } else if (field.kind == ValueKind::number) {
-    v = number_value(parse_number(field.key, text));
+    v = number_value(parse_whole<double>(field.key, text, "numbers"));
   } else {
     v = text_value(text);
   }

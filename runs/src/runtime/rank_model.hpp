@@ -9,12 +9,10 @@
 //    "Programs").
 #pragma once
 
-#include <cmath>
 #include <memory>
 #include <vector>
 
 #include "interplace/kernels/layer.hpp"
-#include "interplace/kernels/optimizer.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/training.hpp"

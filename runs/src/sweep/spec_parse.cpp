@@ -127,16 +127,6 @@ struct Sections {
   std::vector<std::map<int, std::set<std::string>>> exclusions;
 };
 
-int dimension_index(const std::string& key) {
-  const std::vector<ConfigField>& dims = settable_fields();
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i].key == key || (!dims[i].plural.empty() && dims[i].plural == key)) {
-      return static_cast<int>(i);
-    }
-  }
-  return -1;
-}
-
 // "model/models, graph_file/graph_files, ..., " then `others`: for messages.
 std::string valid_keys(const std::string& others) {
   std::string valid;
@@ -191,7 +181,7 @@ void read_exclusions(const Parser& p, const Value& list, Sections& s) {
         }
         continue;
       }
-      const int index = dimension_index(key);
+      const int index = settable_index(key);
       if (index < 0) {
         p.fail(v,
                "unknown key '" + key + "' in [[exclude]] (valid: the dimension keys and repeat)");
@@ -232,7 +222,7 @@ Sections read_sections(const Parser& p, const Value& root) {
       s.repeats = p.integer(v, "repeats", 1);
       continue;
     }
-    const int index = dimension_index(key);
+    const int index = settable_index(key);
     if (index < 0) p.fail(v, "unknown key '" + key + "' (valid: " + valid_top_level_keys() + ")");
     if (given[index] != nullptr) {
       p.fail(v, "both '" + dims[index].key + "' and '" + dims[index].plural + "' are given");
@@ -245,7 +235,7 @@ Sections read_sections(const Parser& p, const Value& root) {
     if (given[i] != nullptr) continue;
     s.lists[i].push_back(dims[i].default_value());
   }
-  const int graph_file = dimension_index("graph_file");
+  const int graph_file = settable_index("graph_file");
   if (given[0] != nullptr && given[static_cast<size_t>(graph_file)] != nullptr) {
     p.fail(*given[static_cast<size_t>(graph_file)],
            "a spec sweeps 'model' or 'graph_file', not both (a graph file is the network)");
@@ -389,7 +379,7 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
       table[key] = value;
       continue;
     }
-    const int index = dimension_index(key);
+    const int index = settable_index(key);
     if (index < 0) {
       throw_invalid(name + ": unknown key '" + key + "' (valid: " + valid_override_keys() + ")");
     }
@@ -426,10 +416,10 @@ std::vector<SweepConfig> expand(const Sections& s) {
                     " configurations");
     }
   }
-  const int strategy = dimension_index("strategy");
-  const int pipeline = dimension_index("pipeline");
-  const int micro_batches = dimension_index("micro_batches");
-  const int virtual_stages = dimension_index("virtual_stages");
+  const int strategy = settable_index("strategy");
+  const int pipeline = settable_index("pipeline");
+  const int micro_batches = settable_index("micro_batches");
+  const int virtual_stages = settable_index("virtual_stages");
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
   std::map<std::string, TrainConfig> graph_files;  // path -> its resolved fields

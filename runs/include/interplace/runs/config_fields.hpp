@@ -73,8 +73,8 @@ struct ConfigField {
 const std::vector<ConfigField>& config_fields();
 // The rows a spec and `train` can set (those with `set`), in the same order.
 const std::vector<ConfigField>& settable_fields();
-// The row of `key` (its key or plural); nullptr if none.
-const ConfigField* find_field(const std::string& key);
+// The position in settable_fields() of `key` (its key or plural); -1 if none.
+int settable_index(const std::string& key);
 
 // Each integer and number key's check on `config`'s value: a configuration built in code
 // is refused as the same spec value or flag would be ("steps must be >= 1, got 0").
