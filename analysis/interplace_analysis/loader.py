@@ -316,7 +316,7 @@ def canonical_config_key(attrs: dict) -> str:
     """The id with repeat 0 recomputed from the parameters (docs/results-format.md), for
     files written before the writer stored ``config_key`` (2026-12-03). Those files hold
     none of the keys added since, so this rule stays as it is when the writer's schema
-    (runs/src/sweep/config_fields.cpp) gains a key."""
+    (runs/src/runtime/config_fields.cpp) gains a key."""
     if "repeat" not in attrs:
         return str(attrs.get("id", ""))
     values = {**attrs, "repeat": 0}
