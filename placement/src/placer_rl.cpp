@@ -24,14 +24,18 @@ namespace {
 class Adam {
  public:
   explicit Adam(size_t size) : m_(size, 0.0), v_(size, 0.0) {}
-  void ascend(std::span<double> parameters, std::span<const double> gradient, double rate) {
+  // The last `tail` parameters move at `tail_rate`, the others at `rate`.
+  void ascend(std::span<double> parameters, std::span<const double> gradient, double rate,
+              size_t tail = 0, double tail_rate = 0.0) {
     ++step_;
     const double c1 = 1.0 - std::pow(kBeta1, step_);
     const double c2 = 1.0 - std::pow(kBeta2, step_);
+    const size_t head = parameters.size() - tail;
     for (size_t i = 0; i < parameters.size(); ++i) {
       m_[i] = kBeta1 * m_[i] + (1.0 - kBeta1) * gradient[i];
       v_[i] = kBeta2 * v_[i] + (1.0 - kBeta2) * gradient[i] * gradient[i];
-      parameters[i] += rate * (m_[i] / c1) / (std::sqrt(v_[i] / c2) + 1e-8);
+      parameters[i] +=
+          (i < head ? rate : tail_rate) * (m_[i] / c1) / (std::sqrt(v_[i] / c2) + 1e-8);
     }
   }
 
@@ -89,6 +93,10 @@ const std::vector<std::string>& rl_entropy_schedule_names() {
   static const std::vector<std::string> names = {"linear", "constant"};
   return names;
 }
+const std::vector<std::string>& rl_features_names() {
+  static const std::vector<std::string> names = {"placeto", "lookahead"};
+  return names;
+}
 std::string to_string(RlReward reward) {
   return rl_reward_names().at(static_cast<size_t>(reward));
 }
@@ -101,6 +109,9 @@ std::string to_string(RlEpisodeStart start) {
 std::string to_string(RlEntropySchedule schedule) {
   return rl_entropy_schedule_names().at(static_cast<size_t>(schedule));
 }
+std::string to_string(RlFeatures features) {
+  return rl_features_names().at(static_cast<size_t>(features));
+}
 RlReward rl_reward_by_name(const std::string& name) {
   return enum_by_name<RlReward>("reward", rl_reward_names(), name);
 }
@@ -112,6 +123,9 @@ RlEpisodeStart rl_episode_start_by_name(const std::string& name) {
 }
 RlEntropySchedule rl_entropy_schedule_by_name(const std::string& name) {
   return enum_by_name<RlEntropySchedule>("entropy schedule", rl_entropy_schedule_names(), name);
+}
+RlFeatures rl_features_by_name(const std::string& name) {
+  return enum_by_name<RlFeatures>("features", rl_features_names(), name);
 }
 
 double rl_move_reward(RlReward reward, double before, double after, double start_cost) {
@@ -148,6 +162,10 @@ void check_rl_options(const RlOptions& o) {
   };
   rate("learning_rate", o.learning_rate);
   rate("final_learning_rate", o.final_learning_rate);
+  rate("candidate_learning_rate", o.candidate_learning_rate);
+  if (!(o.discount >= 0.0 && o.discount <= 1.0)) {
+    throw_invalid("rl: discount must be a number from 0 to 1");
+  }
   if (!(o.memory_penalty >= 0.0) || !std::isfinite(o.memory_penalty)) {
     throw_invalid("rl: memory_penalty must be a finite number >= 0");
   }
@@ -169,6 +187,9 @@ void check_rl_options(const RlOptions& o) {
 }
 
 namespace {
+
+// Features of each candidate device with RlFeatures::lookahead (train's look_ahead).
+constexpr int kCandidateFeatures = 3;
 
 // The graph the policy places: the request's graph, or its group graph.
 struct RlProblem {
@@ -213,9 +234,12 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
                   " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
                   std::to_string(k) + " (" + std::to_string(featurizer.input_size()) + " inputs)");
   }
+  const int candidates = o.initial                             ? o.initial->candidates
+                         : o.features == RlFeatures::lookahead ? kCandidateFeatures
+                                                               : 0;
   RlPolicy policy = o.initial ? RlPolicy(*o.initial)
                               : RlPolicy(featurizer.input_size(), o.hidden, k,
-                                         request.seed ^ 0x5eed0f9a1ace7011ULL);
+                                         request.seed ^ 0x5eed0f9a1ace7011ULL, candidates);
   Adam adam(static_cast<size_t>(policy.parameter_count()));
   kernels::Rng rng(request.seed);
 
@@ -248,6 +272,66 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   Placement placement;
   double episode_start_s = start_s;  // of the last episode's starting placement
 
+  // RlFeatures::lookahead: each candidate device's step time and penalised cost with the
+  // node moved there, and the device loads of compute.
+  std::vector<double> ahead_s(static_cast<size_t>(k));
+  std::vector<double> ahead_cost(static_cast<size_t>(k));
+  std::vector<double> load_s(static_cast<size_t>(k));
+  // Appends the candidate features of every device for moving `node` (now on `home`) to
+  // `z` (docs/placers.md#rl): the decrease of the penalised cost, over the largest change
+  // any device gives; the share of the node's edge bytes whose other end is there; the
+  // device's compute without the node, relative to an even split.
+  auto look_ahead = [&](NodeId node, int home, std::vector<int64_t>& used, double step_s,
+                        double cost, std::vector<double>& z) {
+    const int64_t bytes = node_memory_bytes[node];
+    double largest = 0.0;
+    for (int d = 0; d < k; ++d) {
+      const auto dd = static_cast<size_t>(d);
+      if (d == home) {
+        ahead_s[dd] = step_s;
+        ahead_cost[dd] = cost;
+        continue;
+      }
+      placement.device_of_node[node] = d;
+      used[static_cast<size_t>(home)] -= bytes;
+      used[dd] += bytes;
+      ahead_s[dd] = estimate(placement);
+      ahead_cost[dd] = ahead_s[dd] * (1.0 + o.memory_penalty * overflow(used));
+      used[dd] -= bytes;
+      used[static_cast<size_t>(home)] += bytes;
+      largest = std::max(largest, std::abs(cost - ahead_cost[dd]));
+    }
+    placement.device_of_node[node] = home;
+    std::fill(load_s.begin(), load_s.end(), 0.0);
+    double total_s = 0.0;
+    for (NodeId v = 0; v < n; ++v) {
+      if (v == node) continue;
+      load_s[static_cast<size_t>(placement.device_of_node[v])] += problem.costs.compute_s(v);
+      total_s += problem.costs.compute_s(v);
+    }
+    const Node& info = graph.nodes()[node];
+    double edge_bytes = 0.0;
+    for (NodeId u : info.predecessors)
+      edge_bytes += static_cast<double>(problem.costs.output_bytes[u]);
+    edge_bytes += static_cast<double>(problem.costs.output_bytes[node]) *
+                  static_cast<double>(info.successors.size());
+    for (int d = 0; d < k; ++d) {
+      const auto dd = static_cast<size_t>(d);
+      double kept = 0.0;
+      for (NodeId u : info.predecessors) {
+        if (placement.device_of_node[u] == d)
+          kept += static_cast<double>(problem.costs.output_bytes[u]);
+      }
+      for (NodeId c : info.successors) {
+        if (placement.device_of_node[c] == d)
+          kept += static_cast<double>(problem.costs.output_bytes[node]);
+      }
+      z.push_back(largest > 0.0 ? (cost - ahead_cost[dd]) / largest : 0.0);
+      z.push_back(edge_bytes > 0.0 ? kept / edge_bytes : 0.0);
+      z.push_back(total_s > 0.0 ? static_cast<double>(k) * load_s[dd] / total_s - 1.0 : 0.0);
+    }
+  };
+
   // One pass over the order; returns the final placement's step time (the placement is
   // left in `placement`).
   auto episode = [&](bool greedy) {
@@ -261,16 +345,17 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
     for (size_t t = 0; t < steps; ++t) {
       const NodeId node = order[t];
       featurizer.input(placement, node, visited, inputs[t]);
+      const int home = placement.device_of_node[node];
+      if (candidates > 0) look_ahead(node, home, used, step_s, previous_cost, inputs[t]);
       const std::vector<double> p = policy.probabilities(inputs[t]);
       const int device = greedy ? argmax(p) : sample(p, rng);
       actions[t] = device;
       visited[static_cast<size_t>(node)] = 1;
-      const int home = placement.device_of_node[node];
       if (device != home) {
         used[static_cast<size_t>(home)] -= node_memory_bytes[node];
         used[static_cast<size_t>(device)] += node_memory_bytes[node];
         placement.device_of_node[node] = device;
-        step_s = estimate(placement);
+        step_s = candidates > 0 ? ahead_s[static_cast<size_t>(device)] : estimate(placement);
       }
       const double over = overflow(used);
       const double cost = step_s * (1.0 + o.memory_penalty * over);
@@ -306,7 +391,7 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
     const double final_s = episode(false);
     std::vector<double> returns(steps);
     double to_go = 0.0;
-    for (size_t t = steps; t-- > 0;) returns[t] = (to_go += rewards[t]);
+    for (size_t t = steps; t-- > 0;) returns[t] = to_go = rewards[t] + o.discount * to_go;
     std::fill(gradient.begin(), gradient.end(), 0.0);
     const double progress = o.episodes > 1 ? static_cast<double>(e) / (o.episodes - 1) : 0.0;
     // Exploration early, exploitation late: the entropy weight decays linearly to 0
@@ -342,8 +427,9 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
         for (double& g : gradient) g *= scale;
       }
     }
-    adam.ascend(policy.parameters(), gradient,
-                o.learning_rate + (o.final_learning_rate - o.learning_rate) * progress);
+    const double rate = o.learning_rate + (o.final_learning_rate - o.learning_rate) * progress;
+    adam.ascend(policy.parameters(), gradient, rate, static_cast<size_t>(candidates),
+                o.candidate_learning_rate * rate / o.learning_rate);
     if (o.baseline == RlBaseline::recent) {
       recent_returns.push_back(std::move(returns));
       if (static_cast<int>(recent_returns.size()) > o.baseline_window) recent_returns.pop_front();
@@ -364,6 +450,7 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
                 .inputs = policy.inputs(),
                 .hidden = o.initial ? o.initial->hidden : o.hidden,
                 .devices = k,
+                .candidates = candidates,
                 .parameters = {policy.parameters().begin(), policy.parameters().end()}};
   log.best_final_s = best_s;
   return result;
@@ -452,36 +539,33 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
                                 request, context.capacity_bytes, started, log);
   // What the caller compares across placers: the full graph's step times. The group
   // graph's estimate only approximates them (a group's outgoing bytes are charged on each of
-  // its edges), so the group-graph best can be slower on the full graph than the start or
-  // the greedy result: the placer returns the fastest of the three on the full graph that
-  // fits memory. Memory feasibility is the same on both graphs (a group's memory is its
-  // nodes' sum).
-  auto fits = [&](const Placement& group_placement) {
+  // its edges), so the group-graph best can be slower on the full graph than the start
+  // (the node placement, not its grouped form: a start from another placer is never lost to
+  // the grouping) or the greedy result: the placer returns the fastest of the three on the
+  // full graph that fits memory.
+  auto fits = [&](const Placement& node_placement) {
     std::vector<int64_t> used(static_cast<size_t>(k), 0);
-    for (size_t g = 0; g < group_memory_bytes.size(); ++g) {
-      used[static_cast<size_t>(group_placement.device_of_node[g])] += group_memory_bytes[g];
+    for (NodeId v = 0; v < n; ++v) {
+      used[static_cast<size_t>(node_placement.device_of_node[v])] += context.node_memory_bytes[v];
     }
     return std::all_of(used.begin(), used.end(),
                        [&](int64_t bytes) { return bytes <= context.capacity_bytes; });
   };
   log.groups = groups.group_count();
-  const Placement start_placement = ungroup_placement(groups, start_of_groups);
   const Placement greedy_placement = ungroup_placement(groups, result.greedy);
-  log.start_step_time_s = estimate(start_placement);
+  log.start_step_time_s = estimate(start);
   log.greedy_step_time_s = estimate(greedy_placement);
   Placement best = ungroup_placement(groups, result.best);
-  if (std::isfinite(log.best_final_s)) {
-    log.best_final_s = estimate(best);
-    const std::pair<const Placement*, const Placement*> others[] = {
-        {&start_of_groups, &start_placement}, {&result.greedy, &greedy_placement}};
-    const double others_s[] = {log.start_step_time_s, log.greedy_step_time_s};
-    for (size_t i = 0; i < 2; ++i) {
-      if (others_s[i] < log.best_final_s && fits(*others[i].first)) {
-        log.best_final_s = others_s[i];
-        best = *others[i].second;
-      }
+  log.best_final_s = fits(best) ? estimate(best) : INFINITY;
+  const std::pair<const Placement*, double> others[] = {
+      {&start, log.start_step_time_s}, {&greedy_placement, log.greedy_step_time_s}};
+  for (const auto& [other, other_s] : others) {
+    if (other_s < log.best_final_s && fits(*other)) {
+      log.best_final_s = other_s;
+      best = *other;
     }
   }
+  if (!std::isfinite(log.best_final_s)) best = start;  // nothing fits: the start, as ungrouped
   log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return best;
 }

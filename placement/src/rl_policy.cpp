@@ -13,16 +13,18 @@
 
 namespace interplace::placement {
 
-RlPolicy::RlPolicy(int inputs, int hidden, int devices, uint64_t seed)
-    : inputs_(inputs), hidden_(hidden), devices_(devices) {
-  if (inputs < 1 || hidden < 1 || devices < 1) {
-    throw_invalid("rl policy: inputs, hidden and devices must be >= 1");
+RlPolicy::RlPolicy(int inputs, int hidden, int devices, uint64_t seed, int candidates)
+    : inputs_(inputs), hidden_(hidden), devices_(devices), candidates_(candidates) {
+  if (inputs < 1 || hidden < 1 || devices < 1 || candidates < 0) {
+    throw_invalid("rl policy: inputs, hidden and devices must be >= 1, candidates >= 0");
   }
   const size_t w1 = static_cast<size_t>(hidden) * static_cast<size_t>(inputs);
   const size_t w2 = static_cast<size_t>(devices) * static_cast<size_t>(hidden);
-  parameters_.assign(w1 + static_cast<size_t>(hidden) + w2 + static_cast<size_t>(devices), 0.0);
-  // Glorot-uniform weights, zero biases: the untrained policy is close to uniform, so the
-  // first episodes explore every device.
+  parameters_.assign(w1 + static_cast<size_t>(hidden) + w2 + static_cast<size_t>(devices) +
+                         static_cast<size_t>(candidates),
+                     0.0);
+  // Glorot-uniform weights, zero biases and candidate weights: the untrained policy is
+  // close to uniform, so the first episodes explore every device.
   kernels::Rng rng(seed);
   const auto limit1 = static_cast<float>(std::sqrt(6.0 / (inputs + hidden)));
   for (size_t i = 0; i < w1; ++i) parameters_[i] = rng.uniform(-limit1, limit1);
@@ -32,30 +34,34 @@ RlPolicy::RlPolicy(int inputs, int hidden, int devices, uint64_t seed)
 }
 
 RlPolicy::RlPolicy(const RlSavedPolicy& saved)
-    : RlPolicy(saved.inputs, saved.hidden, saved.devices, 0) {
+    : RlPolicy(saved.inputs, saved.hidden, saved.devices, 0, saved.candidates) {
   if (saved.parameters.size() != parameters_.size()) {
     throw_invalid("rl policy: " + std::to_string(saved.parameters.size()) +
                   " parameters, expected " + std::to_string(parameters_.size()) + " for " +
                   std::to_string(saved.inputs) + " inputs, " + std::to_string(saved.hidden) +
-                  " hidden, " + std::to_string(saved.devices) + " devices");
+                  " hidden, " + std::to_string(saved.devices) + " devices, " +
+                  std::to_string(saved.candidates) + " candidate features");
   }
   parameters_ = saved.parameters;
 }
 
 namespace {
 constexpr const char* kPolicyMagic = "interplace-rl-policy";
-constexpr int kPolicyVersion = 1;
+// Version 2 adds the `candidates` line; a policy without candidate features is written as
+// version 1, which has the same meaning.
+constexpr int kPolicyVersion = 2;
 }  // namespace
 
 void write_rl_policy(const std::string& path, const RlSavedPolicy& policy) {
   std::ofstream out(path);
   if (!out) throw_invalid("cannot write the rl policy file '" + path + "'");
-  out << kPolicyMagic << ' ' << kPolicyVersion << '\n'
+  out << kPolicyMagic << ' ' << (policy.candidates > 0 ? kPolicyVersion : 1) << '\n'
       << "rounds " << policy.rounds << '\n'
       << "inputs " << policy.inputs << '\n'
       << "hidden " << policy.hidden << '\n'
-      << "devices " << policy.devices << '\n'
-      << "parameters " << policy.parameters.size() << '\n';
+      << "devices " << policy.devices << '\n';
+  if (policy.candidates > 0) out << "candidates " << policy.candidates << '\n';
+  out << "parameters " << policy.parameters.size() << '\n';
   char text[32];
   for (double value : policy.parameters) {
     std::snprintf(text, sizeof text, "%.17g", value);  // round-trips exactly
@@ -82,8 +88,10 @@ RlSavedPolicy read_rl_policy(const std::string& path) {
     ++line_number;
   };
   next();
-  if (line != std::string(kPolicyMagic) + " " + std::to_string(kPolicyVersion)) {
-    fail("expected '" + std::string(kPolicyMagic) + " " + std::to_string(kPolicyVersion) + "'");
+  const std::string magic = std::string(kPolicyMagic) + " ";
+  const bool version_1 = line == magic + "1";
+  if (!version_1 && line != magic + std::to_string(kPolicyVersion)) {
+    fail("expected '" + magic + "1' or '" + magic + std::to_string(kPolicyVersion) + "'");
   }
   auto field = [&](const char* name, int minimum) {
     next();
@@ -102,16 +110,18 @@ RlSavedPolicy read_rl_policy(const std::string& path) {
   policy.inputs = field("inputs", 1);
   policy.hidden = field("hidden", 1);
   policy.devices = field("devices", 1);
+  policy.candidates = version_1 ? 0 : field("candidates", 0);
   const int count = field("parameters", 1);
   // The sizes fix the count; checked before anything is allocated for it, as is that the
   // file can hold that many lines (a file claiming 10^8 parameters reserved 800 MB).
   const int64_t hidden = policy.hidden;
-  const int64_t expected =
-      hidden * policy.inputs + hidden + int64_t{policy.devices} * hidden + policy.devices;
+  const int64_t expected = hidden * policy.inputs + hidden + int64_t{policy.devices} * hidden +
+                           policy.devices + policy.candidates;
   if (count != expected) {
     fail(std::to_string(count) + " parameters, expected " + std::to_string(expected) + " for " +
          std::to_string(policy.inputs) + " inputs, " + std::to_string(policy.hidden) + " hidden, " +
-         std::to_string(policy.devices) + " devices");
+         std::to_string(policy.devices) + " devices, " + std::to_string(policy.candidates) +
+         " candidate features");
   }
   if (2 * int64_t{count} > file_bytes) {
     fail("the file (" + std::to_string(file_bytes) + " bytes) is too short for " +
@@ -141,9 +151,9 @@ RlSavedPolicy read_rl_policy(const std::string& path) {
 }
 
 void RlPolicy::hidden_layer(std::span<const double> z, std::vector<double>& h) const {
-  if (static_cast<int>(z.size()) != inputs_) {
+  if (static_cast<int>(z.size()) != input_size()) {
     throw_invalid("rl policy: " + std::to_string(z.size()) + " inputs, expected " +
-                  std::to_string(inputs_));
+                  std::to_string(input_size()));
   }
   h.assign(static_cast<size_t>(hidden_), 0.0);
   const double* w1 = parameters_.data();
@@ -161,12 +171,15 @@ std::vector<double> RlPolicy::probabilities(std::span<const double> z) const {
   hidden_layer(z, h);
   const double* w2 = parameters_.data() + static_cast<ptrdiff_t>(hidden_) * (inputs_ + 1);
   const double* b2 = w2 + static_cast<ptrdiff_t>(devices_) * hidden_;
+  const double* a = b2 + devices_;
   std::vector<double> p(static_cast<size_t>(devices_));
   for (int k = 0; k < devices_; ++k) {
     double sum = b2[k];
     for (int j = 0; j < hidden_; ++j) {
       sum += w2[static_cast<ptrdiff_t>(k) * hidden_ + j] * h[static_cast<size_t>(j)];
     }
+    const size_t c = static_cast<size_t>(inputs_ + k * candidates_);
+    for (int j = 0; j < candidates_; ++j) sum += a[j] * z[c + static_cast<size_t>(j)];
     p[static_cast<size_t>(k)] = sum;
   }
   const double top = *std::max_element(p.begin(), p.end());
@@ -220,11 +233,16 @@ void RlPolicy::backpropagate(std::span<const double> z, const std::vector<double
   const ptrdiff_t w1_size = static_cast<ptrdiff_t>(hidden_) * inputs_;
   const ptrdiff_t w2_offset = w1_size + hidden_;
   const ptrdiff_t b2_offset = w2_offset + static_cast<ptrdiff_t>(devices_) * hidden_;
+  const ptrdiff_t a_offset = b2_offset + devices_;
   const double* w2 = parameters_.data() + w2_offset;
   std::vector<double> dh(static_cast<size_t>(hidden_), 0.0);
   for (int k = 0; k < devices_; ++k) {
     const double g = dlogits[static_cast<size_t>(k)];
     gradient[static_cast<size_t>(b2_offset + k)] += g;
+    const size_t c = static_cast<size_t>(inputs_ + k * candidates_);
+    for (int j = 0; j < candidates_; ++j) {
+      gradient[static_cast<size_t>(a_offset + j)] += g * z[c + static_cast<size_t>(j)];
+    }
     for (int j = 0; j < hidden_; ++j) {
       const ptrdiff_t at = static_cast<ptrdiff_t>(k) * hidden_ + j;
       gradient[static_cast<size_t>(w2_offset + at)] += g * h[static_cast<size_t>(j)];

@@ -316,8 +316,12 @@ std::vector<std::string> made_inputs(const std::string& target, const fs::path& 
     return {read_bytes(scratch)};
   }
   if (target == "policy") {
-    interplace::placement::RlSavedPolicy policy{2, 3, 4, 2, {}};
-    for (int i = 0; i < 4 * 3 + 4 + 2 * 4 + 2; ++i) policy.parameters.push_back(0.125 * i - 1.0);
+    // Version 2 (with candidate features), whose reader path includes version 1's.
+    interplace::placement::RlSavedPolicy policy{
+        .rounds = 2, .inputs = 3, .hidden = 4, .devices = 2, .candidates = 1, .parameters = {}};
+    for (int i = 0; i < 4 * 3 + 4 + 2 * 4 + 2 + 1; ++i) {
+      policy.parameters.push_back(0.125 * i - 1.0);
+    }
     interplace::placement::write_rl_policy(scratch.string(), policy);
     return {read_bytes(scratch)};
   }

@@ -20,10 +20,19 @@
 namespace interplace::placement {
 namespace {
 
+void check_log_prob_gradient(RlPolicy policy);
+
+// With and without candidate features (the shared weights `a` after b2).
 TEST(RlPolicy, LogProbGradientMatchesFiniteDifferences) {
-  RlPolicy policy(7, 5, 3, 11);
+  for (int candidates : {0, 2}) {
+    SCOPED_TRACE(std::to_string(candidates) + " candidate features");
+    check_log_prob_gradient(RlPolicy(7, 5, 3, 11, candidates));
+  }
+}
+
+void check_log_prob_gradient(RlPolicy policy) {
   kernels::Rng rng(3);
-  std::vector<double> z(7);
+  std::vector<double> z(static_cast<size_t>(policy.input_size()));
   for (double& v : z) v = rng.uniform(-1.0f, 1.0f);
   // Non-zero biases so that their gradients are exercised away from the initial point.
   for (double& p : policy.parameters()) p += 0.1 * rng.uniform(-1.0f, 1.0f);
@@ -47,9 +56,10 @@ TEST(RlPolicy, LogProbGradientMatchesFiniteDifferences) {
 }
 
 TEST(RlPolicy, EntropyGradientMatchesFiniteDifferences) {
-  RlPolicy policy(6, 4, 3, 17);
+  RlPolicy policy(6, 4, 3, 17, 3);
   kernels::Rng rng(8);
-  std::vector<double> z(6);
+  std::vector<double> z(static_cast<size_t>(policy.input_size()));
+  for (double& p : policy.parameters()) p += 0.1 * rng.uniform(-1.0f, 1.0f);
   for (double& v : z) v = rng.uniform(-2.0f, 2.0f);
   std::vector<double> analytic(static_cast<size_t>(policy.parameter_count()), 0.0);
   policy.entropy_gradient(z, 1.0, analytic);
@@ -80,9 +90,29 @@ TEST(RlPolicy, ProbabilitiesAreASoftmax) {
   EXPECT_THROW(policy.probabilities(std::vector<double>{1, 2}), Error);
 }
 
+// The candidate weights are shared by the devices: a device whose candidate features are
+// larger (with a positive weight) gets the larger probability, whichever device it is.
+TEST(RlPolicy, CandidateWeightsAreSharedByTheDevices) {
+  RlPolicy policy(2, 3, 3, 5, 1);
+  for (double& p : policy.parameters()) p = 0.0;  // logits from the candidates alone
+  policy.parameters().back() = 2.0;
+  for (int favoured = 0; favoured < 3; ++favoured) {
+    std::vector<double> z = {0.5, -0.5, 0.0, 0.0, 0.0};
+    z[static_cast<size_t>(2 + favoured)] = 1.0;
+    const std::vector<double> p = policy.probabilities(z);
+    const double e2 = std::exp(2.0);
+    EXPECT_NEAR(p[static_cast<size_t>(favoured)], e2 / (e2 + 2.0), 1e-12);
+  }
+}
+
+// Placeto's policy and MDP (the placer's defaults before the lookahead features), trained
+// long: the settings the tests of the learning machinery were written for.
 PlacementRequest rl_request(const CostModel& cost_model, int devices, uint64_t seed) {
   PlacementRequest request{.device_count = devices, .cost_model = cost_model};
   request.seed = seed;
+  request.rl.features = RlFeatures::placeto;
+  request.rl.episode_start = RlEpisodeStart::start;
+  request.rl.discount = 1.0;
   request.rl.episodes = 600;
   request.rl.learning_rate = 3e-3;
   request.rl.final_learning_rate = 3e-4;
@@ -424,6 +454,40 @@ TEST(RlPolicyFile, RoundTripsExactlyAndPlacesWithoutTraining) {
   std::filesystem::remove(path);
 }
 
+// A lookahead policy's file (version 2, with its candidate features) round-trips and
+// places as it did.
+TEST(RlPolicyFile, LookaheadPolicyRoundTrips) {
+  const Graph graph = testing::random_dag(20, 0.15, 4, 3);
+  const CostModel cost_model = testing::timed_cost_model(graph, std::vector<double>(20, 1.0),
+                                                         std::vector<double>(20, 2.0), {0.2, 1e9});
+  const Order order = topological_order(graph);
+  PlacementRequest request{.device_count = 3, .cost_model = cost_model};
+  request.seed = 4;
+  request.rl.episodes = 10;
+  request.rl.episode_start = RlEpisodeStart::start;  // the greedy episode from the start
+  RlTrainingLog trained;
+  request.rl_log = &trained;
+  place_rl(graph, order, request);
+  EXPECT_EQ(trained.policy.candidates, 3);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "interplace_test_rl2.policy").string();
+  write_rl_policy(path, trained.policy);
+  std::string header;
+  std::getline(std::ifstream(path), header);
+  EXPECT_EQ(header, "interplace-rl-policy 2");
+  const RlSavedPolicy loaded = read_rl_policy(path);
+  EXPECT_EQ(loaded.candidates, 3);
+  EXPECT_EQ(loaded.parameters, trained.policy.parameters);
+  request.rl.episodes = 0;
+  request.rl.features = RlFeatures::placeto;  // the file's features win
+  request.rl.initial = loaded;
+  RlTrainingLog replay;
+  request.rl_log = &replay;
+  place_rl(graph, order, request);
+  EXPECT_EQ(replay.greedy_step_time_s, trained.greedy_step_time_s);
+  std::filesystem::remove(path);
+}
+
 TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
   const std::string path =
       (std::filesystem::temp_directory_path() / "interplace_test_bad.policy").string();
@@ -439,13 +503,19 @@ TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
   };
   const std::string header = "interplace-rl-policy 1\nrounds 1\ninputs 1\nhidden 1\ndevices 1\n";
   expect_bad("something else\n", "line 1");
-  expect_bad("interplace-rl-policy 2\n", "line 1");
+  expect_bad("interplace-rl-policy 3\n", "line 1");
   expect_bad(header + "parameters 4\n1\n2\n3\n", "end of file");
   expect_bad(header + "parameters 4\n1\n2\nnan\n4\n", "line 9");
   expect_bad(header + "parameters 4\n1\n2\n3x\n4\n", "line 9");
   expect_bad(header + "parameters 4\n1\n2\n3\n4\n5\n", "more lines");
   expect_bad(header + "parameters 3\n1\n2\n3\n", "expected 4");  // W1 b1 W2 b2: 4
   expect_bad("interplace-rl-policy 1\nrounds -1\n", "line 2");
+  // Version 2 has a candidates line; its weights are counted.
+  const std::string header_2 =
+      "interplace-rl-policy 2\nrounds 1\ninputs 1\nhidden 1\ndevices 1\ncandidates 2\n";
+  expect_bad(header_2 + "parameters 4\n1\n2\n3\n4\n", "expected 6");
+  expect_bad("interplace-rl-policy 2\nrounds 1\ninputs 1\nhidden 1\ndevices 1\nparameters 4\n",
+             "line 6");
   // Sizes are checked before anything is reserved for the parameters.
   expect_bad(header + "parameters 99999999\n1\n", "99999999 parameters, expected 4");
   expect_bad(
@@ -460,6 +530,8 @@ TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
   }
   std::ofstream(path) << header << "parameters 4\n1\n2\n3\n4\n";
   EXPECT_EQ(read_rl_policy(path).parameters, (std::vector<double>{1, 2, 3, 4}));
+  std::ofstream(path) << header_2 << "parameters 6\n1\n2\n3\n4\n5\n6\n";
+  EXPECT_EQ(read_rl_policy(path).candidates, 2);
   std::filesystem::remove(path);
   EXPECT_THROW(read_rl_policy(path), Error);  // missing
 }
@@ -512,6 +584,67 @@ TEST(RlPlacer, BitIdenticalToTheReferenceImplementation) {
     EXPECT_EQ(fingerprint(placement, log), 0xc63203f90b08db92ULL)
         << groups << " groups: " << std::hex << fingerprint(placement, log);
   }
+}
+
+}  // namespace
+}  // namespace interplace::placement
+
+namespace interplace::placement {
+namespace {
+
+double list_schedule_s(const Graph& graph, const CostModel& cost_model, const Placement& p) {
+  return estimate_step_time_s(graph, cost_model.node_costs(graph), cost_model.link(), p);
+}
+
+// The lookahead policy learns to prefer the moves that shorten the step (its weight on the
+// step time's decrease grows positive) and, within the default 50 episodes, places better
+// than the same training whose candidate weights cannot move (a learning rate of 1e-12:
+// the policy sees the lookahead but has not learned what it means).
+TEST(RlPlacer, LookaheadPolicyLearnsToPreferFasterMoves) {
+  const Graph graph = testing::random_dag(60, 0.08, 21, 3);
+  std::vector<double> forward(60);
+  for (int i = 0; i < 60; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
+  const CostModel cost_model =
+      testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
+  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  int better = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    PlacementRequest request{.device_count = 3, .cost_model = cost_model};
+    request.seed = seed;
+    RlTrainingLog log;
+    request.rl_log = &log;
+    const double learned_s = list_schedule_s(graph, cost_model, place_rl(graph, order, request));
+    const double gain_weight = log.policy.parameters[log.policy.parameters.size() - 3];
+    EXPECT_GT(gain_weight, 1.0) << "seed " << seed;
+    EXPECT_LT(log.greedy_step_time_s, log.start_step_time_s) << "seed " << seed;
+    request.rl.candidate_learning_rate = 1e-12;
+    const double frozen_s = list_schedule_s(graph, cost_model, place_rl(graph, order, request));
+    better += learned_s < frozen_s ? 1 : 0;
+  }
+  EXPECT_EQ(better, 5);
+}
+
+// On a graph that is placed as groups, a start from another placer is a candidate as the
+// node placement it is: the result is never slower than the start.
+TEST(RlPlacer, GroupedPlacementNeverLosesTheStart) {
+  const Graph graph = testing::random_dag(80, 0.06, 9, 3);
+  std::vector<double> forward(80);
+  for (int i = 0; i < 80; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 3 % 7);
+  const CostModel cost_model =
+      testing::timed_cost_model(graph, forward, std::vector<double>(80, 1.0), {0.3, 1e9});
+  const Order order = compute_order(graph, OrderKind::topo);
+  PlacementRequest request{.device_count = 3, .cost_model = cost_model};
+  const double start_s =
+      list_schedule_s(graph, cost_model, place_greedy_eft(graph, order, request));
+  request.rl.start = "greedy-eft";
+  request.rl.groups = 10;
+  request.rl.episodes = 3;
+  RlTrainingLog log;
+  request.rl_log = &log;
+  const double rl_s = list_schedule_s(graph, cost_model, place_rl(graph, order, request));
+  EXPECT_EQ(log.groups, 10);
+  EXPECT_EQ(log.start_step_time_s, start_s);
+  EXPECT_LE(rl_s, start_s);
 }
 
 }  // namespace

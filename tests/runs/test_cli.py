@@ -226,9 +226,14 @@ def test_place_rl():
     fails(2, "place", *MODEL, *args, "--rl-groups", "2", contains=("groups",))
     with tempfile.TemporaryDirectory() as tmp:
         policy = os.path.join(tmp, "r.policy")
-        trained = place_json(*args, "--rl-save-policy", policy)
+        # Every episode from the start, so that the trained run's greedy episode starts where
+        # the replay's does (by default it starts from the best placement found).
+        trained = place_json(*args, "--rl-episode-start", "start", "--rl-save-policy", policy)
         with open(policy) as f:
-            check(f.readline() == "interplace-rl-policy 1\n", "policy file header")
+            # The default lookahead policy's file: version 2, with its candidate features.
+            check(f.readline() == "interplace-rl-policy 2\n", "policy file header")
+            check([line.split()[0] for line in f.readlines()[:5]] ==
+                  ["rounds", "inputs", "hidden", "devices", "candidates"], "policy file fields")
         replay = place_json(*args[:-2], "--rl-episodes", "0", "--rl-policy", policy)
         check(replay["rl"]["episodes_run"] == 0, replay["rl"])
         check(replay["rl"]["greedy_step_time_s"] == trained["rl"]["greedy_step_time_s"],
@@ -244,6 +249,14 @@ def test_place_rl():
               contains=("--rl-hidden 7 differs from the hidden width", "HINT: drop --rl-hidden"))
         fails(2, "place", *MODEL, *replay_args, "--rl-rounds", "9",
               contains=("--rl-rounds 9 differs from the message-passing rounds",))
+        fails(2, "place", *MODEL, *replay_args, "--rl-features", "placeto",
+              contains=("--rl-features placeto differs from the features of the policy",))
+        placeto = os.path.join(tmp, "p.policy")
+        place_json(*args, "--rl-features", "placeto", "--rl-save-policy", placeto)
+        with open(placeto) as f:
+            check(f.readline() == "interplace-rl-policy 1\n", "a placeto policy: version 1")
+        check(place_json(*args[:-2], "--rl-episodes", "0", "--rl-policy", placeto)["rl"]
+              ["episodes_run"] == 0, "a version-1 policy places")
         same = [line.split()[1] for line in open(policy).readlines()[1:4]]  # rounds, inputs, hidden
         check(place_json(*replay_args, "--rl-rounds", same[0], "--rl-hidden", same[2])["rl"]
               == replay["rl"], "the policy's own sizes given explicitly change nothing")

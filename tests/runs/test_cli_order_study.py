@@ -87,13 +87,15 @@ WANG2022 = {
     "--rl-baseline": "all-so-far",
     "--rl-learning-rate": "0.001",
     "--rl-final-learning-rate": "0.001",
-    "--rl-entropy": "1",
+    "--rl-entropy": "0",
     "--rl-entropy-schedule": "constant",
     "--rl-clip-norm": "1.25",
 }
 # What the preset leaves at the rl placer's defaults (our policy network and grouping).
 NOT_PRESET = {"--rl-rounds": "8", "--rl-hidden": "32", "--rl-groups": "448",
-              "--rl-memory-penalty": "10", "--rl-time-budget": "0"}
+              "--rl-memory-penalty": "10", "--rl-time-budget": "0",
+              "--rl-features": "lookahead", "--rl-candidate-learning-rate": "0.3",
+              "--rl-discount": "0.9"}
 
 
 def dry_run(*extra):
@@ -111,7 +113,8 @@ def test_order_study_preset_resolves_to_the_documented_settings():
     check(doc["preset"] == "wang2022" and doc["rl_runs_at_most"] == 6 * 10, doc)
     # Without the preset, the defaults of a plain study are unchanged.
     _, plain = dry_run()
-    check(plain["--rl-episodes"] == ("200", "default") and
+    check(plain["--rl-episodes"] == ("50", "default") and
+          plain["--rl-episode-start"] == ("best", "default") and
           plain["--rl-reward"] == ("start-relative", "default") and
           plain["--rl-start"] == ("random", "default") and
           plain["--rl-baseline"] == ("recent", "default") and

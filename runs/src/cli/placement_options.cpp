@@ -70,6 +70,16 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
         rl_options.entropy_schedule = placement::rl_entropy_schedule_by_name(name);
       },
       "entropy weight over the episodes (linear: decayed to 0)");
+  named(
+      "--rl-features", placement::rl_features_names(), to_string(rl_options.features),
+      [&rl_options](const std::string& name) {
+        rl_options.features = placement::rl_features_by_name(name);
+      },
+      "what the policy sees (lookahead: also each device's step time after the move)");
+  setting("--rl-candidate-learning-rate", rl_options.candidate_learning_rate,
+          "Adam learning rate of the candidate-device weights (lookahead), first episode");
+  setting("--rl-discount", rl_options.discount,
+          "discount of later rewards in a step's return (1: the return to go)");
   setting("--rl-eval-every", rl_options.eval_every,
           "every Nth episode is an argmax evaluation without an update (0: none)");
   setting("--rl-clip-norm", rl_options.clip_norm,
@@ -93,6 +103,7 @@ void add_placement_options(CLI::App& app, PlacementSelection& s) {
   add_rl_options(app, s.rl);
   s.rl_rounds_option = app.get_option("--rl-rounds");
   s.rl_hidden_option = app.get_option("--rl-hidden");
+  s.rl_features_option = app.get_option("--rl-features");
   const char* rl = "Placement: rl placer (docs/placers.md#rl)";
   app.add_option("--rl-policy", s.rl_policy,
                  "start from this saved policy (docs/placers.md#policy-files); with "
@@ -165,8 +176,9 @@ void check_placement_selection(const PlacementSelection& s) {
 
 namespace {
 
-// A saved policy's message-passing rounds and hidden width are its architecture: an
-// explicit --rl-rounds or --rl-hidden that differs would otherwise be silently ignored.
+// A saved policy's message-passing rounds, hidden width and features are its architecture:
+// an explicit --rl-rounds, --rl-hidden or --rl-features that differs would otherwise be
+// silently ignored.
 void refuse_overridden_architecture(const PlacementSelection& s,
                                     const placement::RlSavedPolicy& policy) {
   auto check = [&](const CLI::Option* option, const std::string& flag, int given, int saved,
@@ -179,6 +191,15 @@ void refuse_overridden_architecture(const PlacementSelection& s,
   };
   check(s.rl_rounds_option, "--rl-rounds", s.rl.rounds, policy.rounds, "message-passing rounds");
   check(s.rl_hidden_option, "--rl-hidden", s.rl.hidden, policy.hidden, "hidden width");
+  const placement::RlFeatures saved =
+      policy.candidates > 0 ? placement::RlFeatures::lookahead : placement::RlFeatures::placeto;
+  if (s.rl_features_option != nullptr && s.rl_features_option->count() > 0 &&
+      s.rl.features != saved) {
+    throw_invalid("--rl-features " + to_string(s.rl.features) + " differs from the features of " +
+                  "the policy in '" + s.rl_policy + "' (" + to_string(saved) +
+                  "), which a loaded policy keeps. HINT: drop --rl-features, or train a new " +
+                  "policy without --rl-policy");
+  }
 }
 
 }  // namespace

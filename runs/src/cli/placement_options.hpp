@@ -35,6 +35,7 @@ struct PlacementSelection {
   // the default: a loaded policy fixes both, so a differing one given is refused.
   const CLI::Option* rl_rounds_option = nullptr;
   const CLI::Option* rl_hidden_option = nullptr;
+  const CLI::Option* rl_features_option = nullptr;  // likewise: the policy's inputs
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);

@@ -91,6 +91,9 @@ void write_setup(hid_t root, const OrderStudySetup& s) {
   write_attr(root, "rl_entropy_schedule", s.rl_entropy_schedule);
   write_attr(root, "rl_eval_every", s.rl_eval_every);
   write_attr(root, "rl_clip_norm", s.rl_clip_norm);
+  write_attr(root, "rl_features", s.rl_features);
+  write_attr(root, "rl_candidate_learning_rate", s.rl_candidate_learning_rate);
+  write_attr(root, "rl_discount", s.rl_discount);
   write_attr(root, "preset", s.preset);
 }
 

@@ -34,10 +34,11 @@ using RlStepEstimator = std::function<double(const Placement&)>;
 // what the network needs to place another graph on the same number of devices.
 struct RlSavedPolicy {
   int rounds = 0;  // message-passing rounds the policy was trained with
-  int inputs = 0;
+  int inputs = 0;  // of the node context (the network's first layer)
   int hidden = 0;
   int devices = 0;
-  std::vector<double> parameters;  // W1, b1, W2, b2 (RlPolicy's layout)
+  int candidates = 0;              // features per candidate device (RlFeatures::lookahead)
+  std::vector<double> parameters;  // W1, b1, W2, b2, a (RlPolicy's layout)
 };
 
 // Throws invalid_input when the file cannot be written, or cannot be read or is not a
@@ -65,6 +66,14 @@ enum class RlEpisodeStart {
   start,  // the start placement (RlOptions::start), every episode
   best,   // the fastest memory-feasible placement found so far (at first, the start)
 };
+// What the policy sees of a decision (docs/placers.md#rl).
+enum class RlFeatures {
+  placeto,  // Placeto's node features and pooled embeddings only
+  // those, and for every candidate device what moving the node there does: the change of
+  // the penalised step time (a lookahead), the share of the node's tensor bytes that stay
+  // on the device, and the device's compute load; scored by weights shared by the devices
+  lookahead,
+};
 // How the entropy weight changes over the episodes.
 enum class RlEntropySchedule {
   linear,    // from entropy_weight at the first episode to 0 at the last
@@ -76,14 +85,17 @@ const std::vector<std::string>& rl_reward_names();
 const std::vector<std::string>& rl_baseline_names();
 const std::vector<std::string>& rl_episode_start_names();
 const std::vector<std::string>& rl_entropy_schedule_names();
+const std::vector<std::string>& rl_features_names();
 std::string to_string(RlReward reward);
 std::string to_string(RlBaseline baseline);
 std::string to_string(RlEpisodeStart start);
 std::string to_string(RlEntropySchedule schedule);
+std::string to_string(RlFeatures features);
 RlReward rl_reward_by_name(const std::string& name);
 RlBaseline rl_baseline_by_name(const std::string& name);
 RlEpisodeStart rl_episode_start_by_name(const std::string& name);
 RlEntropySchedule rl_entropy_schedule_by_name(const std::string& name);
+RlFeatures rl_features_by_name(const std::string& name);
 
 // The reward of a move from penalised cost `before` to `after`; `start_cost` is the start
 // placement's (used by RlReward::start_relative only).
@@ -95,7 +107,7 @@ inline constexpr const char* kRlStartDevice0 = "device-0";
 struct RlOptions {
   // Training episodes (each visits every node once); 0 only with `initial`: place with the
   // loaded policy without training it.
-  int episodes = 200;
+  int episodes = 50;  // the traversal-order study's budget
   int rounds = 8;                     // message-passing rounds (Placeto: 8)
   int hidden = 32;                    // width of the policy's hidden layer
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
@@ -108,6 +120,12 @@ struct RlOptions {
   double entropy_weight = 0.0;
   RlEntropySchedule entropy_schedule = RlEntropySchedule::linear;
   RlReward reward = RlReward::start_relative;
+  RlFeatures features = RlFeatures::lookahead;
+  // Adam's rate for the candidate weights (RlFeatures::lookahead; decayed in proportion to
+  // learning_rate): a few weights that must move far within a short budget.
+  double candidate_learning_rate = 0.3;
+  // Discount of later rewards in a step's return (1: the return to go, Placeto's).
+  double discount = 0.9;
   // > 0: every eval_every-th of the `episodes` is an evaluation episode: the policy's
   // argmax device for each node, no sampling and no update (the study: 50 episodes, every
   // 5th an evaluation, 40 training). 0: every episode trains. 1 is refused (nothing trains).
@@ -125,7 +143,7 @@ struct RlOptions {
   // "device-0" puts every node on device 0, any other placer name but "rl" starts from its
   // result.
   std::string start = "random";
-  RlEpisodeStart episode_start = RlEpisodeStart::start;
+  RlEpisodeStart episode_start = RlEpisodeStart::best;
   // Reward source; empty: the list-scheduled estimate (step_estimate.hpp) with the
   // request's micro-batches. The command line passes the simulator `simulate` uses.
   RlStepEstimator estimator = {};
@@ -171,19 +189,25 @@ struct RlTrainingLog {
 // Throws invalid_input naming the bad field.
 void check_rl_options(const RlOptions& options);
 
-// The policy network: logits = W2 tanh(W1 z + b1) + b2 over `devices` outputs.
+// The policy network over `devices` outputs: logits = W2 tanh(W1 x + b1) + b2 + C a, where
+// the input z is the node context x (`inputs` values) followed, with `candidates` > 0, by
+// `candidates` features of each device in turn (C, devices x candidates), scored by the
+// weights `a` that every device shares.
 class RlPolicy {
  public:
-  RlPolicy(int inputs, int hidden, int devices, uint64_t seed);
+  RlPolicy(int inputs, int hidden, int devices, uint64_t seed, int candidates = 0);
   // Throws invalid_input when the parameter count does not match the sizes.
   explicit RlPolicy(const RlSavedPolicy& saved);
   int inputs() const { return inputs_; }
+  int candidates() const { return candidates_; }
+  // Values of z: the context and every device's candidate features.
+  int input_size() const { return inputs_ + devices_ * candidates_; }
   int devices() const { return devices_; }
   int parameter_count() const { return static_cast<int>(parameters_.size()); }
   std::span<double> parameters() { return parameters_; }
   std::span<const double> parameters() const { return parameters_; }
 
-  // Softmax probabilities of the devices for input `z` (inputs() values).
+  // Softmax probabilities of the devices for input `z` (input_size() values).
   std::vector<double> probabilities(std::span<const double> z) const;
   // log p(action | z).
   double log_prob(std::span<const double> z, int action) const;
@@ -202,7 +226,9 @@ class RlPolicy {
   int inputs_;
   int hidden_;
   int devices_;
-  std::vector<double> parameters_;  // W1 (hidden x inputs), b1, W2 (devices x hidden), b2
+  int candidates_;
+  // W1 (hidden x inputs), b1, W2 (devices x hidden), b2, a (candidates)
+  std::vector<double> parameters_;
 };
 
 }  // namespace interplace::placement

@@ -83,6 +83,9 @@ struct OrderStudySetup {
   std::string rl_entropy_schedule;
   int64_t rl_eval_every = 0;
   double rl_clip_norm = 0.0;
+  std::string rl_features;
+  double rl_candidate_learning_rate = 0.0;
+  double rl_discount = 0.0;
   std::string preset;  // --preset, or empty
 };
 

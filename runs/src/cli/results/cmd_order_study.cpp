@@ -61,7 +61,7 @@ const std::vector<Preset> kPresets = {
                  {"--rl-baseline", "all-so-far"},
                  {"--rl-learning-rate", "0.001"},
                  {"--rl-final-learning-rate", "0.001"},
-                 {"--rl-entropy", "1"},
+                 {"--rl-entropy", "0"},
                  {"--rl-entropy-schedule", "constant"},
                  {"--rl-clip-norm", "1.25"}}},
 };
@@ -147,6 +147,9 @@ std::vector<Setting> resolved_settings(const StudyOptions& o) {
       {"--rl-entropy", format_number(rl.entropy_weight)},
       {"--rl-entropy-schedule", to_string(rl.entropy_schedule)},
       {"--rl-clip-norm", format_number(rl.clip_norm)},
+      {"--rl-features", to_string(rl.features)},
+      {"--rl-candidate-learning-rate", format_number(rl.candidate_learning_rate)},
+      {"--rl-discount", format_number(rl.discount)},
       {"--rl-rounds", std::to_string(rl.rounds)},
       {"--rl-hidden", std::to_string(rl.hidden)},
       {"--rl-groups", std::to_string(rl.groups)},
@@ -323,6 +326,9 @@ std::string run_study(StudyOptions& o) {
   setup.rl_entropy_schedule = to_string(o.rl.entropy_schedule);
   setup.rl_eval_every = o.rl.eval_every;
   setup.rl_clip_norm = o.rl.clip_norm;
+  setup.rl_features = to_string(o.rl.features);
+  setup.rl_candidate_learning_rate = o.rl.candidate_learning_rate;
+  setup.rl_discount = o.rl.discount;
   setup.preset = o.preset;
 
   std::vector<OrderStudyModel> models;
