@@ -107,7 +107,7 @@ inline constexpr const char* kRlStartDevice0 = "device-0";
 struct RlOptions {
   // Training episodes (each visits every node once); 0 only with `initial`: place with the
   // loaded policy without training it.
-  int episodes = 50;  // the traversal-order study's budget
+  int episodes = 50;                  // the traversal-order study's budget
   int rounds = 8;                     // message-passing rounds (Placeto: 8)
   int hidden = 32;                    // width of the policy's hidden layer
   double learning_rate = 1e-3;        // Adam, decayed linearly over the episodes ...
