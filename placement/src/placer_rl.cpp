@@ -273,14 +273,13 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   double episode_start_s = start_s;  // of the last episode's starting placement
 
   // RlFeatures::lookahead: each candidate device's step time and penalised cost with the
-  // node moved there, and the device loads of compute.
+  // node moved there.
   std::vector<double> ahead_s(static_cast<size_t>(k));
   std::vector<double> ahead_cost(static_cast<size_t>(k));
-  std::vector<double> load_s(static_cast<size_t>(k));
+  detail::DeviceFeatures device_features(graph, problem.costs, k);
   // Appends the candidate features of every device for moving `node` (now on `home`) to
   // `z` (docs/placers.md#rl): the decrease of the penalised cost, over the largest change
-  // any device gives; the share of the node's edge bytes whose other end is there; the
-  // device's compute without the node, relative to an even split.
+  // any device gives, then DeviceFeatures' two.
   auto look_ahead = [&](NodeId node, int home, std::vector<int64_t>& used, double step_s,
                         double cost, std::vector<double>& z) {
     const int64_t bytes = node_memory_bytes[node];
@@ -302,33 +301,12 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
       largest = std::max(largest, std::abs(cost - ahead_cost[dd]));
     }
     placement.device_of_node[node] = home;
-    std::fill(load_s.begin(), load_s.end(), 0.0);
-    double total_s = 0.0;
-    for (NodeId v = 0; v < n; ++v) {
-      if (v == node) continue;
-      load_s[static_cast<size_t>(placement.device_of_node[v])] += problem.costs.compute_s(v);
-      total_s += problem.costs.compute_s(v);
-    }
-    const Node& info = graph.nodes()[node];
-    double edge_bytes = 0.0;
-    for (NodeId u : info.predecessors)
-      edge_bytes += static_cast<double>(problem.costs.output_bytes[u]);
-    edge_bytes += static_cast<double>(problem.costs.output_bytes[node]) *
-                  static_cast<double>(info.successors.size());
+    device_features.compute(placement, node);
     for (int d = 0; d < k; ++d) {
       const auto dd = static_cast<size_t>(d);
-      double kept = 0.0;
-      for (NodeId u : info.predecessors) {
-        if (placement.device_of_node[u] == d)
-          kept += static_cast<double>(problem.costs.output_bytes[u]);
-      }
-      for (NodeId c : info.successors) {
-        if (placement.device_of_node[c] == d)
-          kept += static_cast<double>(problem.costs.output_bytes[node]);
-      }
       z.push_back(largest > 0.0 ? (cost - ahead_cost[dd]) / largest : 0.0);
-      z.push_back(edge_bytes > 0.0 ? kept / edge_bytes : 0.0);
-      z.push_back(total_s > 0.0 ? static_cast<double>(k) * load_s[dd] / total_s - 1.0 : 0.0);
+      z.push_back(device_features.kept_share(d));
+      z.push_back(device_features.relative_load(d));
     }
   };
 

@@ -4,6 +4,37 @@
 
 namespace interplace::placement::detail {
 
+DeviceFeatures::DeviceFeatures(const Graph& graph, const NodeCosts& costs, int devices)
+    : graph_(graph),
+      costs_(costs),
+      devices_(devices),
+      kept_(static_cast<size_t>(devices)),
+      load_(static_cast<size_t>(devices)) {}
+
+void DeviceFeatures::compute(const Placement& placement, NodeId node) {
+  std::fill(load_.begin(), load_.end(), 0.0);
+  std::fill(kept_.begin(), kept_.end(), 0.0);
+  double total_s = 0.0;
+  for (NodeId v = 0; v < graph_.node_count(); ++v) {
+    if (v == node) continue;
+    load_[static_cast<size_t>(placement.device_of_node[v])] += costs_.compute_s(v);
+    total_s += costs_.compute_s(v);
+  }
+  for (double& load : load_) {
+    load = total_s > 0.0 ? static_cast<double>(devices_) * load / total_s - 1.0 : 0.0;
+  }
+  // An input's tensor is the producer's output; each consumer receives the node's output.
+  const Node& info = graph_.nodes()[node];
+  double edge_bytes = 0.0;
+  auto add = [&](NodeId other, int64_t bytes) {
+    kept_[static_cast<size_t>(placement.device_of_node[other])] += static_cast<double>(bytes);
+    edge_bytes += static_cast<double>(bytes);
+  };
+  for (NodeId u : info.predecessors) add(u, costs_.output_bytes[u]);
+  for (NodeId c : info.successors) add(c, costs_.output_bytes[node]);
+  for (double& kept : kept_) kept = edge_bytes > 0.0 ? kept / edge_bytes : 0.0;
+}
+
 Reachability::Reachability(const Graph& graph)
     : n_(graph.node_count()),
       words_((static_cast<size_t>(n_) + 63) / 64),

@@ -90,4 +90,25 @@ class Featurizer {
   uint64_t stamp_ = 0;
 };
 
+// Two of the lookahead's three features of each candidate device d for placing node v
+// (docs/placers.md#rl; the third, the step time's change, needs the estimator and is the
+// placer's): the share of the bytes on v's edges whose other end is on d, and d's compute
+// without v relative to an even split, K * load_d / total - 1.
+class DeviceFeatures {
+ public:
+  DeviceFeatures(const Graph& graph, const NodeCosts& costs, int devices);
+  // The two features of device d for `node` under `placement`: (kept share, load).
+  // Recomputes the loads on each call with a new `node` or placement.
+  void compute(const Placement& placement, NodeId node);
+  double kept_share(int device) const { return kept_[static_cast<size_t>(device)]; }
+  double relative_load(int device) const { return load_[static_cast<size_t>(device)]; }
+
+ private:
+  const Graph& graph_;
+  const NodeCosts& costs_;
+  int devices_;
+  std::vector<double> kept_;
+  std::vector<double> load_;
+};
+
 }  // namespace interplace::placement::detail

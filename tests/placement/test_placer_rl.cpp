@@ -586,6 +586,26 @@ TEST(RlPlacer, BitIdenticalToTheReferenceImplementation) {
   }
 }
 
+// The lookahead policy's result, learning curve and trained parameters at its defaults on
+// the same DAG, bit for bit as the commit that introduced it (b3e60c4) computed them:
+// refactoring its features must not change what rl does.
+TEST(RlPlacer, LookaheadBitIdenticalToItsFirstImplementation) {
+  const Graph graph = testing::random_dag(60, 0.08, 21, 3);
+  std::vector<double> forward(60);
+  for (int i = 0; i < 60; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
+  const CostModel cost_model =
+      testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
+  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  PlacementRequest request{.device_count = 3, .cost_model = cost_model};
+  request.seed = 12;
+  request.rl.episodes = 30;
+  RlTrainingLog log;
+  request.rl_log = &log;
+  const Placement placement = place_rl(graph, order, request);
+  EXPECT_EQ(fingerprint(placement, log), 0x5f44e27b99ff9cecULL)
+      << std::hex << fingerprint(placement, log);
+}
+
 }  // namespace
 }  // namespace interplace::placement
 
