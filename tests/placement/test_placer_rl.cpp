@@ -536,6 +536,20 @@ TEST(RlPolicyFile, MalformedFilesFailNamingTheLine) {
   EXPECT_THROW(read_rl_policy(path), Error);  // missing
 }
 
+// The pinned runs' problem: a 60-node DAG with unequal forward times, 3 devices' worth of
+// work, a slow link, the topo-lifo order.
+struct WeightedDag {
+  Graph graph = testing::random_dag(60, 0.08, 21, 3);
+  CostModel cost_model =
+      testing::timed_cost_model(graph, forward(), std::vector<double>(60, 2.0), {0.2, 1e9});
+  Order order = compute_order(graph, OrderKind::topo_lifo);
+  static std::vector<double> forward() {
+    std::vector<double> f(60);
+    for (int i = 0; i < 60; ++i) f[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
+    return f;
+  }
+};
+
 // FNV-1a over the bit patterns of what an rl run returns and logs: a change of one bit in
 // the placement, the learning curve or the trained parameters changes it.
 uint64_t fingerprint(const Placement& placement, const RlTrainingLog& log) {
@@ -566,12 +580,10 @@ uint64_t fingerprint(const Placement& placement, const RlTrainingLog& log) {
 // them: the faster featurizer must not change what rl does, and a graph no larger than
 // the group limit is not grouped.
 TEST(RlPlacer, BitIdenticalToTheReferenceImplementation) {
-  const Graph graph = testing::random_dag(60, 0.08, 21, 3);
-  std::vector<double> forward(60);
-  for (int i = 0; i < 60; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
-  const CostModel cost_model =
-      testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
-  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  const WeightedDag dag;
+  const Graph& graph = dag.graph;
+  const CostModel& cost_model = dag.cost_model;
+  const Order& order = dag.order;
   // The default group limit, a limit of exactly the node count, and no grouping.
   for (int groups : {RlOptions{}.groups, 60, 0}) {
     PlacementRequest request = rl_request(cost_model, 3, 12);
@@ -590,12 +602,10 @@ TEST(RlPlacer, BitIdenticalToTheReferenceImplementation) {
 // the same DAG, bit for bit as the commit that introduced it (b3e60c4) computed them:
 // refactoring its features must not change what rl does.
 TEST(RlPlacer, LookaheadBitIdenticalToItsFirstImplementation) {
-  const Graph graph = testing::random_dag(60, 0.08, 21, 3);
-  std::vector<double> forward(60);
-  for (int i = 0; i < 60; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
-  const CostModel cost_model =
-      testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
-  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  const WeightedDag dag;
+  const Graph& graph = dag.graph;
+  const CostModel& cost_model = dag.cost_model;
+  const Order& order = dag.order;
   PlacementRequest request{.device_count = 3, .cost_model = cost_model};
   request.seed = 12;
   request.rl.episodes = 30;
@@ -621,12 +631,10 @@ double list_schedule_s(const Graph& graph, const CostModel& cost_model, const Pl
 // than the same training whose candidate weights cannot move (a learning rate of 1e-12:
 // the policy sees the lookahead but has not learned what it means).
 TEST(RlPlacer, LookaheadPolicyLearnsToPreferFasterMoves) {
-  const Graph graph = testing::random_dag(60, 0.08, 21, 3);
-  std::vector<double> forward(60);
-  for (int i = 0; i < 60; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 7 % 5);
-  const CostModel cost_model =
-      testing::timed_cost_model(graph, forward, std::vector<double>(60, 2.0), {0.2, 1e9});
-  const Order order = compute_order(graph, OrderKind::topo_lifo);
+  const WeightedDag dag;
+  const Graph& graph = dag.graph;
+  const CostModel& cost_model = dag.cost_model;
+  const Order& order = dag.order;
   int better = 0;
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     PlacementRequest request{.device_count = 3, .cost_model = cost_model};
