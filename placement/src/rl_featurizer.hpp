@@ -97,8 +97,8 @@ class Featurizer {
 class DeviceFeatures {
  public:
   DeviceFeatures(const Graph& graph, const NodeCosts& costs, int devices);
-  // The two features of device d for `node` under `placement`: (kept share, load).
-  // Recomputes the loads on each call with a new `node` or placement.
+  // The two features of every device for `node` under `placement`. Recomputes the loads on
+  // each call: O(nodes), as each of the decision's K - 1 step-time estimates is anyway.
   void compute(const Placement& placement, NodeId node);
   double kept_share(int device) const { return kept_[static_cast<size_t>(device)]; }
   double relative_load(int device) const { return load_[static_cast<size_t>(device)]; }

@@ -20,8 +20,7 @@ RlPolicy::RlPolicy(int inputs, int hidden, int devices, uint64_t seed, int candi
   }
   const size_t w1 = static_cast<size_t>(hidden) * static_cast<size_t>(inputs);
   const size_t w2 = static_cast<size_t>(devices) * static_cast<size_t>(hidden);
-  parameters_.assign(w1 + static_cast<size_t>(hidden) + w2 + static_cast<size_t>(devices) +
-                         static_cast<size_t>(candidates),
+  parameters_.assign(static_cast<size_t>(parameter_count(inputs, hidden, devices, candidates)),
                      0.0);
   // Glorot-uniform weights, zero biases and candidate weights: the untrained policy is
   // close to uniform, so the first episodes explore every device.
@@ -114,9 +113,8 @@ RlSavedPolicy read_rl_policy(const std::string& path) {
   const int count = field("parameters", 1);
   // The sizes fix the count; checked before anything is allocated for it, as is that the
   // file can hold that many lines (a file claiming 10^8 parameters reserved 800 MB).
-  const int64_t hidden = policy.hidden;
-  const int64_t expected = hidden * policy.inputs + hidden + int64_t{policy.devices} * hidden +
-                           policy.devices + policy.candidates;
+  const int64_t expected =
+      RlPolicy::parameter_count(policy.inputs, policy.hidden, policy.devices, policy.candidates);
   if (count != expected) {
     fail(std::to_string(count) + " parameters, expected " + std::to_string(expected) + " for " +
          std::to_string(policy.inputs) + " inputs, " + std::to_string(policy.hidden) + " hidden, " +

@@ -202,6 +202,12 @@ class RlPolicy {
   int candidates() const { return candidates_; }
   // Values of z: the context and every device's candidate features.
   int input_size() const { return inputs_ + devices_ * candidates_; }
+  // The parameters of a policy of these sizes (the layout below), for checking a file
+  // before anything is allocated.
+  static int64_t parameter_count(int64_t inputs, int64_t hidden, int64_t devices,
+                                 int64_t candidates) {
+    return hidden * inputs + hidden + devices * hidden + devices + candidates;
+  }
   int devices() const { return devices_; }
   int parameter_count() const { return static_cast<int>(parameters_.size()); }
   std::span<double> parameters() { return parameters_; }
