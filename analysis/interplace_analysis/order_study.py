@@ -226,35 +226,202 @@ def best_table(study: OrderStudy, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# --------------------------------------------------------------------- across a family
+
+def _twins(study: OrderStudy) -> dict[tuple[str, str], dict[str, str]]:
+    """Per (cost device, model): each order not run because it gives the node sequence of
+    an earlier order -> that order (the file's `same_orders`, "dfs-post=topo-lifo-rev,...")."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    if "same_orders" not in study.models:
+        return out
+    for cost, model, text in zip(study.models["cost_device"], study.models["model"],
+                                 study.models["same_orders"]):
+        pairs = [p.split("=", 1) for p in str(text).split(",") if "=" in p]
+        out[(cost, model)] = {a.strip(): b.strip() for a, b in pairs}
+    return out
+
+
+@dataclass
+class FamilyRuns:
+    """One family at one cost device and device count, as a complete block design: every
+    graph x every order x the seeds all of them have. An order that a graph's file did not
+    run because it repeats another order's node sequence there takes that order's runs on
+    that graph (the same sequence gives the same placement, seed for seed); an order run on
+    no graph of the family is not a treatment of its own (`same_everywhere`)."""
+    cost_device: str
+    family: str
+    devices: int
+    graphs: list[str]
+    orders: list[str]
+    x: np.ndarray                     # [graph, order, seed] step times (s)
+    same_everywhere: dict[str, str]   # order run on no graph -> the order it repeats
+    left_out: list[str]               # graphs without every order (a failed run)
+
+
+def family_runs(study: OrderStudy) -> list[FamilyRuns]:
+    twins = _twins(study)
+    out = []
+    for (cost, family, k), group in study.ok.groupby(["cost_device", "family", "devices"],
+                                                       sort=True):
+        per_graph = {model: _matrix(g) for model, g in group.groupby("model", sort=True)}
+        run_anywhere = sorted({o for orders, _ in per_graph.values() for o in orders})
+        same: dict[str, str] = {}
+        for model in per_graph:
+            for o, twin in twins.get((cost, model), {}).items():
+                if o not in run_anywhere:
+                    same[o] = twin
+        graphs, blocks, left_out = [], [], []
+        for model, (orders, x) in per_graph.items():
+            rows, twin_of = [], twins.get((cost, model), {})
+            for o in run_anywhere:
+                source = o
+                while source not in orders and source in twin_of:
+                    source = twin_of[source]
+                rows.append(orders.index(source) if source in orders else None)
+            if None in rows or x.size == 0:
+                left_out.append(model)
+                continue
+            graphs.append(model)
+            blocks.append(x[rows])
+        if not graphs:
+            continue
+        seeds = min(b.shape[1] for b in blocks)
+        out.append(FamilyRuns(cost, family, int(k), graphs, run_anywhere,
+                              np.stack([b[:, :seeds] for b in blocks]), same, left_out))
+    return out
+
+
+def _same_note(fr: FamilyRuns, order: str) -> str:
+    return ",".join(sorted(o for o, twin in fr.same_everywhere.items() if twin == order))
+
+
 def family_table(study: OrderStudy, seed: int = 0) -> pd.DataFrame:
     """Per (cost device, family, devices) and order: the geometric mean over the family's
-    models of the order's mean step time over the model's mean over all orders (1 = an
-    average order; < 1 = faster), with an interval from resampling seeds jointly."""
+    graphs of the order's mean step time over the graph's mean over all orders (1 = an
+    average order; < 1 = faster), with a 95% interval from resampling seeds (jointly over
+    orders and graphs); the graphs on which the order is best (ties count for each), its
+    mean Friedman rank (1 = best) and the orders it stands for (`same_as`)."""
+    from scipy import stats as st
     rows = []
-    for key, group in study.ok.groupby(["cost_device", "family", "devices"], sort=True):
-        per_model = []
-        orders = None
-        for _, g in group.groupby("model", sort=True):
-            o, x = _matrix(g)
-            if orders is None:
-                orders = o
-            if o != orders or x.size == 0:
-                continue
-            per_model.append(x / x.mean())
-        if not per_model:
-            continue
-        seeds = min(x.shape[1] for x in per_model)
-        per_model = [x[:, :seeds] for x in per_model]
+    for fr in family_runs(study):
+        x = fr.x
         rng = np.random.default_rng(seed)
-        idx = _boot_index(seeds, rng)
-        point = np.exp(np.mean([np.log(x.mean(axis=1)) for x in per_model], axis=0))
-        boot = np.exp(np.mean([np.log(x[:, idx].mean(axis=2)) for x in per_model], axis=0))
+        idx = _boot_index(x.shape[2], rng)
+        means = x.mean(axis=2)                                   # [graph, order]
+        point = np.exp(np.log(means / means.mean(axis=1, keepdims=True)).mean(axis=0))
+        boot = np.empty((len(fr.orders), RESAMPLES))
+        for start in range(0, RESAMPLES, 1000):                  # [graph, order, resample]
+            b = x[:, :, idx[start:start + 1000]].mean(axis=3)
+            boot[:, start:start + 1000] = np.exp(
+                np.log(b / b.mean(axis=1, keepdims=True)).mean(axis=0))
+        wins = (means <= means.min(axis=1, keepdims=True) * (1 + TIE)).sum(axis=0)
+        ranks = np.apply_along_axis(st.rankdata, 1, means).mean(axis=0)
         best = float(np.min(point))
-        for i, order in enumerate(orders):
+        for i, order in enumerate(fr.orders):
             lo, hi = _interval(boot[i])
-            rows.append(dict(cost_device=key[0], family=key[1], devices=key[2], order=order,
-                             models=len(per_model), relative=point[i], ci_low=lo, ci_high=hi,
+            rows.append(dict(cost_device=fr.cost_device, family=fr.family, devices=fr.devices,
+                             order=order, same_as=_same_note(fr, order), models=len(fr.graphs),
+                             seeds=x.shape[2], relative=point[i], ci_low=lo, ci_high=hi,
+                             wins=int(wins[i]), mean_rank=float(ranks[i]),
                              is_best=bool(point[i] <= best * (1 + TIE))))
+    return pd.DataFrame(rows)
+
+
+def _variance_shares(x: np.ndarray) -> tuple[float, float]:
+    """On log step times [graph, order, seed]: the share of the variance within graphs that
+    lies between orders (the rest: between seeds of one order), and the share of all
+    variance that lies between graphs."""
+    y = np.log(x)
+    graph_mean = y.mean(axis=(1, 2), keepdims=True)
+    within = ((y - graph_mean) ** 2).sum()
+    between_orders = x.shape[2] * ((y.mean(axis=2, keepdims=True) - graph_mean) ** 2).sum()
+    total = ((y - y.mean()) ** 2).sum()
+    order_share = between_orders / within if within > 0 else math.nan
+    graph_share = 1 - within / total if total > 0 else math.nan
+    return float(order_share), float(graph_share)
+
+
+def family_tests(study: OrderStudy, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per family: the Friedman test over its graphs (orders as treatments, graphs as blocks,
+    each cell the mean over seeds) with Kendall's W, the variance shares, the best order;
+    and every pair of orders: the geometric mean ratio over graphs, the graphs where the
+    first is faster, and the Wilcoxon signed-rank test over graphs, Holm-adjusted within
+    the family."""
+    from scipy import stats as st
+    fams = family_table(study, seed)
+    tests, pairs = [], []
+    for fr in family_runs(study):
+        means = fr.x.mean(axis=2)
+        g, k = means.shape
+        chi2, p = friedman(means.T)
+        order_share, graph_share = _variance_shares(fr.x)
+        f = fams[(fams["cost_device"] == fr.cost_device) & (fams["family"] == fr.family)
+                 & (fams["devices"] == fr.devices)].sort_values("relative")
+        rows = []
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = np.log(means[:, a]) - np.log(means[:, b])
+                p_pair = (float(st.wilcoxon(d).pvalue) if g >= 2 and np.any(d != 0)
+                          else math.nan)
+                rows.append(dict(cost_device=fr.cost_device, family=fr.family,
+                                 devices=fr.devices, order_a=fr.orders[a], order_b=fr.orders[b],
+                                 graphs=g, ratio=float(np.exp(d.mean())),
+                                 a_faster=int((d < 0).sum()), b_faster=int((d > 0).sum()),
+                                 p=p_pair))
+        adjusted = stats.holm([r["p"] for r in rows])
+        for r, q in zip(rows, adjusted):
+            r["p_holm"] = float(q)
+            r["significant"] = bool(q < 1 - LEVEL)
+        pairs += rows
+        best = f.iloc[0]
+        beaten = [r for r in rows if r["significant"] and best["order"] in
+                  (r["order_a"], r["order_b"])]
+        tests.append(dict(cost_device=fr.cost_device, family=fr.family, devices=fr.devices,
+                          graphs=g, orders=k, seeds=fr.x.shape[2],
+                          same_everywhere=",".join(f"{a}={b}" for a, b in
+                                                   sorted(fr.same_everywhere.items())),
+                          left_out=len(fr.left_out),
+                          best_order=best["order"], best_relative=best["relative"],
+                          best_ci_low=best["ci_low"], best_ci_high=best["ci_high"],
+                          runner_up=f.iloc[1]["order"] if k > 1 else "",
+                          best_beats_significantly=len(beaten), of=k - 1,
+                          friedman_chi2=chi2, friedman_p=p,
+                          kendall_w=chi2 / (g * (k - 1)) if k > 1 and g > 0 else math.nan,
+                          order_share=order_share, graph_share=graph_share))
+    return pd.DataFrame(tests), pd.DataFrame(pairs)
+
+
+def family_baselines(study: OrderStudy) -> pd.DataFrame:
+    """Per family and order: the learned placement (mean over seeds) against the fastest
+    heuristic on the same graph and order: median, min and max over the graphs of
+    rl / heuristic - 1 (negative: rl faster), and which heuristic was fastest most often;
+    order "(best of each)": rl's fastest order against the fastest heuristic in any order."""
+    if study.baselines.empty:
+        return pd.DataFrame()
+    ok = study.baselines[np.isfinite(study.baselines["step_time_s"])]
+    ok = ok[ok["step_time_s"] > 0]
+    fastest = ok.loc[ok.groupby(["cost_device", "model", "devices", "order"])["step_time_s"]
+                     .idxmin()]
+    rl = study.ok.groupby(["cost_device", "model", "devices", "order", "family"])[
+        "step_time_s"].mean().rename("rl_s").reset_index()
+    both = rl.merge(fastest.rename(columns={"step_time_s": "heuristic_s"}),
+                    on=["cost_device", "model", "devices", "order"])
+    # "(best of each)": rl's fastest order against the fastest heuristic in any order.
+    keys = ["cost_device", "model", "devices", "family"]
+    best = both.loc[both.groupby(keys)["rl_s"].idxmin(), keys + ["rl_s"]].merge(
+        both.loc[both.groupby(keys)["heuristic_s"].idxmin(), keys + ["heuristic_s", "placer"]],
+        on=keys)
+    both = pd.concat([both, best.assign(order="(best of each)")], ignore_index=True)
+    both["vs"] = both["rl_s"] / both["heuristic_s"] - 1
+    rows = []
+    for (cost, family, k, order), g in both.groupby(
+            ["cost_device", "family", "devices", "order"], sort=True):
+        rows.append(dict(cost_device=cost, family=family, devices=k, order=order,
+                         models=len(g), rl_vs_best_heuristic_median=g["vs"].median(),
+                         rl_vs_best_heuristic_min=g["vs"].min(),
+                         rl_vs_best_heuristic_max=g["vs"].max(),
+                         rl_faster_on=int((g["vs"] < 0).sum()),
+                         fastest_heuristic=g["placer"].mode().iloc[0]))
     return pd.DataFrame(rows)
 
 
@@ -267,31 +434,51 @@ def feature_table(study: OrderStudy, best: pd.DataFrame) -> pd.DataFrame:
         ["cost_device", "devices", "depth"])
 
 
-def feature_correlations(study: OrderStudy, orders: pd.DataFrame) -> pd.DataFrame:
+def feature_correlations(study: OrderStudy, orders: pd.DataFrame,
+                         best: pd.DataFrame | None = None) -> pd.DataFrame:
     """Spearman's rho over the models between each feature and each order's mean step time
-    relative to the mean over the model's orders (per cost device and devices; 4+ models, 3+
-    distinct values of each)."""
+    relative to the mean over the model's orders (`target` relative), and, with `best`, the
+    order effect itself: `order_share` (best_table's) and `spread` (the slowest order's mean
+    over the fastest's). Per cost device and devices over every model (`scope` all) and
+    within each family of 4+ models; 3+ distinct values of each variable. p is
+    Holm-adjusted over every row."""
     from scipy import stats as st
-    rows = []
     feats = study.models.set_index(["cost_device", "model"])
-    for (cost, k, order), g in orders.groupby(["cost_device", "devices", "order"], sort=True):
-        if len(g) < 4:
-            continue
-        for feature in FEATURES:
-            x = [feats.loc[(cost, m), feature] for m in g["model"]]
-            y = list(g["relative"])
-            # Models where every order ties give y = 1 whatever the feature: with fewer
-            # than 3 distinct values a rank correlation of +-1 says nothing.
-            if len(set(x)) < 3 or len(set(np.round(y, 9))) < 3:
+    family_of = feats["family"]
+    rows = []
+
+    def correlate(base: dict, models: list, y: list) -> None:
+        for scope in ["all", *sorted({family_of[(base["cost_device"], m)] for m in models})]:
+            keep = [i for i, m in enumerate(models)
+                    if scope == "all" or family_of[(base["cost_device"], m)] == scope]
+            if len(keep) < 4 or (scope != "all" and len(keep) == len(models)):
                 continue
-            res = st.spearmanr(x, y)
-            rows.append(dict(cost_device=cost, devices=k, order=order, feature=feature,
-                             models=len(g), spearman_rho=float(res.statistic),
-                             p=float(res.pvalue)))
+            ys = [y[i] for i in keep]
+            for feature in FEATURES:
+                x = [feats.loc[(base["cost_device"], models[i]), feature] for i in keep]
+                # Models where every order ties give y = 1 whatever the feature: with fewer
+                # than 3 distinct values a rank correlation of +-1 says nothing.
+                if len(set(x)) < 3 or len(set(np.round(ys, 9))) < 3:
+                    continue
+                res = st.spearmanr(x, ys)
+                rows.append(dict(base, scope=scope, feature=feature, models=len(keep),
+                                 spearman_rho=float(res.statistic), p=float(res.pvalue)))
+
+    for (cost, k, order), g in orders.groupby(["cost_device", "devices", "order"], sort=True):
+        correlate(dict(cost_device=cost, devices=k, target="relative", order=order),
+                  list(g["model"]), list(g["relative"]))
+    if best is not None:
+        spread = orders.groupby(SETTING)["vs_best"].max()
+        for (cost, k), g in best.groupby(["cost_device", "devices"], sort=True):
+            g = g[np.isfinite(g["order_share"])]
+            models = list(g["model"])
+            correlate(dict(cost_device=cost, devices=k, target="order_share", order=""),
+                      models, list(g["order_share"]))
+            correlate(dict(cost_device=cost, devices=k, target="spread", order=""), models,
+                      [spread[(cost, m, k)] for m in models])
     out = pd.DataFrame(rows)
     if len(out):
-        from .stats import holm
-        out["p_holm"] = holm(out["p"].to_numpy())
+        out["p_holm"] = stats.holm(out["p"].to_numpy())
     return out
 
 
@@ -329,10 +516,11 @@ def _plt():
 
 
 def heatmap(orders: pd.DataFrame, cost: str, k: int):
-    """Models x orders, each cell the order's mean over the setting's best order."""
+    """Models x orders, each cell the order's mean over the setting's best order (up to
+    GRID_MODELS * 2 models)."""
     plt = _plt()
     d = orders[(orders["cost_device"] == cost) & (orders["devices"] == k)]
-    if d.empty:
+    if d.empty or d["model"].nunique() > 2 * GRID_MODELS:
         return None
     m = d.pivot_table(index="model", columns="order", values="vs_best")
     fig, ax = plt.subplots(figsize=(1.2 * m.shape[1] + 3, 0.45 * m.shape[0] + 1.8))
@@ -350,14 +538,19 @@ def heatmap(orders: pd.DataFrame, cost: str, k: int):
     return fig
 
 
+# Above this many models a setting gets family figures, not a panel per model.
+GRID_MODELS = 16
+
+
 def _model_grid(study: OrderStudy, cost: str, k: int, row_height: float):
     """The runs of one cost device and K, their models (sorted), and a figure with one
-    panel per model, four per row, the spare panels hidden; None without runs."""
+    panel per model, four per row, the spare panels hidden; None without runs or with more
+    than GRID_MODELS models."""
     plt = _plt()
     ok = study.ok
     d = ok[(ok["cost_device"] == cost) & (ok["devices"] == k)]
     models = sorted(set(d["model"]))
-    if not models:
+    if not models or len(models) > GRID_MODELS:
         return None
     cols = min(4, len(models))
     rows = math.ceil(len(models) / cols)
@@ -391,6 +584,39 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
     return fig
 
 
+def family_curves(study: OrderStudy, cost: str, k: int):
+    """Per family and order: the best step time so far per episode over the run's final
+    one, median over the family's graphs and seeds (with the 10-90% band)."""
+    plt = _plt()
+    ok = study.ok
+    d = ok[(ok["cost_device"] == cost) & (ok["devices"] == k)]
+    families = sorted(set(d["family"]))
+    if not families or d["model"].nunique() <= GRID_MODELS:
+        return None
+    fig, axes = plt.subplots(1, len(families), figsize=(3.6 * len(families), 3.2),
+                             squeeze=False)
+    for ax, family in zip(axes.flat, families):
+        for order, g in d[d["family"] == family].groupby("order", sort=True):
+            curves = [np.asarray(c, dtype=float) for c in g["curve"]]
+            length = min((len(c) for c in curves), default=0)
+            if length == 0:
+                continue
+            rel = np.array([c[:length] / c[length - 1] for c in curves])
+            x = np.arange(1, length + 1)
+            ax.plot(x, stats.median(rel, axis=0), label=order, lw=1)
+            lo, hi = np.quantile(rel, [0.1, 0.9], axis=0)
+            ax.fill_between(x, lo, hi, alpha=0.1)
+        ax.set_title(family, fontsize=9)
+        ax.set_xlabel("episode", fontsize=8)
+        ax.set_ylabel("best so far / final best", fontsize=8)
+        ax.tick_params(labelsize=7)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)), fontsize=8)
+    fig.suptitle(f"rl learning curves per family ({cost}, K={k})", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.94))
+    return fig
+
+
 def seeds_by_order(study: OrderStudy, cost: str, k: int):
     """Every seed's step time per order, per model (relative to the model's best mean)."""
     grid = _model_grid(study, cost, k, row_height=2.8)
@@ -415,12 +641,44 @@ def seeds_by_order(study: OrderStudy, cost: str, k: int):
     return fig
 
 
+def family_orders(study: OrderStudy, cost: str, k: int):
+    """Per family: each graph's order mean over its mean over orders (dots), their box, and
+    the family's geometric mean with its interval over seeds (black)."""
+    plt = _plt()
+    runs = [fr for fr in family_runs(study) if fr.cost_device == cost and fr.devices == k]
+    if not runs:
+        return None
+    fams = family_table(study).set_index(["cost_device", "family", "devices", "order"])
+    fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.6), squeeze=False)
+    for ax, fr in zip(axes.flat, runs):
+        means = fr.x.mean(axis=2)
+        rel = means / means.mean(axis=1, keepdims=True)
+        ax.boxplot(rel, positions=range(len(fr.orders)), widths=0.5, showfliers=False)
+        for i, order in enumerate(fr.orders):
+            ax.plot(np.full(len(rel), i) + np.linspace(-0.2, 0.2, len(rel)), rel[:, i], ".",
+                    ms=2, alpha=0.5)
+            row = fams.loc[(cost, fr.family, k, order)]
+            ax.errorbar([i + 0.32], [row["relative"]], fmt="k_", ms=8,
+                        yerr=[[row["relative"] - row["ci_low"]], [row["ci_high"] - row["relative"]]])
+        labels = [o + ("=" + _same_note(fr, o) if _same_note(fr, o) else "") for o in fr.orders]
+        ax.set_xticks(range(len(fr.orders)), labels, rotation=40, ha="right", fontsize=7)
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set_title(f"{fr.family} ({len(fr.graphs)} graphs, {fr.x.shape[2]} seeds)", fontsize=9)
+        ax.set_ylabel("order mean / graph's mean over orders", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"rl placer: step time by order across each family ({cost}, K={k})",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig
+
+
 # -------------------------------------------------------------------------------- report
 
 def build_tables(study: OrderStudy, seed: int = 0) -> list[Table]:
     orders = order_table(study, seed)
     best = best_table(study, seed)
     fams = family_table(study, seed)
+    tests, pairs = family_tests(study, seed)
     return [
         Table("order_study_best", "Best order per model (mean over seeds; intervals: 95% "
               "bootstrap over seeds; order effect: Friedman test, seeds as blocks)", best,
@@ -429,9 +687,24 @@ def build_tables(study: OrderStudy, seed: int = 0) -> list[Table]:
                "best_vs_runner_up", "runner_up_low", "runner_up_high", "order_share",
                "friedman_p"]),
         Table("order_study_family", "Order per family: geometric mean over the family's "
-              "models of mean step time / the model's mean over orders (< 1: faster)", fams,
-              ["cost_device", "family", "devices", "order", "models", "relative", "ci_low",
-               "ci_high", "is_best"]),
+              "graphs of mean step time / the graph's mean over orders (< 1: faster; "
+              "interval: 95% bootstrap over seeds); wins: graphs where the order is best; "
+              "same_as: orders that give its node sequence on every graph (counted once)", fams,
+              ["cost_device", "family", "devices", "order", "same_as", "models", "seeds",
+               "relative", "ci_low", "ci_high", "wins", "mean_rank", "is_best"]),
+        Table("order_study_family_tests", "The order effect across each family: Friedman test "
+              "with graphs as blocks (cells: means over seeds), Kendall's W, the share of the "
+              "within-graph variance of log step time between orders (order_share) and the "
+              "share of all variance between graphs (graph_share); the best order, its "
+              "interval, and how many of the other orders it beats after Holm (pairs table)",
+              tests),
+        Table("order_study_family_pairs", "Pairs of orders across each family: geometric mean "
+              "over graphs of a's mean / b's (< 1: a faster), graphs where each is faster, "
+              "Wilcoxon signed-rank p over graphs, Holm-adjusted within the family", pairs),
+        Table("order_study_family_baselines", "rl (mean over seeds) against the fastest "
+              "heuristic on the same graph and order: rl / heuristic - 1 over the family's "
+              "graphs (negative: rl faster); (best of each): rl's fastest order against the "
+              "fastest heuristic in any order", family_baselines(study)),
         Table("order_study_orders", "Step time per model and order (ms; speedup = topo-lifo / "
               "order)", orders,
               ["cost_device", "model", "devices", "order", "seeds", "mean_ms", "ci_low_ms",
@@ -440,13 +713,16 @@ def build_tables(study: OrderStudy, seed: int = 0) -> list[Table]:
               "seeds within an order; order_share = between-order sum of squares / total",
               best, ["cost_device", "model", "devices", "orders", "seeds", "order_sd_ms",
                      "seed_sd_ms", "order_share", "friedman_chi2", "friedman_p"]),
-        Table("order_study_features", "Graph features and the best order", 
+        Table("order_study_features", "Graph features and the best order",
               feature_table(study, best),
               ["cost_device", "model", "family", "devices", *FEATURES, "best_order",
                "speedup_vs_topo", "order_share", "friedman_p"]),
-        Table("order_study_feature_correlations", "Spearman's rho over models: feature vs "
-              "order's mean step time / the mean over the model's orders (negative: the order gains on deeper/wider/"
-              "... graphs); p Holm-adjusted over all rows", feature_correlations(study, orders)),
+        Table("order_study_feature_correlations", "Spearman's rho over models (scope: all of "
+              "them, or one family): feature vs target; target relative: the order's mean "
+              "step time / the mean over the model's orders (negative: the order gains on "
+              "deeper/wider/... graphs); order_share and spread (slowest order / fastest): "
+              "how much order matters; p Holm-adjusted over all rows",
+              feature_correlations(study, orders, best)),
         Table("order_study_baselines", "Learned placement vs heuristic placers (ms)",
               baseline_table(study, orders)),
         Table("order_study_wall", "rl placer wall time (s, on the machine that ran the study)",
@@ -469,8 +745,11 @@ def write_report(study: OrderStudy, out: Path, seed: int = 0, command: str = "")
         write_table(t, out / "tables")
         lines.append(to_markdown(t, f"Table {i}."))
     figs = []
+    orders_frame = next(t.frame for t in tables if t.name == "order_study_orders")
     for cost, k in sorted(set(zip(study.ok["cost_device"], study.ok["devices"]))):
-        for name, fn in (("heatmap", lambda: heatmap(tables[2].frame, cost, k)),
+        for name, fn in (("families", lambda: family_orders(study, cost, k)),
+                         ("family_curves", lambda: family_curves(study, cost, k)),
+                         ("heatmap", lambda: heatmap(orders_frame, cost, k)),
                          ("curves", lambda: learning_curves(study, cost, k)),
                          ("seeds", lambda: seeds_by_order(study, cost, k))):
             fig = fn()

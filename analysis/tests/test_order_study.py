@@ -26,8 +26,10 @@ def _strings(g, name, values):
     g.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
 
 
-def write_study(path, times, models=None, episodes=4, cost="h100", version=1):
-    """times: {(model, order, seed): step seconds}; devices 3."""
+def write_study(path, times, models=None, episodes=4, cost="h100", version=1, same=None,
+                heuristic_s=0.01):
+    """times: {(model, order, seed): step seconds}; devices 3; same: {model: the file's
+    same_orders text}."""
     models = models or sorted({m for m, _, _ in times})
     keys = sorted(times)
     with h5py.File(path, "w") as f:
@@ -38,6 +40,7 @@ def write_study(path, times, models=None, episodes=4, cost="h100", version=1):
         m = f.create_group("models")
         _strings(m, "name", models)
         _strings(m, "family", [name.split("-")[0] for name in models])
+        _strings(m, "same_orders", [(same or {}).get(name, "") for name in models])
         for i, feat in enumerate(st.FEATURES):
             m.create_dataset(feat, data=np.array([10.0 * (j + 1) + i for j in range(len(models))]))
         r = f.create_group("runs")
@@ -61,7 +64,7 @@ def write_study(path, times, models=None, episodes=4, cost="h100", version=1):
         _strings(b, "order", [p[1] for p in pairs])
         b.create_dataset("devices", data=np.full(len(pairs), 3, dtype=np.int64))
         _strings(b, "placer", ["greedy-eft"] * len(pairs))
-        b.create_dataset("step_time_s", data=np.full(len(pairs), 0.01))
+        b.create_dataset("step_time_s", data=np.full(len(pairs), heuristic_s))
         _strings(b, "reason", [""] * len(pairs))
 
 
@@ -147,3 +150,75 @@ def test_bad_files_fail_clearly(tmp_path, capsys):
         f.attrs["format_name"] = "interplace-results"
     with pytest.raises(ResultFormatError, match="not an order-study file"):
         st.load_order_study([tmp_path / "r.h5"])
+
+
+def family_study(tmp_path, effect=0.9, graphs=8, rng=0, **kwargs):
+    models = [f"enas-{i}" for i in range(graphs)]
+    eff = {(m, "dfs-pre"): effect for m in models}
+    write_study(tmp_path / "f.h5", planted(models=models, effect=eff, rng=rng), **kwargs)
+    return st.load_order_study([tmp_path / "f.h5"])
+
+
+def test_family_effect_found_across_graphs(tmp_path):
+    study = family_study(tmp_path)
+    tests, pairs = st.family_tests(study)
+    row = tests.iloc[0]
+    assert row["family"] == "enas" and row["graphs"] == 8 and row["orders"] == 3
+    assert row["best_order"] == "dfs-pre" and row["best_ci_high"] < 0.97
+    # Every graph ranks dfs-pre first: the smallest Friedman p for 8 blocks and 3 orders.
+    assert row["friedman_p"] < 0.01 and row["kendall_w"] > 0.5
+    assert row["best_beats_significantly"] == 2 and row["of"] == 2
+    assert row["order_share"] > 0.5
+    against = pairs[(pairs["order_a"] == "dfs-pre") | (pairs["order_b"] == "dfs-pre")]
+    assert against["significant"].all() and (against["p_holm"] >= against["p"]).all()
+    fam = st.family_table(study).set_index("order")
+    assert fam.loc["dfs-pre", "wins"] == 8 and fam.loc["dfs-pre", "mean_rank"] == 1.0
+
+
+def test_no_family_effect_is_not_significant(tmp_path):
+    tests, pairs = st.family_tests(family_study(tmp_path, effect=1.0, rng=1))
+    assert tests.iloc[0]["friedman_p"] > 0.01 and not pairs["significant"].any()
+    assert tests.iloc[0]["order_share"] < 0.3
+
+
+def test_repeated_orders_count_once_across_a_family(tmp_path):
+    """dfs-post repeats topo-lifo on every graph: not a treatment of its own; bfs-by-name
+    repeats lexical on one graph only: a treatment that takes lexical's runs there."""
+    models = [f"nmt-{i}" for i in range(5)]
+    times = {k: v for k, v in planted(models=models).items()}
+    for m in models:
+        for s in range(1, 11):
+            times[(m, "bfs-by-name", s)] = times[(m, "lexical", s)] * 1.1
+    del_keys = [k for k in times if k[0] == "nmt-0" and k[1] == "bfs-by-name"]
+    for k in del_keys:
+        del times[k]
+    same = {m: "dfs-post=topo-lifo" for m in models}
+    same["nmt-0"] = "dfs-post=topo-lifo,bfs-by-name=lexical"
+    write_study(tmp_path / "r.h5", times, same=same)
+    study = st.load_order_study([tmp_path / "r.h5"])
+    (fr,) = st.family_runs(study)
+    assert fr.orders == ["bfs-by-name", "dfs-pre", "lexical", "topo-lifo"]
+    assert fr.same_everywhere == {"dfs-post": "topo-lifo"} and fr.graphs == models
+    g0 = fr.graphs.index("nmt-0")
+    np.testing.assert_array_equal(fr.x[g0, 0], fr.x[g0, 2])
+    fam = st.family_table(study).set_index("order")
+    assert fam.loc["topo-lifo", "same_as"] == "dfs-post" and "dfs-post" not in fam.index
+    tests, pairs = st.family_tests(study)
+    assert tests.iloc[0]["orders"] == 4 and len(pairs) == 6
+    assert tests.iloc[0]["same_everywhere"] == "dfs-post=topo-lifo"
+
+
+def test_family_baselines_and_report(tmp_path, capsys):
+    # rl at about 10 ms (dfs-pre 9 ms), heuristics at 9.5 ms.
+    study = family_study(tmp_path, heuristic_s=0.0095)
+    b = st.family_baselines(study).set_index("order")
+    assert b.loc["dfs-pre", "rl_vs_best_heuristic_median"] < -0.02
+    assert b.loc["lexical", "rl_vs_best_heuristic_median"] > 0.02
+    assert b.loc["dfs-pre", "rl_faster_on"] == 8 and b.loc["dfs-pre", "models"] == 8
+    assert b.loc["(best of each)", "rl_vs_best_heuristic_median"] < -0.02
+    corr = st.feature_correlations(study, st.order_table(study), st.best_table(study))
+    assert {"relative", "order_share", "spread"} <= set(corr["target"])
+    out = tmp_path / "rep"
+    assert main(["order-study", str(tmp_path / "f.h5"), "--out", str(out), "--quiet"]) == 0
+    assert (out / "tables" / "order_study_family_tests.csv").is_file()
+    assert (out / "plots" / "order_study_families_h100_k3.png").is_file()
