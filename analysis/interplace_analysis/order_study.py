@@ -560,6 +560,22 @@ def _model_grid(study: OrderStudy, cost: str, k: int, row_height: float):
     return d, models, fig, axes
 
 
+def _curve_panel(ax, title: str, ylabel: str) -> None:
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("episode", fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
+def _orders_legend(fig, axes, title: str, rect: tuple):
+    """One legend of the orders below the panels, the title above; returns the figure."""
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)), fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=rect)
+    return fig
+
+
 def learning_curves(study: OrderStudy, cost: str, k: int):
     """Median over seeds of the best step time so far, per episode, per order and model."""
     grid = _model_grid(study, cost, k, row_height=2.6)
@@ -573,15 +589,9 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
                 continue
             ax.plot(np.arange(1, curves.shape[1] + 1), stats.median(curves, axis=0) * 1e3,
                     label=order, lw=1)
-        ax.set_title(model, fontsize=9)
-        ax.set_xlabel("episode", fontsize=8)
-        ax.set_ylabel("best so far (ms)", fontsize=8)
-        ax.tick_params(labelsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)), fontsize=8)
-    fig.suptitle(f"rl learning curves, median over seeds ({cost}, K={k})", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
-    return fig
+        _curve_panel(ax, model, "best so far (ms)")
+    return _orders_legend(fig, axes, f"rl learning curves, median over seeds ({cost}, K={k})",
+                          rect=(0, 0.06, 1, 0.96))
 
 
 def family_curves(study: OrderStudy, cost: str, k: int):
@@ -606,15 +616,9 @@ def family_curves(study: OrderStudy, cost: str, k: int):
             ax.plot(x, stats.median(rel, axis=0), label=order, lw=1)
             lo, hi = np.quantile(rel, [0.1, 0.9], axis=0)
             ax.fill_between(x, lo, hi, alpha=0.1)
-        ax.set_title(family, fontsize=9)
-        ax.set_xlabel("episode", fontsize=8)
-        ax.set_ylabel("best so far / final best", fontsize=8)
-        ax.tick_params(labelsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)), fontsize=8)
-    fig.suptitle(f"rl learning curves per family ({cost}, K={k})", fontsize=10)
-    fig.tight_layout(rect=(0, 0.1, 1, 0.94))
-    return fig
+        _curve_panel(ax, family, "best so far / final best")
+    return _orders_legend(fig, axes, f"rl learning curves per family ({cost}, K={k})",
+                          rect=(0, 0.1, 1, 0.94))
 
 
 def seeds_by_order(study: OrderStudy, cost: str, k: int):
