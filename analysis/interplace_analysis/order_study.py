@@ -274,9 +274,9 @@ def family_runs(study: OrderStudy) -> list[FamilyRuns]:
         for model, (orders, x) in per_graph.items():
             rows, twin_of = [], twins.get((cost, model), {})
             for o in run_anywhere:
-                source = o
-                while source not in orders and source in twin_of:
-                    source = twin_of[source]
+                source, hops = o, 0
+                while source not in orders and source in twin_of and hops <= len(twin_of):
+                    source, hops = twin_of[source], hops + 1  # (a cycle ends unresolved)
                 rows.append(orders.index(source) if source in orders else None)
             if None in rows or x.size == 0:
                 left_out.append(model)
