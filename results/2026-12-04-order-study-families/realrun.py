@@ -6,8 +6,11 @@ and the worst order's learned placements (each order's median seed) trained for 
 so that a drift in the machine's speed falls on both). Writes OUT/small-k2.h5 (the study),
 OUT/profiles/, OUT/realrun.csv and prints one JSON line per run.
 
-Usage: realrun.py INTERPLACE OUT_DIR REPEATS MODEL [MODEL...]
+Usage: realrun.py INTERPLACE OUT_DIR REPEATS MODEL [MODEL...] [--study-options "OPTIONS"]
+(OPTIONS: further order-study options for the study and the replay, e.g.
+"--rl-features placeto"; the profiles in OUT_DIR/profiles are reused when present).
 """
+import argparse
 import csv
 import json
 import os
@@ -58,7 +61,14 @@ def pick(rows, model):
 
 
 def main():
-    binary, out, repeats, models = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("out")
+    ap.add_argument("repeats", type=int)
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--study-options", default="")
+    a = ap.parse_args()
+    binary, out, repeats, models = a.binary, a.out, a.repeats, a.models
     os.makedirs(os.path.join(out, "profiles"), exist_ok=True)
     for m in models:
         profile = os.path.join(out, "profiles", m + ".tsv")
@@ -68,7 +78,8 @@ def main():
                  profile])
     study = os.path.join(out, "small-k2.h5")
     common = ["--models", ",".join(models), "--preset", "wang2022", "--devices", "2",
-              "--batch-size", str(BATCH), "--profile-dir", os.path.join(out, "profiles")]
+              "--batch-size", str(BATCH), "--profile-dir", os.path.join(out, "profiles"),
+              *a.study_options.split()]
     if not os.path.exists(study):
         run([binary, "order-study", *common, "--quiet", "--out", study])
     # The study's resolved rl options, to replay its placements with `place`.
