@@ -417,7 +417,8 @@ def family_baselines(study: OrderStudy) -> pd.DataFrame:
     for (cost, family, k, order), g in both.groupby(
             ["cost_device", "family", "devices", "order"], sort=True):
         rows.append(dict(cost_device=cost, family=family, devices=k, order=order,
-                         models=len(g), rl_vs_best_heuristic_median=g["vs"].median(),
+                         models=len(g),
+                         rl_vs_best_heuristic_median=float(stats.median(g["vs"].to_numpy())),
                          rl_vs_best_heuristic_min=g["vs"].min(),
                          rl_vs_best_heuristic_max=g["vs"].max(),
                          rl_faster_on=int((g["vs"] < 0).sum()),
