@@ -295,15 +295,17 @@ def _same_note(fr: FamilyRuns, order: str) -> str:
     return ",".join(sorted(o for o, twin in fr.same_everywhere.items() if twin == order))
 
 
-def family_table(study: OrderStudy, seed: int = 0) -> pd.DataFrame:
+def family_table(study: OrderStudy, seed: int = 0,
+                 runs: list[FamilyRuns] | None = None) -> pd.DataFrame:
     """Per (cost device, family, devices) and order: the geometric mean over the family's
     graphs of the order's mean step time over the graph's mean over all orders (1 = an
     average order; < 1 = faster), with a 95% interval from resampling seeds (jointly over
     orders and graphs); the graphs on which the order is best (ties count for each), its
-    mean Friedman rank (1 = best) and the orders it stands for (`same_as`)."""
+    mean Friedman rank (1 = best) and the orders it stands for (`same_as`). `runs`:
+    family_runs(study) when the caller has them already."""
     from scipy import stats as st
     rows = []
-    for fr in family_runs(study):
+    for fr in family_runs(study) if runs is None else runs:
         x = fr.x
         rng = np.random.default_rng(seed)
         idx = _boot_index(x.shape[2], rng)
@@ -341,16 +343,19 @@ def _variance_shares(x: np.ndarray) -> tuple[float, float]:
     return float(order_share), float(graph_share)
 
 
-def family_tests(study: OrderStudy, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def family_tests(study: OrderStudy, seed: int = 0, runs: list[FamilyRuns] | None = None,
+                 fams: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per family: the Friedman test over its graphs (orders as treatments, graphs as blocks,
     each cell the mean over seeds) with Kendall's W, the variance shares, the best order;
     and every pair of orders: the geometric mean ratio over graphs, the graphs where the
     first is faster, and the Wilcoxon signed-rank test over graphs, Holm-adjusted within
-    the family."""
+    the family. `runs`, `fams`: family_runs(study) and family_table(study, seed) when the
+    caller has them already."""
     from scipy import stats as st
-    fams = family_table(study, seed)
+    runs = family_runs(study) if runs is None else runs
+    fams = family_table(study, seed, runs) if fams is None else fams
     tests, pairs = [], []
-    for fr in family_runs(study):
+    for fr in runs:
         means = fr.x.mean(axis=2)
         g, k = means.shape
         chi2, p = friedman(means.T)
@@ -516,6 +521,10 @@ def _plt():
     return plt
 
 
+# Above this many models a setting gets family figures, not a panel per model.
+GRID_MODELS = 16
+
+
 def heatmap(orders: pd.DataFrame, cost: str, k: int):
     """Models x orders, each cell the order's mean over the setting's best order (up to
     GRID_MODELS * 2 models)."""
@@ -537,10 +546,6 @@ def heatmap(orders: pd.DataFrame, cost: str, k: int):
     ax.set_title(f"rl placer, mean over seeds: order vs best ({cost}, K={k})")
     fig.tight_layout()
     return fig
-
-
-# Above this many models a setting gets family figures, not a panel per model.
-GRID_MODELS = 16
 
 
 def _model_grid(study: OrderStudy, cost: str, k: int, row_height: float):
@@ -646,14 +651,14 @@ def seeds_by_order(study: OrderStudy, cost: str, k: int):
     return fig
 
 
-def family_orders(study: OrderStudy, cost: str, k: int):
+def family_orders(runs: list[FamilyRuns], fams: pd.DataFrame, cost: str, k: int):
     """Per family: each graph's order mean over its mean over orders (dots), their box, and
     the family's geometric mean with its interval over seeds (black)."""
     plt = _plt()
-    runs = [fr for fr in family_runs(study) if fr.cost_device == cost and fr.devices == k]
+    runs = [fr for fr in runs if fr.cost_device == cost and fr.devices == k]
     if not runs:
         return None
-    fams = family_table(study).set_index(["cost_device", "family", "devices", "order"])
+    fams = fams.set_index(["cost_device", "family", "devices", "order"])
     fig, axes = plt.subplots(1, len(runs), figsize=(3.6 * len(runs), 3.6), squeeze=False)
     for ax, fr in zip(axes.flat, runs):
         means = fr.x.mean(axis=2)
@@ -682,8 +687,9 @@ def family_orders(study: OrderStudy, cost: str, k: int):
 def build_tables(study: OrderStudy, seed: int = 0) -> list[Table]:
     orders = order_table(study, seed)
     best = best_table(study, seed)
-    fams = family_table(study, seed)
-    tests, pairs = family_tests(study, seed)
+    runs = family_runs(study)
+    fams = family_table(study, seed, runs)
+    tests, pairs = family_tests(study, seed, runs, fams)
     return [
         Table("order_study_best", "Best order per model (mean over seeds; intervals: 95% "
               "bootstrap over seeds; order effect: Friedman test, seeds as blocks)", best,
@@ -751,8 +757,10 @@ def write_report(study: OrderStudy, out: Path, seed: int = 0, command: str = "")
         lines.append(to_markdown(t, f"Table {i}."))
     figs = []
     orders_frame = next(t.frame for t in tables if t.name == "order_study_orders")
+    fams_frame = next(t.frame for t in tables if t.name == "order_study_family")
+    runs = family_runs(study)
     for cost, k in sorted(set(zip(study.ok["cost_device"], study.ok["devices"]))):
-        for name, fn in (("families", lambda: family_orders(study, cost, k)),
+        for name, fn in (("families", lambda: family_orders(runs, fams_frame, cost, k)),
                          ("family_curves", lambda: family_curves(study, cost, k)),
                          ("heatmap", lambda: heatmap(orders_frame, cost, k)),
                          ("curves", lambda: learning_curves(study, cost, k)),
