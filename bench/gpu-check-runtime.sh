@@ -51,14 +51,21 @@ runtime_steps() {
   step "train_${device}_pairwise" 90 bash -c 'to_file "$@"' - \
     "$out/train_${device}_pairwise.jsonl" "${np2[@]}" "$interplace" train "${model[@]}" \
     --strategy pairwise --steps "$steps" --device "$device" --format json
-  # The same global/1F1B run on the CPU, and the losses of the two step by step.
+  # The same global/1F1B run on the CPU, and the losses of the two step by step: the first
+  # two steps (the forward pass, the first update) to rounding, the rest to the trajectory
+  # (bench/compare_losses.py says why). The CPU run once more on one rank (other thread
+  # counts, so other summation orders) shows beside them how far rounding alone carries.
   step train_reference_cpu_global_1f1b 120 bash -c 'to_file "$@"' - \
     "$out/train_reference_cpu_global_1f1b.jsonl" \
     "${np2[@]}" "$interplace" train "${model[@]}" --strategy global --pipeline 1f1b \
     --steps "$steps" --device cpu --format json &&
+    step train_twin_cpu_global_1f1b 120 bash -c 'to_file "$@"' - \
+      "$out/train_twin_cpu_global_1f1b.jsonl" "$interplace" train "${model[@]}" --strategy global \
+      --pipeline 1f1b --steps "$steps" --device cpu --format json &&
     step losses_cpu_vs_gpu 30 bash -c 'to_file "$@"' - "$out/losses_cpu_vs_gpu.md" "$python" \
       "$root/bench/compare_losses.py" "$out/train_reference_cpu_global_1f1b.jsonl" \
-      "$out/train_${device}_global_1f1b.jsonl" --min-steps "$steps" &&
+      "$out/train_${device}_global_1f1b.jsonl" --min-steps "$steps" --strict-steps 2 \
+      --twin "$out/train_twin_cpu_global_1f1b.jsonl" &&
     tail -n 1 "$out/losses_cpu_vs_gpu.md" | sed 's/^/    /' | tee -a "$summary"
 
   # The measured profile (node times on the device, the link between the two ranks) and the

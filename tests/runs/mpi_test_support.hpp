@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -149,14 +150,20 @@ inline std::vector<double> losses(const TrainResult& result) {
 }
 
 // On rank 0: the runs' losses agree step by step within relative + absolute tolerance.
+// Steps before `strict_steps` within relative * |b| + absolute, later ones within
+// trajectory_relative * |b| (all of them strict by default).
 inline void expect_losses_near(const TrainResult& a, const TrainResult& b, double relative,
-                               double absolute, const std::string& what) {
+                               double absolute, const std::string& what,
+                               size_t strict_steps = SIZE_MAX, double trajectory_relative = 0.0) {
   if (world_rank() != 0) return;
   const std::vector<double> x = losses(a), y = losses(b);
   ASSERT_EQ(x.size(), y.size()) << what;
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_TRUE(std::isfinite(x[i])) << what << " step " << i;
-    EXPECT_NEAR(x[i], y[i], relative * std::abs(y[i]) + absolute) << what << " step " << i;
+    const double bound = i < strict_steps ? relative * std::abs(y[i]) + absolute
+                                          : trajectory_relative * std::abs(y[i]);
+    EXPECT_NEAR(x[i], y[i], bound)
+        << what << " step " << i << (i < strict_steps ? "" : " (trajectory tolerance)");
   }
 }
 

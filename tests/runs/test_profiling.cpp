@@ -22,6 +22,18 @@ TEST(Profiling, PingPongSizesArePowersOfFourUpToTheLargest) {
   EXPECT_THROW(ping_pong_sizes(0), Error);
 }
 
+// A device sends whole floats: 1 B and 4 B are the same message, measured once, so that the
+// link curve stays strictly ascending (a profile with two points at 4 B is refused).
+TEST(Profiling, PingPongSizesOnADeviceAreWholeFloatsOnce) {
+  EXPECT_EQ(ping_pong_sizes(100, 4), (std::vector<int64_t>{4, 16, 64, 100}));
+  EXPECT_EQ(ping_pong_sizes(102, 4), (std::vector<int64_t>{4, 16, 64, 104}));
+  EXPECT_EQ(ping_pong_sizes(1, 4), (std::vector<int64_t>{4}));
+  EXPECT_EQ(ping_pong_sizes(64, 4), (std::vector<int64_t>{4, 16, 64}));
+  const std::vector<int64_t> sizes = ping_pong_sizes(int64_t{64} << 20, 4);
+  for (size_t i = 1; i < sizes.size(); ++i) EXPECT_GT(sizes[i], sizes[i - 1]);
+  EXPECT_THROW(ping_pong_sizes(100, 0), Error);
+}
+
 TEST(Profiling, TimesEveryNodeOfACnn) {
   placement::ModelOptions options;
   options.batch_size = 2;

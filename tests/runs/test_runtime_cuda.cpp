@@ -30,10 +30,15 @@ bool have_gpu() {
 #endif
 }
 
-// CUDA and CPU kernels agree to fp32 rounding (tests/kernels/cuda); over ten steps of
-// training the difference stays far below this.
+// CUDA and CPU kernels agree to fp32 rounding (tests/kernels/cuda), and so do the first
+// steps of training: step 0 is the forward pass, steps 1 and 2 follow the first two updates
+// (every gradient, the optimiser, momentum). Training then amplifies rounding differences
+// several times per step (CPU against CPU with another thread count parts by more than
+// 2e-4 within five steps; results/2026-12-04-gpu-h200/README.md), so later steps are held
+// to the trajectory only.
 void expect_close_losses(const TrainResult& gpu, const TrainResult& cpu, const std::string& what) {
-  testing::expect_losses_near(gpu, cpu, 2e-4, 1e-6, what);
+  testing::expect_losses_near(gpu, cpu, 2e-4, 1e-6, what, /*strict_steps=*/3,
+                              /*trajectory_relative=*/5e-2);
 }
 
 TEST(Runtime, CudaMatchesCpu) {

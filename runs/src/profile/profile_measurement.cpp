@@ -96,14 +96,16 @@ MeasuredProfile measure_profile(const ProfileRequest& o, MPI_Comm comm) {
   run.threads = o.threads > 0 ? o.threads : std::max(1, kernels::cpu_threads() / local.size);
   // The graph through the runtime's own units, to calibrate the cost model; the same units
   // on several ranks of rank 0's host at once measure how they slow each other down.
-  const RuntimeUnitOptions unit_options{.model = o.model,
-                                        .graph_file = o.graph_file,
-                                        .options = o.options,
-                                        .warmup = std::max(1, o.warmup),
-                                        .steps = o.repeats,
-                                        .seed = o.seed,
-                                        .device = device,
-                                        .threads = run.threads};
+  const RuntimeUnitOptions unit_options{
+      .model = o.model,
+      .graph_file = o.graph_file,
+      .options = o.options,
+      .warmup = std::max(1, o.warmup),
+      .steps = o.repeats,
+      .seed = o.seed,
+      .device = device,
+      .threads = run.threads,
+      .cost_device = o.fallback_link_name.empty() ? std::string("cpu-core") : o.fallback_link_name};
   std::exception_ptr failure;
   std::string output;
   if (rank == 0) {

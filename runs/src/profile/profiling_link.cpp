@@ -25,11 +25,16 @@ int round_trips(int64_t bytes) {
 
 }  // namespace
 
-std::vector<int64_t> ping_pong_sizes(int64_t max_bytes) {
+std::vector<int64_t> ping_pong_sizes(int64_t max_bytes, int64_t unit) {
   if (max_bytes < 1) throw_invalid("largest ping-pong message must be >= 1 byte");
+  if (unit < 1) throw_invalid("ping-pong size unit must be >= 1 byte");
   std::vector<int64_t> sizes;
-  for (int64_t bytes = 1; bytes < max_bytes; bytes *= 4) sizes.push_back(bytes);
-  sizes.push_back(max_bytes);
+  const auto add = [&](int64_t bytes) {
+    const int64_t rounded = (bytes + unit - 1) / unit * unit;
+    if (sizes.empty() || rounded > sizes.back()) sizes.push_back(rounded);
+  };
+  for (int64_t bytes = 1; bytes < max_bytes; bytes *= 4) add(bytes);
+  add(max_bytes);
   return sizes;
 }
 
@@ -66,16 +71,15 @@ LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes, int peer, kernels
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   LinkMeasurement result;
   if (peer < 1 || peer >= size || (rank != 0 && rank != peer)) return result;
-  const std::vector<int64_t> sizes = ping_pong_sizes(max_bytes);
   if (max_bytes > int64_t{1} << 30) throw_invalid("largest ping-pong message must be <= 1 GiB");
   const bool on_device = device != kernels::Device::cpu;
+  const std::vector<int64_t> sizes = ping_pong_sizes(max_bytes, on_device ? 4 : 1);
   std::vector<char> buffer(on_device ? 0 : static_cast<size_t>(max_bytes), 1);
   const int other = rank == 0 ? peer : 0;
-  for (int64_t requested : sizes) {
+  for (const int64_t bytes : sizes) {
     // On a device: whole floats, a device tensor and its pinned staging buffer, as the
     // Messenger's send (copy out, then MPI) and receive (MPI, then copy in).
-    const int64_t floats = (requested + 3) / 4;
-    const int64_t bytes = on_device ? floats * 4 : requested;
+    const int64_t floats = bytes / 4;
     kernels::Tensor device_tensor, staging;
     if (on_device) {
       device_tensor = kernels::Tensor::full({floats}, 1.0f, device);

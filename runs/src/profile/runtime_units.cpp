@@ -35,6 +35,7 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.seed = options.seed;
   config.device = options.device == kernels::Device::cuda ? "cuda" : "cpu";
   config.threads_per_rank = options.threads;
+  config.cost_device = options.cost_device;
   TrainPlan plan = plan_training(config);
   plan.record_node_times = options.node_times;
   const TrainResult result = train(plan, MPI_COMM_SELF);

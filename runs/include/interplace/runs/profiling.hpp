@@ -92,6 +92,10 @@ struct RuntimeUnitOptions {
   // Micro-batches of options.batch_size per step, run as GPipe (all in flight before the
   // first backward); the units are then the step's, for all of them.
   int micro_batches = 1;
+  // The device preset the one-rank run is planned against: its memory is what the placer
+  // checks the whole graph against (on a GPU, the GPU's preset: cpu-core's 8 GB would
+  // refuse a model the GPU holds).
+  std::string cost_device = "cpu-core";
 };
 RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options);
 // Steps of about a second at `step_s` per step (at least `at_least`, at most 2000): a
@@ -113,8 +117,10 @@ struct LinkMeasurement {
   placement::LinkSpec link;
 };
 
-// Message sizes 1 B, 4 B, 16 B, ... up to max_bytes (powers of 4; max_bytes included).
-std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
+// Message sizes 1 B, 4 B, 16 B, ... up to max_bytes (powers of 4; max_bytes included),
+// each rounded up to a multiple of `unit` bytes (4 for a device's whole floats), sizes
+// that round to the same count kept once: strictly ascending, as a link curve must be.
+std::vector<int64_t> ping_pong_sizes(int64_t max_bytes, int64_t unit = 1);
 
 // Collective over `comm`: ranks 0 and `peer` play ping-pong (blocking send/receive) over
 // ping_pong_sizes(max_bytes); other ranks return at once. The result is complete on rank 0
@@ -122,7 +128,7 @@ std::vector<int64_t> ping_pong_sizes(int64_t max_bytes);
 // the caller has started on ranks 0 and 1) each message goes from device memory to device
 // memory the way the runtime's Messenger sends it: copied into a pinned host staging
 // buffer, sent, received into one and copied to the device, each copy waited for; sizes
-// are then rounded up to whole floats (1 B becomes 4 B).
+// are then ping_pong_sizes(max_bytes, 4) (whole floats: 1 B and 4 B are one 4 B size).
 // `peer`: the rank that plays with rank 0 (link_peers picks the one within rank 0's host
 // and the one on another host).
 LinkMeasurement measure_link(MPI_Comm comm, int64_t max_bytes = int64_t{64} << 20, int peer = 1,
@@ -181,7 +187,8 @@ struct ProfileRequest {
   int threads = 0;  // CPU threads; 0: the node's cores divided among its ranks
   kernels::Device device = kernels::Device::cpu;
   uint64_t seed = kDefaultSeed;
-  // The link written when rank 0 has no second rank on its host to ping-pong with.
+  // The link written when rank 0 has no second rank on its host to ping-pong with, and the
+  // preset it comes from (also the device the calibration run is planned against).
   placement::LinkSpec fallback_link = {};
   std::string fallback_link_name;
   bool cpu_clock = false;  // node times and runtime units by the thread's CPU time

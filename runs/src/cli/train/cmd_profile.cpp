@@ -378,8 +378,9 @@ Command add_profile_command(CLI::App& root) {
   for (const std::string& name : placement::device_preset_names())
     presets += (presets.empty() ? "" : ", ") + name;
   app->add_option("--device-preset", options->preset,
-                  "link values to write when there is only one rank: " + presets + " (default " +
-                      placement::device_presets().front().name + ")")
+                  "link values to write when there is only one rank, and the device whose memory "
+                  "the calibration run is planned against (on a GPU: its preset): " +
+                      presets + " (default " + placement::device_presets().front().name + ")")
       ->group(group);
   add_format_option(*app, options->format, kFormats);
   set_example(*app,
