@@ -208,6 +208,37 @@ def test_permutation_p_is_exact_over_runs():
     assert ratio_p([1.0, 1.2, 1.1], [1.1, 1.0, 1.2]) == pytest.approx(1.0)
 
 
+def test_the_exact_permutation_p_is_scipys_to_the_bit():
+    """One pair of few runs: permutation_p enumerates the splits itself (scipy's set-up
+    dominated large tables); the p-values must be scipy's exact test's, ties included."""
+    from scipy import stats as sps
+
+    def scipy_p(a, b):
+        def stat(x, y, axis=-1):
+            return np.abs(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+        return float(sps.permutation_test((a, b), stat, permutation_type="independent",
+                                          vectorized=True, n_resamples=stats.N_PERMUTATIONS,
+                                          alternative="greater", rng=0).pvalue)
+    rng = np.random.default_rng(0)
+    cases = 0
+    for n1, n2 in [(2, 2), (2, 5), (3, 3), (4, 6), (5, 5), (7, 2), (6, 7)]:
+        for values in ("equal", "ties", "apart", "close"):
+            if values == "equal":
+                a, b = np.full(n1, 0.7), np.full(n2, 0.7)
+            elif values == "ties":
+                a, b = rng.choice([0.0, 0.5, 1.0], n1), rng.choice([0.0, 0.5, 1.0], n2)
+            else:
+                shift = 0.5 if values == "apart" else 0.01
+                a, b = rng.normal(0, 0.1, n1), rng.normal(shift, 0.1, n2)
+            assert stats._exact_permutation_p(a, b) == scipy_p(a, b), (n1, n2, values)
+            cases += 1
+    assert cases == 28
+    # permutation_p takes that path exactly when scipy's test would be exact
+    runs = [stats.Runs(np.exp(rng.normal(0, 0.1, 7))), stats.Runs(np.exp(rng.normal(0, 0.1, 6)))]
+    logs = [np.log(r.values) for r in runs]
+    assert stats.permutation_p(runs, [(0, 1)], seed=3) == scipy_p(*logs)
+
+
 def test_a_to_a_comparisons_rarely_call_a_difference():
     """Runs of one distribution on both sides: the verdict rule's false-positive rate
     stays at or below 5% (a bootstrap p-value on 3 runs gave about 10%;
