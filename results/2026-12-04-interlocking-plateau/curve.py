@@ -2,7 +2,7 @@
 """train.jsonl (run.sh) -> curve.csv and a Markdown table: per epoch the test accuracy and
 loss (whole test split), the mean training loss and the learning rate; then the plateau
 (mean test accuracy of the last 3 epochs) and the first epoch within 1 point of it.
-    python3 results/2026-12-04-interlocking-plateau/curve.py [train.jsonl]"""
+    python3 results/2026-12-04-interlocking-plateau/curve.py [train.jsonl [curve.csv]]"""
 import csv
 import json
 import sys
@@ -10,6 +10,7 @@ from pathlib import Path
 
 here = Path(__file__).resolve().parent
 path = Path(sys.argv[1]) if len(sys.argv) > 1 else here / "train.jsonl"
+csv_path = Path(sys.argv[2]) if len(sys.argv) > 2 else here / "curve.csv"
 steps, summary = [], None
 for line in path.read_text().splitlines():
     record = json.loads(line)
@@ -31,7 +32,7 @@ for e in evals:
         "learning_rate": in_epoch[-1]["learning_rate"] if in_epoch else float("nan"),
         "wall_s": sum(s["step_time_s"] for s in steps[:first]),
     })
-with open(here / "curve.csv", "w", newline="") as f:
+with open(csv_path, "w", newline="") as f:
     writer = csv.DictWriter(f, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
