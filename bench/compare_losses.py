@@ -44,6 +44,11 @@ def read_losses(path):
     return losses
 
 
+def relative_difference(reference, value):
+    """|reference - value| / |reference| (|value| when the reference is 0)."""
+    return abs(reference - value) / abs(reference) if reference != 0 else abs(value)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("reference", help="train --format json output (the CPU run)")
@@ -85,16 +90,13 @@ def main():
     worst, failures = 0.0, []
     for index, step in enumerate(steps):
         a, b = ref[step], other[step]
-        relative = abs(a - b) / abs(a) if a != 0 else abs(b)
+        relative = relative_difference(a, b)
         bound = (args.rtol * abs(a) + args.atol) if index < strict else args.trajectory_rtol * abs(a)
         ok = math.isfinite(b) and abs(a - b) <= bound
         worst = max(worst, relative if math.isfinite(relative) else math.inf)
         if not ok:
             failures.append(step)
-        twin_cell = ""
-        if twin:
-            t = twin[step]
-            twin_cell = f" | {abs(a - t) / abs(a) if a != 0 else abs(t):.2e}"
+        twin_cell = f" | {relative_difference(a, twin[step]):.2e}" if twin else ""
         print(f"| {step} | {a:.7g} | {b:.7g} | {relative:.2e}{'' if ok else ' FAIL'}{twin_cell} |")
     judged = (f"the first {min(strict, len(steps))} within {args.rtol:g} relative + {args.atol:g}"
               + (f", the rest within {args.trajectory_rtol:g} relative" if strict < len(steps)
