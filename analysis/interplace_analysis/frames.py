@@ -13,7 +13,8 @@ Four frames, each with ``config_id`` as the key that joins them:
   curves and the equal-wall-time comparison need).
 * ``rank_summary``: one row per (configuration, rank) with per-rank medians.
 * ``evaluations``: one row per (configuration, evaluation during training): the epoch,
-  step, test loss and accuracy and the samples evaluated (:func:`evaluation_frame`).
+  step, test loss and accuracy and the samples evaluated, and the same of the validation
+  split where one was held out (:func:`evaluation_frame`).
 
 Medians, not means: a step time distribution has a long right tail (a page fault, a
 late message), and the median is what a steady-state pipeline delivers.
@@ -339,7 +340,8 @@ def rank_summary_rows(rec: ConfigRecord) -> list[dict]:
 
 
 def evaluation_frame(rec: ConfigRecord) -> pd.DataFrame:
-    """The ``evaluations`` table of one run (test-split evaluations after chosen epochs),
+    """The ``evaluations`` table of one run (test-split evaluations after chosen epochs, with
+    the validation split's beside them where one was held out),
     with its strategy label and seed so that curves group without a join; empty when the
     run has none."""
     e = rec.evaluations
@@ -358,4 +360,9 @@ def evaluation_frame(rec: ConfigRecord) -> pd.DataFrame:
         "loss": np.asarray(e.get("loss", np.full(n, np.nan)), dtype=float),
         "accuracy": np.asarray(e["accuracy"], dtype=float),
         "samples": np.asarray(e.get("samples", np.full(n, -1)), dtype=int),
+        # NaN and 0 where no validation split was held out (and in older files).
+        "validation_loss": np.asarray(e.get("validation_loss", np.full(n, np.nan)), dtype=float),
+        "validation_accuracy": np.asarray(e.get("validation_accuracy", np.full(n, np.nan)),
+                                          dtype=float),
+        "validation_samples": np.asarray(e.get("validation_samples", np.zeros(n)), dtype=int),
     })

@@ -41,8 +41,10 @@ RANK_DATASETS = (
     # The rank's main-thread CPU time (absent in files written before it was recorded).
     "step_cpu_s", "forward_cpu_s", "backward_cpu_s", "aux_cpu_s", "optimizer_cpu_s",
 )
-# The test-split evaluations during training (eval_epochs; absent before they existed).
-EVALUATION_DATASETS = ("epoch", "step", "loss", "accuracy", "samples")
+# The test-split evaluations during training (eval_epochs; absent before they existed),
+# and of the validation split where the configuration held one out (validation_fraction).
+EVALUATION_DATASETS = ("epoch", "step", "loss", "accuracy", "samples",
+                       "validation_loss", "validation_accuracy", "validation_samples")
 TIMELINE_DATASETS = ("rank", "kind", "start_s", "end_s")
 # The schedule action of each event (absent in files written before they were recorded).
 TIMELINE_ACTION_DATASETS = ("action", "micro_batch", "loss_stage", "peer")

@@ -81,9 +81,12 @@ class StrategiesReport:
 
 
 def _runs(results: Results) -> pd.DataFrame:
+    """The finished runs, in reading order, with :func:`selected_by_validation`'s columns
+    (NaN for runs without a validation split)."""
     c = results.ok.copy()
     if c.empty:
         return c
+    c = c.merge(selected_by_validation(results), on="run_id", how="left")
     return c.sort_values(["model", "strategy_label", "seed"],
                          key=lambda s: s.map(label_key) if s.name == "strategy_label" else s)
 
@@ -124,39 +127,110 @@ def accuracy_table(runs: pd.DataFrame, model: str) -> Table:
                          "test_samples"])
 
 
+# The metrics difference_table compares: (table name, what, higher is better).
+DIFFERENCE_METRICS = {
+    "eval_accuracy": ("accuracy", "final test accuracy", True),
+    "eval_loss": ("loss", "final test loss", False),
+    "selected_test_accuracy": ("selected_accuracy",
+                               "test accuracy at the epoch of best validation accuracy", True),
+}
+
+
 def difference_table(runs: pd.DataFrame, model: str, pairs: list[tuple[str, str]],
                      metric: str = "eval_accuracy") -> Table:
-    """Paired (by seed) differences of a final test metric, A - B, with t intervals:
-    ``eval_accuracy`` (in percentage points, higher is better) or ``eval_loss`` (lower
-    is better; where accuracy saturates, as a small language model's at the most common
-    byte)."""
+    """Paired (by seed) differences of a test metric, A - B, with t intervals and the
+    paired t test's p-value, Holm-adjusted over the table's pairs (the verdict needs the
+    adjusted p below ``stats.ALPHA``): ``eval_accuracy`` (in percentage points, higher is
+    better), ``eval_loss`` (lower is better; where accuracy saturates, as a small
+    language model's at the most common byte) or ``selected_test_accuracy`` (the test
+    accuracy at the epoch that the validation split selects, :func:`selected_by_validation`)."""
     rows = []
-    higher_better = metric == "eval_accuracy"
+    name, what, higher_better = DIFFERENCE_METRICS[metric]
     scale, unit = (100.0, "percentage points") if higher_better else (1.0, "nats")
     by = {label: g.set_index("seed")[metric]
-          for label, g in runs.groupby("strategy_label", sort=False)}
+          for label, g in runs.groupby("strategy_label", sort=False) if metric in g}
     for a, b in pairs:
         if a not in by or b not in by:
             continue
         common = sorted(set(by[a].index) & set(by[b].index))
         d = [float(by[a][s] - by[b][s]) for s in common]
+        d = [x for x in d if np.isfinite(x)]
         m, lo, hi, n = mean_interval(d)
-        if n < 2:
-            verdict = "not enough seeds"
-        elif lo > 0:
-            verdict = f"{a} {'better' if higher_better else 'worse'}"
-        elif hi < 0:
-            verdict = f"{a} {'worse' if higher_better else 'better'}"
-        else:
-            verdict = "no difference shown"
+        p = math.nan
+        if n >= 2:
+            p = 0.0 if np.std(d) == 0 and m != 0 else float(sps.ttest_1samp(d, 0.0).pvalue)
         rows.append({"a": a, "b": b, "seeds": n,
                      "difference": _pm(m, lo, hi, scale=scale, digits=2 if higher_better else 3),
-                     "mean": m, "low": lo, "high": hi, "verdict": verdict})
-    name = "accuracy" if higher_better else "loss"
+                     "mean": m, "low": lo, "high": hi, "p": p})
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["p_holm"] = stats.holm(frame["p"].to_numpy(dtype=float))
+        frame["verdict"] = [_difference_verdict(r, higher_better) for _, r in frame.iterrows()]
     return Table(f"{name}_differences_{_slug(model)}",
-                 f"{model}: test {name} A - B in {unit}, paired by seed, mean ±"
-                 f" half-width of the {LEVEL:.0%} t interval",
-                 pd.DataFrame(rows), ["a", "b", "seeds", "difference", "verdict"])
+                 f"{model}: {what} A - B in {unit}, paired by seed, mean ± half-width of the"
+                 f" {LEVEL:.0%} t interval; p of the paired t test, Holm-adjusted over the"
+                 f" {len(frame)} pairs",
+                 frame, ["a", "b", "seeds", "difference", "p", "p_holm", "verdict"])
+
+
+def _difference_verdict(row: pd.Series, higher_better: bool) -> str:
+    if row["seeds"] < 2:
+        return "not enough seeds"
+    if not (row["p_holm"] < stats.ALPHA):
+        return "no difference shown" + (" after Holm" if row["p"] < stats.ALPHA else "")
+    a_higher = row["mean"] > 0
+    return f"{row['a']} {'better' if a_higher == higher_better else 'worse'}"
+
+
+def selected_by_validation(results: Results) -> pd.DataFrame:
+    """Per run that evaluated a validation split during training: the epoch of its best
+    validation accuracy (the earliest of ties), that validation accuracy, the test accuracy
+    of the same evaluation, and the validation accuracy of the last evaluation (how far
+    the run is from its own plateau). Empty when no run held a validation split out."""
+    ev = results.evaluations
+    columns = ["run_id", "selected_epoch", "selected_validation_accuracy",
+               "selected_test_accuracy", "last_validation_accuracy"]
+    if ev.empty or "validation_accuracy" not in ev:
+        return pd.DataFrame(columns=columns)
+    ev = ev[np.isfinite(ev["validation_accuracy"])]
+    rows = []
+    for run_id, g in ev.groupby("run_id", sort=False):
+        g = g.sort_values("epoch")
+        best = g.loc[g["validation_accuracy"].idxmax()]
+        rows.append({"run_id": run_id, "selected_epoch": float(best["epoch"]),
+                     "selected_validation_accuracy": float(best["validation_accuracy"]),
+                     "selected_test_accuracy": float(best["accuracy"]),
+                     "last_validation_accuracy": float(g["validation_accuracy"].iloc[-1])})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def selection_table(runs: pd.DataFrame, model: str) -> Table:
+    """Per strategy, over seeds: the epoch the validation split selects, the validation
+    and test accuracy there (mean ± t half-width), and the last evaluation's validation
+    accuracy below the best (percentage points; near 0: the run ended on its plateau)."""
+    rows = []
+    for label, g in runs.groupby("strategy_label", sort=False):
+        g = g[np.isfinite(g["selected_test_accuracy"])]
+        if g.empty:
+            continue
+        m, lo, hi, n = mean_interval(g["selected_test_accuracy"])
+        vm, vlo, vhi, _ = mean_interval(g["selected_validation_accuracy"])
+        below = (g["selected_validation_accuracy"] - g["last_validation_accuracy"]) * 100
+        rows.append({
+            "strategy": label, "seeds": n,
+            "selected_epoch": ", ".join(f"{e:g}" for e in g["selected_epoch"]),
+            "validation_accuracy_pct": _pm(vm, vlo, vhi),
+            "test_accuracy_pct": _pm(m, lo, hi), "mean": m, "low": lo, "high": hi,
+            "last_below_best_pp": f"{below.mean():.2f} (max {below.max():.2f})",
+        })
+    return Table(f"selected_{_slug(model)}",
+                 f"{model}: the epoch of best validation accuracy per seed, and the validation"
+                 f" and test accuracy there, mean ± half-width of the {LEVEL:.0%} t interval"
+                 " over seeds; last_below_best_pp: the last evaluation's validation accuracy"
+                 " below the best (mean, max over seeds)",
+                 pd.DataFrame(rows), ["strategy", "seeds", "selected_epoch",
+                                      "validation_accuracy_pct", "test_accuracy_pct",
+                                      "last_below_best_pp"])
 
 
 def time_table(runs: pd.DataFrame, results: Results, model: str,
@@ -464,6 +538,9 @@ def build(results: Results, step_times: pd.DataFrame | None = None) -> Strategie
         pairs += [("local", "e2e"), ("global/1f1b", "e2e")]
         report.tables.append(difference_table(g, model, pairs))
         report.tables.append(difference_table(g, model, pairs, "eval_loss"))
+        if g["selected_test_accuracy"].notna().any():
+            report.tables.append(selection_table(g, model))
+            report.tables.append(difference_table(g, model, pairs, "selected_test_accuracy"))
         report.tables.append(time_table(g, results, model, step_times))
         report.tables.append(rank_table(g, results, model))
         report.tables.append(passthrough_table(g, results, model))

@@ -83,8 +83,9 @@ class Cfg:
     model_options: str = ""  # the model_options attribute (k=v,...; part of the id)
     # Every rank's peak memory in bytes (None: rank r peaks at r + 1 MiB).
     peak_memory: int | None = None
-    # The evaluations table, (epoch, step, loss, accuracy, samples) each (None: absent).
-    evaluations: list[tuple[float, int, float, float, int]] | None = None
+    # The evaluations table, (epoch, step, loss, accuracy, samples) each, or with
+    # (validation_loss, validation_accuracy, validation_samples) after them (None: absent).
+    evaluations: list[tuple] | None = None
 
     def params(self) -> dict:
         return {"model": self.model, "family": self.family, "order": self.order,
@@ -247,7 +248,9 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
     rk.create_dataset("peak_memory_bytes", data=np.tile(peaks, (s, 1)))
     if c.evaluations is not None:
         ev = g.create_group("evaluations")
-        for i, name in enumerate(("epoch", "step", "loss", "accuracy", "samples")):
+        names = ("epoch", "step", "loss", "accuracy", "samples", "validation_loss",
+                 "validation_accuracy", "validation_samples")
+        for i, name in enumerate(names[:len(c.evaluations[0])]):
             ev.create_dataset(name, data=np.array([e[i] for e in c.evaluations]))
     if c.timeline is not None:
         tl = g.create_group("timeline")

@@ -108,3 +108,64 @@ def test_curves_and_cli(study_file, tmp_path, capsys):
     assert main(["strategies", str(study_file), "--out", str(out), "--step-times",
                  str(bad)]) == 2
     assert "missing columns" in capsys.readouterr().err
+
+
+# Validation accuracy per (label, seed) at epochs 1, 2, 3: local peaks at epoch 2 on seed 1.
+VALIDATION = {"e2e": (0.85, 0.90, 0.91), "local": (0.70, 0.80, 0.79)}
+
+
+def _validated(label: str, seed: int, index: int) -> Cfg:
+    strategy, pipeline = ("global", "e2e") if label == "e2e" else (label, "gpipe")
+    v = VALIDATION[label]
+    if seed == 2:  # seed 2 peaks at the last epoch
+        v = (v[0], v[1], v[1] + 0.02)
+    test = [a - 0.01 * seed for a in v]
+    return Cfg(strategy=strategy, pipeline=pipeline, devices=2, seed=seed, index=index,
+               micro_batches=1 if label == "e2e" else 4, eval_accuracy=test[-1],
+               evaluations=[(e + 1.0, 4 * e + 3, 0.5, test[e], 64, 0.4, v[e], 32)
+                            for e in range(3)])
+
+
+def test_the_validation_split_selects_the_epoch(tmp_path):
+    cfgs = [_validated(label, seed, i)
+            for i, (label, seed) in enumerate((lab, s) for lab in VALIDATION for s in (1, 2, 3))]
+    results = load_results([write_result_file(tmp_path / "v.h5", cfgs)])
+    ev = results.evaluations
+    assert ev["validation_samples"].eq(32).all()
+    assert ev["validation_accuracy"].notna().all()
+    r = study.build(results)
+    t = _table(r, "selected_").set_index("strategy")
+    # local peaks at epoch 2 (0.80 before 0.79), seed 2 at epoch 3 (0.82); e2e at epoch 3.
+    assert t.loc["local", "selected_epoch"] == "2, 3, 2"
+    assert t.loc["e2e", "selected_epoch"] == "3, 3, 3"
+    # The test accuracy of the selected evaluation, not of the last one.
+    local = [0.80 - 0.01, 0.82 - 0.02, 0.80 - 0.03]
+    assert t.loc["local", "mean"] == pytest.approx(sum(local) / 3)
+    assert t.loc["local", "last_below_best_pp"].startswith("0.67")  # (1 + 0 + 1) / 3 points
+    d = _table(r, "selected_accuracy_differences").set_index(["a", "b"])
+    assert d.loc[("local", "e2e"), "seeds"] == 3
+    assert d.loc[("local", "e2e"), "verdict"] == "local worse"
+    assert 0.0 <= d.loc[("local", "e2e"), "p"] <= d.loc[("local", "e2e"), "p_holm"] <= 1.0
+
+
+def test_older_files_have_no_validation_columns(study_file):
+    ev = load_results([study_file]).evaluations
+    assert ev["validation_accuracy"].isna().all()
+    assert ev["validation_samples"].eq(0).all()
+    assert not any(t.name.startswith("selected_") for t in
+                   study.build(load_results([study_file])).tables)
+
+
+def test_holm_can_withdraw_a_verdict():
+    # Three pairs with p near 0.03 each: each alone below 0.05, none after Holm.
+    runs = pd.DataFrame({
+        "strategy_label": ["a"] * 4 + ["b"] * 4 + ["c"] * 4 + ["d"] * 4,
+        "seed": [1, 2, 3, 4] * 4,
+        "eval_accuracy": [0.50, 0.51, 0.52, 0.53, 0.48, 0.47, 0.51, 0.50,
+                          0.49, 0.48, 0.50, 0.52, 0.47, 0.49, 0.50, 0.51]})
+    d = study.difference_table(runs, "m", [("a", "b"), ("a", "c"), ("a", "d")]).frame
+    assert (d["p_holm"] >= d["p"]).all()
+    assert d["p_holm"].max() <= 1.0
+    withdrawn = d[(d["p"] < 0.05) & (d["p_holm"] >= 0.05)]
+    assert not withdrawn.empty
+    assert withdrawn["verdict"].eq("no difference shown after Holm").all()

@@ -1025,6 +1025,42 @@ def test_train_recipe_flags():
                 contains=("'text'",))
 
 
+def test_train_validation_split():
+    """--validation-fraction: the held-out samples are evaluated beside the test split at
+    each of --eval-epochs, the same on 2 ranks as on 1 (collective, summed once); bad
+    fractions, data sets and combinations exit 2 naming the key."""
+    if not has_train():
+        return
+    args = ("--model", "resnet20", "--width-multiplier", "0.25", "--dataset", "fashion-mnist",
+            "--batch-size", "64", "--micro-batches", "2", "--train-samples", "256",
+            "--epochs", "2", "--eval-epochs", "1,2", "--eval-epoch-samples", "128",
+            "--warmup-steps", "0", "--threads-per-rank", "1", "--pipeline", "1f1b",
+            "--placer", "stages", "--format", "json")
+    evaluations = []
+    for ranks in (1, 2):
+        r = mpirun(ranks, "train", *args, "--devices", str(ranks), "--validation-fraction",
+                   "0.1")
+        check(r.code == 0, f"exit {r.code}: {r.err}")
+        evaluations.append(json.loads(r.out.splitlines()[-1])["evaluations"])
+    for e in evaluations[0]:
+        check(e["validation_samples"] == 128 and e["samples"] == 128, e)
+        check(0 <= e["validation_accuracy"] <= 1 and e["validation_loss"] > 0, e)
+        check(e["validation_loss"] != e["loss"], f"validation and test are the same samples: {e}")
+    check(evaluations[0] == evaluations[1], f"1 rank {evaluations[0]}, 2 ranks {evaluations[1]}")
+    r = mpirun(1, "train", *args, "--devices", "1")
+    check("validation_loss" not in json.loads(r.out.splitlines()[-1])["evaluations"][0], r.out)
+    train_fails(2, 1, *args, "--validation-fraction", "0.6",
+                contains=("--validation-fraction", "[0, 0.5]"))
+    whole = [a for a in args if a not in ("--train-samples", "256")]
+    train_fails(2, 1, *whole, "--validation-fraction", "0.5", "--train-samples", "30001",
+                contains=("train_samples 30001 is more than the 30000",))
+    no_eval = [a for a in args if a not in ("--eval-epochs", "1,2")]
+    train_fails(2, 1, *no_eval, "--validation-fraction", "0.1",
+                contains=("HINT: give eval_epochs",))
+    train_fails(2, 1, "--model", "gpt-mini", "--dataset", "text", "--validation-fraction", "0.1",
+                contains=("only fashion-mnist",))
+
+
 def test_optimizer_names_mean_the_same():
     """A name gives the same optimiser state in place/simulate (the memory estimate) and in
     train (its plan's prediction), and each name its own state."""

@@ -71,6 +71,14 @@ TEST(ConfigFields, TheIdIsTheOneOfBeforeTheTable) {
             "aux_head=proportional\nweight_decay_all=1\nthreads_per_rank=1\ngraph_file=g.json\n"
             "graph_digest=ac94de5d9899a282\nvirtual_stages=2\ndata_parallel=2\nrepeat=0\n");
   EXPECT_EQ(config_id(everything_set(), 0), "68d9ba56a3a3b5cd");
+  // A validation split enters the id after every older key, only when one is held out.
+  TrainConfig validated;
+  validated.validation_fraction = 0.1;
+  EXPECT_NE(canonical_parameters(validated, 0)
+                .find("\nvalidation_fraction=0.10000000000000001\nrepeat=0\n"),
+            std::string::npos)
+      << canonical_parameters(validated, 0);
+  EXPECT_EQ(canonical_parameters(TrainConfig{}, 0).find("validation_fraction"), std::string::npos);
   // The capped width keeps its older line; the study's width has none.
   TrainConfig capped;
   capped.aux_head = placement::AuxHeadWidth::capped;

@@ -315,7 +315,19 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   EXPECT_NO_THROW(plan_training(c));
   c.train_samples = 60001;
   expect_invalid(c, "train_samples 60001 is more than the 60000 training samples");
+  // A validation split: epochs count in the 54000 samples left (540 steps of 100).
   c.train_samples = 0;
+  c.validation_fraction = 0.1;
+  EXPECT_EQ(plan_training(c).config.steps, 810 - 2);
+  c.train_samples = 54001;
+  expect_invalid(c, "train_samples 54001 is more than the 54000 training samples");
+  c.train_samples = 0;
+  c.validation_fraction = 0.75;
+  expect_invalid(c, "validation_fraction must be in [0, 0.5]");
+  c.validation_fraction = 0.1;
+  c.eval_epochs.clear();
+  expect_invalid(c, "HINT: give eval_epochs");
+  c.validation_fraction = 0.0;
   c.eval_epochs.clear();
   c.epochs = 0.001;  // one step, taken by the warm-up
   expect_invalid(c, "none is left to measure");

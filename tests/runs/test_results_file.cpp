@@ -228,6 +228,29 @@ TEST_F(ResultsFile, LearningRatesAndEvaluations) {
   EXPECT_EQ(string_attribute(file, g, "augmentation"), "crop-flip");
   EXPECT_EQ(int_attribute(file, g, "train_samples"), 4000);
   EXPECT_EQ(int_attribute(file, g, "eval_epoch_samples"), 2048);
+  EXPECT_TRUE(doubles(file, g + "evaluations/validation_accuracy").empty());  // none held out
+  // With a validation split, its columns beside the test split's.
+  TrainResult validated = trained;
+  validated.evaluations[0].validation_loss = 1.4;
+  validated.evaluations[0].validation_accuracy = 0.45;
+  validated.evaluations[0].validation_samples = 64;
+  validated.evaluations[1].validation_loss = 0.9;
+  validated.evaluations[1].validation_accuracy = 0.65;
+  validated.evaluations[1].validation_samples = 64;
+  SweepConfig v = c;
+  v.train.validation_fraction = 0.1;
+  v.id = config_id(v.train, 0);
+  EXPECT_NE(v.id, c.id);
+  append_config(file, {v, "ok", "", "2026-11-29T19:00:02Z", 1.5, nullptr, &validated, ""});
+  const std::string gv = "/configs/" + v.id + "/";
+  EXPECT_EQ(doubles(file, gv + "evaluations/validation_accuracy"),
+            (std::vector<double>{0.45, 0.65}));
+  EXPECT_EQ(doubles(file, gv + "evaluations/validation_loss"), (std::vector<double>{1.4, 0.9}));
+  EXPECT_EQ(doubles(file, gv + "evaluations/validation_samples"), (std::vector<double>{64, 64}));
+  EXPECT_EQ(axis_name(file, gv + "evaluations/validation_accuracy", 0), "evaluation");
+  EXPECT_EQ(doubles(file, gv + "evaluations/accuracy"), (std::vector<double>{0.4, 0.6}));
+  EXPECT_EQ(string_attribute(file, gv + "evaluations/validation_loss", "long_name"),
+            "validation loss (mean over the validation split)");
   // Without evaluations the table is absent.
   const TrainResult plain = result();
   const SweepConfig other = config(2);

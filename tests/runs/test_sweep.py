@@ -137,6 +137,8 @@ def canonical(attrs):
         lines.append(f"virtual_stages={int(attrs['virtual_stages'])}\n")
     if int(attrs.get("data_parallel", 1)) != 1:
         lines.append(f"data_parallel={int(attrs['data_parallel'])}\n")
+    if float(attrs.get("validation_fraction", 0.0)) != 0.0:
+        lines.append(f"validation_fraction={float(attrs['validation_fraction']):.17g}\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 

@@ -86,6 +86,10 @@ class Augmented final : public Dataset {
     return data_->test_batch(first, count);
   }
   float background() const override { return data_->background(); }
+  int64_t validation_size() const override { return data_->validation_size(); }
+  Batch validation_batch(int64_t first, int64_t count) override {
+    return data_->validation_batch(first, count);
+  }
 
  private:
   std::unique_ptr<Dataset> data_;

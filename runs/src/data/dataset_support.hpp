@@ -26,6 +26,10 @@ std::unique_ptr<Dataset> open_synthetic(const SampleShape& shape, uint64_t seed)
 // so that every such sequence is independent and reproducible on its own.
 uint64_t mix_seed(uint64_t seed, uint64_t stream, uint64_t index);
 
+// 0..size-1 in the order of a Fisher-Yates shuffle driven by kernels::Rng(rng_seed): the
+// same on every platform (std::shuffle's algorithm is the library's own).
+std::vector<int64_t> seeded_permutation(int64_t size, uint64_t rng_seed);
+
 // The training split's sample order. Epoch e is a seeded Fisher-Yates permutation of
 // 0..size-1; step s reads positions [(s mod k) B, (s mod k) B + B) of epoch s div k, where
 // k = floor(size / B) batches fit in an epoch. The last size mod B samples of each

@@ -32,20 +32,26 @@ void check_test_request(const std::string& dataset, int64_t first, int64_t count
   }
 }
 
+std::vector<int64_t> seeded_permutation(int64_t size, uint64_t rng_seed) {
+  std::vector<int64_t> permutation(static_cast<size_t>(size));
+  std::iota(permutation.begin(), permutation.end(), int64_t{0});
+  kernels::Rng rng(rng_seed);
+  for (int64_t i = size - 1; i > 0; --i) {
+    // Modulo bias is below 2^-40 for any data set that fits in memory.
+    const auto j = static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(i + 1));
+    std::swap(permutation[static_cast<size_t>(i)], permutation[static_cast<size_t>(j)]);
+  }
+  return permutation;
+}
+
 std::vector<int64_t> EpochShuffle::batch(const std::string& dataset, int64_t step,
                                          int64_t batch_size) {
   check_train_request(dataset, step, batch_size, size_);
   const int64_t per_epoch = size_ / batch_size;
   const int64_t epoch = step / per_epoch;
   if (epoch != epoch_) {
-    permutation_.resize(static_cast<size_t>(size_));
-    std::iota(permutation_.begin(), permutation_.end(), int64_t{0});
-    kernels::Rng rng(mix_seed(seed_, /*stream=*/1, static_cast<uint64_t>(epoch)));
-    for (int64_t i = size_ - 1; i > 0; --i) {
-      // Modulo bias is below 2^-40 for any data set that fits in memory.
-      const auto j = static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(i + 1));
-      std::swap(permutation_[static_cast<size_t>(i)], permutation_[static_cast<size_t>(j)]);
-    }
+    permutation_ =
+        seeded_permutation(size_, mix_seed(seed_, /*stream=*/1, static_cast<uint64_t>(epoch)));
     epoch_ = epoch;
   }
   const auto begin = permutation_.begin() + (step % per_epoch) * batch_size;

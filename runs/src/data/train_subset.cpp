@@ -38,6 +38,10 @@ class TrainSubset final : public Dataset {
   Batch test_batch(int64_t first, int64_t count) override {
     return data_->test_batch(first, count);
   }
+  int64_t validation_size() const override { return data_->validation_size(); }
+  Batch validation_batch(int64_t first, int64_t count) override {
+    return data_->validation_batch(first, count);
+  }
 
  private:
   std::unique_ptr<Dataset> data_;

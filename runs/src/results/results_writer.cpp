@@ -305,6 +305,21 @@ void write_evaluations(hid_t g, const TrainResult& result) {
   variable(group.get(), "loss", loss, {at}, {"1", "test loss (mean over the test split)"});
   variable(group.get(), "accuracy", accuracy, {at}, {"1", "top-1 test accuracy"});
   variable(group.get(), "samples", samples, {at}, {"1", "test samples evaluated"});
+  if (result.evaluations.front().validation_samples == 0) return;  // no validation split
+  std::vector<double> validation_loss(n), validation_accuracy(n);
+  std::vector<int64_t> validation_samples(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Evaluation& e = result.evaluations[i];
+    validation_loss[i] = e.validation_loss;
+    validation_accuracy[i] = e.validation_accuracy;
+    validation_samples[i] = e.validation_samples;
+  }
+  variable(group.get(), "validation_loss", validation_loss, {at},
+           {"1", "validation loss (mean over the validation split)"});
+  variable(group.get(), "validation_accuracy", validation_accuracy, {at},
+           {"1", "top-1 validation accuracy"});
+  variable(group.get(), "validation_samples", validation_samples, {at},
+           {"1", "validation samples evaluated"});
 }
 
 void write_result(hid_t g, const TrainResult& result, const Axis& rank, const Axis& stage) {

@@ -359,6 +359,17 @@ std::vector<ConfigField> make_fields() {
                            "train on the first N training samples only, reshuffled each epoch; "
                            "epochs count in them (0: the whole split; fashion-mnist)")
                      .id_unless_default(30));
+  rows.push_back(number_row("validation_fraction", &TrainConfig::validation_fraction, true)
+                     .checked([](const FieldValue& v) {
+                       if (!std::isfinite(v.number) || v.number < 0.0 || v.number > 0.5) {
+                         throw_invalid("validation_fraction must be in [0, 0.5], got " + v.text);
+                       }
+                     })
+                     .flag("--validation-fraction",
+                           "hold out floor(N x F) training samples, the same for every run and "
+                           "seed, and evaluate them at --eval-epochs beside the test split (0: "
+                           "none; fashion-mnist)")
+                     .id_unless_default(40));
   rows.push_back(
       row(
           "weight_decay_all", ValueKind::integer,

@@ -107,16 +107,20 @@ void check_finite_loss(const RankModel& model, int rank, int step, double learni
   }
 }
 
-// The first `chunks` micro-batch sized chunks of the test split (the graph's shapes are
+enum class Split { test, validation };
+
+// The first `chunks` micro-batch sized chunks of a split (the graph's shapes are
 // per micro-batch) through the network's own head in eval mode (the forward actions of
 // micro-batch 0, forward_only_actions); collective. Training mode
 // is restored after it. The tally is the sink's rank's (empty elsewhere).
 LossTally evaluate(RankModel& model, const std::vector<placement::Action>& eval_actions,
-                   Dataset& data, int64_t chunk, int64_t chunks, Messenger& msg) {
+                   Dataset& data, Split split, int64_t chunk, int64_t chunks, Messenger& msg) {
   model.set_training(false);
   LossTally eval;
   for (int64_t i = 0; i < chunks; ++i) {
-    model.set_batch(data.test_batch(i * chunk, chunk), 1);
+    model.set_batch(split == Split::test ? data.test_batch(i * chunk, chunk)
+                                         : data.validation_batch(i * chunk, chunk),
+                    1);
     for (const placement::Action& action : eval_actions) model.execute(action);
     eval.loss_sum += model.loss.loss_sum;
     eval.correct += model.loss.correct;
@@ -206,23 +210,33 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   // come from another node.
   check_augmentation(c.augmentation, sample_shape(plan.graph));
   const std::unique_ptr<Dataset> data = with_augmentation(
-      with_train_subset(open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
+      with_train_subset(with_validation_split(
+                            open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
+                            c.validation_fraction, c.seed),
                         c.train_samples, c.seed),
       c.augmentation, c.seed);
 
   const std::vector<std::pair<int, double>> evaluate_after = evaluation_steps(c, *data);
   const std::vector<placement::Action> eval_actions = forward_only_actions(program);
-  std::vector<LossTally> evaluations;
+  std::vector<LossTally> evaluations;             // of the test split, per evaluate_after
+  std::vector<LossTally> validation_evaluations;  // of the validation split (if held out)
   const int64_t eval_chunk = c.replica_batch_size() / c.micro_batches;  // the graph's
-  // eval_epoch_samples (0: all) of the test split, in whole micro-batch chunks.
-  const int64_t eval_epoch_chunks =
-      (c.eval_epoch_samples > 0 ? std::min(c.eval_epoch_samples, data->test_size())
-                                : data->test_size()) /
-      eval_chunk;
+  // eval_epoch_samples (0: all) of a split, in whole micro-batch chunks.
+  const auto epoch_chunks = [&](int64_t split_size) {
+    return (c.eval_epoch_samples > 0 ? std::min(c.eval_epoch_samples, split_size) : split_size) /
+           eval_chunk;
+  };
+  const int64_t eval_epoch_chunks = epoch_chunks(data->test_size());
+  const int64_t validation_chunks = epoch_chunks(data->validation_size());
   if (!evaluate_after.empty() && eval_epoch_chunks < 1) {
     throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +
                   " is less than one micro-batch of " + std::to_string(eval_chunk) +
                   " test samples");
+  }
+  if (!evaluate_after.empty() && data->validation_size() > 0 && validation_chunks < 1) {
+    throw_invalid("the validation split's " + std::to_string(data->validation_size()) +
+                  " samples are less than one micro-batch of " + std::to_string(eval_chunk) +
+                  ". HINT: a larger validation_fraction");
   }
   double evaluation_s = 0.0;  // in measured steps: kept out of the measured time
 
@@ -303,7 +317,11 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
         if (after != step) continue;
         const double start = wall_s();
         evaluations.push_back(
-            evaluate(model, eval_actions, *data, eval_chunk, eval_epoch_chunks, msg));
+            evaluate(model, eval_actions, *data, Split::test, eval_chunk, eval_epoch_chunks, msg));
+        if (validation_chunks > 0) {
+          validation_evaluations.push_back(evaluate(model, eval_actions, *data, Split::validation,
+                                                    eval_chunk, validation_chunks, msg));
+        }
         previous_end = wall_s();  // nor in the next step's time
         previous_end_cpu = thread_cpu_s();
         if (step >= c.warmup_steps) evaluation_s += previous_end - start;
@@ -330,7 +348,7 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   // Evaluation at the end: eval_samples of the test split.
   const int64_t chunk = c.replica_batch_size() / c.micro_batches;
   const int64_t chunks = std::min(c.eval_samples, data->test_size()) / chunk;
-  const LossTally eval = evaluate(model, eval_actions, *data, chunk, chunks, msg);
+  const LossTally eval = evaluate(model, eval_actions, *data, Split::test, chunk, chunks, msg);
 
   local.eval_loss = chunks > 0 ? eval.mean_loss() : kNaN;
   local.eval_accuracy = chunks > 0 ? eval.accuracy() : kNaN;
@@ -343,15 +361,25 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   result.executed_actions = model.executed();
   result.node_times = std::move(node_times);
   // Every replica evaluated the same samples with the same weights: replica 0's count.
-  if (msg.replica() != 0) evaluations.assign(evaluations.size(), LossTally{});
+  if (msg.replica() != 0) {
+    evaluations.assign(evaluations.size(), LossTally{});
+    validation_evaluations.assign(validation_evaluations.size(), LossTally{});
+  }
   reduce_evaluations(evaluations, msg.comm(), rank);
+  reduce_evaluations(validation_evaluations, msg.comm(), rank);
   for (size_t i = 0; i < evaluations.size() && rank == 0; ++i) {
     const LossTally& t = evaluations[i];
-    result.evaluations.push_back({.epoch = evaluate_after[i].second,
-                                  .step = evaluate_after[i].first,
-                                  .loss = t.mean_loss(),
-                                  .accuracy = t.accuracy(),
-                                  .samples = eval_epoch_chunks * eval_chunk});
+    Evaluation e{.epoch = evaluate_after[i].second,
+                 .step = evaluate_after[i].first,
+                 .loss = t.mean_loss(),
+                 .accuracy = t.accuracy(),
+                 .samples = eval_epoch_chunks * eval_chunk};
+    if (i < validation_evaluations.size()) {
+      e.validation_loss = validation_evaluations[i].mean_loss();
+      e.validation_accuracy = validation_evaluations[i].accuracy();
+      e.validation_samples = validation_chunks * eval_chunk;
+    }
+    result.evaluations.push_back(e);
   }
   return result;
 }

@@ -48,8 +48,20 @@ placement::Graph build_config_graph(const TrainConfig& c, std::string* family) {
   return placement::rebatch_graph(file.graph, micro_batch);
 }
 
+namespace {
+
+// What is left of the training split for training: the split less the validation samples,
+// or the training subset taken from it.
+int64_t training_samples(const TrainConfig& c) {
+  if (c.train_samples > 0) return c.train_samples;
+  const int64_t size = dataset_train_size(c.dataset);
+  return size - validation_held_out(size, c.validation_fraction);
+}
+
+}  // namespace
+
 int64_t config_steps_per_epoch(const TrainConfig& c) {
-  const int64_t size = c.train_samples > 0 ? c.train_samples : dataset_train_size(c.dataset);
+  const int64_t size = training_samples(c);
   if (size <= 0 || c.batch_size < 1 || c.batch_size > size) return 0;
   return steps_per_epoch(size, c.batch_size);
 }
@@ -58,6 +70,22 @@ void resolve_epochs(TrainConfig& c) {
   check_scalar_fields(c);
   check_lr_schedule(c.lr_schedule);
   check_train_subset(c.dataset, c.train_samples);
+  check_validation_split(c.dataset, c.validation_fraction);
+  if (c.validation_fraction > 0.0 && c.train_samples > 0) {
+    const int64_t size = dataset_train_size(c.dataset);
+    const int64_t left = size - validation_held_out(size, c.validation_fraction);
+    if (c.train_samples > left) {
+      throw_invalid("train_samples " + std::to_string(c.train_samples) + " is more than the " +
+                    std::to_string(left) + " training samples validation_fraction " +
+                    number_text(c.validation_fraction) + " leaves of " + c.dataset + "'s " +
+                    std::to_string(size));
+    }
+  }
+  if (c.validation_fraction > 0.0 && c.eval_epochs.empty()) {
+    throw_invalid("validation_fraction " + number_text(c.validation_fraction) +
+                  " holds out samples that are only evaluated at eval_epochs, and the run has "
+                  "none. HINT: give eval_epochs (train --eval-epochs \"1,2,3\")");
+  }
   if (c.eval_epoch_samples > 0 && c.micro_batches >= 1 &&
       c.eval_epoch_samples < c.replica_batch_size() / c.micro_batches) {
     throw_invalid("eval_epoch_samples " + std::to_string(c.eval_epoch_samples) +

@@ -46,6 +46,11 @@ class Dataset {
   virtual Batch train_batch(int64_t step, int64_t batch_size) = 0;
   // Test samples [first, first + count), in file order.
   virtual Batch test_batch(int64_t first, int64_t count) = 0;
+  // Samples held out of the training split for validation (with_validation_split; 0:
+  // none), and [first, first + count) of them, unaugmented. The default has none and
+  // throws invalid_input.
+  virtual int64_t validation_size() const { return 0; }
+  virtual Batch validation_batch(int64_t first, int64_t count);
   // The normalised value of a black (0) pixel: what augmentation pads with.
   virtual float background() const { return 0.0f; }
   // Training samples by index (0 .. train_size-1), unshuffled and unaugmented: what a
@@ -97,6 +102,21 @@ std::unique_ptr<Dataset> with_augmentation(std::unique_ptr<Dataset> data, Augmen
 void check_train_subset(const std::string& dataset, int64_t train_samples);
 std::unique_ptr<Dataset> with_train_subset(std::unique_ptr<Dataset> data, int64_t train_samples,
                                            uint64_t seed);
+
+// A validation split held out of the training split, as the interlocking study's
+// reference code holds out 10% (random_split with a fixed generator): floor(N x fraction)
+// of the N training samples, chosen by a permutation drawn from a fixed seed (the same
+// split for every run, seed and strategy), are the validation split; the other samples
+// are the training split, shuffled each epoch like the whole split (EpochShuffle), so
+// train_size() is N minus the held-out count. Validation batches are never augmented.
+// Apply it before with_train_subset (a subset is then the first samples of what is left)
+// and before with_augmentation. `data` itself when the fraction is 0.
+// check_validation_split refuses (invalid_input) a fraction outside [0, 0.5], a data set
+// without indexed samples (only fashion-mnist has them), and a split that holds no sample.
+void check_validation_split(const std::string& dataset, double fraction);
+int64_t validation_held_out(int64_t train_size, double fraction);  // floor(N x fraction)
+std::unique_ptr<Dataset> with_validation_split(std::unique_ptr<Dataset> data, double fraction,
+                                               uint64_t seed);
 
 // The shape checks of open_dataset alone, without reading anything: plans call it so that
 // a model the data set cannot feed is refused before any rank trains.

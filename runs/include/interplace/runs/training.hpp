@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,6 +108,11 @@ struct TrainConfig {
   // > 0: train on the first train_samples samples of the training split only, shuffled
   // each epoch (with_train_subset); epochs count in this subset. 0: the whole split.
   int64_t train_samples = 0;
+  // > 0: this share of the training split is held out as a validation split
+  // (with_validation_split; the interlocking study's reference holds out 0.1) and
+  // evaluated beside the test split at eval_epochs; training, epochs and train_samples
+  // count in what is left. 0: none.
+  double validation_fraction = 0.0;
   Augmentation augmentation = Augmentation::none;  // training batches only, never evaluation
   // The auxiliary heads' widths (aux_heads.hpp); the default is the study's uncapped
   // 128/64-channel head.
@@ -256,13 +262,17 @@ struct StepRecord {
   std::vector<RankStepRecord> ranks;
 };
 
-// One evaluation of the whole test split during training (TrainConfig::eval_epochs).
+// One evaluation of the whole test split during training (TrainConfig::eval_epochs), and
+// of the validation split where one is held out (TrainConfig::validation_fraction).
 struct Evaluation {
   double epoch = 0.0;
   int step = 0;  // the 0-based step after which it ran
   double loss = 0.0;
   double accuracy = 0.0;
   int64_t samples = 0;
+  double validation_loss = std::numeric_limits<double>::quiet_NaN();  // NaN: no split
+  double validation_accuracy = std::numeric_limits<double>::quiet_NaN();
+  int64_t validation_samples = 0;
 };
 
 struct TrainResult {

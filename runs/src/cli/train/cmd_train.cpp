@@ -104,14 +104,20 @@ int64_t predicted_peak_memory_bytes(const TrainPlan& plan) {
   return peak;
 }
 
+// The validation fields only where a validation split was held out.
 std::string evaluation_json(const Evaluation& e) {
-  return JsonObject()
-      .number("epoch", e.epoch)
+  JsonObject o;
+  o.number("epoch", e.epoch)
       .integer("step", e.step)
       .number("loss", e.loss)
       .number("accuracy", e.accuracy)
-      .integer("samples", e.samples)
-      .str();
+      .integer("samples", e.samples);
+  if (e.validation_samples > 0) {
+    o.number("validation_loss", e.validation_loss)
+        .number("validation_accuracy", e.validation_accuracy)
+        .integer("validation_samples", e.validation_samples);
+  }
+  return o.str();
 }
 
 std::string summary_json(const TrainPlan& plan, const TrainResult& result) {
@@ -172,7 +178,12 @@ std::string summary_text(const TrainPlan& plan, const TrainResult& result) {
   for (const Evaluation& e : result.evaluations) {
     out << "epoch " << e.epoch << " (after step " << e.step << "): test loss "
         << format_fixed(e.loss, 4) << ", accuracy " << format_percent(e.accuracy) << " on "
-        << e.samples << " samples\n";
+        << e.samples << " samples";
+    if (e.validation_samples > 0) {
+      out << "; validation loss " << format_fixed(e.validation_loss, 4) << ", accuracy "
+          << format_percent(e.validation_accuracy) << " on " << e.validation_samples << " samples";
+    }
+    out << "\n";
   }
   if (result.eval_samples > 0) {
     out << "eval on " << result.eval_samples << " samples: loss "
