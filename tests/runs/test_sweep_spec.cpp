@@ -567,6 +567,16 @@ TEST(SweepSpecOverrides, ErrorsNameTheOverrideAndTheValidKeys) {
             "override 'placers=contiguous,nowhere': unknown placer 'nowhere' (valid: " +
                 error({"placer=nowhere"}).substr(error({"placer=nowhere"}).find("(valid: ") + 8));
   EXPECT_EQ(error({"steps=x"}), "override 'steps=x': steps takes integers, got string");
+  // A list kept in one string, given as a list: the hint shows the quoting.
+  EXPECT_EQ(error({"eval_epochs=1,2,3"}),
+            "override 'eval_epochs=1,2,3': eval_epochs takes strings, got integer. HINT: quote "
+            "it; a list kept in one string is one quoted value: eval_epochs = \"1,5,10\" in a "
+            "spec, eval_epochs='\"1,5,10\"' on the command line");
+  EXPECT_EQ(
+      parse_sweep_spec("steps = 2\n", "spec.toml", {"lr_schedule=step", "lr_milestones=\"1,2\""})
+          .configs.at(0)
+          .train.lr_schedule.milestones,
+      (std::vector<double>{1, 2}));
   EXPECT_EQ(error({"model_options.nope=1"})
                 .rfind("override 'model_options.nope=1': unknown model option 'nope'", 0),
             0u);

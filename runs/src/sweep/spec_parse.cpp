@@ -46,7 +46,15 @@ class Parser {
   FieldValue convert(const ConfigField& dim, const Value& v) const {
     FieldValue out;
     if (dim.kind == ValueKind::string) {
-      if (!v.is_string()) fail(v, dim.key + " takes strings, got " + type_name(v));
+      if (!v.is_string()) {
+        // Lists kept in one string (eval_epochs, lr_milestones) are where a number turns up.
+        const std::string hint =
+            v.is_integer() || v.is_floating()
+                ? ". HINT: quote it; a list kept in one string is one quoted value: " + dim.key +
+                      " = \"1,5,10\" in a spec, " + dim.key + "='\"1,5,10\"' on the command line"
+                : "";
+        fail(v, dim.key + " takes strings, got " + type_name(v) + hint);
+      }
       out.text = v.as_string().str;
     } else if (dim.kind == ValueKind::integer) {
       if (!v.is_integer()) fail(v, dim.key + " takes integers, got " + type_name(v));
