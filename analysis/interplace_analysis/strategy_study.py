@@ -513,6 +513,89 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
     return figs
 
 
+GLOBAL_PIPELINES = ("global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b")
+
+
+def _reach_times(runs: pd.DataFrame, results: Results, window: int
+                 ) -> tuple[str, float, dict[str, list[float]]]:
+    """Per strategy, per run, the steps taken until the run first reached the common
+    target (NaN where it never did): the metric, the target and the steps; see
+    :func:`time_to_target_table`."""
+    ev = results.evaluations
+    ev = ev[ev["run_id"].isin(runs["run_id"])] if not ev.empty else ev
+    per_run: dict[str, pd.DataFrame] = {}
+    if not ev.empty:
+        metric, higher = "test accuracy", True
+        for rid, g in ev.groupby("run_id", sort=False):
+            per_run[rid] = pd.DataFrame({"steps": g["step"] + 1, "value": g["accuracy"]})
+    else:
+        metric, higher = f"training loss (running mean of {window} steps)", False
+        for rid in runs["run_id"]:
+            c = results.curves[results.curves["run_id"] == rid].sort_values("step")
+            per_run[rid] = pd.DataFrame({
+                "steps": c["step"] + 1,
+                "value": c["loss"].rolling(window, min_periods=window).mean()})
+    finals = {}
+    for label, g in runs.groupby("strategy_label", sort=False):
+        last = [per_run[r]["value"].dropna().iloc[-1] for r in g["run_id"]
+                if r in per_run and per_run[r]["value"].notna().any()]
+        if last:
+            finals[label] = float(np.mean(last))
+    if not finals:
+        return metric, math.nan, {}
+    # The quality every strategy reaches on average: the worst strategy's mean final value.
+    target = min(finals.values()) if higher else max(finals.values())
+    reach: dict[str, list[float]] = {}
+    for label, g in runs.groupby("strategy_label", sort=False):
+        reach[label] = []
+        for r in g["run_id"]:
+            d = per_run.get(r)
+            hit = pd.DataFrame() if d is None else d[
+                (d["value"] >= target) if higher else (d["value"] <= target)]
+            reach[label].append(float(hit["steps"].iloc[0]) if not hit.empty else math.nan)
+    return metric, target, reach
+
+
+def time_to_target_table(runs: pd.DataFrame, results: Results, model: str,
+                         step_times: dict[str, float], time_source: str,
+                         window: int = 10) -> Table:
+    """The efficiency claim as the study makes it: the comparable time each strategy needs
+    to reach the same quality. The target is the worst strategy's mean final value, so
+    that every strategy reaches it on average: the test accuracy of the evaluations during
+    training where the runs have them (the lowest of the strategies' mean final
+    evaluations; a run reaches it at its first evaluation at or above it), else the
+    training loss, running mean over ``window`` steps (the highest mean final value; the
+    first step at or below it). Time = steps taken (warm-up included) x the strategy's
+    comparable step time. Per strategy: the seeds that reached it, the steps and the time
+    (mean ± t half-width over those seeds), and the mean time over e2e's and over the
+    fastest global pipeline's (GPipe, 1F1B, ...: the best global schedule in the file)."""
+    metric, target, reach = _reach_times(runs, results, window)
+    rows = []
+    for label, steps in reach.items():
+        done = [x for x in steps if np.isfinite(x)]
+        sm, slo, shi, n = mean_interval(done)
+        step_s = step_times.get(label, math.nan)
+        rows.append({"strategy": label, "reached": f"{n} of {len(steps)}",
+                     "steps": _pm(sm, slo, shi, scale=1.0, digits=0),
+                     "step_s": step_s, "time_s": sm * step_s,
+                     "time": _pm(sm * step_s, slo * step_s, shi * step_s, scale=1.0, digits=1)})
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        by = frame.set_index("strategy")["time_s"]
+        frame["time_vs_e2e"] = by.get("e2e", math.nan)
+        best = [by[g] for g in GLOBAL_PIPELINES if g in by.index and np.isfinite(by[g])]
+        frame["time_vs_best_global"] = min(best) if best else math.nan
+        frame["time_vs_e2e"] = frame["time_s"] / frame["time_vs_e2e"]
+        frame["time_vs_best_global"] = frame["time_s"] / frame["time_vs_best_global"]
+    shown = f"{100 * target:.2f}%" if metric == "test accuracy" else f"{target:.4f}"
+    return Table(f"time_to_target_{_slug(model)}",
+                 f"{model}: comparable time to reach {metric} {shown} (the worst strategy's"
+                 f" mean final value), mean ± half-width of the {LEVEL:.0%} t interval over the"
+                 f" seeds that reached it; step time: {time_source}",
+                 frame, ["strategy", "reached", "steps", "step_s", "time", "time_vs_e2e",
+                         "time_vs_best_global"])
+
+
 def build(results: Results, step_times: pd.DataFrame | None = None) -> StrategiesReport:
     """The comparison, per model, of every loaded run that finished ``ok``."""
     report = StrategiesReport()
@@ -544,6 +627,7 @@ def build(results: Results, step_times: pd.DataFrame | None = None) -> Strategie
         report.tables.append(time_table(g, results, model, step_times))
         report.tables.append(rank_table(g, results, model))
         report.tables.append(passthrough_table(g, results, model))
+        report.tables.append(time_to_target_table(g, results, model, times, source))
         report.figures.update(evaluation_curves(g, results, model, times, source))
         if results.evaluations.empty or not results.evaluations["run_id"].isin(
                 g["run_id"]).any():

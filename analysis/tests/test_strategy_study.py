@@ -169,3 +169,41 @@ def test_holm_can_withdraw_a_verdict():
     withdrawn = d[(d["p"] < 0.05) & (d["p_holm"] >= 0.05)]
     assert not withdrawn.empty
     assert withdrawn["verdict"].eq("no difference shown after Holm").all()
+
+
+def test_time_to_reach_the_worst_strategys_final_accuracy(report):
+    t = _table(report, "time_to_target").set_index("strategy")
+    # Target: local's mean final accuracy (0.80 + 0.83 + 0.81) / 3; e2e reaches it after
+    # epoch 2 on seeds 1 and 2 (8 steps) and epoch 1 on seed 3 (0.82: 4 steps), local only
+    # on seed 2, pairwise on every seed at epoch 2.
+    assert t.loc["e2e", "reached"] == "3 of 3"
+    assert t.loc["local", "reached"] == "1 of 3"
+    assert t.loc["e2e", "time_s"] == pytest.approx((8 + 8 + 4) / 3 * 2.0)
+    assert t.loc["pairwise", "time_s"] == pytest.approx(8 * 1.2)
+    assert t.loc["pairwise", "time_vs_e2e"] == pytest.approx(8 * 1.2 / ((8 + 8 + 4) / 3 * 2.0))
+    assert math.isnan(t.loc["pairwise", "time_vs_best_global"])  # no global pipeline here
+
+
+def test_time_to_reach_a_training_loss(tmp_path):
+    # No evaluations: the running mean of the training loss. e2e's loss falls by 0.1 a
+    # step, local's by 0.05, so the target is local's final running mean.
+    cfgs = [Cfg(strategy=strategy, pipeline=pipeline, devices=2, seed=seed,
+                index=3 * i + seed, micro_batches=micro, loss_slope=slope)
+            for i, (strategy, pipeline, micro, slope) in enumerate(
+                (("global", "e2e", 1, 0.1), ("local", "gpipe", 4, 0.05),
+                 ("global", "1f1b", 4, 0.1)))
+            for seed in (1, 2, 3)]
+    results = load_results([write_result_file(tmp_path / "l.h5", cfgs)])
+    runs = study._runs(results)
+    times = {"e2e": 1.0, "local": 0.5, "global/1f1b": 0.8}
+    t = study.time_to_target_table(runs, results, "resnet20", times, "sim", window=2).frame
+    t = t.set_index("strategy")
+    steps = len(PATTERN) + 1  # warm-up step 0 and the measured ones
+    last = steps - 1
+    target = 2.0 - 0.05 * (last - 0.5)  # local's final running mean of 2
+    # e2e's running mean 2 - 0.1 (s - 0.5) reaches it at the first step s at or past:
+    first = math.ceil((2.0 - target) / 0.1 + 0.5)
+    assert t.loc["e2e", "time_s"] == pytest.approx((first + 1) * 1.0)
+    assert t.loc["local", "time_s"] == pytest.approx(steps * 0.5)
+    assert t.loc["global/1f1b", "time_vs_best_global"] == pytest.approx(1.0)
+    assert t.loc["local", "time_vs_best_global"] == pytest.approx(steps * 0.5 / ((first + 1) * 0.8))
