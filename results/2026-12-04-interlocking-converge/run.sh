@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue #34 on the 2-core machine, two parts (README.md says what each found):
 #  1. e2e on the convergence study's schedule (runs/configs/gomez2022-converge.toml: the
-#     whole Fashion-MNIST split less a 10% validation split, 20 epochs) for one seed, on
+#     whole Fashion-MNIST split less a 10% validation split, 20 epochs), seeds 1 and 2, on
 #     one rank (e2e computes one stage at a time, so K = 1 trains exactly what K = 4 does):
 #     does the 20-epoch schedule reach the 30-epoch plateau within a point, chosen on the
-#     validation split? ~30 min of one core.
+#     validation split? ~25-30 min of one core per seed.
 #  2. gpt-mini on the text corpus, the scaled study's five strategies at K = 4
 #     (runs/configs/gomez2022-gpt-small.toml) trained 10x longer (1000 steps instead of
 #     100), 3 seeds, 2048 test windows at the end: is every strategy above the majority
@@ -22,17 +22,17 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 python=${PYTHON:-$root/.venv/bin/python}
 
 mpirun -np 1 "$interplace" sweep "$root/runs/configs/gomez2022-converge.toml" \
-  strategies=global pipelines=e2e devices=1 seeds=1 threads_per_rank=1 \
-  --out "$out/e2e-k1-s1.h5"
+  strategies=global pipelines=e2e devices=1 seeds=1,2 threads_per_rank=1 \
+  --out "$out/e2e-k1.h5"
 mpirun --oversubscribe -np 4 "$interplace" sweep "$root/runs/configs/gomez2022-gpt-small.toml" \
   steps=999 eval_samples=2048 threads_per_rank=1 --out "$out/gpt-1000.h5"
 
 cd "$root/analysis"
-"$python" -m interplace_analysis strategies "$out/e2e-k1-s1.h5" --out "$here/report-e2e" \
-  --title "e2e on gomez2022-converge's schedule, seed 1" --quiet
+"$python" -m interplace_analysis strategies "$out/e2e-k1.h5" --out "$here/report-e2e" \
+  --title "e2e on gomez2022-converge's schedule, seeds 1 and 2" --quiet
 # Comparable step times: the 12-01 study's simulation of the same configurations for K
 # separate cores from CPU-time profiles of this machine (its simulate.py).
 "$python" -m interplace_analysis strategies "$out/gpt-1000.h5" --out "$here/report-gpt" \
   --step-times "$root/results/2026-12-01-interlocking/step_times.csv" \
   --title "gpt-mini, the scaled study's strategies at 1000 steps" --quiet
-"$python" "$here/curve.py" "$out/e2e-k1-s1.h5" > "$here/curve.md"
+"$python" "$here/curve.py" "$out/e2e-k1.h5" > "$here/curve.md"
