@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Result files of runs with a validation split (run.sh, part 1) -> per run (by seed) and
+"""Result files of runs with a validation split (run.sh, part 1) -> per run (strategy, seed) and
 epoch the validation and test accuracy and loss, the mean training loss and the training
 wall time; then the epoch the validation split selects, its test accuracy, and how far each
 epoch is from the 30-epoch plateau measured without a validation split (93.05% and 92.88%,
@@ -15,10 +15,10 @@ results = load_results(sys.argv[1:])
 if results.evaluations.empty or results.evaluations["validation_accuracy"].isna().all():
     sys.exit(f"curve.py: {' '.join(sys.argv[1:])}: no evaluations of a validation split")
 low = min(PLATEAU_30_EPOCHS)
-for _, run in results.ok.sort_values("seed").iterrows():
+for _, run in results.ok.sort_values(["strategy_label", "seed"]).iterrows():
     ev = results.evaluations[results.evaluations["run_id"] == run["run_id"]].sort_values("epoch")
     curves = results.curves[results.curves["run_id"] == run["run_id"]].sort_values("step")
-    print(f"## seed {run['seed']}\n")
+    print(f"## {run['strategy_label']}, seed {run['seed']}\n")
     print("| epoch | validation accuracy | test accuracy | validation loss | test loss "
           "| train loss | training wall, min |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -24,15 +24,20 @@ python=${PYTHON:-$root/.venv/bin/python}
 mpirun -np 1 "$interplace" sweep "$root/runs/configs/gomez2022-converge.toml" \
   strategies=global pipelines=e2e devices=1 seeds=1,2 threads_per_rank=1 \
   --out "$out/e2e-k1.h5"
+# The first interlocking configuration of the same study: pairwise, K = 4, seed 1 (~18 min,
+# 4 ranks on 2 cores).
+mpirun --oversubscribe -np 4 "$interplace" sweep "$root/runs/configs/gomez2022-converge.toml" \
+  strategies=pairwise seeds=1 threads_per_rank=1 --out "$out/pairwise-s1.h5"
 mpirun --oversubscribe -np 4 "$interplace" sweep "$root/runs/configs/gomez2022-gpt-small.toml" \
   steps=999 eval_samples=2048 threads_per_rank=1 --out "$out/gpt-1000.h5"
 
 cd "$root/analysis"
-"$python" -m interplace_analysis strategies "$out/e2e-k1.h5" --out "$here/report-e2e" \
-  --title "e2e on gomez2022-converge's schedule, seeds 1 and 2" --quiet
+"$python" -m interplace_analysis strategies "$out/e2e-k1.h5" "$out/pairwise-s1.h5" \
+  --out "$here/report-resnet" --title "resnet20 x0.5 on gomez2022-converge's schedule: e2e \
+(seeds 1, 2), pairwise (seed 1)" --quiet
 # Comparable step times: the 12-01 study's simulation of the same configurations for K
 # separate cores from CPU-time profiles of this machine (its simulate.py).
 "$python" -m interplace_analysis strategies "$out/gpt-1000.h5" --out "$here/report-gpt" \
   --step-times "$root/results/2026-12-01-interlocking/step_times.csv" \
   --title "gpt-mini, the scaled study's strategies at 1000 steps" --quiet
-"$python" "$here/curve.py" "$out/e2e-k1.h5" > "$here/curve.md"
+"$python" "$here/curve.py" "$out/e2e-k1.h5" "$out/pairwise-s1.h5" > "$here/curve.md"
