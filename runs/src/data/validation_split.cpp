@@ -29,9 +29,7 @@ class ValidationSplit final : public Dataset {
         training_(data_->train_size() - held_out),
         order_(data::seeded_permutation(data_->train_size(),
                                         data::mix_seed(kSplitSeed, kSplitStream, 0))),
-        shuffle_(training_, seed) {
-    // The first `training_` entries of the permutation train, the rest validate.
-  }
+        shuffle_(training_, seed) {}
   std::string name() const override { return data_->name(); }
   int64_t train_size() const override { return training_; }
   int64_t test_size() const override { return data_->test_size(); }
@@ -71,7 +69,7 @@ class ValidationSplit final : public Dataset {
  private:
   std::unique_ptr<Dataset> data_;
   int64_t training_;
-  std::vector<int64_t> order_;
+  std::vector<int64_t> order_;  // its first `training_` entries train, the rest validate
   data::EpochShuffle shuffle_;
 };
 
