@@ -118,6 +118,58 @@ std::string string_attribute(const std::string& file, const std::string& object,
   return value;
 }
 
+// Every dimension-scale attachment in the group `group` of `file`, one line each:
+// "<dataset> <axis> <scale>" (paths relative to the group), checked to hold both ways
+// (H5DSis_attached reads the dataset's DIMENSION_LIST and the scale's REFERENCE_LIST).
+struct AttachmentWalk {
+  std::string group;
+  std::string dataset;
+  unsigned axis = 0;
+  hid_t set = -1;
+  std::vector<std::string> lines;
+};
+
+herr_t note_attachment(hid_t, unsigned axis, hid_t scale, void* data) {
+  auto* walk = static_cast<AttachmentWalk*>(data);
+  char name[512] = {};
+  H5Iget_name(scale, name, sizeof name);
+  std::string scale_path = name;
+  if (scale_path.rfind(walk->group + "/", 0) == 0) scale_path.erase(0, walk->group.size() + 1);
+  const bool both_ways = H5DSis_attached(walk->set, scale, axis) > 0;
+  walk->lines.push_back(walk->dataset + " " + std::to_string(axis) + " " + scale_path +
+                        (both_ways ? "" : " (one way only)"));
+  return 0;
+}
+
+herr_t visit_dataset(hid_t group, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  auto* walk = static_cast<AttachmentWalk*>(data);
+  const hid_t set = H5Dopen2(group, name, H5P_DEFAULT);
+  const hid_t space = H5Dget_space(set);
+  walk->dataset = name;
+  walk->set = set;
+  for (int axis = 0; axis < H5Sget_simple_extent_ndims(space); ++axis) {
+    if (H5DSget_num_scales(set, static_cast<unsigned>(axis)) > 0) {
+      H5DSiterate_scales(set, static_cast<unsigned>(axis), nullptr, note_attachment, walk);
+    }
+  }
+  H5Sclose(space);
+  H5Dclose(set);
+  return 0;
+}
+
+std::vector<std::string> attachments(const std::string& file, const std::string& group) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t g = H5Gopen2(f, group.c_str(), H5P_DEFAULT);
+  AttachmentWalk walk;
+  walk.group = group;
+  H5Ovisit2(g, H5_INDEX_NAME, H5_ITER_INC, visit_dataset, &walk, H5O_INFO_BASIC);
+  H5Gclose(g);
+  H5Fclose(f);
+  std::sort(walk.lines.begin(), walk.lines.end());
+  return walk.lines;
+}
+
 // Format 3: every per-step and per-rank dataset of a trained configuration is named by
 // the step and rank scales of its group.
 void expect_scales(const std::string& file, const std::string& id) {
@@ -562,9 +614,13 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   EXPECT_EQ(merged.configs[0].status, "ok");
   EXPECT_DOUBLE_EQ(merged.configs[0].median_step_s, 0.2);
   EXPECT_EQ(merged.configs[1].reason, "boom");
-  // The copied groups' dimension scales point into the merged file, and the root's lists
-  // stay lists.
+  // The copied groups' dimension scales point into the merged file (every attachment of
+  // the source, both ways, within the group), and the root's lists stay lists.
   expect_scales(path("m.h5"), config(1).id);
+  const std::string group = "/configs/" + config(1).id;
+  const std::vector<std::string> source = attachments(path("a.h5"), group);
+  EXPECT_GE(source.size(), 10u);
+  EXPECT_EQ(attachments(path("m.h5"), group), source);
   {
     const hid_t f = H5Fopen(path("m.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     for (const char* list : {"hosts", "merged_sources", "node_local_ranks"}) {
@@ -621,6 +677,35 @@ TEST_F(ResultsFile, MergeCombinesAndRefuses) {
   EXPECT_THROW(merge_results_files({path("a.h5"), path("junk.h5")}, path("m3.h5")), Error);
   EXPECT_FALSE(fs::exists(path("m2.h5")));
   EXPECT_FALSE(fs::exists(path("m3.h5")));
+
+  // A configuration's dataset tied to a dimension scale outside its group: the copy could
+  // not keep that tie, so the merge is refused (not a scale silently dropped).
+  create_results_file(path("tied.h5"), provenance());
+  append_config(path("tied.h5"), {config(4), "ok", "", "", 1.0, nullptr, &trained, ""});
+  {
+    const hid_t f = H5Fopen(path("tied.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hsize_t steps = trained.steps.size();
+    const hid_t space = H5Screate_simple(1, &steps, nullptr);
+    const hid_t scale =
+        H5Dcreate2(f, "elsewhere", H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5DSset_scale(scale, "elsewhere");
+    const hid_t loss =
+        H5Dopen2(f, ("/configs/" + config(4).id + "/steps/loss").c_str(), H5P_DEFAULT);
+    ASSERT_GE(H5DSattach_scale(loss, scale, 0), 0);
+    H5Dclose(loss);
+    H5Dclose(scale);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  try {
+    merge_results_files({path("a.h5"), path("tied.h5")}, path("m4.h5"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("steps/loss has a dimension scale outside the group"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path("m4.h5")));
 }
 
 // Appends to a large file go to the journal (FILE.journal/), folded when it reaches a
@@ -657,12 +742,19 @@ TEST_F(Journal, AppendsDoNotCopyALargeFile) {
   // Readers (inspect, --resume, merge) see the journal's configurations.
   EXPECT_EQ(read_results_file(file).configs.size(), 30u);
   EXPECT_THROW(append_config(file, {config(7), "ok", "", "", 1.0, nullptr, &trained, ""}), Error);
+  const std::string group = "/configs/" + config(30).id;
+  std::vector<std::string> journaled;  // as its entry holds it
+  for (const std::string& entry : journal_entries(file)) {
+    if (journaled.empty()) journaled = attachments(entry, group);
+  }
+  EXPECT_GE(journaled.size(), 10u);
   EXPECT_EQ(fold_journal(file), 30);
   EXPECT_TRUE(journal_entries(file).empty());
   EXPECT_FALSE(fs::exists(file + ".journal"));
   EXPECT_EQ(group_ids(file).size(), 30u);
   EXPECT_EQ(sorted(summary_strings(file, "id")), group_ids(file));
   expect_scales(file, config(30).id);  // the folded groups keep their dimension scales
+  EXPECT_EQ(attachments(file, group), journaled);
 }
 
 TEST_F(Journal, BytesWrittenGrowLinearly) {

@@ -143,12 +143,12 @@ Handle write_dataset(hid_t parent, const std::string& name, const std::vector<st
 // netCDF-4 readers (h5netcdf, xarray) show such axes as named dimensions.
 void make_scale(hid_t dataset, const std::string& dimension);
 void attach_scale(hid_t dataset, hid_t scale, unsigned axis);
-bool is_scale(hid_t dataset);
-// Copies the group `name` of `from` into `to` (H5Ocopy) and attaches the copy's dimension
-// scales anew, as in the source: they are object references, and H5Ocopy into another
-// file keeps the source file's addresses, which point nowhere there.
+// Copies the group `name` of `from` into `to` (H5Ocopy) with its dimension scales tied as
+// in the source: they are object references, and H5Ocopy into another file keeps the
+// source file's addresses, which point nowhere there, so the copy's DIMENSION_LIST and
+// REFERENCE_LIST are rewritten to the copied objects. A scale or dataset tied to one
+// outside the group is refused (runtime error).
 void copy_group(hid_t from, hid_t to, const std::string& name);
-int scale_count(hid_t dataset, unsigned axis);  // scales attached to that axis
 std::vector<double> read_doubles(hid_t parent, const std::string& name);
 std::vector<int64_t> read_ints(hid_t parent, const std::string& name);
 // A one-dimensional dataset of variable-length strings.

@@ -1,6 +1,6 @@
 // Merging shard files: every input is checked before anything is written, then the
-// configuration groups are copied whole (H5Ocopy, dimension scales attached anew) into a new file
-// on the disk that appears under its name only when complete.
+// configuration groups are copied whole (H5Ocopy, dimension-scale references rewritten to
+// the copies) into a new file on the disk that appears under its name only when complete.
 #include <filesystem>
 #include <map>
 #include <optional>
