@@ -207,3 +207,17 @@ def test_time_to_reach_a_training_loss(tmp_path):
     assert t.loc["local", "time_s"] == pytest.approx(steps * 0.5)
     assert t.loc["global/1f1b", "time_vs_best_global"] == pytest.approx(1.0)
     assert t.loc["local", "time_vs_best_global"] == pytest.approx(steps * 0.5 / ((first + 1) * 0.8))
+    assert "global/zb-h1" not in t.index  # no step time for it: no row
+
+    # A faster global schedule with a step time and no runs: 1F1B's steps at its own step
+    # time, and it becomes the best global schedule.
+    times["global/zb-h1"] = 0.6
+    t = study.time_to_target_table(runs, results, "resnet20", times, "sim", window=2).frame
+    t = t.set_index("strategy")
+    assert t.loc["global/zb-h1", "curve"] == "global/1f1b"
+    assert t.loc["global/1f1b", "curve"] == "global/1f1b"
+    assert t.loc["global/zb-h1", "reached"] == t.loc["global/1f1b", "reached"]
+    assert t.loc["global/zb-h1", "time_s"] == pytest.approx((first + 1) * 0.6)
+    assert t.loc["global/zb-h1", "time_vs_best_global"] == pytest.approx(1.0)
+    assert t.loc["global/1f1b", "time_vs_best_global"] == pytest.approx(0.8 / 0.6)
+    assert t.loc["local", "time_vs_best_global"] == pytest.approx(steps * 0.5 / ((first + 1) * 0.6))
