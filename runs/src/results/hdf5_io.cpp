@@ -555,10 +555,12 @@ namespace {
 // The copied group's datasets by object address (relative path), so that a reference of the
 // source's dimension-scale attributes is named by looking its target's address up here:
 // H5Iget_name on an object opened through a reference searches the whole file, a cost that
-// grew with the file and made merge slow.
+// grew with the file and made merge slow. `translated`: each source reference met so far
+// and its copy (one scale is named by every dataset of its dimension).
 struct DatasetWalk {
   std::map<haddr_t, std::string> path_of;
   std::vector<std::string> datasets;
+  std::map<hobj_ref_t, hobj_ref_t> translated;
 };
 
 herr_t note_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
@@ -573,8 +575,11 @@ herr_t note_dataset(hid_t, const char* name, const H5O_info_t* info, void* data)
 // becomes in the copy: the reference to the copied object of the same relative path.
 // `dataset` holds the reference; `outside` says what it means when its target is not in
 // the group.
-hobj_ref_t translate(hid_t source, const DatasetWalk& walk, hid_t copy, hobj_ref_t ref,
+hobj_ref_t translate(hid_t source, DatasetWalk& walk, hid_t copy, hobj_ref_t ref,
                      const std::string& dataset, const char* outside) {
+  if (const auto known = walk.translated.find(ref); known != walk.translated.end()) {
+    return known->second;
+  }
   const Handle target = check(H5Rdereference2(source, H5P_DEFAULT, H5R_OBJECT, &ref), H5Oclose,
                               "following a dimension-scale reference of " + dataset);
   H5O_info_t info;
@@ -584,6 +589,7 @@ hobj_ref_t translate(hid_t source, const DatasetWalk& walk, hid_t copy, hobj_ref
   hobj_ref_t out;
   check(H5Rcreate(&out, copy, found->second.c_str(), H5R_OBJECT, -1),
         "referencing " + found->second);
+  walk.translated.emplace(ref, out);
   return out;
 }
 
@@ -596,7 +602,7 @@ std::optional<Handle> open_attr_if_present(hid_t object, const char* name) {
 }
 
 // DIMENSION_LIST of an attached dataset: per axis, a list of references to its scales.
-void translate_dimension_list(hid_t attr, hid_t source, const DatasetWalk& walk, hid_t copy,
+void translate_dimension_list(hid_t attr, hid_t source, DatasetWalk& walk, hid_t copy,
                               const std::string& dataset) {
   const Handle type = check(H5Tvlen_create(H5T_STD_REF_OBJ), H5Tclose, "H5Tvlen_create");
   const Handle space = check(H5Aget_space(attr), H5Sclose, "H5Aget_space");
@@ -627,7 +633,7 @@ struct Backlink {
   int dimension;
 };
 
-void translate_reference_list(hid_t attr, hid_t source, const DatasetWalk& walk, hid_t copy,
+void translate_reference_list(hid_t attr, hid_t source, DatasetWalk& walk, hid_t copy,
                               const std::string& scale) {
   const Handle type = check(H5Tcreate(H5T_COMPOUND, sizeof(Backlink)), H5Tclose, "H5Tcreate");
   check(H5Tinsert(type.get(), "dataset", HOFFSET(Backlink, dataset), H5T_STD_REF_OBJ), "H5Tinsert");
