@@ -79,26 +79,21 @@ class Comparison:
         ]
 
 
-def _sides(results: Results, rows: pd.DataFrame) -> tuple[stats.Runs, stats.Runs]:
-    steps = results.lazy_step_times(rows["run_id"])
-    return (stats.Runs(rows["step_time_s"].to_numpy(float), steps),
-            stats.Runs(rows["samples_per_s"].to_numpy(float), steps, inverse=True))
-
-
 class _Side:
     """The ``ok`` runs of one file by ``config_key``: positions into its columns, so that
     a configuration's runs are found without scanning the frame."""
 
-    def __init__(self, results: Results) -> None:
+    def __init__(self, results: Results, seed: int) -> None:
         ok = results.ok
         self.results = results
+        self.seed = seed
         self.index = ok.groupby("config_key").indices if not ok.empty else {}
         cols = ("run_id", "step_time_s", "samples_per_s", "model", "strategy_label")
         self.cols = {c: ok[c].to_numpy() for c in cols} if not ok.empty else {}
 
     def runs(self, key: str) -> tuple[stats.Runs, stats.Runs]:
         pos = self.index[key]
-        steps = self.results.lazy_step_times(self.cols["run_id"][pos])
+        steps = self.results.lazy_step_times(self.cols["run_id"][pos], self.seed)
         return (stats.Runs(self.cols["step_time_s"][pos].astype(float), steps),
                 stats.Runs(self.cols["samples_per_s"][pos].astype(float), steps,
                            inverse=True))
@@ -128,7 +123,7 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
     bc, nc = base.configs, new.configs
     bkeys = set(bc["config_key"]) if not bc.empty else set()
     nkeys = set(nc["config_key"]) if not nc.empty else set()
-    bside, nside = _Side(base), _Side(new)
+    bside, nside = _Side(base, seed), _Side(new, seed)
     ball = bc.groupby("config_key").indices if not bc.empty else {}
     nall = nc.groupby("config_key").indices if not nc.empty else {}
     unmatched, rows, per_key = [], [], {}

@@ -34,9 +34,9 @@ def save(fig: plt.Figure, path: Path) -> Path:
 MS = 1e3  # step times are recorded in seconds and drawn in milliseconds
 
 
-def _run_side(results: Results, runs: pd.DataFrame) -> stats.Runs:
+def _run_side(results: Results, runs: pd.DataFrame, seed: int) -> stats.Runs:
     return stats.Runs(runs["step_time_s"].to_numpy(float),
-                      results.lazy_step_times(runs["run_id"]))
+                      results.lazy_step_times(runs["run_id"], seed))
 
 
 def _errorbar(ax, x, y, low, high, **kw):
@@ -59,7 +59,7 @@ def step_time_by_order(results: Results, model: str, seed: int = 0) -> plt.Figur
     groups = compared or groups  # a panel with one order says nothing about orders
     fig, axes = plt.subplots(len(groups), 1, figsize=(8, 3.0 * len(groups)), squeeze=False)
     for ax, (key, grp) in zip(axes[:, 0], groups):
-        ests = {o: stats.median_estimate(_run_side(results, g),
+        ests = {o: stats.median_estimate(_run_side(results, g, seed),
                                          stats.seed_for("plot-order", *key, o, base=seed))
                 for o, g in grp.groupby("order")}
         orders = sorted(ests, key=lambda o: (ests[o].point, o))
@@ -116,7 +116,7 @@ def throughput_vs_accuracy(strategies: pd.DataFrame, model: str, results: Result
             runs = ok.iloc[by_key[r["config_key"]]]
             tput = stats.median_estimate(
                 stats.Runs(runs["samples_per_s"].to_numpy(float),
-                           results.lazy_step_times(runs["run_id"]),
+                           results.lazy_step_times(runs["run_id"], seed),
                            inverse=True), stats.seed_for("plot-tput", r["config_key"], base=seed))
             xerr = np.array([[max(r["samples_per_s"] - tput.low, 0.0)],
                              [max(tput.high - r["samples_per_s"], 0.0)]])

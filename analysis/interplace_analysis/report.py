@@ -45,7 +45,7 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     the command line that made the report, shown in the header; ``min_effect``: the
     smallest change a verdict names (:func:`.stats.evidence`), stated in the notes."""
     notes = list(results.notes)
-    samples = traversal.order_samples(results)
+    samples = traversal.order_samples(results, seed)
     orders = traversal.order_table(results, seed=seed, min_effect=min_effect)
     best = traversal.best_table(orders, samples, seed=seed, min_effect=min_effect)
     for _, r in best[best["note"] != ""].iterrows():

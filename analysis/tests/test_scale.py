@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import h5py
 import numpy as np
+import pytest
 
 from interplace_analysis import load_results, stats
 from interplace_analysis.h5file import RANK_DATASETS, STEP_DATASETS, STEP_RANK_DATASETS, GroupReader
@@ -41,6 +42,42 @@ def test_step_times_are_read_only_for_a_side_of_one_run():
     assert asked == ["x"] and est.method == "within-run"
     eager = stats.ratio(stats.Runs(np.array([1.0]), [get("x")]), other, seed=1)
     assert (est.low, est.high, est.point) == (eager.low, eager.high, eager.point)
+
+
+def test_a_runs_within_run_replicates_are_drawn_once_per_seed(fixture_file, tmp_path):
+    """Every comparison resting on one run's steps uses that run's one draw (seeded by the
+    analysis seed, the run and its steps): the same interval in every table, a new one
+    for another seed, an independent one for another file's run of the same id."""
+    results = load_results([fixture_file])
+    run = results.ok["run_id"].iloc[0]
+    value = float(results.ok["step_time_s"].iloc[0])
+
+    def side(r, seed):
+        return stats.Runs(np.array([value]), r.lazy_step_times([run], seed))
+    a = stats.median_estimate(side(results, 0), seed=11)
+    b = stats.median_estimate(side(results, 0), seed=12)  # another comparison's seed
+    assert a.method == "within-run" and a.low < a.point < a.high
+    assert (a.low, a.high) == (b.low, b.high)
+    n = stats.N_RESAMPLES
+    assert np.array_equal(results.within_run_scale(run, n, seed=0),
+                          results.within_run_scale(run, n, seed=0))
+    assert len(results._within_run) == 1  # drawn once
+    assert not np.array_equal(results.within_run_scale(run, n, seed=0),
+                              results.within_run_scale(run, n, seed=1))
+    # The same file loaded again: the same draw, so a run against itself is exactly 1.
+    again = load_results([fixture_file])
+    same = stats.ratio(side(results, 0), side(again, 0), seed=3)
+    assert (same.low, same.point, same.high) == (1.0, 1.0, 1.0)
+    # The run's steps changed (another measurement of the same configuration id).
+    other = tmp_path / "other.h5"
+    other.write_bytes(fixture_file.read_bytes())
+    with h5py.File(other, "r+") as f:
+        group = f["configs"][results.record(run).id]
+        group["steps/step_time_s"][...] = group["steps/step_time_s"][...] * 1.01
+    moved = load_results([other])
+    assert not np.array_equal(results.measured_step_times(run), moved.measured_step_times(run))
+    diff = stats.ratio(side(results, 0), side(moved, 0), seed=3)
+    assert diff.low < 1.0 < diff.high
 
 
 def test_a_large_side_is_resampled_once_and_a_small_one_per_comparison():
@@ -112,12 +149,40 @@ def test_a_large_sides_permutation_p_samples_the_smaller_sides_share():
     assert est.method == "runs" and est.low > 1.2 and est.runs == (5, big.n)
 
 
-def test_two_large_sides_keep_scipys_permutation_test():
+def _drawn_permutation_p(pairs, rng, n_resamples=20000):
+    """The stratified test drawn relabelling by relabelling (the definition)."""
+    observed = abs(np.mean([a.mean() - b.mean() for a, b in pairs]))
+    total = np.zeros(n_resamples)
+    for a, b in pairs:
+        shuffled = rng.permuted(np.tile(np.concatenate([a, b]), (n_resamples, 1)), axis=1)
+        total += shuffled[:, :a.size].mean(axis=1) - shuffled[:, a.size:].mean(axis=1)
+    return (1 + np.sum(np.abs(total / len(pairs)) >= observed * (1 - 1e-9))) / (n_resamples + 1)
+
+
+@pytest.mark.parametrize("shift,sizes", [(0.0, [(250, 280)]), (0.008, [(250, 280)]),
+                                         (0.012, [(210, 400)]),
+                                         (0.005, [(220, 230), (300, 260)])])
+def test_two_large_sides_take_the_permutation_tests_normal_limit(shift, sizes):
+    """Both sides beyond SHARED_SIDE_RUNS: the normal limit of the relabellings, within the
+    drawn test's own noise of it (20,000 draws: sd of p <= 0.0035), on skewed data."""
     rng = np.random.default_rng(5)
-    a = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS + 50))
-    b = stats.Runs(rng.lognormal(0.0, 0.05, size=stats.SHARED_SIDE_RUNS + 80))
-    p = stats.permutation_p([a, b], [(0, 1)], seed=1)  # returns (no endless redraw)
-    assert 0 < p <= 1
+    logs = [(shift + 0.02 * rng.gamma(2.0, size=n1), 0.02 * rng.gamma(2.0, size=n2))
+            for n1, n2 in sizes]  # skewed log values
+    sides = [stats.Runs(np.exp(v)) for pair in logs for v in pair]
+    index = [(2 * k, 2 * k + 1) for k in range(len(logs))]
+    p = stats.permutation_p(sides, index, seed=1)
+    drawn = _drawn_permutation_p([(np.log(sides[i].values), np.log(sides[j].values))
+                                  for i, j in index], np.random.default_rng(7))
+    assert abs(p - drawn) < 0.015, (p, drawn)
+    if shift == 0.0:
+        assert p > 0.05
+    if shift >= 0.008:
+        assert p < 0.05
+
+
+def test_the_normal_limit_of_constant_sides_is_no_difference():
+    same = stats.Runs(np.full(stats.SHARED_SIDE_RUNS + 1, 2.0))
+    assert stats.permutation_p([same, same], [(0, 1)], seed=1) == 1.0
 
 
 def test_the_permutation_tests_batch_changes_no_p_value(monkeypatch):

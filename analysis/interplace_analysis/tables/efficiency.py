@@ -117,7 +117,7 @@ def efficiency_table(results: Results, seed: int = 0) -> pd.DataFrame:
         est = stats.NAN_ESTIMATE
         if not note:
             per_run = mfu(flops, step_col[pos], ranks, peak)
-            steps = results.lazy_step_times(run_ids[pos])
+            steps = results.lazy_step_times(run_ids[pos], seed)
             est = stats.median_estimate(stats.Runs(per_run, steps, inverse=True),
                                         stats.seed_for("mfu", ckey, base=seed))
         rows.append({

@@ -29,7 +29,7 @@ def graph_feature_table(results: Results, seed: int = 0) -> pd.DataFrame:
                   [list(GRAPH_ATTRIBUTES)].first().reset_index())
     if stats_rows.empty:
         return pd.DataFrame(columns=COLUMNS)
-    ranked = rank_orders(order_samples(results), KEY, seed=seed)
+    ranked = rank_orders(order_samples(results, seed), KEY, seed=seed)
     best = (ranked[ranked["rank"] == 1] if not ranked.empty else pd.DataFrame(columns=KEY))
     best = best.rename(columns={"order": "best_order", "placer": "best_placer"})
     keep = KEY + ["best_order", "best_placer", "speedup_vs_topo", "speedup_ci_low",

@@ -24,9 +24,9 @@ COLUMNS = BASE_KEY + ["strategy_label", "devices", "runs", "step_time_s", "base_
                       "speedup_ci_high", "interval_over"]
 
 
-def _runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
+def _runs(results: Results, runs: pd.DataFrame, seed: int) -> stats.Runs:
     return stats.Runs(runs["step_time_s"].to_numpy(float),
-                      results.lazy_step_times(runs["run_id"]))
+                      results.lazy_step_times(runs["run_id"], seed))
 
 
 def _baseline(at_k: pd.DataFrame, label: str) -> pd.DataFrame:
@@ -52,7 +52,7 @@ def scaling_table(results: Results, seed: int = 0) -> pd.DataFrame:
         at_k0 = grp[grp["devices"] == k0]
         for (label, k), runs in grp.groupby(["strategy_label", "devices"], sort=True):
             base = _baseline(at_k0, label)
-            est = stats.ratio(_runs(results, base), _runs(results, runs),
+            est = stats.ratio(_runs(results, base, seed), _runs(results, runs, seed),
                               stats.seed_for("scaling", *stats.seed_parts(BASE_KEY, key), label, k,
                                             base=seed))
             rows.append({**dict(zip(BASE_KEY, key)), "strategy_label": label,

@@ -63,7 +63,7 @@ def simulator_table(results: Results, seed: int = 0) -> pd.DataFrame:
     for key in keys:
         pos = index[key]
         est = stats.median_estimate(
-            stats.Runs(step[pos], results.lazy_step_times(run_ids[pos])),
+            stats.Runs(step[pos], results.lazy_step_times(run_ids[pos], seed)),
             stats.seed_for("simulator", key, base=seed))
         points.append(est.point)
         lows.append(est.low)

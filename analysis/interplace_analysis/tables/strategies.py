@@ -106,9 +106,9 @@ def _baseline_label(group: pd.DataFrame) -> str:
         else sorted(glob["strategy_label"])[0]
 
 
-def _throughput_runs(results: Results, runs: pd.DataFrame) -> stats.Runs:
+def _throughput_runs(results: Results, runs: pd.DataFrame, seed: int) -> stats.Runs:
     return stats.Runs(runs["samples_per_s"].to_numpy(float),
-                      results.lazy_step_times(runs["run_id"]), inverse=True)
+                      results.lazy_step_times(runs["run_id"], seed), inverse=True)
 
 
 PER_RUN = ["loss_at_equal_step", "accuracy_at_equal_step", "step_at_equal_time",
@@ -155,7 +155,7 @@ def strategy_table(results: Results, seed: int = 0,
         base_label = _baseline_label(grp)
         base = grp[grp["strategy_label"] == base_label]
         use_eval = base["eval_accuracy"].notna().any() and grp["eval_accuracy"].notna().all()
-        base_runs = _throughput_runs(results, base) if len(base) else None
+        base_runs = _throughput_runs(results, base, seed) if len(base) else None
         if base_runs is not None:
             stats.share_replicates(base_runs, stats.seed_for(*seed_key, base_label, "shared",
                                                              base=seed))
@@ -171,14 +171,14 @@ def strategy_table(results: Results, seed: int = 0,
         for (label, ckey) in sorted(indices):
             if is_global_label(label):
                 pos = indices[(label, ckey)]
-                runs_g = _throughput_runs(results, grp.iloc[pos])
+                runs_g = _throughput_runs(results, grp.iloc[pos], seed)
                 globals_.append({"label": label, "config_key": ckey, "runs": runs_g,
                                  "samples_per_s": runs_g.point,
                                  "peak_memory_bytes": _median_of(peak, pos)})
         part = []
         for (label, ckey) in sorted(indices):
             pos = indices[(label, ckey)]
-            mine = stats.Runs(sps[pos], results.lazy_step_times(run_ids[pos]), inverse=True)
+            mine = stats.Runs(sps[pos], results.lazy_step_times(run_ids[pos], seed), inverse=True)
             if base_runs is None:
                 est = stats.NAN_ESTIMATE
             elif label == base_label:

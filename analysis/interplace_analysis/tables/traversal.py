@@ -37,7 +37,7 @@ DISPLAY_KEY = ["family", "model", "placer", "devices", "data_parallel", "strateg
 BASELINE = "topo"
 
 
-def order_samples(results: Results) -> pd.DataFrame:
+def order_samples(results: Results, seed: int = 0) -> pd.DataFrame:
     """One row per (group, order): its runs (every ``ok`` run of its configurations),
     ``values`` = each run's median step time, ``steps`` = each run's measured step times
     (:class:`..stats.LazySteps`: read only if an interval needs them, a side of one run),
@@ -49,7 +49,7 @@ def order_samples(results: Results) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     for key, sub in ok.groupby(GROUP_KEY + ["order"], dropna=False, sort=True):
-        steps = results.lazy_step_times(sub["run_id"])
+        steps = results.lazy_step_times(sub["run_id"], seed)
         rows.append({**dict(zip(GROUP_KEY + ["order"], key)),
                      "values": sub["step_time_s"].to_numpy(dtype=float), "steps": steps,
                      "samples": int(sub["measured_steps"].sum()),
@@ -68,7 +68,7 @@ def order_table(results: Results, seed: int = 0,
     interval, the speedup over ``topo`` (median(topo) / median(order)) with its interval,
     Holm-adjusted p-value (over every non-topo row of the table) and verdict (minimum
     effect ``min_effect``), and the order's rank in the group (1 = fastest)."""
-    samples = order_samples(results)
+    samples = order_samples(results, seed)
     cols = GROUP_KEY + ["order", "configs", "runs", "steps", "median_step_s", "median_ci_low",
                         "median_ci_high", "speedup_vs_topo", "speedup_ci_low",
                         "speedup_ci_high", "speedup_p", "speedup_p_holm", "verdict",
