@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="what to print (default text)")
     c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     _add_min_effect(c)
+    c.add_argument("--quiet", action="store_true",
+                   help="print nothing (with --out: only the files)")
     from .export import FORMATS
     e = sub.add_parser("export", help="the tidy tables as CSV or Parquet",
                        description="Loads the result files and writes DIR/steps.FORMAT (one"
@@ -161,6 +163,10 @@ def _export(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from . import compare
+    if args.out is None and args.quiet:
+        print("interplace_analysis: compare --quiet without --out would show nothing."
+              "\nHINT: add --out DIR, or leave out --quiet", file=sys.stderr)
+        return 2
     try:
         base, new = load_results([args.base]), load_results([args.new])
     except ResultFormatError as e:
@@ -174,8 +180,9 @@ def _compare(args: argparse.Namespace) -> int:
         except OSError as e:
             print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
             return 1
-    print({"text": compare.to_text, "json": compare.to_json,
-           "md": compare.to_markdown_text}[args.format](c))
+    if not args.quiet:
+        print({"text": compare.to_text, "json": compare.to_json,
+               "md": compare.to_markdown_text}[args.format](c))
     return 0
 
 

@@ -150,7 +150,7 @@ class Results:
                 "within-run", run_id, zlib.crc32(steps.tobytes()), base=seed))
             scale = stats.within_run_scale(steps, rng, n_resamples)
             # Kept as codes into its distinct values (a median of S steps takes at most
-            # S (S + 1) / 2 values): a quarter of the memory, 100,000 runs in ~0.4 GB.
+            # S (S + 1) / 2 values): 4.5 kB a run instead of 16 (0.45 GB at 100,000 runs).
             values, codes = np.unique(scale, return_inverse=True)
             kept = self._within_run[key] = (values, codes.astype(
                 np.uint16 if values.size <= np.iinfo(np.uint16).max else np.uint32))

@@ -96,6 +96,10 @@ def test_cli_text_json_md_and_out(pair, tmp_path, capsys):
     assert main(["compare", str(base), str(slow), "--format", "md"]) == 0
     assert capsys.readouterr().out.startswith("# compare")
     assert main(["compare", str(base), str(tmp_path / "missing.h5")]) == 2
+    assert main(["compare", str(base), str(slow), "--quiet", "--out", str(tmp_path / "q")]) == 0
+    assert capsys.readouterr().out == "" and (tmp_path / "q" / "compare.md").is_file()
+    assert main(["compare", str(base), str(slow), "--quiet"]) == 2
+    assert "HINT: add --out DIR" in capsys.readouterr().err
 
 
 ORDERS = ["topo", "dfs-pre", "bfs", "lexical", "dfs-post", "random"]
