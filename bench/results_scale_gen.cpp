@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
           }
         }
         const std::optional<TrainPlan>& plan = plans[which];
-        ConfigRecord r{c, "ok", "", utc_now(), 0.5, nullptr, nullptr, ""};
+        ConfigRecord r{c, "ok", "", utc_now(), 0.5, nullptr, nullptr, "", ""};
         if (!plan) {
           r.status = "skipped";
           r.reason = "the plan failed";

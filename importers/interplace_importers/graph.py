@@ -213,4 +213,4 @@ class GraphBuilder:
                         for op, names in sorted(self.opaque_ops.items()))
         count = sum(len(v) for v in self.opaque_ops.values())
         return (f"{count} node(s) have no kernel layer and became opaque nodes with estimated "
-                f"costs: {ops}; simulate and order-study take them, train refuses them")
+                f"costs: {ops}; simulate and simulate-only sweeps take them, train refuses them")

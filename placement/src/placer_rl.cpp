@@ -128,6 +128,35 @@ RlFeatures rl_features_by_name(const std::string& name) {
   return enum_by_name<RlFeatures>("features", rl_features_names(), name);
 }
 
+const std::vector<std::string>& rl_preset_names() {
+  static const std::vector<std::string> names = {"default", "wang2022", "wang2022-placeto"};
+  return names;
+}
+std::string to_string(RlPreset preset) {
+  return rl_preset_names().at(static_cast<size_t>(preset));
+}
+RlPreset rl_preset_by_name(const std::string& name) {
+  return enum_by_name<RlPreset>("preset", rl_preset_names(), name);
+}
+
+RlOptions rl_preset_options(RlPreset preset) {
+  RlOptions o;
+  if (preset == RlPreset::standard) return o;
+  o.episodes = 50;
+  o.eval_every = 5;
+  o.start = kRlStartDevice0;
+  o.episode_start = RlEpisodeStart::best;
+  o.reward = RlReward::log_runtime;
+  o.baseline = RlBaseline::all_so_far;
+  o.learning_rate = 1e-3;
+  o.final_learning_rate = 1e-3;
+  o.entropy_weight = 0.0;
+  o.entropy_schedule = RlEntropySchedule::constant;
+  o.clip_norm = 1.25;
+  if (preset == RlPreset::wang2022_placeto) o.features = RlFeatures::placeto;
+  return o;
+}
+
 double rl_move_reward(RlReward reward, double before, double after, double start_cost) {
   switch (reward) {
     case RlReward::start_relative:

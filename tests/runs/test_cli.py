@@ -867,9 +867,12 @@ def test_shipped_specs_plan():
                            "configs")
     specs = sorted(f for f in os.listdir(configs) if f.endswith(".toml"))
     check(len(specs) >= 5, specs)
+    # The order study's 8,064 simulate-only configurations take minutes to plan: its first
+    # graph of each family stands for it here.
+    some = {"wang2022-order-study.toml": ["--filter", "^(enas-cnn|enas-rnn|nmt):0 "]}
     for spec in specs:
         r = run("sweep", os.path.join(configs, spec), "--dry-run", "--ranks", "8",
-                "--format", "json")
+                "--format", "json", *some.get(spec, []))
         doc = r.json()
         if r.code == 2 and doc["would_run"] == 0:
             # A spec of GPU configurations only skips everything in a build without CUDA

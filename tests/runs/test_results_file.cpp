@@ -314,7 +314,7 @@ TEST_F(ResultsFile, NeverOverwritesAndRefusesDuplicateIds) {
   const std::string file = path("r.h5");
   create_results_file(file, provenance());
   EXPECT_THROW(create_results_file(file, provenance()), Error);
-  ConfigRecord record{config(1), "skipped", "x", "", 0.0, nullptr, nullptr, ""};
+  ConfigRecord record{config(1), "skipped", "x", "", 0.0, nullptr, nullptr, "", ""};
   append_config(file, record);
   EXPECT_THROW(append_config(file, record), Error);
   EXPECT_EQ(read_results_file(file).configs.size(), 1u);  // the failed append left it alone

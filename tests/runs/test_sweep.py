@@ -139,6 +139,10 @@ def canonical(attrs):
         lines.append(f"data_parallel={int(attrs['data_parallel'])}\n")
     if float(attrs.get("validation_fraction", 0.0)) != 0.0:
         lines.append(f"validation_fraction={float(attrs['validation_fraction']):.17g}\n")
+    if attrs.get("rl_preset", "default") != "default":
+        lines.append(f"rl_preset={attrs['rl_preset']}\n")
+    if int(attrs.get("simulate_only", 0)) != 0:
+        lines.append("simulate_only=1\n")
     lines.append(f"repeat={attrs['repeat']}\n")
     return "".join(lines)
 
@@ -1110,6 +1114,109 @@ def test_older_file_without_cpu_times_np2():
             ok_groups = [gid for gid, g in f["configs"].items() if g.attrs["status"] == "ok"]
             check(0 < len(with_cpu) < len(ok_groups), f"merged: {len(with_cpu)} of "
                   f"{len(ok_groups)} groups with CPU times")
+
+
+# The traversal-order study as a simulate-only sweep (docs/cli.md, "Simulate-only sweeps"):
+# two small graphs, three orders of which dfs-post repeats topo-lifo-rev's node sequence
+# (docs/orders.md), the rl placer at the study's preset beside one heuristic (its seed 1
+# only: it does not draw), K = 3 on a job of fewer ranks.
+ORDER_STUDY_SPEC = """
+models = ["gpt-mini", "vgg16-small"]
+devices = 3
+orders = ["topo-lifo-rev", "dfs-post", "lexical"]
+placers = ["rl", "greedy-eft"]
+rl_preset = "wang2022"
+simulate_only = 1
+cost_device = "h100"
+batch_size = 32
+micro_batches = 1
+seeds = [1, 2]
+
+[[exclude]]
+placer = "greedy-eft"
+seed = 2
+"""
+# What rl_preset = "wang2022" sets (placement::rl_preset_options, docs/placers.md), spelled
+# out as `simulate` takes it.
+WANG2022_RL = ["--rl-episodes", "50", "--rl-eval-every", "5", "--rl-start", "device-0",
+               "--rl-episode-start", "best", "--rl-reward", "log", "--rl-baseline",
+               "all-so-far", "--rl-learning-rate", "0.001", "--rl-final-learning-rate", "0.001",
+               "--rl-entropy", "0", "--rl-entropy-schedule", "constant", "--rl-clip-norm",
+               "1.25"]
+
+
+def study_outcomes(path):
+    """(model, order, placer, seed) -> (status, same_sequence_as, simulated step or None)."""
+    import h5py
+    out = {}
+    with h5py.File(path, "r") as f:
+        for g in f["configs"].values():
+            a = g.attrs
+            step = g["prediction"].attrs["step_time_s"] if "prediction" in g else None
+            out[(a["model"], a["order"], a["placer"], int(a["seed"]))] = (
+                a["status"], a.get("same_sequence_as", ""), step)
+    return out
+
+
+def test_simulate_only_study_np1():
+    """Each configuration is planned once and not trained: its result is the placement, the
+    simulator's step (the same as `simulate` with the same options) and rl's learning curve;
+    an order that repeats an earlier order's node sequence is skipped naming it, and every
+    shard decides so alike."""
+    if is_fake():
+        raise Skip("the fake runner has no simulate command to compare with")
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "study.toml", ORDER_STUDY_SPEC)
+        out = os.path.join(tmp, "study.h5")
+        ok(1, "sweep", spec, "--out", out)
+        got = study_outcomes(out)
+        check(len(got) == 2 * 3 * 3, sorted(got))
+        for (model, order, placer, seed), (status, twin, step) in got.items():
+            if order == "dfs-post":
+                check(status == "skipped" and twin == "topo-lifo-rev" and step is None,
+                      (model, placer, seed, status, twin))
+                continue
+            check(status == "ok" and twin == "", (model, order, placer, seed, status, twin))
+            rl = WANG2022_RL if placer == "rl" else []
+            sim = json.loads(ok(None, "simulate", "--model", model, "--order", order,
+                                "--placer", placer, "--devices", "3", "--seed", str(seed),
+                                "--device-preset", "h100", "--batch-size", "32", *rl,
+                                "--format", "json").stdout)["simulation"]
+            check(sim["step_time_s"] == step, (model, order, placer, seed, sim, step))
+        with h5py.File(out, "r") as f:
+            for g in f["configs"].values():
+                a = g.attrs
+                check(int(a["simulate_only"]) == 1 and a["rl_preset"] == "wang2022", dict(a))
+                check("steps" not in g and "ranks" not in g and "node_names" not in g,
+                      f"{g.name}: training data in a simulate-only configuration")
+                if a["status"] != "ok":
+                    continue
+                check(float(a["placer_wall_s"]) >= 0.0 and "placement" in g, g.name)
+                if a["placer"] != "rl":
+                    check("placer_rl" not in g, g.name)
+                    continue
+                rl = g["placer_rl"]
+                best = rl["best_step_time_s"][()]
+                check(int(rl.attrs["episodes_run"]) == 50 and len(best) == 50 and
+                      int(rl.attrs["evaluation_episodes"]) == 10, dict(rl.attrs))
+                check(all(b >= c for b, c in zip(best, best[1:])), "best so far rises")
+                check_described(rl)
+        # Shards split the configurations; the skip is decided from the spec, not from what
+        # a shard ran before.
+        shards = [os.path.join(tmp, f"s{i}.h5") for i in range(2)]
+        for i, path in enumerate(shards):
+            ok(1, "sweep", spec, "--out", path, "--shard", f"{i}/2")
+        merged = {**study_outcomes(shards[0]), **study_outcomes(shards[1])}
+        check(merged == got, "shards decide otherwise than the whole sweep")
+        # Bad values name the key.
+        bad = write(tmp, "bad.toml", ORDER_STUDY_SPEC.replace('"wang2022"', '"wang2021"'))
+        fails(2, None, "sweep", bad, "--out", os.path.join(tmp, "bad.h5"),
+              contains=("unknown rl preset 'wang2021'", "wang2022-placeto"))
+        bad = write(tmp, "bad2.toml", ORDER_STUDY_SPEC.replace("simulate_only = 1",
+                                                               "simulate_only = 2"))
+        fails(2, None, "sweep", bad, "--out", os.path.join(tmp, "bad2.h5"),
+              contains=("simulate_only must be in 0..1",))
 
 
 def test_merge_refusals():

@@ -19,8 +19,7 @@
 
 #ifdef INTERPLACE_HAVE_RUNTIME
 namespace interplace::runs::cli {
-Command add_profile_command(CLI::App& root);      // mpi/cmd_profile.cpp
-Command add_order_study_command(CLI::App& root);  // mpi/cmd_order_study.cpp
+Command add_profile_command(CLI::App& root);  // mpi/cmd_profile.cpp
 }  // namespace interplace::runs::cli
 #endif
 
@@ -70,7 +69,6 @@ int run(int argc, char** argv) {
   commands.push_back(cli::add_inspect_command(app));
   commands.push_back(cli::add_merge_command(app));
   commands.push_back(cli::add_fold_command(app));
-  commands.push_back(cli::add_order_study_command(app));
 #endif
   try {
     app.parse(argc, argv);

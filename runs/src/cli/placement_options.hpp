@@ -39,8 +39,8 @@ struct PlacementSelection {
 };
 
 void add_placement_options(CLI::App& app, PlacementSelection& selection);
-// The rl placer's --rl-* training options (not its policy files), for `place`, `simulate`
-// and `order-study`.
+// The rl placer's --rl-* training options (not its policy files), for `place` and
+// `simulate`.
 void add_rl_options(CLI::App& app, placement::RlOptions& rl_options);
 // --aux-head NAME (the auxiliary heads' widths: study, capped, proportional) and its older
 // spelling --aux-head-capped (= --aux-head capped), for `simulate` and `train`.

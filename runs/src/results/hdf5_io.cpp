@@ -48,11 +48,31 @@ std::optional<Handle> open_attr(hid_t object, const std::string& name) {
   return check(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, "opening attribute " + name);
 }
 
+// Long one-axis numeric datasets (a large graph's per-node order and placement, long step
+// series) are stored in one chunk with the shuffle and deflate filters, which every HDF5
+// reader (h5py, xarray, h5dump) undoes transparently: a simulate-only study of 3,500-node
+// graphs writes a tenth of the bytes. Shorter ones, and strings, are stored contiguously.
+constexpr size_t kCompressedRows = 512;
+
+Handle dataset_creation(hid_t file_type, size_t rows, size_t cols) {
+  Handle plist = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  if (cols != 0 || rows < kCompressedRows || H5Tget_class(file_type) == H5T_STRING ||
+      H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0) {
+    return plist;
+  }
+  const hsize_t chunk[1] = {static_cast<hsize_t>(rows)};
+  check(H5Pset_chunk(plist.get(), 1, chunk), "H5Pset_chunk");
+  check(H5Pset_shuffle(plist.get()), "H5Pset_shuffle");
+  check(H5Pset_deflate(plist.get(), 4), "H5Pset_deflate");
+  return plist;
+}
+
 Handle write_raw(hid_t parent, const std::string& name, hid_t file_type, hid_t memory_type,
                  const void* data, size_t rows, size_t cols) {
   const Handle space = simple_space(rows, cols);
+  const Handle creation = dataset_creation(file_type, rows, cols);
   Handle set = check(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT,
-                                H5P_DEFAULT, H5P_DEFAULT),
+                                creation.get(), H5P_DEFAULT),
                      H5Dclose, "creating dataset " + name);
   if (rows == 0) return set;  // an empty shape: nothing to write
   check(H5Dwrite(set.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),

@@ -10,7 +10,6 @@
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/versions.hpp"
 #include "interplace/runs/mpi_session.hpp"
-#include "interplace/runs/order_study_file.hpp"
 #include "interplace/runs/results_file.hpp"
 #ifdef INTERPLACE_HAVE_CUDA
 #include "interplace/kernels/cuda.hpp"
@@ -135,13 +134,6 @@ Provenance collect_provenance(MPI_Comm world, const std::string& shard, const Sw
   p.overrides = overrides_text(spec);
   p.filter = filter;
   return p;
-}
-
-std::string build_git_commit() {
-  return INTERPLACE_GIT_COMMIT;
-}
-std::string build_version() {
-  return INTERPLACE_VERSION;
 }
 
 std::string overrides_text(const SweepSpec& spec) {

@@ -120,7 +120,7 @@ void json_attributes(std::string& out, hid_t object) {
 std::string attributes_json(hid_t group) {
   std::string out = "{";
   json_attributes(out, group);
-  for (const char* sub : {"graph", "prediction"}) {
+  for (const char* sub : {"graph", "prediction", "placer_rl"}) {
     if (!h5::exists(group, sub)) continue;
     const h5::Handle g = h5::open_group(group, sub);
     if (out.size() > 1) out += ',';
@@ -291,7 +291,7 @@ const std::vector<TextColumn>& text_columns() {
       {"strategy", "backprop strategy", &SummaryRow::strategy},
       {"pipeline", "pipeline schedule", &SummaryRow::pipeline},
       {"interlock_mode", "interlock mode", &SummaryRow::interlock_mode},
-      {"attributes", "every attribute of the group (and of graph, prediction) as JSON",
+      {"attributes", "every attribute of the group (and of graph, prediction, placer_rl) as JSON",
        &SummaryRow::attributes},
   };
   return columns;

@@ -75,6 +75,7 @@ void write_parameters(hid_t g, const ConfigRecord& r) {
   write_attr(g, "started_utc", r.started_utc);
   write_attr(g, "wall_s", r.wall_s);
   if (!r.profile_id.empty()) write_attr(g, "profile_id", r.profile_id);
+  if (!r.same_sequence_as.empty()) write_attr(g, "same_sequence_as", r.same_sequence_as);
 }
 
 // What a dataset holds, as its `units` and `long_name` attributes (the names netCDF and
@@ -164,6 +165,24 @@ void write_timeline(hid_t parent, const std::vector<placement::TimelineEvent>& e
   }
 }
 
+// The rl placer's training (placer_rl): its settings' preset is the group's rl_preset.
+void write_rl_log(hid_t g, const placement::RlTrainingLog& log) {
+  const h5::Handle rl = h5::create_group(g, "placer_rl");
+  write_attr(rl.get(), "start_step_time_s", log.start_step_time_s);
+  write_attr(rl.get(), "greedy_step_time_s", log.greedy_step_time_s);
+  write_attr(rl.get(), "best_final_s", log.best_final_s);
+  write_attr(rl.get(), "episodes_run", int64_t{log.episodes_run});
+  write_attr(rl.get(), "evaluation_episodes", int64_t{log.evaluation_episodes});
+  write_attr(rl.get(), "groups", int64_t{log.groups});
+  const size_t e = log.episode_step_time_s.size();
+  const h5::Handle episode_scale = make_axis(rl.get(), "episode", e, "episode of rl training");
+  const Axis episode{episode_scale.get(), e};
+  variable(rl.get(), "episode_step_time_s", log.episode_step_time_s, {episode},
+           {"s", "estimated step time of the episode's final placement"});
+  variable(rl.get(), "best_step_time_s", log.best_step_time_s, {episode},
+           {"s", "estimated step time of the best memory-feasible placement so far"});
+}
+
 void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   std::vector<int64_t> order(plan.order.begin(), plan.order.end());
   std::vector<int64_t> devices(plan.placement.device_of_node.begin(),
@@ -174,7 +193,12 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   const Axis node{node_scale.get(), names.size()};
   variable(g, "order", order, {node}, {"1", "node id at this position of the traversal order"});
   variable(g, "placement", devices, {node}, {"1", "device (rank) of the node"});
-  variable(g, "node_names", names, {node}, {"1", "node name"});
+  // A simulate-only study places thousands of graphs: their node names and simulated
+  // timelines would outweigh the results (the names are the model's, rebuilt by `graph`).
+  const bool simulate_only = plan.config.simulate_only;
+  if (!simulate_only) variable(g, "node_names", names, {node}, {"1", "node name"});
+  write_attr(g, "placer_wall_s", plan.placer_wall_s);
+  if (plan.rl_log) write_rl_log(g, *plan.rl_log);
 
   const placement::StepReport& p = plan.prediction;
   const h5::Handle pred = h5::create_group(g, "prediction");
@@ -197,7 +221,7 @@ void write_plan(hid_t g, const TrainPlan& plan, const Axis& rank) {
   variable(pred.get(), "busy_s", busy, {rank}, {"s", "predicted busy time per step"});
   variable(pred.get(), "idle_s", idle, {rank}, {"s", "predicted idle time per step"});
   variable(pred.get(), "peak_memory_bytes", memory, {rank}, {"bytes", "predicted peak memory"});
-  if (!plan.prediction.timeline.empty()) {
+  if (!plan.prediction.timeline.empty() && !simulate_only) {
     write_timeline(pred.get(), plan.prediction.timeline, "event of the simulated first step",
                    false);
   }

@@ -240,6 +240,19 @@ std::vector<ConfigField> make_fields() {
                      .alias("placers")
                      .flag("--placer", "placer: " + join_names(placement::placer_names()))
                      .id(3));
+  rows.push_back(
+      named_row(
+          "rl_preset", [](auto& c) -> auto& { return c.rl_preset; }, placement::rl_preset_by_name)
+          .alias("rl_presets")
+          .id_unless_default(41)
+          .file_as_id());
+  rows.push_back(row(
+                     "simulate_only", ValueKind::integer,
+                     [](const TrainConfig& c) { return integer_value(c.simulate_only ? 1 : 0); },
+                     int_in("simulate_only", 0, 1),
+                     [](TrainConfig& c, const FieldValue& v) { c.simulate_only = v.integer == 1; })
+                     .id_unless_default(42)
+                     .file_as_id());
   rows.push_back(text_row("strategy", &TrainConfig::strategy,
                           [](const FieldValue& v) { placement::strategy_reach(v.text, 1 << 20); })
                      .alias("strategies")

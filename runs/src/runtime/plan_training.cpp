@@ -202,16 +202,19 @@ TrainPlan plan_training(const TrainConfig& given) {
   require_device_support(plan.device);
   if (!config.graph_file.empty() && config.graph_digest.empty()) resolve_graph_file(plan.config);
   plan.graph = build_config_graph(plan.config, &plan.family);
-  // A graph file's nodes without a kernel layer: simulate and order-study take them, the
-  // runtime cannot build them.
-  if (const std::string opaque = placement::opaque_summary(plan.graph); !opaque.empty()) {
-    throw_invalid("cannot train graph '" + plan.graph.name() + "': " + opaque +
-                  ". HINT: simulate, place and order-study take it as it is; to train it, "
-                  "replace those ops by ones the kernel library has (docs/your-network.md)");
+  if (!config.simulate_only) {
+    // A graph file's nodes without a kernel layer: simulate and simulate-only sweeps take
+    // them, the runtime cannot build them.
+    if (const std::string opaque = placement::opaque_summary(plan.graph); !opaque.empty()) {
+      throw_invalid("cannot train graph '" + plan.graph.name() + "': " + opaque +
+                    ". HINT: simulate, place and simulate-only sweeps (simulate_only = 1) take "
+                    "it as it is; to train it, replace those ops by ones the kernel library "
+                    "has (docs/your-network.md)");
+    }
+    require_trainable_graph(plan.graph);
+    check_dataset_fits(config.dataset, sample_shape(plan.graph));
+    check_augmentation(config.augmentation, sample_shape(plan.graph));
   }
-  require_trainable_graph(plan.graph);
-  check_dataset_fits(config.dataset, sample_shape(plan.graph));
-  check_augmentation(config.augmentation, sample_shape(plan.graph));
   plan.parameter_count = plan.graph.total_parameter_count();
 
   const placement::CostModel cost_model = training_cost_model(config);
@@ -231,10 +234,12 @@ TrainPlan plan_training(const TrainConfig& given) {
         placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices, chunks);
   }
   request.seed = config.seed;
+  request.rl = placement::rl_preset_options(config.rl_preset);
+  if (config.placer == "rl") request.rl_log = &plan.rl_log.emplace();
   const int stage_count = request.device_count;
   if (config.placement_path.empty()) {
-    plan.stage_placement =
-        placement::run_placer(plan.graph, ordered, config.placer, std::move(request));
+    plan.stage_placement = placement::run_placer(plan.graph, ordered, config.placer,
+                                                 std::move(request), &plan.placer_wall_s);
   } else {
     plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
     if (plan.stage_placement.device_count != stage_count) {
@@ -256,6 +261,7 @@ TrainPlan plan_training(const TrainConfig& given) {
 
   plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);
 
+  if (config.simulate_only) return plan;  // nothing is allocated
   int64_t needed = 0;
   for (const placement::DeviceStep& d : plan.prediction.devices)
     needed = std::max(needed, d.peak_memory_bytes);
@@ -283,6 +289,15 @@ TrainPlan plan_training(const TrainConfig& given) {
                   "batch size or multiplier, more micro-batches, or more ranks");
   }
   return plan;
+}
+
+std::vector<placement::NodeId> config_node_order(const TrainConfig& given) {
+  TrainConfig config = given;
+  if (!config.graph_file.empty() && config.graph_digest.empty()) resolve_graph_file(config);
+  const placement::Graph graph = build_config_graph(config);
+  return placement::order_graph(graph, training_cost_model(config),
+                                placement::order_by_name(config.order), config.seed)
+      .order;
 }
 
 }  // namespace interplace::runs

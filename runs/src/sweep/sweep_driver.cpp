@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -23,6 +24,7 @@
 #include "interplace/runs/results_format.hpp"
 #include "interplace/runs/sweep.hpp"
 #include "progress.hpp"
+#include "same_sequence.hpp"
 #include "stop_signals.hpp"
 
 namespace interplace::runs {
@@ -304,8 +306,10 @@ std::vector<const SweepConfig*> interleave_repeats(std::vector<const SweepConfig
   return configs;
 }
 
-std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& selected,
+std::vector<PlannedConfig> plan_sweep(const SweepSpec& spec,
+                                      const std::vector<const SweepConfig*>& selected,
                                       const SweepRunner& runner, int ranks) {
+  sweep::SameSequence same_sequence(spec);
   std::vector<PlannedConfig> out;
   for (const SweepConfig* config : selected) {
     PlannedConfig planned;
@@ -316,15 +320,30 @@ std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& sel
       // Without MPI there is no job to measure a profile:auto in: planned on its preset.
       TrainConfig train = config->train;
       if (train.profile_path == kAutoProfile) train.profile_path.clear();
-      const TrainPlan plan = runner.plan(train);
-      planned.predicted_step_s = plan.prediction.step_time_s;
-      planned.steps = int64_t{plan.config.warmup_steps} + plan.config.steps;
-      planned.cost_model = cost_device_string(plan.config);
+      // A simulate-only rl configuration's plan is its result (the rl policy trained): the
+      // dry run checks the rest of it on a heuristic's placement and predicts no step.
+      const bool learned = train.simulate_only && train.placer == "rl";
+      if (learned) train.placer = "contiguous";
+      const std::string twin = train.simulate_only ? same_sequence.earlier_twin(*config) : "";
+      if (!twin.empty()) {
+        outcome = {OutcomeCode::skipped,
+                   "the same node sequence as order '" + twin + "' (placed once)"};
+      } else {
+        const TrainPlan plan = runner.plan(train);
+        planned.predicted_step_s =
+            learned ? std::numeric_limits<double>::quiet_NaN() : plan.prediction.step_time_s;
+        planned.steps =
+            train.simulate_only ? 0 : int64_t{plan.config.warmup_steps} + plan.config.steps;
+        planned.cost_model = cost_device_string(plan.config);
+      }
     } catch (...) {
       outcome = outcome_of(std::current_exception(), true);
     }
-    // As run_sweep: planning first, then the job's size.
-    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(config->train.ranks(), ranks);
+    // As run_sweep: planning first, then the job's size (a simulate-only configuration
+    // plans on one rank of any job).
+    if (outcome.code == OutcomeCode::ok && !config->train.simulate_only) {
+      outcome = fits_the_job(config->train.ranks(), ranks);
+    }
     if (outcome.code == OutcomeCode::skipped) planned.outcome = "skip";
     if (outcome.code == OutcomeCode::failed) planned.outcome = "fail";
     planned.reason = outcome.message;
@@ -380,6 +399,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
 
   AutoProfiles profiles(options, runner, world, rank, progress);
   Communicators comms(world);
+  sweep::SameSequence same_sequence(spec);
   for (const SweepConfig* config : todo) {
     {
       const Unabandonable writing(signals);  // the note changes
@@ -392,8 +412,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
       break;
     }
     const auto config_start = Clock::now();
-    ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr, ""};
+    ConfigRecord record{*config, "ok", "", utc_now(), 0.0, nullptr, nullptr, "", ""};
     const int k = config->train.ranks();  // devices x data-parallel replicas
+    const bool simulate_only = config->train.simulate_only;
     if (rank == 0) lines.starting(config->train.display_name(), utc_now());
 
     // Plan on the ranks that would train (all of them, when K exceeds the job), from the
@@ -408,17 +429,26 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
         mine = outcome_of(std::current_exception(), true);
       }
     }
-    if (rank < std::min(k, size) && mine.code == OutcomeCode::ok) {
+    // A simulate-only configuration plans on rank 0 alone, unless its order repeats an
+    // earlier order's node sequence (then it is skipped, naming that order).
+    const bool plans = simulate_only ? rank == 0 : rank < std::min(k, size);
+    if (plans && mine.code == OutcomeCode::ok) {
       try {
-        plan = runner.plan(train);
+        if (simulate_only) record.same_sequence_as = same_sequence.earlier_twin(*config);
+        if (record.same_sequence_as.empty()) {
+          plan = runner.plan(train);
+        } else {
+          mine = {OutcomeCode::skipped, "the same node sequence as order '" +
+                                            record.same_sequence_as + "' (placed once)"};
+        }
       } catch (...) {
         mine = outcome_of(std::current_exception(), true);
       }
     }
     Outcome outcome = agree(world, mine);
-    if (outcome.code == OutcomeCode::ok) outcome = fits_the_job(k, size);
+    if (outcome.code == OutcomeCode::ok && !simulate_only) outcome = fits_the_job(k, size);
     std::optional<TrainResult> result;
-    if (outcome.code == OutcomeCode::ok) {
+    if (outcome.code == OutcomeCode::ok && !simulate_only) {
       const MPI_Comm comm = comms.first(k, rank);
       mine = {};
       if (comm != MPI_COMM_NULL) {

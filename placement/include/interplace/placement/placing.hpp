@@ -1,4 +1,4 @@
-// How every command places a graph: `place`, `simulate`, `order-study`, `train` and
+// How every command places a graph: `place`, `simulate`, `train` and
 // sweeps all order and place through these two functions, so one configuration gets one
 // placement whichever command asks.
 #pragma once

@@ -189,6 +189,22 @@ struct RlTrainingLog {
 // Throws invalid_input naming the bad field.
 void check_rl_options(const RlOptions& options);
 
+// Named sets of RlOptions (docs/placers.md, "The traversal-order study as its code ran it"),
+// for the sweep key `rl_preset` (the traversal-order study's spec):
+enum class RlPreset {
+  standard,  // RlOptions{} as declared above ("default")
+  // the traversal-order study's code: 50 episodes of which every 5th evaluates, Adam at a
+  // constant 1e-3, every episode from the best placement so far starting at device 0,
+  // Placeto's log reward and the all-so-far baseline, no entropy, clipping at 1.25; the
+  // policy with this suite's lookahead features
+  wang2022,
+  wang2022_placeto,  // the same with the study's own policy inputs (RlFeatures::placeto)
+};
+const std::vector<std::string>& rl_preset_names();  // "default", "wang2022", "wang2022-placeto"
+std::string to_string(RlPreset preset);
+RlPreset rl_preset_by_name(const std::string& name);
+RlOptions rl_preset_options(RlPreset preset);
+
 // The policy network over `devices` outputs: logits = W2 tanh(W1 x + b1) + b2 + C a, where
 // the input z is the node context x (`inputs` values) followed, with `candidates` > 0, by
 // `candidates` features of each device in turn (C, devices x candidates), scored by the

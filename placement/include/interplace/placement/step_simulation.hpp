@@ -131,7 +131,7 @@ Schedule list_node_schedule(const Graph& graph, const Placement& placement, cons
 
 // The objective of the placers that take one, as every command places: rl's reward is
 // GlobalStepTime (below) on the full graph and on its groups. `place`, `simulate`,
-// `order-study`, `train` and sweeps all place through it, so one configuration gets one
+// `train` and sweeps (simulate-only ones too) all place through it, so one configuration gets one
 // placement whichever command asks (`train --placer rl` used rl's list-scheduled default).
 // `graph`, `costs` and `cost_model` must outlive the placer call.
 void set_placer_objective(PlacementRequest& request, const Graph& graph, const NodeCosts& costs,

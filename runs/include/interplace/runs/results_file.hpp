@@ -71,6 +71,9 @@ struct ConfigRecord {
   const TrainPlan* plan = nullptr;      // when planning succeeded
   const TrainResult* result = nullptr;  // when status == ok
   std::string profile_id;               // the /profiles group it was predicted from, or ""
+  // A simulate-only configuration skipped because its order gives the node sequence of
+  // this earlier order of the spec (same_sequence.hpp), or "".
+  std::string same_sequence_as = {};
 };
 
 // A profile the job measured for itself (cost_device = "profile:auto", auto_profile.hpp),

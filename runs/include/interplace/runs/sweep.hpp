@@ -82,11 +82,17 @@ struct PlannedConfig {
   double predicted_step_s = 0.0;
   int64_t steps = 0;
   std::string cost_model;
-  double predicted_train_s() const { return predicted_step_s * static_cast<double>(steps); }
+  double predicted_train_s() const {
+    return steps == 0 ? 0.0 : predicted_step_s * static_cast<double>(steps);
+  }
 };
-// Plans every configuration of `selected` with `runner.plan`, one after the other; `ranks`
-// is the job's rank count ("needs K ranks, the job has N"). No MPI.
-std::vector<PlannedConfig> plan_sweep(const std::vector<const SweepConfig*>& selected,
+// Plans every configuration of `selected` (of `spec`) with `runner.plan`, one after the
+// other; `ranks` is the job's rank count ("needs K ranks, the job has N"). No MPI. A
+// simulate-only configuration trains nothing (steps 0); one of the rl placer is planned on
+// a contiguous placement instead of training the policy (predicted_step_s NaN), and one
+// whose order repeats an earlier order's node sequence would be skipped, as the run does.
+std::vector<PlannedConfig> plan_sweep(const SweepSpec& spec,
+                                      const std::vector<const SweepConfig*>& selected,
                                       const SweepRunner& runner, int ranks);
 
 // Collective over `world`. Progress lines go to `progress` on rank 0. Throws (on every

@@ -29,6 +29,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@
 #include "interplace/placement/graph_stats.hpp"
 #include "interplace/placement/placement.hpp"
 #include "interplace/placement/profile.hpp"
+#include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/step_simulation.hpp"
 #include "interplace/placement/zoo.hpp"
@@ -58,6 +60,12 @@ struct TrainConfig {
   std::string graph_family = {};
   std::string order = "topo";
   std::string placer = "contiguous";
+  // The rl placer's settings (placer "rl" only; rl_placer.hpp, RlPreset).
+  placement::RlPreset rl_preset = placement::RlPreset::standard;
+  // Plan and simulate only: no rank trains, the configuration's result is its placement,
+  // the simulator's step time and (rl) the placer's learning curve (docs/sweeps.md,
+  // "Simulate-only sweeps": the traversal-order study). Planned on one rank of any job.
+  bool simulate_only = false;
   // A placement file (docs/placers.md#placement-files) trained as it is instead of running
   // the placer (train --placement; not a sweep key). Empty: run the placer.
   std::string placement_path;
@@ -166,6 +174,8 @@ struct TrainPlan {
   placement::StepReport prediction;  // the simulator's step time for this configuration
   placement::GraphStats graph_stats;
   int64_t parameter_count = 0;  // trainable, without auxiliary heads
+  double placer_wall_s = 0.0;   // the placer call's wall time (0 with a placement file)
+  std::optional<placement::RlTrainingLog> rl_log;  // placer "rl": what its training did
   // Time every node inside the units (TrainResult::node_times): `interplace profile`'s
   // calibration run sets it; two clock reads per node and pass, so off in other runs.
   bool record_node_times = false;
@@ -319,8 +329,15 @@ void resolve_graph_file(TrainConfig& config);
 // changed since resolve_graph_file). `family` gets the network's family.
 placement::Graph build_config_graph(const TrainConfig& config, std::string* family = nullptr);
 
-// Throws invalid_input (the configuration cannot run, with the reason).
+// Throws invalid_input (the configuration cannot run, with the reason). A simulate-only
+// configuration is planned without the checks that only training needs (a trainable graph,
+// the data set, memory for the run).
 TrainPlan plan_training(const TrainConfig& config);
+
+// The node sequence of the configuration's order on its graph and cost model, as
+// plan_training computes it, without placing: orders that give a graph the same sequence
+// give it the same placement (docs/orders.md).
+std::vector<placement::NodeId> config_node_order(const TrainConfig& config);
 
 // The parsing step of plan_training: plan.strategy, reach, pipeline, interlock and device
 // from plan.config (devices is the stage count). Throws invalid_input for an unknown name.

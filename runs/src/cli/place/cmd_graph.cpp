@@ -91,7 +91,7 @@ std::string graph_text(const GraphOptions& o, const placement::Graph& graph) {
                              : " (reference " + format_count(info.reference_parameters) +
                                    " at default options)"));
   if (const std::string opaque = placement::opaque_summary(graph); !opaque.empty()) {
-    row("no kernel layer", opaque + "; simulate and order-study take them, train refuses");
+    row("no kernel layer", opaque + "; simulate and simulate-only sweeps take them, train refuses");
   }
   row("forward FLOPs", format_scaled(static_cast<double>(graph.total_forward_flops()), "FLOP"));
   row("backward FLOPs", format_scaled(static_cast<double>(graph.total_backward_flops()), "FLOP"));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -70,7 +71,7 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
   for (const SweepConfig* c : selected) needed = std::max(needed, c->train.ranks());
   if (o.ranks < 0) throw_invalid("--ranks must be >= 1, got " + std::to_string(o.ranks));
   const int ranks = o.ranks > 0 ? o.ranks : std::max(needed, 1);
-  const std::vector<PlannedConfig> planned = plan_sweep(selected, runner, ranks);
+  const std::vector<PlannedConfig> planned = plan_sweep(spec, selected, runner, ranks);
   const double plan_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -159,9 +160,12 @@ std::string dry_run_output(SweepCommandOptions& o, const SweepRunner& runner) {
   for (const PlannedConfig& p : planned) {
     const SweepConfig* c = p.config;
     const bool runs = p.outcome == "run";
+    // NaN: a simulate-only rl configuration, whose step is what its training finds.
+    const std::string step = !runs                            ? ""
+                             : std::isnan(p.predicted_step_s) ? "(rl trains)"
+                                                              : format_seconds(p.predicted_step_s);
     table.add_row({std::to_string(c->index), c->id, c->train.display_name(),
-                   std::to_string(c->repeat), runs ? format_seconds(p.predicted_step_s) : "",
-                   runs ? std::to_string(p.steps) : "",
+                   std::to_string(c->repeat), step, runs ? std::to_string(p.steps) : "",
                    runs ? format_duration(p.predicted_train_s()) : "", outcome_text(p)});
   }
   std::string text = table.str() + plural(static_cast<int64_t>(selected.size()), "configuration",
