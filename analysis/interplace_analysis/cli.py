@@ -2,7 +2,8 @@
 ``python -m interplace_analysis compare BASE NEW [--out DIR] [--format text|json|md]
 [--min-effect D]`` and
 ``python -m interplace_analysis export FILE [FILE...] --format csv|parquet --out DIR`` and
-``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (order-study files) and
+``python -m interplace_analysis order-study FILE [FILE...] --out DIR`` (the simulate-only
+configurations of result files: the traversal-order study) and
 ``python -m interplace_analysis strategies FILE [FILE...] --out DIR [--step-times CSV]``.
 
 Like the ``interplace`` binary: bad input (a missing, non-HDF5, non-result or
@@ -80,12 +81,13 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=FORMATS, required=True, help="file format")
     e.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     o = sub.add_parser("order-study", help="the traversal-order study's tables and plots",
-                       description="Loads order-study files (interplace order-study) and"
+                       description="Loads result files of simulate-only sweeps (the study's"
+                                   " spec: runs/configs/wang2022-order-study.toml) and"
                                    " writes DIR/report.md, DIR/tables/* and DIR/plots/*: best"
                                    " order per model and family with 95%% intervals over"
                                    " seeds, the order effect (Friedman test), graph features"
                                    " per order, learning curves.")
-    o.add_argument("files", nargs="+", metavar="FILE", help="order-study files (HDF5)")
+    o.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
     o.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     o.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     o.add_argument("--quiet", action="store_true", help="do not print the report")

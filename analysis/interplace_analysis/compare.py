@@ -145,8 +145,14 @@ def compare_results(base: Results, new: Results, seed: int = 0, base_name: str =
         if key not in bside.index or key not in nside.index:
             side = base_name if key not in bside.index else new_name
             src, pos = (bc, ball[key]) if key not in bside.index else (nc, nall[key])
-            unmatched.append({"config_key": key, "name": name,
-                              "where": f"no ok run in {side}", "status": statuses(src, pos)})
+            # Simulate-only configurations (the order study) have no measured steps to
+            # compare: their tables are order-study's (docs/analysis.md).
+            simulated = "simulate_only" in src and bool((src["simulate_only"].to_numpy()[pos]
+                                                         == 1).any())
+            where = (f"simulate-only in {side} (no measured steps)" if simulated
+                     else f"no ok run in {side}")
+            unmatched.append({"config_key": key, "name": name, "where": where,
+                              "status": statuses(src, pos)})
             continue
         bs, bt = bside.runs(key)
         ns, nt = nside.runs(key)

@@ -143,6 +143,18 @@ def config_row(rec: ConfigRecord) -> dict:
     # Data-parallel replicas R of the K-stage pipeline (K x R ranks); the attribute is
     # written only when not 1.
     row["data_parallel"] = int(a.get("data_parallel", 1) or 1)
+    # Simulate-only configurations (the traversal-order study): planned, not trained; the
+    # rl placer's preset, the order whose node sequence a skipped one repeats, the placer's
+    # wall time and what rl training did (absent in older files: not simulate-only).
+    row["simulate_only"] = int(a.get("simulate_only", 0) or 0)
+    row["rl_preset"] = str(a.get("rl_preset", "default"))
+    row["same_sequence_as"] = str(a.get("same_sequence_as", ""))
+    row["placer_wall_s"] = a.get("placer_wall_s", _nan())
+    rl = rec.placer_rl
+    row["rl_start_step_time_s"] = rl.get("start_step_time_s", _nan())
+    row["rl_greedy_step_time_s"] = rl.get("greedy_step_time_s", _nan())
+    row["rl_episodes_run"] = rl.get("episodes_run", _nan())
+    row["rl_groups"] = rl.get("groups", _nan())
 
     if rec.summary is not None:  # from the file's summary table: computed by the writer
         row.update({k: v for k, v in rec.summary.items() if k != "has_timeline"})

@@ -74,6 +74,9 @@ class ConfigRecord:
     predicted_timeline: pd.DataFrame | None = None
     prediction: dict[str, Any] = field(default_factory=dict)  # attributes and [K] arrays
     graph: dict[str, Any] = field(default_factory=dict)
+    # The rl placer's training (placer_rl): its attributes and, read from the group, the
+    # per-episode curves episode_step_time_s and best_step_time_s.
+    placer_rl: dict[str, Any] = field(default_factory=dict)
     evaluations: dict[str, np.ndarray] = field(default_factory=dict)  # evaluations/* ([V])
     order: np.ndarray | None = None
     placement: np.ndarray | None = None
@@ -228,6 +231,12 @@ def _read_config(path: str, group: h5py.Group, gid: str) -> ConfigRecord:
         raise ResultFormatError(f"{where}: evaluations/* datasets differ in length")
     if "graph" in group:
         rec.graph = _attrs(group["graph"])
+    if "placer_rl" in group:
+        rl = group["placer_rl"]
+        rec.placer_rl = _attrs(rl)
+        for n in ("episode_step_time_s", "best_step_time_s"):
+            if n in rl:
+                rec.placer_rl[n] = _dataset(rl, n, f"{where}/placer_rl")
     if "order" in group:
         rec.order = _dataset(group, "order", where)
     if "placement" in group:
@@ -353,8 +362,9 @@ def _read_summary(path: str, f: h5py.File) -> tuple[list[ConfigRecord] | None, s
             raise ResultFormatError(f"{where}: attributes are not JSON ({e})") from None
         graph = _summary_attrs(attrs.pop("graph", {}))
         prediction = _summary_attrs(attrs.pop("prediction", {}))
+        placer_rl = _summary_attrs(attrs.pop("placer_rl", {}))
         rec = ConfigRecord(file=path, attrs=_summary_attrs(attrs), graph=graph,
-                           prediction=prediction)
+                           prediction=prediction, placer_rl=placer_rl)
         rec.attrs.setdefault("id", gid)
         for key, value in model_options(rec.attrs).items():
             rec.attrs[MODEL_OPTION_PREFIX + key] = value

@@ -1,19 +1,22 @@
-"""The traversal-order study's tables and figures from order-study files (issue 18).
+"""The traversal-order study's tables and figures from simulate-only sweeps (issue 18).
 
-``interplace order-study`` writes one HDF5 file per invocation (docs/results-format.md,
-"Order-study files"): the rl placer's learned placement per model x devices x order x
-seed. This module reads any number of them and answers the study's questions:
+The study is a sweep of simulate-only configurations (docs/cli.md, "Simulate-only
+sweeps"; ``runs/configs/wang2022-order-study.toml``): the rl placer's learned placement
+per model x devices x order x seed, heuristic placers beside it, written to the standard
+result files that :func:`.loader.load_results` reads. This module takes the simulate-only
+configurations of any number of such files and answers the study's questions:
 
 - which order is best per model and per family, with 95% intervals over the seeds;
 - how much the order changes the result: the spread of the order means against the
   spread over seeds within an order, and the **Friedman test** (orders as treatments,
-  seeds as blocks: every order of one seed starts from the same random placement and
-  the same initial policy weights, so the design is a complete block design);
+  seeds as blocks: every order of one seed starts from the same placement and the same
+  initial policy weights, so the design is a complete block design);
 - which graph features (depth, width, branching, critical-path share) go with which
   order: Spearman's rank correlation over the models between a feature and an order's
   normalised step time.
 
-Intervals are percentile bootstraps over seeds (10,000 resamples, seeded), resampling
+Intervals are the analysis' percentile bootstrap (:func:`.stats.interval`, level
+:data:`.stats.LEVEL`, :data:`.stats.N_RESAMPLES` resamples, seeded) over seeds, resampling
 seeds jointly across orders so that paired comparisons keep the pairing.
 """
 
@@ -28,15 +31,14 @@ import numpy as np
 import pandas as pd
 
 from .h5file import ResultFormatError
+from .loader import Results, load_results
 from . import stats
 from .render import Table, to_markdown, write_table
 
-FORMAT_NAME = "interplace-order-study"
-FORMAT_VERSIONS = (1,)
 # The study's topo (networkx 2.4 topological_sort) is our topo-lifo: the reference order.
 REFERENCE_ORDER = "topo-lifo"
-RESAMPLES = 10_000
-LEVEL = 0.95
+RESAMPLES = stats.N_RESAMPLES
+LEVEL = stats.LEVEL
 FEATURES = ["depth", "max_width", "mean_branching_factor", "critical_path_cost_share",
             "node_count"]
 SETTING = ["cost_device", "model", "devices"]
@@ -45,83 +47,97 @@ TIE = 1e-9  # relative difference of means below which two orders tie
 
 @dataclass
 class OrderStudy:
-    runs: pd.DataFrame       # one row per run (ok and failed)
+    runs: pd.DataFrame       # one row per rl run (ok and failed); run_id, file for curves
     models: pd.DataFrame     # one row per (cost_device, model): structural features
     baselines: pd.DataFrame  # one row per heuristic placement
-    curves: dict = field(default_factory=dict)  # run key -> best-so-far step times
     files: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
+    _curves: dict = field(default_factory=dict)  # run_id -> best-so-far step times
 
     @property
     def ok(self) -> pd.DataFrame:
         return self.runs[self.runs["status"] == "ok"]
 
+    def curves(self, runs: pd.DataFrame) -> list[np.ndarray]:
+        """The best step time so far per episode (placer_rl/best_step_time_s) of each run
+        in ``runs``, read from the files when first asked for, one open per file."""
+        missing = runs[~runs["run_id"].isin(self._curves.keys())]
+        for path, group in missing.groupby("file", sort=False):
+            with h5py.File(path, "r") as f:
+                for run_id, gid in zip(group["run_id"], group["config_id"]):
+                    rl = f["configs"][gid].get("placer_rl")
+                    self._curves[run_id] = (np.asarray(rl["best_step_time_s"][()], dtype=float)
+                                            if rl is not None and "best_step_time_s" in rl
+                                            else np.zeros(0))
+        return [self._curves[r] for r in runs["run_id"]]
 
-def _strings(values) -> list[str]:
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+
+def _cost_name(cost: str) -> str:
+    # Profiles are per model: name them by their kind, not their path.
+    return "cpu-profile" if str(cost).startswith("profile:") else str(cost)
 
 
-def _columns(group: h5py.Group) -> pd.DataFrame:
-    frame = {}
-    for name, ds in group.items():
-        if ds.ndim != 1 or ds.attrs.get("CLASS") == b"DIMENSION_SCALE":
-            continue
-        data = ds[()]
-        frame[name] = _strings(data) if data.dtype.kind in "OS" else data
-    return pd.DataFrame(frame)
+def order_study_from_results(results: Results) -> OrderStudy:
+    """The study in the simulate-only configurations of ``results``: rl runs, heuristic
+    baselines and the graphs' features; orders skipped because they repeat an earlier
+    order's node sequence become the models' ``same_orders``. Raises ResultFormatError
+    when there is no simulate-only rl configuration."""
+    c = results.configs
+    c = c[c["simulate_only"] == 1].copy() if "simulate_only" in c else c.iloc[0:0]
+    if c.empty:
+        raise ResultFormatError("no simulate-only configurations (simulate_only = 1 in the "
+                                "sweep spec; docs/cli.md, \"Simulate-only sweeps\")")
+    c["cost_device"] = [_cost_name(x) for x in c["cost_device"]]
+    twin = c["same_sequence_as"] != ""
+    rl = c[(c["placer"] == "rl") & ~twin]
+    if rl.empty:
+        raise ResultFormatError("no simulate-only configuration of the rl placer")
+    ok = rl["status"] == "ok"
+    runs = pd.DataFrame({
+        "run_id": rl["run_id"], "config_id": rl["config_id"], "file": rl["file"],
+        "cost_device": rl["cost_device"], "model": rl["model"], "family": rl["family"],
+        "order": rl["order"], "devices": rl["devices"].astype(int),
+        "seed": rl["seed"].astype(int), "rl_preset": rl["rl_preset"],
+        "status": np.where(ok, "ok", "failed"), "reason": rl["reason"],
+        "step_time_s": np.where(ok, rl["pred_step_time_s"], np.nan),
+        "start_step_time_s": rl["rl_start_step_time_s"],
+        "greedy_step_time_s": rl["rl_greedy_step_time_s"],
+        "placer_wall_s": rl["placer_wall_s"], "episodes_run": rl["rl_episodes_run"],
+    }).reset_index(drop=True)
+    heuristics = c[(c["placer"] != "rl") & ~twin]
+    baselines = pd.DataFrame({
+        "cost_device": heuristics["cost_device"], "model": heuristics["model"],
+        "order": heuristics["order"], "devices": heuristics["devices"].astype(int),
+        "placer": heuristics["placer"],
+        "step_time_s": np.where(heuristics["status"] == "ok", heuristics["pred_step_time_s"],
+                                np.nan),
+        "reason": heuristics["reason"]}).reset_index(drop=True)
+    planned = c[c["status"] == "ok"].drop_duplicates(["cost_device", "model"])
+    models = planned[["cost_device", "model", "family", *FEATURES[:-1], "node_count",
+                      "edge_count", "parameter_count"]].reset_index(drop=True)
+    pairs = c[twin].drop_duplicates(["cost_device", "model", "order", "same_sequence_as"])
+    same, distinct = [], []
+    for cost, model in zip(models["cost_device"], models["model"]):
+        mine = pairs[(pairs["cost_device"] == cost) & (pairs["model"] == model)]
+        same.append(",".join(f"{o}={t}" for o, t in zip(mine["order"], mine["same_sequence_as"])))
+        asked = c[(c["cost_device"] == cost) & (c["model"] == model)]["order"].nunique()
+        distinct.append(asked - mine["order"].nunique())
+    models["same_orders"], models["distinct_orders"] = same, distinct
+    files = sorted(set(c["file"]))
+    info = results.files.set_index("path") if not results.files.empty else pd.DataFrame()
+    commands = []
+    for path in files:
+        spec = str(info.loc[path, "spec_path"]) if path in info.index else ""
+        overrides = info.loc[path, "overrides"] if "overrides" in info and path in info.index \
+            else ""  # one override per line (h5file.LIST_ATTRIBUTES)
+        commands.append(" ".join(["interplace sweep", spec, *str(overrides or "").splitlines()]))
+    return OrderStudy(runs, models, baselines, files=files, commands=commands)
 
 
 def load_order_study(paths) -> OrderStudy:
-    """Reads order-study files; raises ResultFormatError for anything else."""
-    runs, models, baselines, files, commands = [], [], [], [], []
-    for path in paths:
-        path = Path(path)
-        if not path.is_file():
-            raise ResultFormatError(f"{path}: no such file")
-        try:
-            f = h5py.File(path, "r")
-        except OSError as e:
-            raise ResultFormatError(f"{path}: not an HDF5 file ({e})") from None
-        with f:
-            name = f.attrs.get("format_name", b"")
-            name = name.decode() if isinstance(name, bytes) else str(name)
-            if name != FORMAT_NAME:
-                raise ResultFormatError(f"{path}: not an order-study file (format_name "
-                                        f"'{name}', expected '{FORMAT_NAME}')")
-            version = int(f.attrs.get("format_version", -1))
-            if version not in FORMAT_VERSIONS:
-                raise ResultFormatError(f"{path}: order-study format version {version}; this "
-                                        f"analysis reads {FORMAT_VERSIONS}")
-            cost = f.attrs["cost_device"]
-            cost = cost.decode() if isinstance(cost, bytes) else str(cost)
-            # Profiles are per model: name them by their kind, not their path.
-            cost = "cpu-profile" if cost.startswith("profile:") else cost
-            r = _columns(f["runs"])
-            if "episode_step_time_s" in f["runs"]:
-                best = f["runs"]["best_so_far_step_time_s"][()]
-                r["curve"] = list(best)
-            else:
-                r["curve"] = [np.array([])] * len(r)
-            m = _columns(f["models"]).rename(columns={"name": "model"})
-            b = _columns(f["baselines"])
-            for frame in (r, m, b):
-                frame["cost_device"] = cost
-                frame["file"] = str(path)
-            runs.append(r)
-            models.append(m)
-            baselines.append(b)
-            files.append(str(path))
-            cl = f.attrs.get("command_line", b"")
-            commands.append(cl.decode() if isinstance(cl, bytes) else str(cl))
-    if not runs:
-        raise ResultFormatError("no order-study files given")
-    runs_df = pd.concat(runs, ignore_index=True)
-    models_df = pd.concat(models, ignore_index=True).drop_duplicates(["cost_device", "model"])
-    fam = models_df.set_index(["cost_device", "model"])["family"]
-    runs_df["family"] = [fam.get((c, m), "") for c, m in zip(runs_df["cost_device"],
-                                                             runs_df["model"])]
-    return OrderStudy(runs_df, models_df.reset_index(drop=True),
-                      pd.concat(baselines, ignore_index=True), files=files, commands=commands)
+    """Reads result files (load_results) and takes their simulate-only configurations;
+    raises ResultFormatError for anything else."""
+    return order_study_from_results(load_results(paths))
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -138,8 +154,7 @@ def _boot_index(seeds: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _interval(replicates: np.ndarray) -> tuple[float, float]:
-    lo, hi = np.nanquantile(replicates, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return float(lo), float(hi)
+    return stats.interval(replicates, LEVEL)
 
 
 def friedman(x: np.ndarray) -> tuple[float, float]:
@@ -590,7 +605,7 @@ def learning_curves(study: OrderStudy, cost: str, k: int):
     d, models, fig, axes = grid
     for ax, model in zip(axes.flat, models):
         for order, g in d[d["model"] == model].groupby("order", sort=True):
-            curves = np.array([np.asarray(c, dtype=float) for c in g["curve"]])
+            curves = np.array(study.curves(g))
             if curves.size == 0:
                 continue
             ax.plot(np.arange(1, curves.shape[1] + 1), stats.median(curves, axis=0) * 1e3,
@@ -613,7 +628,7 @@ def family_curves(study: OrderStudy, cost: str, k: int):
                              squeeze=False)
     for ax, family in zip(axes.flat, families):
         for order, g in d[d["family"] == family].groupby("order", sort=True):
-            curves = [np.asarray(c, dtype=float) for c in g["curve"]]
+            curves = study.curves(g)
             length = min((len(c) for c in curves), default=0)
             if length == 0:
                 continue

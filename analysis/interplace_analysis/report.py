@@ -69,6 +69,12 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
         "other_status": int((~c["status"].isin(statuses)).sum()) if not c.empty else 0,
         "missing": len(results.missing)}])
     notes = confidence_notes(per_config, min_effect) + notes
+    simulated_only = int((c["simulate_only"] == 1).sum()) if "simulate_only" in c else 0
+    if simulated_only:
+        notes.append(f"{simulated_only} of the runs are simulate-only configurations (planned"
+                     " and simulated, not trained: no measured steps, so no table of this"
+                     " report uses them); the traversal-order study's tables: python -m"
+                     " interplace_analysis order-study FILE... (docs/analysis.md)")
     scale = scaling.scaling_table(results, seed=seed)
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [

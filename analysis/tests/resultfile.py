@@ -86,6 +86,13 @@ class Cfg:
     # The evaluations table, (epoch, step, loss, accuracy, samples) each, or with
     # (validation_loss, validation_accuracy, validation_samples) after them (None: absent).
     evaluations: list[tuple] | None = None
+    # A simulate-only configuration (the traversal-order study): planned, not trained (give
+    # with_data=False); its rl preset, the order a skipped one repeats, the placer's wall
+    # time and rl's best-so-far curve (placer_rl; None: no such group).
+    simulate_only: bool = False
+    rl_preset: str = "default"
+    same_sequence_as: str = ""
+    rl_curve: list[float] | None = None
 
     def params(self) -> dict:
         return {"model": self.model, "family": self.family, "order": self.order,
@@ -146,14 +153,19 @@ def _add_version3(g: h5py.Group, c: Cfg) -> None:
     for key in ("hosts", "device_names"):
         if key in g.attrs:
             g.attrs.create(key, str(g.attrs[key]).split(","), dtype=STR)
-    scales = {"rank": _axis(g, "rank", c.devices), "node": _axis(g, "node", len(g["order"]))}
+    scales = {"rank": _axis(g, "rank", c.devices)}
+    if "order" in g:
+        scales["node"] = _axis(g, "node", len(g["order"]))
+    if "placer_rl" in g:
+        scales["episode"] = _axis(g["placer_rl"], "episode",
+                                  len(g["placer_rl"]["best_step_time_s"]))
     if "steps" in g:
         scales["step"] = _axis(g, "step", len(g["steps"]["step"]))
     if "timeline" in g:
         scales["event"] = _axis(g["timeline"], "event", len(g["timeline"]["rank"]))
     axes = {"order": ("node",), "placement": ("node",), "node_names": ("node",),
             "prediction": ("rank",), "steps": ("step", "rank"), "ranks": ("step", "rank"),
-            "timeline": ("event",)}
+            "timeline": ("event",), "placer_rl": ("episode",)}
 
     def visit(path: str, obj) -> None:
         if not isinstance(obj, h5py.Dataset) or obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
@@ -175,6 +187,23 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
                        **c.params(), "status": c.status, "reason": c.reason,
                        "started_utc": "2026-11-29T19:00:00Z", "wall_s": 12.5}.items():
         _attr(g, key, value)
+    if c.simulate_only:
+        _attr(g, "simulate_only", 1)
+        _attr(g, "rl_preset", c.rl_preset)
+        if c.same_sequence_as:
+            _attr(g, "same_sequence_as", c.same_sequence_as)
+    if c.simulate_only and c.status == "ok":
+        _attr(g, "placer_wall_s", 1.0)
+        _attr(g, "parameter_count", 272186)
+    if c.rl_curve is not None:
+        rl = g.create_group("placer_rl")
+        curve = np.asarray(c.rl_curve, dtype=float)
+        for key, value in {"start_step_time_s": curve[0], "greedy_step_time_s": curve[-1],
+                           "best_final_s": curve[-1], "episodes_run": len(curve),
+                           "evaluation_episodes": 0, "groups": 0}.items():
+            _attr(rl, key, value)
+        rl.create_dataset("episode_step_time_s", data=curve)
+        rl.create_dataset("best_step_time_s", data=curve)
     if c.pred_step_s is not None:
         p = g.create_group("prediction")
         _attr(p, "messages", "stage")
@@ -195,10 +224,13 @@ def _write_config(configs: h5py.Group, c: Cfg, version: int = 1) -> None:
         if c.peak_flops is not None:
             _attr(g, "cost_device_preset", c.cost_preset)
             _attr(g, "peak_flops_per_s", c.peak_flops)
+    if c.simulate_only and c.status != "ok":
+        return  # nothing planned
     n = c.graph.get("node_count", 4) if c.graph else 4
     g.create_dataset("order", data=np.arange(n, dtype=np.int64))
     g.create_dataset("placement", data=(np.arange(n) * k // n).astype(np.int64))
-    g.create_dataset("node_names", data=[f"n{i}" for i in range(n)], dtype=STR)
+    if not c.simulate_only:  # a simulate-only study keeps no node names
+        g.create_dataset("node_names", data=[f"n{i}" for i in range(n)], dtype=STR)
     if not c.with_data:
         if version >= 3:
             _add_version3(g, c)

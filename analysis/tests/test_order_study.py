@@ -1,10 +1,12 @@
-"""The order-study analysis (interplace_analysis.order_study) on files written here in the
-format of docs/results-format.md ("Order-study files"), with planted effects: the tables
-must find them, and must not find effects that are not there."""
+"""The order-study analysis (interplace_analysis.order_study) on result files written here
+in the format of docs/results-format.md, as a simulate-only sweep lays them out, with
+planted effects: the tables must find them, and must not find effects that are not
+there."""
 
 from __future__ import annotations
 
-import h5py
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,59 +15,43 @@ from interplace_analysis import order_study as st
 from interplace_analysis.cli import main
 from interplace_analysis.h5file import ResultFormatError
 
+from resultfile import Cfg, write_result_file
+
 ORDERS = ["lexical", "topo-lifo", "dfs-pre"]
 
 
-@pytest.fixture(autouse=True)
-def fewer_resamples(monkeypatch):
-    """2,000 bootstrap resamples instead of 10,000: the planted effects are large."""
-    monkeypatch.setattr(st, "RESAMPLES", 2000)
-
-
-def _strings(g, name, values):
-    g.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
-
-
-def write_study(path, times, models=None, episodes=4, cost="h100", version=1, same=None,
+def write_study(path, times, models=None, episodes=4, cost="h100", same=None,
                 heuristic_s=0.01):
-    """times: {(model, order, seed): step seconds}; devices 3; same: {model: the file's
-    same_orders text}."""
+    """times: {(model, order, seed): step seconds} of the rl placer, devices 3, beside
+    greedy-eft at `heuristic_s` (seed 1); same: {model: "dfs-post=topo-lifo,..."}: those
+    orders skipped on the model, naming the order they repeat."""
     models = models or sorted({m for m, _, _ in times})
-    keys = sorted(times)
-    with h5py.File(path, "w") as f:
-        f.attrs["format_name"] = st.FORMAT_NAME
-        f.attrs["format_version"] = np.int64(version)
-        f.attrs["cost_device"] = cost
-        f.attrs["command_line"] = "interplace order-study --models " + ",".join(models)
-        m = f.create_group("models")
-        _strings(m, "name", models)
-        _strings(m, "family", [name.split("-")[0] for name in models])
-        _strings(m, "same_orders", [(same or {}).get(name, "") for name in models])
-        for i, feat in enumerate(st.FEATURES):
-            m.create_dataset(feat, data=np.array([10.0 * (j + 1) + i for j in range(len(models))]))
-        r = f.create_group("runs")
-        _strings(r, "model", [k[0] for k in keys])
-        _strings(r, "order", [k[1] for k in keys])
-        r.create_dataset("devices", data=np.full(len(keys), 3, dtype=np.int64))
-        r.create_dataset("seed", data=np.array([k[2] for k in keys], dtype=np.int64))
-        _strings(r, "status", ["ok"] * len(keys))
-        _strings(r, "reason", [""] * len(keys))
-        t = np.array([times[k] for k in keys])
-        for name in ("step_time_s", "start_step_time_s", "greedy_step_time_s"):
-            r.create_dataset(name, data=t)
-        r.create_dataset("placer_wall_s", data=np.ones(len(keys)))
-        r.create_dataset("episodes_run", data=np.full(len(keys), episodes, dtype=np.int64))
-        curve = np.repeat(t[:, None], episodes, axis=1) * np.linspace(1.5, 1.0, episodes)
-        r.create_dataset("episode_step_time_s", data=curve)
-        r.create_dataset("best_so_far_step_time_s", data=curve)
-        b = f.create_group("baselines")
-        pairs = sorted({(k[0], k[1]) for k in keys})
-        _strings(b, "model", [p[0] for p in pairs])
-        _strings(b, "order", [p[1] for p in pairs])
-        b.create_dataset("devices", data=np.full(len(pairs), 3, dtype=np.int64))
-        _strings(b, "placer", ["greedy-eft"] * len(pairs))
-        b.create_dataset("step_time_s", data=np.full(len(pairs), heuristic_s))
-        _strings(b, "reason", [""] * len(pairs))
+    seeds = sorted({s for _, _, s in times})
+    base = dict(devices=3, micro_batches=1, with_data=False, simulate_only=True,
+                rl_preset="wang2022", cost_preset=cost)
+    configs = []
+
+    def add(model, order, placer, seed, **kw):
+        j = models.index(model)
+        graph = {feat: 10 * (j + 1) + i for i, feat in enumerate(st.FEATURES)}
+        graph["edge_count"] = graph["node_count"] + 1
+        configs.append(Cfg(model=model, family=model.split("-")[0], order=order,
+                           placer=placer, seed=seed, index=len(configs),
+                           **{"graph": graph, **base, **kw}))
+
+    for (model, order, seed), t in sorted(times.items()):
+        add(model, order, "rl", seed, pred_step_s=t,
+            rl_curve=list(t * np.linspace(1.5, 1.0, episodes)))
+    for model, order in sorted({(m, o) for m, o, _ in times}):
+        add(model, order, "greedy-eft", 1, pred_step_s=heuristic_s)
+    for model, text in (same or {}).items():
+        for pair in text.split(","):
+            order, twin = pair.split("=")
+            for seed in seeds:
+                add(model, order, "rl", seed, status="skipped", same_sequence_as=twin,
+                    reason=f"the same node sequence as order '{twin}' (placed once)",
+                    graph={})
+    write_result_file(path, configs, format_version=3)
 
 
 def planted(models=("resnet-a", "resnet-b", "gpt-a", "gpt-b"), effect=None, seeds=10, rng=0):
@@ -143,13 +129,33 @@ def test_bad_files_fail_clearly(tmp_path, capsys):
     (tmp_path / "x.h5").write_text("not hdf5")
     assert main(["order-study", str(tmp_path / "x.h5"), "--out", str(tmp_path / "o")]) == 2
     assert "not an HDF5 file" in capsys.readouterr().err
-    write_study(tmp_path / "v.h5", planted(models=("gpt-a",)), version=9)
-    with pytest.raises(ResultFormatError, match="version 9"):
-        st.load_order_study([tmp_path / "v.h5"])
-    with h5py.File(tmp_path / "r.h5", "w") as f:
-        f.attrs["format_name"] = "interplace-results"
-    with pytest.raises(ResultFormatError, match="not an order-study file"):
-        st.load_order_study([tmp_path / "r.h5"])
+    # A sweep that trained (no simulate-only configuration) is not a study.
+    write_result_file(tmp_path / "t.h5", [Cfg()])
+    with pytest.raises(ResultFormatError, match="no simulate-only configurations"):
+        st.load_order_study([tmp_path / "t.h5"])
+    assert main(["order-study", str(tmp_path / "t.h5"), "--out", str(tmp_path / "o")]) == 2
+    assert "simulate_only = 1" in capsys.readouterr().err
+    # Simulate-only, but no rl placer: nothing learned to compare orders by.
+    write_result_file(tmp_path / "h.h5", [Cfg(simulate_only=True, with_data=False,
+                                              pred_step_s=0.01, placer="greedy-eft")])
+    with pytest.raises(ResultFormatError, match="no simulate-only configuration of the rl"):
+        st.load_order_study([tmp_path / "h.h5"])
+
+
+def test_study_rows_come_from_the_configurations(tmp_path):
+    """Runs, baselines, features and the skipped orders as the sweep wrote them."""
+    times = {("enas-a", o, s): 0.01 + 0.001 * s for o in ORDERS for s in (1, 2)}
+    write_study(tmp_path / "s.h5", times, same={"enas-a": "dfs-post=topo-lifo"})
+    study = st.load_order_study([tmp_path / "s.h5"])
+    assert len(study.runs) == 6 and set(study.runs["status"]) == {"ok"}
+    assert sorted(study.runs["step_time_s"]) == sorted(times.values())
+    assert list(study.baselines["placer"]) == ["greedy-eft"] * 3
+    (m,) = study.models.to_dict("records")
+    assert m["same_orders"] == "dfs-post=topo-lifo" and m["distinct_orders"] == 3
+    assert m["depth"] == 10.0 and m["node_count"] == 14.0
+    curves = study.curves(study.ok)
+    assert all(len(c) == 4 and c[-1] == t for c, t in zip(curves, study.ok["step_time_s"]))
+    assert study.commands == ["interplace sweep runs/configs/fixture.toml steps=9"]
 
 
 def family_study(tmp_path, effect=0.9, graphs=8, rng=0, **kwargs):
@@ -222,3 +228,17 @@ def test_family_baselines_and_report(tmp_path, capsys):
     assert main(["order-study", str(tmp_path / "f.h5"), "--out", str(out), "--quiet"]) == 0
     assert (out / "tables" / "order_study_family_tests.csv").is_file()
     assert (out / "plots" / "order_study_families_h100_k3.png").is_file()
+
+
+def test_report_and_compare_name_simulate_only_configurations(tmp_path, capsys):
+    """report and compare read a study's file as any other result file and say why its
+    configurations are in none of their step-time tables."""
+    write_study(tmp_path / "s.h5", planted(models=("gpt-a",), seeds=2))
+    out = tmp_path / "rep"
+    assert main(["report", str(tmp_path / "s.h5"), "--out", str(out), "--quiet"]) == 0
+    assert "are simulate-only configurations" in (out / "report.md").read_text()
+    assert main(["compare", str(tmp_path / "s.h5"), str(tmp_path / "s.h5"),
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    wheres = {u["where"] for u in doc["unmatched"]}
+    assert wheres == {f"simulate-only in {tmp_path / 's.h5'} (no measured steps)"}, wheres
