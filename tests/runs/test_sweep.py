@@ -1219,6 +1219,39 @@ def test_simulate_only_study_np1():
               contains=("simulate_only must be in 0..1",))
 
 
+def test_simulate_only_plans_as_simulate_np1():
+    """A simulate-only configuration runs on none of the job's ranks: its devices share a
+    host as in `simulate` (all on one), whatever the job's layout; planned by a 1-rank job
+    as a training configuration, its K = 2 devices would count as two hosts and the
+    profile's host sharing would vanish."""
+    if is_fake():
+        raise Skip("the fake runner has no profile or simulate command")
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = os.path.join(tmp, "plain.tsv")
+        ok(None, "profile", "--model", "gpt-mini", "--batch-size", "32", "--threads", "1",
+           "--repeats", "1", "--warmup", "0", "--out", plain)
+        shared = os.path.join(tmp, "shared.tsv")
+        with open(plain) as f, open(shared, "w") as g:
+            g.write(f.read() + "host_sharing\t2\t1.0\t1.8\n")  # two computing: 1.8x slower
+
+        def simulated(profile):
+            return json.loads(ok(None, "simulate", "--model", "gpt-mini", "--order", "topo",
+                                 "--placer", "greedy-eft", "--devices", "2", "--batch-size",
+                                 "32", "--profile", profile, "--format",
+                                 "json").stdout)["simulation"]["step_time_s"]
+        check(simulated(shared) != simulated(plain), "the sharing factors change nothing")
+        spec = write(tmp, "s.toml", 'model = "gpt-mini"\ndevices = 2\norder = "topo"\n'
+                     'placer = "greedy-eft"\nsimulate_only = 1\nbatch_size = 32\n'
+                     f'cost_device = "profile:{shared}"\n')
+        out = os.path.join(tmp, "s.h5")
+        ok(1, "sweep", spec, "--out", out)
+        with h5py.File(out, "r") as f:
+            (g,) = f["configs"].values()
+            step = g["prediction"].attrs["step_time_s"]
+        check(step == simulated(shared), (step, simulated(shared), simulated(plain)))
+
+
 def test_merge_refusals():
     import shutil
 

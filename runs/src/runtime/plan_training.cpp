@@ -98,8 +98,10 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
                                      : placement::read_profile_file(c.profile_path),
       device, optimizer);
   // The run's ranks share hosts as MPI placed them (consecutive ranks on one host); the
-  // profile's host_sharing then slows down ranks that compute at once on one host.
-  if (world_node_local_recorded()) {
+  // profile's host_sharing then slows down ranks that compute at once on one host. A
+  // simulate-only configuration runs on no ranks of this job: its K devices share one host
+  // as in `simulate` (the cost model's default).
+  if (world_node_local_recorded() && !c.simulate_only) {
     model.set_ranks_per_host(std::min(c.devices, world_node_local().size));
   }
   return model;
