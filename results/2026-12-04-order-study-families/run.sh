@@ -1,42 +1,40 @@
 #!/bin/bash
-# The traversal-order study on its own graph sets (issue #28, item 5): the three generated
-# families (enas-cnn, enas-rnn, nmt; seeds 0-31 each, docs/models.md) through
-# `order-study --preset wang2022` (3 devices, the study's six orders of which the distinct
-# ones run, 10 seeds, 50 episodes; docs/placers.md), with the heuristics recorded beside rl.
-# Six order-study files (each family in two halves of 16 graphs), two at a time on the
-# 2 cores. Then the ablation: the same on the first 16 graphs of each family with the
-# study's own policy inputs (`--rl-features placeto`) instead of the lookahead. Then the
-# tables and figures (report/, report-placeto/). The HDF5 files (~0.5 MB each) go to
-# DATA_DIR, outside git. Usage: run.sh BUILD_DIR DATA_DIR
+# The traversal-order study on its own graph sets (issue #28, items 5 and 7): the study's
+# spec, runs/configs/wang2022-order-study.toml, as a simulate-only sweep: the three generated
+# families (enas-cnn, enas-rnn, nmt; seeds 0-31 each, docs/models.md), 3 devices, the
+# study's six orders (dfs-post is skipped as topo-lifo-rev's twin), the rl placer at
+# rl_preset = "wang2022" with 10 seeds beside greedy-eft, contiguous, balanced and refine
+# (docs/placers.md). Two shards at a time on the 2 cores, merged into study.h5. Then the
+# ablation: the first 16 graphs of each family with the study's own policy inputs
+# (rl_preset = "wang2022-placeto", rl alone). Then the tables and figures (report/,
+# report-placeto/). The HDF5 files go to DATA_DIR, outside git.
+# Usage: run.sh BUILD_DIR DATA_DIR   (a finished shard or merged file is kept)
 set -euo pipefail
 I=$(realpath "$1")/runs/interplace
 HERE=$(dirname "$(realpath "$0")")
+SPEC=$HERE/../../runs/configs/wang2022-order-study.toml
 PY=$HERE/../../.venv/bin/python
 mkdir -p "$2" && cd "$2"
 export OMP_NUM_THREADS=1
 
-# Lines "FILE MODELS [OPTIONS...]", run two at a time; a finished FILE.h5 is kept.
-studies() {
-  xargs -P 2 -L 1 sh -c '
-    [ -f "$0.h5" ] && { echo "$0.h5 exists: kept"; exit 0; }
-    rm -f "$0.h5.part"
-    f=$0 m=$1; shift
-    '"$I"' order-study --models "$m" --preset wang2022 \
-      --baselines greedy-eft,contiguous,balanced,refine "$@" --out "$f.h5.part" > "$f.log" 2>&1 &&
-    mv "$f.h5.part" "$f.h5" && echo "$f.h5 done"'
+# study NAME [OVERRIDES...]: two shards in parallel, then NAME.h5 merged from them.
+study() {
+  local name=$1; shift
+  [ -f "$name.h5" ] && { echo "$name.h5 exists: kept"; return; }
+  for i in 0 1; do
+    "$I" sweep "$SPEC" "$@" --shard "$i/2" --out "$name-$i.h5" --resume > "$name-$i.log" 2>&1 &
+  done
+  wait
+  "$I" merge "$name-0.h5" "$name-1.h5" -o "$name.h5"
 }
-for family in enas-cnn enas-rnn nmt; do
-  echo "$family-a $(seq -s, -f "$family:%g" 0 15)"
-  echo "$family-b $(seq -s, -f "$family:%g" 16 31)"
-done | studies
-for family in enas-cnn enas-rnn nmt; do
-  echo "placeto-$family $(seq -s, -f "$family:%g" 0 15) --rl-features placeto"
-done | studies
+study study
+study placeto 'models=["enas-cnn:0..15","enas-rnn:0..15","nmt:0..15"]' \
+  rl_preset=wang2022-placeto placers=rl
 
 report() {
   rm -rf "$HERE/$1"
   "$PY" -m interplace_analysis order-study "${@:2}" --out "$HERE/$1" --quiet
   rm -f "$HERE/$1"/tables/*.tex "$HERE/$1"/tables/*.md  # report.md has them
 }
-report report enas-cnn-?.h5 enas-rnn-?.h5 nmt-?.h5
-report report-placeto placeto-*.h5
+report report study.h5
+report report-placeto placeto.h5
