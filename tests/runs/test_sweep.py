@@ -1209,6 +1209,13 @@ def test_simulate_only_study_np1():
             ok(1, "sweep", spec, "--out", path, "--shard", f"{i}/2")
         merged = {**study_outcomes(shards[0]), **study_outcomes(shards[1])}
         check(merged == got, "shards decide otherwise than the whole sweep")
+        # inspect shows the result, the simulated step (there is no measured one).
+        listed = json.loads(ok(None, "inspect", out, "--format", "json").stdout)["configs"]
+        with h5py.File(out, "r") as f:
+            for c in listed:
+                g = f["configs"][c["id"]]
+                step = g["prediction"].attrs["step_time_s"] if "prediction" in g else None
+                check(c["simulated_step_s"] == step and c["median_step_s"] is None, c)
         # Bad values name the key.
         bad = write(tmp, "bad.toml", ORDER_STUDY_SPEC.replace('"wang2022"', '"wang2021"'))
         fails(2, None, "sweep", bad, "--out", os.path.join(tmp, "bad.h5"),

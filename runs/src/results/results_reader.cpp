@@ -60,7 +60,8 @@ StoredConfig stored_config(const SummaryRow& row, const std::string& where) {
                       .median_step_s = row.step_time_s,
                       .samples_per_s = row.samples_per_s,
                       .final_loss = row.final_loss,
-                      .eval_accuracy = row.eval_accuracy};
+                      .eval_accuracy = row.eval_accuracy,
+                      .simulated_step_s = row.pred_step_time_s};
 }
 
 StoredConfig read_config(hid_t configs, const std::string& id) {
@@ -90,10 +91,12 @@ std::optional<std::vector<StoredConfig>> configs_from_summary(hid_t file, hid_t 
                                  reasons = texts("reason");
   const std::vector<int64_t> indices = h5::read_ints(table.get(), "index");
   const std::vector<double> step = reals("step_time_s"), rate = reals("samples_per_s"),
-                            loss = reals("final_loss"), accuracy = reals("eval_accuracy");
+                            loss = reals("final_loss"), accuracy = reals("eval_accuracy"),
+                            simulated = reals("pred_step_time_s");
   const size_t n = ids.size();
-  for (const size_t size : {names.size(), statuses.size(), reasons.size(), indices.size(),
-                            step.size(), rate.size(), loss.size(), accuracy.size()}) {
+  for (const size_t size :
+       {names.size(), statuses.size(), reasons.size(), indices.size(), step.size(), rate.size(),
+        loss.size(), accuracy.size(), simulated.size()}) {
     if (size != n) throw_runtime("the summary table's columns differ in length");
   }
   std::vector<StoredConfig> out;
@@ -109,6 +112,7 @@ std::optional<std::vector<StoredConfig>> configs_from_summary(hid_t file, hid_t 
     row.samples_per_s = rate[i];
     row.final_loss = loss[i];
     row.eval_accuracy = accuracy[i];
+    row.pred_step_time_s = simulated[i];
     out.push_back(stored_config(
         row, "/summary row " + std::to_string(i) + " (group /configs/" + ids[i] + ")"));
   }

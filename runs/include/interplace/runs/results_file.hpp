@@ -139,6 +139,9 @@ struct StoredConfig {
   double samples_per_s = 0.0;  // NaN unless ok
   double final_loss = 0.0;     // loss of the last measured step; NaN when there is none
   double eval_accuracy = 0.0;  // NaN unless evaluated
+  // The simulator's step for the configuration (prediction/step_time_s); NaN unless planned.
+  // The result of a simulate-only configuration, which has no measured steps.
+  double simulated_step_s = 0.0;
 };
 
 struct ResultsSummary {

@@ -22,8 +22,9 @@ std::string or_dash(double value, const std::string& text) {
 }
 
 std::string inspect_text(const ResultsSummary& s, const std::string& file) {
-  TextTable table({"id", "name", "status", "step", "samples/s", "final loss", "eval acc", "reason"},
-                  {1, 2, 7});
+  TextTable table({"id", "name", "status", "step", "step (sim)", "samples/s", "final loss",
+                   "eval acc", "reason"},
+                  {1, 2, 8});
   int ok = 0, failed = 0, skipped = 0, diverged = 0;
   for (const StoredConfig& c : s.configs) {
     ok += c.status == "ok";
@@ -32,6 +33,7 @@ std::string inspect_text(const ResultsSummary& s, const std::string& file) {
     diverged += c.status == "diverged";
     table.add_row({c.id, c.name, c.status,
                    or_dash(c.median_step_s, format_seconds(c.median_step_s)),
+                   or_dash(c.simulated_step_s, format_seconds(c.simulated_step_s)),
                    or_dash(c.samples_per_s, format_fixed(c.samples_per_s, 1)),
                    or_dash(c.final_loss, format_fixed(c.final_loss, 4)),
                    or_dash(c.eval_accuracy, format_percent(c.eval_accuracy)), c.reason});
@@ -52,6 +54,7 @@ std::string inspect_json(const ResultsSummary& s, const std::string& file) {
         .string("name", c.name)
         .string("status", c.status)
         .number("median_step_s", c.median_step_s)
+        .number("simulated_step_s", c.simulated_step_s)
         .number("samples_per_s", c.samples_per_s)
         .number("final_loss", c.final_loss)
         .number("eval_accuracy", c.eval_accuracy)
