@@ -237,9 +237,9 @@ TrainPlan plan_training(const TrainConfig& given) {
   }
   request.seed = config.seed;
   request.rl = placement::rl_preset_options(config.rl_preset);
-  if (config.placer == "rl") request.rl_log = &plan.rl_log.emplace();
   const int stage_count = request.device_count;
   if (config.placement_path.empty()) {
+    if (config.placer == "rl") request.rl_log = &plan.rl_log.emplace();
     plan.stage_placement = placement::run_placer(plan.graph, ordered, config.placer,
                                                  std::move(request), &plan.placer_wall_s);
   } else {

@@ -63,7 +63,7 @@ struct TrainConfig {
   // The rl placer's settings (placer "rl" only; rl_placer.hpp, RlPreset).
   placement::RlPreset rl_preset = placement::RlPreset::standard;
   // Plan and simulate only: no rank trains, the configuration's result is its placement,
-  // the simulator's step time and (rl) the placer's learning curve (docs/sweeps.md,
+  // the simulator's step time and (rl) the placer's learning curve (docs/cli.md,
   // "Simulate-only sweeps": the traversal-order study). Planned on one rank of any job.
   bool simulate_only = false;
   // A placement file (docs/placers.md#placement-files) trained as it is instead of running
