@@ -6,8 +6,8 @@
 # rl_preset = "wang2022" with 10 seeds beside greedy-eft, contiguous, balanced and refine
 # (docs/placers.md). Two shards at a time on the 2 cores, merged into study.h5. Then the
 # ablation: the first 16 graphs of each family with the study's own policy inputs
-# (rl_preset = "wang2022-placeto", rl alone). Then the tables and figures (report/,
-# report-placeto/). The HDF5 files go to DATA_DIR, outside git.
+# (rl_preset = "wang2022-placeto"), the heuristics beside it again. Then the tables and
+# figures (report/, report-placeto/). The HDF5 files go to DATA_DIR, outside git.
 # Usage: run.sh BUILD_DIR DATA_DIR   (a finished shard or merged file is kept)
 set -euo pipefail
 I=$(realpath "$1")/runs/interplace
@@ -29,7 +29,7 @@ study() {
 }
 study study
 study placeto 'models=["enas-cnn:0..15","enas-rnn:0..15","nmt:0..15"]' \
-  rl_preset=wang2022-placeto placers=rl
+  rl_preset=wang2022-placeto
 
 report() {
   rm -rf "$HERE/$1"
