@@ -16,6 +16,10 @@ std::string sibling_key(const SweepConfig& c) {
 
 }  // namespace
 
+std::string same_sequence_reason(const std::string& twin) {
+  return "the same node sequence as order '" + twin + "' (placed once)";
+}
+
 SameSequence::SameSequence(const SweepSpec& spec) {
   for (const SweepConfig& c : spec.configs) {
     if (c.train.simulate_only) siblings_[sibling_key(c)].push_back(&c);

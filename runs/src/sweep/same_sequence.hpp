@@ -13,6 +13,10 @@
 
 namespace interplace::runs::sweep {
 
+// The reason a skipped twin is recorded with: "the same node sequence as order 'X' (placed
+// once)".
+std::string same_sequence_reason(const std::string& twin);
+
 class SameSequence {
  public:
   explicit SameSequence(const SweepSpec& spec);

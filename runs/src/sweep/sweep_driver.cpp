@@ -326,8 +326,7 @@ std::vector<PlannedConfig> plan_sweep(const SweepSpec& spec,
       if (learned) train.placer = "contiguous";
       const std::string twin = train.simulate_only ? same_sequence.earlier_twin(*config) : "";
       if (!twin.empty()) {
-        outcome = {OutcomeCode::skipped,
-                   "the same node sequence as order '" + twin + "' (placed once)"};
+        outcome = {OutcomeCode::skipped, sweep::same_sequence_reason(twin)};
       } else {
         const TrainPlan plan = runner.plan(train);
         planned.predicted_step_s =
@@ -438,8 +437,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const SweepOptions& options,
         if (record.same_sequence_as.empty()) {
           plan = runner.plan(train);
         } else {
-          mine = {OutcomeCode::skipped, "the same node sequence as order '" +
-                                            record.same_sequence_as + "' (placed once)"};
+          mine = {OutcomeCode::skipped, sweep::same_sequence_reason(record.same_sequence_as)};
         }
       } catch (...) {
         mine = outcome_of(std::current_exception(), true);
