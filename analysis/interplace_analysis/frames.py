@@ -155,6 +155,9 @@ def config_row(rec: ConfigRecord) -> dict:
     row["rl_greedy_step_time_s"] = rl.get("greedy_step_time_s", _nan())
     row["rl_episodes_run"] = rl.get("episodes_run", _nan())
     row["rl_groups"] = rl.get("groups", _nan())
+    # coarse to fine (docs/placers.md#coarse-to-fine): the fine level's groups, 0 for the
+    # nodes; absent (NaN) when rl placed one level
+    row["rl_fine_groups"] = rl.get("fine_groups", _nan())
 
     if rec.summary is not None:  # from the file's summary table: computed by the writer
         row.update({k: v for k, v in rec.summary.items() if k != "has_timeline"})

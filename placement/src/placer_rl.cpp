@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,6 +154,7 @@ RlOptions rl_preset_options(RlPreset preset) {
   o.entropy_weight = 0.0;
   o.entropy_schedule = RlEntropySchedule::constant;
   o.clip_norm = 1.25;
+  o.fine_episodes = 0;  // the study's code places one grouping
   if (preset == RlPreset::wang2022_placeto) o.features = RlFeatures::placeto;
   return o;
 }
@@ -167,6 +169,10 @@ double rl_move_reward(RlReward reward, double before, double after, double start
       return std::log(after) - std::log(before);
   }
   throw_invalid("rl: unknown reward");
+}
+
+int fine_group_count(int groups, double fine_factor) {
+  return static_cast<int>(std::min(std::llround(groups * fine_factor), 1LL << 30));
 }
 
 void check_rl_options(const RlOptions& o) {
@@ -184,6 +190,17 @@ void check_rl_options(const RlOptions& o) {
     throw_invalid("rl: groups must be >= 0 (0: no grouping), got " + std::to_string(o.groups));
   }
   if (o.rounds < 0) throw_invalid("rl: rounds must be >= 0, got " + std::to_string(o.rounds));
+  if (o.fine_episodes < 0) {
+    throw_invalid("rl: fine_episodes must be >= 0 (0: one level), got " +
+                  std::to_string(o.fine_episodes));
+  }
+  if (!(o.fine_factor > 1.0) || !std::isfinite(o.fine_factor) ||
+      fine_group_count(std::max(o.groups, 1), o.fine_factor) > (1 << 24)) {
+    throw_invalid(
+        "rl: fine_factor must be a number > 1 (the fine level's groups per coarse "
+        "group) and at most 2^24 groups, got " +
+        std::to_string(o.fine_factor));
+  }
   auto rate = [](const char* name, double value) {
     if (!(value > 0.0) || !std::isfinite(value)) {
       throw_invalid(std::string("rl: ") + name + " must be a finite number > 0");
@@ -235,9 +252,46 @@ struct RlResult {
   Placement greedy;  // of the final greedy episode
 };
 
-// Training and the greedy episode (docs/placers.md#rl); fills `log`.
+// What training keeps from one level to the next (docs/placers.md#coarse-to-fine): the
+// policy, its optimiser and the random stream.
+struct RlLearner {
+  int rounds;
+  int candidates;
+  RlPolicy policy;
+  Adam adam;
+  kernels::Rng rng;
+};
+
+RlLearner make_learner(const RlOptions& o, int inputs, int k, uint64_t seed) {
+  const int candidates = o.initial                             ? o.initial->candidates
+                         : o.features == RlFeatures::lookahead ? kCandidateFeatures
+                                                               : 0;
+  RlPolicy policy = o.initial
+                        ? RlPolicy(*o.initial)
+                        : RlPolicy(inputs, o.hidden, k, seed ^ 0x5eed0f9a1ace7011ULL, candidates);
+  const auto parameters = static_cast<size_t>(policy.parameter_count());
+  return {.rounds = o.initial ? o.initial->rounds : o.rounds,
+          .candidates = candidates,
+          .policy = std::move(policy),
+          .adam = Adam(parameters),
+          .rng = kernels::Rng(seed)};
+}
+
+// Which of the request's episodes a call of train runs: [first, first + count) of `total`
+// (the learning-rate schedule, the entropy decay and the evaluation episodes count over
+// all levels); `final_greedy`: play the trained policy's greedy episode at the end (the
+// last level only).
+struct RlEpisodes {
+  int first = 0;
+  int count = 0;
+  bool final_greedy = true;
+};
+
+// Training and the greedy episode (docs/placers.md#rl) on one graph (the request's, or a
+// group graph); appends to `log`.
 RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_t capacity_bytes,
-               std::chrono::steady_clock::time_point started, RlTrainingLog& log) {
+               std::chrono::steady_clock::time_point started, RlLearner& learner,
+               RlEpisodes episodes, RlTrainingLog& log) {
   const RlOptions& o = request.rl;
   const Graph& graph = problem.graph;
   const Order& order = problem.order;
@@ -256,21 +310,12 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
     return total;
   };
 
-  const int rounds = o.initial ? o.initial->rounds : o.rounds;
+  const int rounds = learner.rounds;
+  const int candidates = learner.candidates;
+  RlPolicy& policy = learner.policy;
+  Adam& adam = learner.adam;
+  kernels::Rng& rng = learner.rng;
   detail::Featurizer featurizer(graph, problem.costs, k, rounds);
-  if (o.initial && (o.initial->devices != k || o.initial->inputs != featurizer.input_size())) {
-    throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
-                  " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
-                  std::to_string(k) + " (" + std::to_string(featurizer.input_size()) + " inputs)");
-  }
-  const int candidates = o.initial                             ? o.initial->candidates
-                         : o.features == RlFeatures::lookahead ? kCandidateFeatures
-                                                               : 0;
-  RlPolicy policy = o.initial ? RlPolicy(*o.initial)
-                              : RlPolicy(featurizer.input_size(), o.hidden, k,
-                                         request.seed ^ 0x5eed0f9a1ace7011ULL, candidates);
-  Adam adam(static_cast<size_t>(policy.parameter_count()));
-  kernels::Rng rng(request.seed);
 
   std::vector<int64_t> start_used(static_cast<size_t>(k), 0);
   for (NodeId v = 0; v < n; ++v) {
@@ -286,8 +331,7 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   double best_cost = start_cost;
   double best_start_s = start_s;
 
-  log = {};
-  log.start_step_time_s = start_s;
+  if (episodes.first == 0) log.start_step_time_s = start_s;
 
   const size_t steps = order.size();
   std::vector<std::vector<double>> inputs(steps);
@@ -379,7 +423,7 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
     return step_s;
   };
 
-  for (int e = 0; e < o.episodes; ++e) {
+  for (int e = episodes.first; e < episodes.first + episodes.count; ++e) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (o.time_budget_s > 0.0 && elapsed >= o.time_budget_s) break;
@@ -449,7 +493,7 @@ RlResult train(const RlProblem& problem, const PlacementRequest& request, int64_
   // The greedy episode of the trained policy, unless the last episode was one already.
   const bool last_evaluated =
       o.eval_every > 0 && log.episodes_run > 0 && log.episodes_run % o.eval_every == 0;
-  if (!last_evaluated) {
+  if (episodes.final_greedy && !last_evaluated) {
     log.greedy_step_time_s = episode(true);
     result.greedy = placement;
   }
@@ -494,6 +538,12 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   const detail::PlacerContext context = detail::make_placer_context(graph, order, request);
   const int n = graph.node_count();
   const int k = context.device_count;
+  const int inputs = detail::Featurizer::input_size(k);
+  if (o.initial && (o.initial->devices != k || o.initial->inputs != inputs)) {
+    throw_invalid("rl: the loaded policy places on " + std::to_string(o.initial->devices) +
+                  " devices (" + std::to_string(o.initial->inputs) + " inputs), this request on " +
+                  std::to_string(k) + " (" + std::to_string(inputs) + " inputs)");
+  }
   Placement start;
   if (o.start == "random") {
     start = place_random(graph, order, request);
@@ -510,11 +560,13 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   }
   RlTrainingLog local_log;
   RlTrainingLog& log = request.rl_log ? *request.rl_log : local_log;
+  log = {};
+  RlLearner learner = make_learner(o, inputs, k, request.seed);
+  const RlProblem full{graph, context.costs, context.node_memory_bytes, order, start, estimate};
 
   if (o.groups == 0 || n <= o.groups) {
     const RlResult result =
-        train({graph, context.costs, context.node_memory_bytes, order, start, estimate}, request,
-              context.capacity_bytes, started, log);
+        train(full, request, context.capacity_bytes, started, learner, {.count = o.episodes}, log);
     log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result.best;
   }
@@ -523,33 +575,57 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     throw_invalid("rl: groups must be 0 (no grouping) or at least the device count " +
                   std::to_string(k) + ", got " + std::to_string(o.groups));
   }
-  const GraphGroups groups = group_nodes(graph, context.costs, o.groups);
-  const Order order_of_groups = group_order(groups, order);
-  std::vector<int64_t> group_memory_bytes(groups.members.size(), 0);
-  for (NodeId v = 0; v < n; ++v) {
-    group_memory_bytes[static_cast<size_t>(groups.group_of_node[static_cast<size_t>(v)])] +=
-        context.node_memory_bytes[v];
+  // Coarse to fine (docs/placers.md#coarse-to-fine): the last fine_episodes place
+  // fine_groups groups (the nodes themselves where the graph has no more), from the best
+  // placement of the coarse level.
+  const int fine_groups = o.fine_episodes > 0 ? fine_group_count(o.groups, o.fine_factor) : 0;
+  const int fine_episodes = fine_groups > 0 ? std::min(o.fine_episodes, o.episodes) : 0;
+  const int coarse_episodes = o.episodes - fine_episodes;
+
+  // One level on `max_groups` groups from the node placement `level_start`.
+  auto grouped_level = [&](int max_groups, const Placement& level_start, RlEpisodes episodes) {
+    const GraphGroups groups = group_nodes(graph, context.costs, max_groups);
+    std::vector<int64_t> group_memory_bytes(groups.members.size(), 0);
+    for (NodeId v = 0; v < n; ++v) {
+      group_memory_bytes[static_cast<size_t>(groups.group_of_node[static_cast<size_t>(v)])] +=
+          context.node_memory_bytes[v];
+    }
+    RlStepEstimator group_estimate;
+    if (o.group_estimator) {
+      group_estimate = o.group_estimator(groups.graph, groups.costs);
+    } else {
+      group_estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
+                            groups.graph, groups.costs, request.cost_model.link(),
+                            request.micro_batches)](const Placement& candidate) {
+        return (*list_schedule)(candidate);
+      };
+    }
+    const Order order_of_groups = group_order(groups, order);
+    const Placement start_of_groups = group_start(groups, context.costs, level_start);
+    const RlResult result = train({groups.graph, groups.costs, group_memory_bytes, order_of_groups,
+                                   start_of_groups, group_estimate},
+                                  request, context.capacity_bytes, started, learner, episodes, log);
+    log.level_groups.push_back(groups.group_count());
+    log.level_episodes.push_back(log.episodes_run - episodes.first);
+    return RlResult{.best = ungroup_placement(groups, result.best),
+                    .greedy = ungroup_placement(groups, result.greedy)};
+  };
+  RlResult result = grouped_level(o.groups, start,
+                                  {.count = coarse_episodes, .final_greedy = fine_episodes == 0});
+  std::optional<Placement> coarse_best;
+  if (fine_episodes > 0) {
+    coarse_best = result.best;
+    const RlEpisodes fine{.first = log.episodes_run, .count = fine_episodes};
+    if (n <= fine_groups) {
+      const RlProblem nodes{graph, context.costs, context.node_memory_bytes,
+                            order, result.best,   estimate};
+      result = train(nodes, request, context.capacity_bytes, started, learner, fine, log);
+      log.level_groups.push_back(0);
+      log.level_episodes.push_back(log.episodes_run - fine.first);
+    } else {
+      result = grouped_level(fine_groups, result.best, fine);
+    }
   }
-  const Placement start_of_groups = group_start(groups, context.costs, start);
-  RlStepEstimator group_estimate;
-  if (o.group_estimator) {
-    group_estimate = o.group_estimator(groups.graph, groups.costs);
-  } else {
-    group_estimate = [list_schedule = std::make_shared<StepTimeEstimate>(
-                          groups.graph, groups.costs, request.cost_model.link(),
-                          request.micro_batches)](const Placement& candidate) {
-      return (*list_schedule)(candidate);
-    };
-  }
-  const RlResult result = train({groups.graph, groups.costs, group_memory_bytes, order_of_groups,
-                                 start_of_groups, group_estimate},
-                                request, context.capacity_bytes, started, log);
-  // What the caller compares across placers: the full graph's step times. The group
-  // graph's estimate only approximates them (a group's outgoing bytes are charged on each of
-  // its edges), so the group-graph best can be slower on the full graph than the start
-  // (the node placement, not its grouped form: a start from another placer is never lost to
-  // the grouping) or the greedy result: the placer returns the fastest of the three on the
-  // full graph that fits memory.
   auto fits = [&](const Placement& node_placement) {
     std::vector<int64_t> used(static_cast<size_t>(k), 0);
     for (NodeId v = 0; v < n; ++v) {
@@ -558,21 +634,28 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     return std::all_of(used.begin(), used.end(),
                        [&](int64_t bytes) { return bytes <= context.capacity_bytes; });
   };
-  log.groups = groups.group_count();
-  const Placement greedy_placement = ungroup_placement(groups, result.greedy);
+  log.groups = log.level_groups.front();
+  // What the caller compares across placers: the full graph's step times. The group
+  // graph's estimate only approximates them (a group's outgoing bytes are charged on each of
+  // its edges), so the last level's best can be slower on the full graph than the coarse
+  // level's, the start (the node placement, not its grouped form: a start from another
+  // placer is never lost to the grouping) or the greedy result: the placer returns the
+  // fastest of them on the full graph that fits memory (on ties, the first in this order).
   log.start_step_time_s = estimate(start);
-  log.greedy_step_time_s = estimate(greedy_placement);
-  Placement best = ungroup_placement(groups, result.best);
-  log.best_final_s = fits(best) ? estimate(best) : INFINITY;
-  const std::pair<const Placement*, double> others[] = {
-      {&start, log.start_step_time_s}, {&greedy_placement, log.greedy_step_time_s}};
-  for (const auto& [other, other_s] : others) {
-    if (other_s < log.best_final_s && fits(*other)) {
-      log.best_final_s = other_s;
-      best = *other;
+  log.greedy_step_time_s = estimate(result.greedy);
+  std::vector<std::pair<const Placement*, double>> candidates{
+      {&result.best, estimate(result.best)}};
+  if (coarse_best) candidates.emplace_back(&*coarse_best, estimate(*coarse_best));
+  candidates.emplace_back(&start, log.start_step_time_s);
+  candidates.emplace_back(&result.greedy, log.greedy_step_time_s);
+  Placement best = start;  // nothing fits: the start, as ungrouped
+  log.best_final_s = INFINITY;
+  for (const auto& [candidate, candidate_s] : candidates) {
+    if (candidate_s < log.best_final_s && fits(*candidate)) {
+      log.best_final_s = candidate_s;
+      best = *candidate;
     }
   }
-  if (!std::isfinite(log.best_final_s)) best = start;  // nothing fits: the start, as ungrouped
   log.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return best;
 }

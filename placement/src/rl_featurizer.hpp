@@ -46,8 +46,10 @@ class Reachability {
 class Featurizer {
  public:
   Featurizer(const Graph& graph, const NodeCosts& costs, int devices, int rounds);
+  // The policy's input size on `devices` devices (any graph).
+  static int input_size(int devices) { return 12 * (4 + devices); }
   int features() const { return 4 + devices_; }
-  int input_size() const { return 12 * features(); }
+  int input_size() const { return input_size(devices_); }
 
   // The input for placing `current` when the graph is placed as `placement` and `visited`
   // marks the nodes visited in this episode. Keeps the features of the previous call and

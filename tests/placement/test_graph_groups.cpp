@@ -89,6 +89,33 @@ TEST(GraphGroups, CoverEveryNodeOnceAndStayAcyclic) {
   expect_valid_grouping(nmt, costs, group_nodes(nmt, costs, 60), 60);
 }
 
+// The merges run in the same sequence whatever the limit, so a finer grouping nests in a
+// coarser one: every fine group lies within one coarse group (rl's coarse-to-fine levels
+// rely on it: docs/placers.md#coarse-to-fine).
+TEST(GraphGroups, FinerGroupingsNestInCoarserOnes) {
+  auto expect_nested = [](const Graph& graph, int coarse_limit, int fine_limit) {
+    SCOPED_TRACE(graph.name() + ": " + std::to_string(coarse_limit) + " in " +
+                 std::to_string(fine_limit) + " groups");
+    const NodeCosts costs = roofline().node_costs(graph);
+    const GraphGroups coarse = group_nodes(graph, costs, coarse_limit);
+    const GraphGroups fine = group_nodes(graph, costs, fine_limit);
+    EXPECT_GT(fine.group_count(), coarse.group_count());
+    for (const std::vector<NodeId>& members : fine.members) {
+      for (NodeId v : members) {
+        EXPECT_EQ(coarse.group_of_node[static_cast<size_t>(v)],
+                  coarse.group_of_node[static_cast<size_t>(members.front())]);
+      }
+    }
+  };
+  for (uint64_t seed : {1, 2, 3}) {
+    const Graph graph = testing::random_dag(150, 0.06, seed, 4);
+    expect_nested(graph, 9, 27);
+    expect_nested(graph, 40, 120);
+    expect_nested(graph, 40, 149);
+  }
+  expect_nested(build_model("nmt-small:3"), 60, 180);
+}
+
 TEST(GraphGroups, AGraphNoLargerThanTheLimitIsLeftWhole) {
   const Graph graph = testing::random_dag(40, 0.1, 7, 3);
   const NodeCosts costs = roofline().node_costs(graph);
@@ -174,10 +201,12 @@ TEST(RlGroups, PlacesAGraphOfThousandsOfNodesQuickly) {
   const CostModel cost_model = roofline();
   PlacementRequest request{.device_count = 4, .cost_model = cost_model};
   request.rl.episodes = 3;
+  request.rl.fine_episodes = 1;
   RlTrainingLog log;
   request.rl_log = &log;
   const Placement placement = place_rl(graph, topological_order(graph), request);
   EXPECT_EQ(log.groups, RlOptions{}.groups);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{RlOptions{}.groups, 3 * RlOptions{}.groups}));
   EXPECT_EQ(log.episodes_run, 3);
   EXPECT_LT(log.wall_s, 10.0);
   ASSERT_EQ(placement.device_of_node.size(), static_cast<size_t>(graph.node_count()));

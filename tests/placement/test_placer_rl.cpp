@@ -13,6 +13,7 @@
 #include "graph_fixtures.hpp"
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/random.hpp"
+#include "interplace/placement/graph_groups.hpp"
 #include "interplace/placement/placers.hpp"
 #include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/step_estimate.hpp"
@@ -237,6 +238,10 @@ TEST(RlPlacer, BadOptionsFailClearly) {
   expect_bad([](RlOptions& o) { o.eval_every = -5; }, "eval_every");
   expect_bad([](RlOptions& o) { o.clip_norm = -1.0; }, "clip_norm");
   expect_bad([](RlOptions& o) { o.clip_norm = INFINITY; }, "clip_norm");
+  expect_bad([](RlOptions& o) { o.fine_episodes = -1; }, "fine_episodes");
+  expect_bad([](RlOptions& o) { o.fine_factor = 1.0; }, "fine_factor");
+  expect_bad([](RlOptions& o) { o.fine_factor = std::nan(""); }, "fine_factor");
+  expect_bad([](RlOptions& o) { o.fine_factor = 1e12; }, "fine_factor");
   EXPECT_EQ(placer_by_name("rl")(graph, order, rl_request(cost_model, 2, 1)).device_count, 2);
 }
 
@@ -673,6 +678,100 @@ TEST(RlPlacer, GroupedPlacementNeverLosesTheStart) {
   EXPECT_EQ(log.groups, 10);
   EXPECT_EQ(log.start_step_time_s, start_s);
   EXPECT_LE(rl_s, start_s);
+}
+
+// Coarse to fine (docs/placers.md#coarse-to-fine): the last fine_episodes place
+// fine_factor x groups groups, the first of them from the coarse level's best placement,
+// the same policy going on learning; the episodes count once over both levels.
+TEST(RlPlacer, CoarseToFinePlacesFinerGroupsFromTheCoarseBest) {
+  const Graph graph = testing::random_dag(80, 0.06, 9, 3);
+  std::vector<double> forward(80);
+  for (int i = 0; i < 80; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 3 % 7);
+  const CostModel cost_model =
+      testing::timed_cost_model(graph, forward, std::vector<double>(80, 1.0), {0.3, 1e9});
+  const NodeCosts costs = cost_model.node_costs(graph);
+  const Order order = compute_order(graph, OrderKind::topo);
+  // Every placement the policy's reward saw, per level, with its group-graph estimate.
+  std::vector<std::vector<std::pair<Placement, double>>> seen;
+  PlacementRequest request{.device_count = 3, .cost_model = cost_model};
+  request.seed = 4;
+  request.rl.groups = 10;
+  request.rl.fine_factor = 3.0;
+  request.rl.episodes = 8;
+  request.rl.fine_episodes = 3;
+  request.rl.group_estimator = [&](const Graph& group_graph, const NodeCosts& group_costs) {
+    seen.emplace_back();
+    auto estimate = std::make_shared<StepTimeEstimate>(group_graph, group_costs, cost_model.link(),
+                                                       request.micro_batches);
+    return [&level = seen.back(), estimate](const Placement& p) {
+      level.emplace_back(p, (*estimate)(p));
+      return level.back().second;
+    };
+  };
+  seen.reserve(2);  // the estimators keep references into `seen`
+  RlTrainingLog log;
+  request.rl_log = &log;
+  const Placement placement = place_rl(graph, order, request);
+  EXPECT_EQ(log.groups, 10);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{10, 30}));
+  EXPECT_EQ(log.level_episodes, (std::vector<int>{5, 3}));
+  EXPECT_EQ(log.episodes_run, 8);
+  EXPECT_EQ(log.episode_step_time_s.size(), 8U);
+  ASSERT_EQ(seen.size(), 2U);
+
+  // The fine level's first placement (its start) is the coarse level's best: a coarse
+  // placement the reward saw, whose estimate is the coarse level's last best-so-far.
+  const GraphGroups coarse = group_nodes(graph, costs, 10);
+  const GraphGroups fine = group_nodes(graph, costs, 30);
+  ASSERT_EQ(seen[0].front().first.device_of_node.size(), 10U);
+  ASSERT_EQ(seen[1].front().first.device_of_node.size(), 30U);
+  const Placement fine_start = ungroup_placement(fine, seen[1].front().first);
+  bool found = false;
+  for (const auto& [p, estimate_s] : seen[0]) {
+    if (ungroup_placement(coarse, p).device_of_node == fine_start.device_of_node &&
+        estimate_s == log.best_step_time_s[4]) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_LT(log.best_step_time_s[4], log.start_step_time_s * 2.0);  // a real estimate
+  // What it returns is never slower on the full graph than where the fine level started.
+  EXPECT_LE(list_schedule_s(graph, cost_model, placement),
+            list_schedule_s(graph, cost_model, fine_start));
+  EXPECT_EQ(log.best_final_s, list_schedule_s(graph, cost_model, placement));
+
+  // The coarse level's episodes are a one-level run's first ones, bit for bit (the same
+  // random stream and learning-rate schedule over all the episodes).
+  const std::vector<double> two_levels = log.episode_step_time_s;
+  seen.clear();
+  request.rl.fine_episodes = 0;
+  place_rl(graph, order, request);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{10}));
+  EXPECT_EQ(
+      std::vector<double>(two_levels.begin(), two_levels.begin() + 5),
+      std::vector<double>(log.episode_step_time_s.begin(), log.episode_step_time_s.begin() + 5));
+  EXPECT_EQ(seen.size(), 1U);
+  request.rl.fine_episodes = 3;
+
+  // Finer than the graph: the fine level places the nodes (the full graph's estimator).
+  seen.clear();
+  request.rl.fine_factor = 10.0;
+  place_rl(graph, order, request);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{10, 0}));
+  EXPECT_EQ(log.level_episodes, (std::vector<int>{5, 3}));
+  EXPECT_EQ(seen.size(), 1U);
+  // More fine episodes than episodes: every episode is a fine one.
+  seen.clear();
+  request.rl.fine_factor = 3.0;
+  request.rl.episodes = 2;
+  place_rl(graph, order, request);
+  EXPECT_EQ(log.level_episodes, (std::vector<int>{0, 2}));
+  // One level.
+  seen.clear();
+  request.rl.fine_episodes = 0;
+  place_rl(graph, order, request);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{10}));
+  EXPECT_EQ(log.level_episodes, (std::vector<int>{2}));
 }
 
 }  // namespace

@@ -220,8 +220,18 @@ def test_place_rl():
     check(len(grouped["placement"]["device_of_node"]) == doc["node_count"], grouped["placement"])
     check(grouped["rl"]["best_step_time_s"] == grouped["estimated_step_time_s"]
           or not grouped["stage_chain"], grouped)
+    # Coarse to fine: the last 5 episodes (the default) on 3 x 20 groups, or on the nodes
+    # where the graph has fewer.
+    fine = 60 if doc["node_count"] > 60 else 0
+    check(grouped["rl"]["level_groups"] == [20, fine], grouped["rl"])
+    check(grouped["rl"]["level_episodes"] == [7, 5], grouped["rl"])
     out = ok("place", *MODEL, *args, "--rl-groups", "20").out
-    check(re.search(r"^rl: 12 episodes on 20 groups ", out, re.M), out)
+    fine_text = "60 groups" if fine else "the nodes"
+    check(re.search(rf"^rl: 12 episodes on 20 groups, then 5 on {fine_text} \(", out, re.M), out)
+    one_level = place_json(*args, "--rl-groups", "20", "--rl-fine-episodes", "0")["rl"]
+    check(one_level["level_groups"] == [20] and one_level["level_episodes"] == [12], one_level)
+    fails(2, "place", *MODEL, *args, "--rl-fine-factor", "1", contains=("fine_factor",))
+    fails(2, "place", *MODEL, *args, "--rl-fine-episodes", "-1", contains=("fine_episodes",))
     fails(2, "place", *MODEL, *args, "--rl-groups", "-1", contains=("groups",))
     fails(2, "place", *MODEL, *args, "--rl-groups", "2", contains=("groups",))
     with tempfile.TemporaryDirectory() as tmp:

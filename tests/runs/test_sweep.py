@@ -1142,7 +1142,7 @@ WANG2022_RL = ["--rl-episodes", "50", "--rl-eval-every", "5", "--rl-start", "dev
                "--rl-episode-start", "best", "--rl-reward", "log", "--rl-baseline",
                "all-so-far", "--rl-learning-rate", "0.001", "--rl-final-learning-rate", "0.001",
                "--rl-entropy", "0", "--rl-entropy-schedule", "constant", "--rl-clip-norm",
-               "1.25"]
+               "1.25", "--rl-fine-episodes", "0"]
 
 
 def study_outcomes(path):
@@ -1224,6 +1224,37 @@ def test_simulate_only_study_np1():
                                                                "simulate_only = 2"))
         fails(2, None, "sweep", bad, "--out", os.path.join(tmp, "bad2.h5"),
               contains=("simulate_only must be in 0..1",))
+
+
+def test_simulate_only_rl_coarse_to_fine_np1():
+    """rl at its defaults on a graph it groups (nmt:3, 2,000+ nodes): the result file records
+    both levels (docs/results-format.md, placer_rl) and its step is `simulate`'s."""
+    if is_fake():
+        raise Skip("the fake runner has no simulate command to compare with")
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = write(tmp, "c2f.toml", """
+models = ["nmt:3"]
+devices = 3
+orders = ["topo-lifo"]
+placers = ["rl"]
+simulate_only = 1
+batch_size = 32
+micro_batches = 1
+seeds = [1]
+""")
+        out = os.path.join(tmp, "c2f.h5")
+        ok(1, "sweep", spec, "--out", out)
+        with h5py.File(out, "r") as f:
+            (g,) = f["configs"].values()
+            rl = dict(g["placer_rl"].attrs)
+            step = g["prediction"].attrs["step_time_s"]
+        check(rl["groups"] == 448 and rl["fine_groups"] == 1344 and
+              rl["fine_episodes_run"] == 5 and rl["episodes_run"] == 50, rl)
+        sim = json.loads(ok(None, "simulate", "--model", "nmt:3", "--order", "topo-lifo",
+                            "--placer", "rl", "--devices", "3", "--seed", "1",
+                            "--batch-size", "32", "--format", "json").stdout)["simulation"]
+        check(sim["step_time_s"] == step, (sim, step))
 
 
 def test_simulate_only_plans_as_simulate_np1():

@@ -31,6 +31,11 @@ void add_rl_options(CLI::App& app, placement::RlOptions& rl_options) {
           "seconds after which training stops (0: none; results then depend on speed)");
   setting("--rl-groups", rl_options.groups,
           "coarsen graphs of more nodes to this many groups and place groups (0: never)");
+  setting("--rl-fine-episodes", rl_options.fine_episodes,
+          "coarse to fine: the last N episodes on a grouped graph place finer groups (0: one "
+          "level)");
+  setting("--rl-fine-factor", rl_options.fine_factor,
+          "coarse to fine: the fine level's groups per --rl-groups group (> 1)");
   setting("--rl-start", rl_options.start,
           "start placement: random, device-0 (every node on device 0), or a placer: " +
               join(placement::placer_names()));

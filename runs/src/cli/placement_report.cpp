@@ -75,10 +75,14 @@ std::string placement_text(const PlacementContext& c, bool device_table) {
   if (const auto& log = c.run.rl_log) {
     // With groups the curve is the group graph's estimate; start, greedy and best are the
     // full graph's (docs/placers.md#grouping).
-    const std::string groups = log->groups > 0
-                                   ? " on " + std::to_string(log->groups) +
-                                         " groups (learning curve: " + "group-graph estimates)"
-                                   : "";
+    std::string groups;
+    for (size_t level = 0; level < log->level_groups.size(); ++level) {
+      const int count = log->level_groups[level];
+      groups +=
+          (level == 0 ? " on " : ", then " + std::to_string(log->level_episodes[level]) + " on ") +
+          (count > 0 ? std::to_string(count) + " groups" : "the nodes");
+    }
+    if (!groups.empty()) groups += " (learning curve: group-graph estimates)";
     out += "rl: " + std::to_string(log->episodes_run) + " episodes" + groups +
            "; simulated step time of the " + "start " + format_seconds(log->start_step_time_s) +
            ", greedy policy " + format_seconds(log->greedy_step_time_s) + ", best found " +
@@ -145,6 +149,10 @@ JsonObject placement_json(const PlacementContext& c) {
     out.raw("rl", JsonObject()
                       .integer("episodes_run", log->episodes_run)
                       .integer("groups", log->groups)
+                      .raw("level_groups",
+                           json_array(log->level_groups, [](int v) { return std::to_string(v); }))
+                      .raw("level_episodes",
+                           json_array(log->level_episodes, [](int v) { return std::to_string(v); }))
                       .number("start_step_time_s", log->start_step_time_s)
                       .number("greedy_step_time_s", log->greedy_step_time_s)
                       .number("best_step_time_s", log->best_final_s)

@@ -174,6 +174,10 @@ void write_rl_log(hid_t g, const placement::RlTrainingLog& log) {
   write_attr(rl.get(), "episodes_run", int64_t{log.episodes_run});
   write_attr(rl.get(), "evaluation_episodes", int64_t{log.evaluation_episodes});
   write_attr(rl.get(), "groups", int64_t{log.groups});
+  if (log.level_groups.size() > 1) {  // coarse to fine: the fine level's groups and episodes
+    write_attr(rl.get(), "fine_groups", int64_t{log.level_groups.back()});
+    write_attr(rl.get(), "fine_episodes_run", int64_t{log.level_episodes.back()});
+  }
   const size_t e = log.episode_step_time_s.size();
   const h5::Handle episode_scale = make_axis(rl.get(), "episode", e, "episode of rl training");
   const Axis episode{episode_scale.get(), e};

@@ -155,6 +155,13 @@ struct RlOptions {
   // `estimator`; the placer returns the fastest of them that fits memory. 0: never group.
   // Graphs of at most this many nodes are placed node by node as without grouping.
   int groups = 448;
+  // Coarse to fine (docs/placers.md#coarse-to-fine), on graphs that are grouped: the last
+  // `fine_episodes` of the `episodes` place fine_factor x groups groups (rounded; the
+  // nodes themselves where the graph has no more), each group of the coarse level split
+  // into its finer groups, starting from the coarse level's best placement and going on
+  // training the same policy. 0: one level.
+  int fine_episodes = 5;
+  double fine_factor = 3.0;
   // The reward source on the group graph, made for its graph and costs (which outlive the
   // training); empty: the list-scheduled estimate on the group graph.
   std::function<RlStepEstimator(const Graph& graph, const NodeCosts& costs)> group_estimator = {};
@@ -182,6 +189,10 @@ struct RlTrainingLog {
   // With groups, episode_step_time_s and best_step_time_s are group-graph estimates and
   // start, greedy and best_final are re-estimated on the full graph.
   int groups = 0;
+  // Per level (coarse to fine; empty when the policy placed the nodes): the groups it
+  // placed (0: the nodes themselves) and the episodes it ran, in the order run.
+  std::vector<int> level_groups;
+  std::vector<int> level_episodes;
   double wall_s = 0.0;
   RlSavedPolicy policy;  // the policy after training, for write_rl_policy
 };
@@ -189,14 +200,17 @@ struct RlTrainingLog {
 // Throws invalid_input naming the bad field.
 void check_rl_options(const RlOptions& options);
 
+// The fine level's group count: fine_factor x groups, rounded.
+int fine_group_count(int groups, double fine_factor);
+
 // Named sets of RlOptions (docs/placers.md, "The traversal-order study as its code ran it"),
 // for the sweep key `rl_preset` (the traversal-order study's spec):
 enum class RlPreset {
   standard,  // RlOptions{} as declared above ("default")
   // the traversal-order study's code: 50 episodes of which every 5th evaluates, Adam at a
   // constant 1e-3, every episode from the best placement so far starting at device 0,
-  // Placeto's log reward and the all-so-far baseline, no entropy, clipping at 1.25; the
-  // policy with this suite's lookahead features
+  // Placeto's log reward and the all-so-far baseline, no entropy, clipping at 1.25, one
+  // grouping (no fine level); the policy with this suite's lookahead features
   wang2022,
   wang2022_placeto,  // the same with the study's own policy inputs (RlFeatures::placeto)
 };
