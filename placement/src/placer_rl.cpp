@@ -577,10 +577,11 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   }
   // Coarse to fine (docs/placers.md#coarse-to-fine): the last fine_episodes place
   // fine_groups groups (the nodes themselves where the graph has no more), from the best
-  // placement of the coarse level.
+  // placement of the coarse level, and the greedy episode is played there (also when
+  // there are no episodes: a loaded policy places the finer groups).
   const int fine_groups = o.fine_episodes > 0 ? fine_group_count(o.groups, o.fine_factor) : 0;
-  const int fine_episodes = fine_groups > 0 ? std::min(o.fine_episodes, o.episodes) : 0;
-  const int coarse_episodes = o.episodes - fine_episodes;
+  const int fine_episodes = std::min(o.fine_episodes, o.episodes);
+  const int coarse_episodes = fine_groups > 0 ? o.episodes - fine_episodes : o.episodes;
 
   // One level on `max_groups` groups from the node placement `level_start`.
   auto grouped_level = [&](int max_groups, const Placement& level_start, RlEpisodes episodes) {
@@ -610,10 +611,10 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     return RlResult{.best = ungroup_placement(groups, result.best),
                     .greedy = ungroup_placement(groups, result.greedy)};
   };
-  RlResult result = grouped_level(o.groups, start,
-                                  {.count = coarse_episodes, .final_greedy = fine_episodes == 0});
+  RlResult result =
+      grouped_level(o.groups, start, {.count = coarse_episodes, .final_greedy = fine_groups == 0});
   std::optional<Placement> coarse_best;
-  if (fine_episodes > 0) {
+  if (fine_groups > 0) {
     coarse_best = result.best;
     const RlEpisodes fine{.first = log.episodes_run, .count = fine_episodes};
     if (n <= fine_groups) {

@@ -766,6 +766,17 @@ TEST(RlPlacer, CoarseToFinePlacesFinerGroupsFromTheCoarseBest) {
   request.rl.episodes = 2;
   place_rl(graph, order, request);
   EXPECT_EQ(log.level_episodes, (std::vector<int>{0, 2}));
+  // No episodes (a loaded policy placing): its greedy episode places the finer groups.
+  seen.clear();
+  request.rl.episodes = 0;
+  request.rl.initial = log.policy;
+  place_rl(graph, order, request);
+  EXPECT_EQ(log.level_groups, (std::vector<int>{10, 30}));
+  EXPECT_EQ(log.level_episodes, (std::vector<int>{0, 0}));
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_GT(seen[1].size(), 1U);  // the greedy episode's decisions
+  request.rl.initial.reset();
+  request.rl.episodes = 2;
   // One level.
   seen.clear();
   request.rl.fine_episodes = 0;
