@@ -130,7 +130,8 @@ RlFeatures rl_features_by_name(const std::string& name) {
 }
 
 const std::vector<std::string>& rl_preset_names() {
-  static const std::vector<std::string> names = {"default", "wang2022", "wang2022-placeto"};
+  static const std::vector<std::string> names = {"default", "wang2022", "wang2022-placeto",
+                                                 "wang2022-fine"};
   return names;
 }
 std::string to_string(RlPreset preset) {
@@ -154,7 +155,8 @@ RlOptions rl_preset_options(RlPreset preset) {
   o.entropy_weight = 0.0;
   o.entropy_schedule = RlEntropySchedule::constant;
   o.clip_norm = 1.25;
-  o.fine_episodes = 0;  // the study's code places one grouping
+  // The study's code places one grouping; wang2022-fine the placer's coarse to fine.
+  if (preset != RlPreset::wang2022_fine) o.fine_episodes = 0;
   if (preset == RlPreset::wang2022_placeto) o.features = RlFeatures::placeto;
   return o;
 }

@@ -1227,8 +1227,10 @@ def test_simulate_only_study_np1():
 
 
 def test_simulate_only_rl_coarse_to_fine_np1():
-    """rl at its defaults on a graph it groups (nmt:3, 2,000+ nodes): the result file records
-    both levels (docs/results-format.md, placer_rl) and its step is `simulate`'s."""
+    """rl at its defaults and at the study's preset with coarse to fine (wang2022-fine) on a
+    graph it groups (nmt:3, 2,000+ nodes): the result file records both levels
+    (docs/results-format.md, placer_rl) and its step is `simulate`'s with the options
+    spelled out."""
     if is_fake():
         raise Skip("the fake runner has no simulate command to compare with")
     import h5py
@@ -1242,19 +1244,25 @@ simulate_only = 1
 batch_size = 32
 micro_batches = 1
 seeds = [1]
+rl_presets = ["default", "wang2022-fine"]
 """)
         out = os.path.join(tmp, "c2f.h5")
         ok(1, "sweep", spec, "--out", out)
         with h5py.File(out, "r") as f:
-            (g,) = f["configs"].values()
-            rl = dict(g["placer_rl"].attrs)
-            step = g["prediction"].attrs["step_time_s"]
-        check(rl["groups"] == 448 and rl["fine_groups"] == 1344 and
-              rl["fine_episodes_run"] == 5 and rl["episodes_run"] == 50, rl)
-        sim = json.loads(ok(None, "simulate", "--model", "nmt:3", "--order", "topo-lifo",
-                            "--placer", "rl", "--devices", "3", "--seed", "1",
-                            "--batch-size", "32", "--format", "json").stdout)["simulation"]
-        check(sim["step_time_s"] == step, (sim, step))
+            got = {g.attrs.get("rl_preset", "default"):
+                   (dict(g["placer_rl"].attrs), g["prediction"].attrs["step_time_s"])
+                   for g in f["configs"].values()}
+        check(sorted(got) == ["default", "wang2022-fine"], sorted(got))
+        for preset, flags in (("default", []),
+                              ("wang2022-fine", WANG2022_RL[:-1] + ["5"])):
+            rl, step = got[preset]
+            check(rl["groups"] == 448 and rl["fine_groups"] == 1344 and
+                  rl["fine_episodes_run"] == 5 and rl["episodes_run"] == 50, (preset, rl))
+            sim = json.loads(ok(None, "simulate", "--model", "nmt:3", "--order", "topo-lifo",
+                                "--placer", "rl", "--devices", "3", "--seed", "1",
+                                "--batch-size", "32", *flags,
+                                "--format", "json").stdout)["simulation"]
+            check(sim["step_time_s"] == step, (preset, sim, step))
 
 
 def test_simulate_only_plans_as_simulate_np1():

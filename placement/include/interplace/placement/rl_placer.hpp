@@ -213,8 +213,12 @@ enum class RlPreset {
   // grouping (no fine level); the policy with this suite's lookahead features
   wang2022,
   wang2022_placeto,  // the same with the study's own policy inputs (RlFeatures::placeto)
+  // wang2022 with the placer's coarse to fine (RlOptions::fine_episodes at its default): a
+  // policy that holds its own on the grouped graphs (docs/placers.md#coarse-to-fine)
+  wang2022_fine,
 };
-const std::vector<std::string>& rl_preset_names();  // "default", "wang2022", "wang2022-placeto"
+// "default", "wang2022", "wang2022-placeto", "wang2022-fine"
+const std::vector<std::string>& rl_preset_names();
 std::string to_string(RlPreset preset);
 RlPreset rl_preset_by_name(const std::string& name);
 RlOptions rl_preset_options(RlPreset preset);
