@@ -279,10 +279,10 @@ RlLearner make_learner(const RlOptions& o, int inputs, int k, uint64_t seed) {
           .rng = kernels::Rng(seed)};
 }
 
-// Which of the request's episodes a call of train runs: [first, first + count) of `total`
-// (the learning-rate schedule, the entropy decay and the evaluation episodes count over
-// all levels); `final_greedy`: play the trained policy's greedy episode at the end (the
-// last level only).
+// Which of the request's episodes (RlOptions::episodes) a call of train runs: [first,
+// first + count) (the learning-rate schedule, the entropy decay and the evaluation episodes
+// count over all levels); `final_greedy`: play the trained policy's greedy episode at the
+// end (the last level only).
 struct RlEpisodes {
   int first = 0;
   int count = 0;
