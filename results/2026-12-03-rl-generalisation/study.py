@@ -13,7 +13,7 @@ topo-lifo, the default cpu-core device, training seed s in 1-3:
   policy), from scratch with the same 10 episodes, and from scratch with the default 50;
   greedy-eft as the reference.
 
-    python3 study.py BUILD_DIR      (writes rows.csv here; summary.py reads it)
+    python3 study.py BUILD_DIR [OUT_DIR]   (writes rows.csv here or in OUT_DIR; summary.py reads it)
 """
 import concurrent.futures
 import csv
@@ -25,7 +25,8 @@ import sys
 import tempfile
 
 BIN = os.path.join(sys.argv[1], "runs", "interplace")
-HERE = os.path.dirname(os.path.abspath(__file__))
+# Where rows.csv goes: OUT_DIR if given (a rerun at other defaults), else beside this file.
+HERE = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ["enas-cnn", "enas-rnn", "nmt"]
 TRAIN, TEST = range(0, 24), range(24, 32)
 SEEDS = (1, 2, 3)

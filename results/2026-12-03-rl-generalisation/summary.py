@@ -1,13 +1,14 @@
-"""summary.md from study.py's rows.csv.
+"""summary.md from study.py's rows.csv (beside this file, or in DIR).
 
-    ../../.venv/bin/python summary.py
+    ../../.venv/bin/python summary.py [DIR]
 """
 import os
+import sys
 
 import pandas as pd
 from scipy.stats import wilcoxon
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 ORDER = ["zero-shot", "fine-tuned, 10 episodes", "from scratch, 10 episodes",
          "from scratch, 50 episodes (defaults)"]
 

@@ -657,14 +657,24 @@ TEST(RlPlacer, LookaheadPolicyLearnsToPreferFasterMoves) {
   EXPECT_EQ(better, 5);
 }
 
+// An 80-node DAG of unequal nodes and a slow link, placed as groups in the tests below.
+struct GroupedDag {
+  Graph graph = testing::random_dag(80, 0.06, 9, 3);
+  CostModel cost_model =
+      testing::timed_cost_model(graph, forward(), std::vector<double>(80, 1.0), {0.3, 1e9});
+  static std::vector<double> forward() {
+    std::vector<double> times(80);
+    for (int i = 0; i < 80; ++i) times[static_cast<size_t>(i)] = 1.0 + (i * 3 % 7);
+    return times;
+  }
+};
+
 // On a graph that is placed as groups, a start from another placer is a candidate as the
 // node placement it is: the result is never slower than the start.
 TEST(RlPlacer, GroupedPlacementNeverLosesTheStart) {
-  const Graph graph = testing::random_dag(80, 0.06, 9, 3);
-  std::vector<double> forward(80);
-  for (int i = 0; i < 80; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 3 % 7);
-  const CostModel cost_model =
-      testing::timed_cost_model(graph, forward, std::vector<double>(80, 1.0), {0.3, 1e9});
+  const GroupedDag dag;
+  const Graph& graph = dag.graph;
+  const CostModel& cost_model = dag.cost_model;
   const Order order = compute_order(graph, OrderKind::topo);
   PlacementRequest request{.device_count = 3, .cost_model = cost_model};
   const double start_s =
@@ -684,11 +694,9 @@ TEST(RlPlacer, GroupedPlacementNeverLosesTheStart) {
 // fine_factor x groups groups, the first of them from the coarse level's best placement,
 // the same policy going on learning; the episodes count once over both levels.
 TEST(RlPlacer, CoarseToFinePlacesFinerGroupsFromTheCoarseBest) {
-  const Graph graph = testing::random_dag(80, 0.06, 9, 3);
-  std::vector<double> forward(80);
-  for (int i = 0; i < 80; ++i) forward[static_cast<size_t>(i)] = 1.0 + (i * 3 % 7);
-  const CostModel cost_model =
-      testing::timed_cost_model(graph, forward, std::vector<double>(80, 1.0), {0.3, 1e9});
+  const GroupedDag dag;
+  const Graph& graph = dag.graph;
+  const CostModel& cost_model = dag.cost_model;
   const NodeCosts costs = cost_model.node_costs(graph);
   const Order order = compute_order(graph, OrderKind::topo);
   // Every placement the policy's reward saw, per level, with its group-graph estimate.
