@@ -227,7 +227,10 @@ def test_place_rl():
     check(grouped["rl"]["level_episodes"] == [7, 5], grouped["rl"])
     out = ok("place", *MODEL, *args, "--rl-groups", "20").out
     fine_text = "60 groups" if fine else "the nodes"
-    check(re.search(rf"^rl: 12 episodes on 20 groups, then 5 on {fine_text} \(", out, re.M), out)
+    check(re.search(rf"^rl: 12 episodes \(7 on 20 groups, then 5 on {fine_text}; ", out, re.M),
+          out)
+    out = ok("place", *MODEL, *args, "--rl-groups", "20", "--rl-fine-episodes", "0").out
+    check(re.search(r"^rl: 12 episodes on 20 groups \(learning curve", out, re.M), out)
     one_level = place_json(*args, "--rl-groups", "20", "--rl-fine-episodes", "0")["rl"]
     check(one_level["level_groups"] == [20] and one_level["level_episodes"] == [12], one_level)
     fails(2, "place", *MODEL, *args, "--rl-fine-factor", "1", contains=("fine_factor",))

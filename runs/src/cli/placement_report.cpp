@@ -75,14 +75,21 @@ std::string placement_text(const PlacementContext& c, bool device_table) {
   if (const auto& log = c.run.rl_log) {
     // With groups the curve is the group graph's estimate; start, greedy and best are the
     // full graph's (docs/placers.md#grouping).
+    // "on 448 groups", or per level "(45 on 448 groups, then 5 on 1344 groups; ...)"
+    auto placed = [](int count) {
+      return count > 0 ? std::to_string(count) + " groups" : std::string("the nodes");
+    };
+    const std::vector<int>& levels = log->level_groups;
     std::string groups;
-    for (size_t level = 0; level < log->level_groups.size(); ++level) {
-      const int count = log->level_groups[level];
-      groups +=
-          (level == 0 ? " on " : ", then " + std::to_string(log->level_episodes[level]) + " on ") +
-          (count > 0 ? std::to_string(count) + " groups" : "the nodes");
+    if (levels.size() == 1) {
+      groups = " on " + placed(levels[0]) + " (learning curve: group-graph estimates)";
+    } else if (levels.size() > 1) {
+      for (size_t level = 0; level < levels.size(); ++level) {
+        groups += (level == 0 ? " (" : ", then ") + std::to_string(log->level_episodes[level]) +
+                  " on " + placed(levels[level]);
+      }
+      groups += "; learning curve: group-graph estimates)";
     }
-    if (!groups.empty()) groups += " (learning curve: group-graph estimates)";
     out += "rl: " + std::to_string(log->episodes_run) + " episodes" + groups +
            "; simulated step time of the " + "start " + format_seconds(log->start_step_time_s) +
            ", greedy policy " + format_seconds(log->greedy_step_time_s) + ", best found " +
