@@ -585,6 +585,11 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
   const int fine_episodes = std::min(o.fine_episodes, o.episodes);
   const int coarse_episodes = fine_groups > 0 ? o.episodes - fine_episodes : o.episodes;
 
+  // The level just trained: the groups it placed (0: the nodes) and the episodes it ran.
+  auto log_level = [&log](int groups, const RlEpisodes& episodes) {
+    log.level_groups.push_back(groups);
+    log.level_episodes.push_back(log.episodes_run - episodes.first);
+  };
   // One level on `max_groups` groups from the node placement `level_start`.
   auto grouped_level = [&](int max_groups, const Placement& level_start, RlEpisodes episodes) {
     const GraphGroups groups = group_nodes(graph, context.costs, max_groups);
@@ -608,8 +613,7 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
     const RlResult result = train({groups.graph, groups.costs, group_memory_bytes, order_of_groups,
                                    start_of_groups, group_estimate},
                                   request, context.capacity_bytes, started, learner, episodes, log);
-    log.level_groups.push_back(groups.group_count());
-    log.level_episodes.push_back(log.episodes_run - episodes.first);
+    log_level(groups.group_count(), episodes);
     return RlResult{.best = ungroup_placement(groups, result.best),
                     .greedy = ungroup_placement(groups, result.greedy)};
   };
@@ -623,8 +627,7 @@ Placement place_rl(const Graph& graph, const Order& order, const PlacementReques
       const RlProblem nodes{graph, context.costs, context.node_memory_bytes,
                             order, result.best,   estimate};
       result = train(nodes, request, context.capacity_bytes, started, learner, fine, log);
-      log.level_groups.push_back(0);
-      log.level_episodes.push_back(log.episodes_run - fine.first);
+      log_level(0, fine);
     } else {
       result = grouped_level(fine_groups, result.best, fine);
     }
