@@ -53,9 +53,9 @@ RL = {
 SEEDS = range(1, 6)
 
 
-def place(model, flags):
+def place(model, flags, models=MODELS):
     args = [BIN, "place", "--model", model, "--order", "topo-lifo", "--devices", "3",
-            *MODELS[model], *flags, "--format", "json"]
+            *models[model], *flags, "--format", "json"]
     p = subprocess.run(args, capture_output=True, text=True, check=True)
     return json.loads(p.stdout)
 
@@ -67,27 +67,36 @@ def job(model, variant, seed, flags):
            "step_time_s": doc["estimated_step_time_s"], "placer_wall_s": doc["placer_wall_s"],
            "start_s": rl.get("start_step_time_s", ""), "greedy_s": rl.get("greedy_step_time_s", ""),
            "groups": rl.get("groups", "")}
-    curve = [(model, variant, seed, e + 1, f"{a:.6g}", f"{b:.6g}") for e, (a, b) in
-             enumerate(zip(rl.get("episode_step_time_s", []), rl.get("best_so_far_step_time_s", [])))]
-    return row, curve
+    return row, curve_rows(model, variant, seed, rl)
 
 
-def main():
-    jobs = [(m, name, 0, flags) for m in MODELS for name, flags in HEURISTICS.items()]
-    jobs += [(m, name, s, flags) for m in MODELS for name, flags in RL.items() for s in SEEDS]
+def curve_rows(model, variant, seed, rl):
+    """curves.csv.gz's rows of one placement: per episode, its step and the best so far."""
+    return [(model, variant, seed, e + 1, f"{a:.6g}", f"{b:.6g}") for e, (a, b) in
+            enumerate(zip(rl.get("episode_step_time_s", []), rl.get("best_so_far_step_time_s", [])))]
+
+
+def run_jobs(jobs, job_fn=job, out_dir=HERE):
+    """Runs job_fn(*j) for every j, two at a time; writes rows.csv and curves.csv.gz."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda j: job(*j), jobs))
-    with open(os.path.join(HERE, "rows.csv"), "w", newline="") as f:
+        results = list(pool.map(lambda j: job_fn(*j), jobs))
+    with open(os.path.join(out_dir, "rows.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0][0].keys()))
         w.writeheader()
         for row, _ in results:
             w.writerow(row)
-    with gzip.open(os.path.join(HERE, "curves.csv.gz"), "wt", newline="") as f:
+    with gzip.open(os.path.join(out_dir, "curves.csv.gz"), "wt", newline="") as f:
         w = csv.writer(f)
         w.writerow(["model", "variant", "seed", "episode", "episode_step_time_s",
                     "best_so_far_step_time_s"])
         for _, curve in results:
             w.writerows(curve)
+
+
+def main():
+    jobs = [(m, name, 0, flags) for m in MODELS for name, flags in HEURISTICS.items()]
+    jobs += [(m, name, s, flags) for m in MODELS for name, flags in RL.items() for s in SEEDS]
+    run_jobs(jobs)
 
 
 if __name__ == "__main__":
