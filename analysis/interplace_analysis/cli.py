@@ -71,14 +71,19 @@ def _parser() -> argparse.ArgumentParser:
     _add_min_effect(c)
     c.add_argument("--quiet", action="store_true",
                    help="print nothing (with --out: only the files)")
-    from .export import FORMATS
+    from .export import FORMATS, TABLES
     e = sub.add_parser("export", help="the tidy tables as CSV or Parquet",
                        description="Loads the result files and writes DIR/steps.FORMAT (one"
                                    " row per run, step and rank, with the run's"
-                                   " configuration as columns) and DIR/configs.FORMAT (one"
-                                   " row per run).")
+                                   " configuration as columns), DIR/configs.FORMAT (one"
+                                   " row per run) and DIR/evaluations.FORMAT (one row per"
+                                   " run and evaluation during training).")
     e.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
     e.add_argument("--format", choices=FORMATS, required=True, help="file format")
+    e.add_argument("--tables", default=",".join(TABLES), metavar="LIST",
+                   help=f"comma-separated tables to write (default {','.join(TABLES)}):"
+                        " configs,evaluations is what the strategies report's accuracy"
+                        " tables need, a few kB per run")
     e.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     o = sub.add_parser("order-study", help="the traversal-order study's tables and plots",
                        description="Loads result files of simulate-only sweeps (the study's"
@@ -97,7 +102,10 @@ def _parser() -> argparse.ArgumentParser:
                                    " epoch, per-rank times, accuracy against epochs and"
                                    " against a comparable time. Writes DIR/strategies.md,"
                                    " DIR/tables/* and DIR/plots/*.")
-    t.add_argument("files", nargs="+", metavar="FILE", help="HDF5 result files")
+    t.add_argument("files", nargs="+", metavar="FILE",
+                   help="HDF5 result files, or directories of exported tables (`export"
+                        " --tables configs,evaluations`): their runs count in the accuracy"
+                        " tables, and the tables of step timings are left out")
     t.add_argument("--out", required=True, type=Path, metavar="DIR", help="output directory")
     t.add_argument("--step-times", type=Path, metavar="CSV",
                    help="comparable step time per strategy: columns model, strategy_label,"
@@ -126,15 +134,22 @@ def _order_study(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _strategies(args: argparse.Namespace, argv: list[str]) -> int:
+    from . import exported
     from . import strategy_study as strategies
+    directories = [f for f in args.files if exported.is_export_directory(f)]
+    files = [f for f in args.files if not exported.is_export_directory(f)]
     try:
-        results = load_results(args.files)
+        results = load_results(files) if files else None
+        parts = [exported.read_export_directory(d) for d in directories]
+        if results is not None:
+            parts.insert(0, exported.from_results(results))
+        tables = exported.combine(parts)
         step_times = (strategies.read_step_times(args.step_times)
                       if args.step_times is not None else None)
     except (ResultFormatError, ValueError, OSError) as e:
         print(f"interplace_analysis: {e}", file=sys.stderr)
         return 2
-    report = strategies.build(results, step_times)
+    report = strategies.build(tables, None if directories else results, step_times)
     try:
         text, written = strategies.write(report, args.out, args.title, command_line(argv))
     except OSError as e:
@@ -149,12 +164,13 @@ def _strategies(args: argparse.Namespace, argv: list[str]) -> int:
 def _export(args: argparse.Namespace) -> int:
     from . import export
     try:
+        which = export.parse_tables(args.tables)
         results = load_results(args.files)
-    except ResultFormatError as e:
+    except (ResultFormatError, ValueError) as e:
         print(f"interplace_analysis: {e}", file=sys.stderr)
         return 2
     try:
-        written = export.write_tables(results, args.out, args.format)
+        written = export.write_tables(results, args.out, args.format, which)
     except OSError as e:
         print(f"interplace_analysis: cannot write to {args.out}: {e}", file=sys.stderr)
         return 1

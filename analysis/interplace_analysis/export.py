@@ -1,6 +1,6 @@
 """The loader's tables as files for other tools (``python -m interplace_analysis export``).
 
-Two tidy tables, one row per observation and one column per variable:
+Three tidy tables, one row per observation and one column per variable:
 
 * ``steps``: one row per (run, step, rank): every ``ranks/*`` value, the stage's
   auxiliary loss and accuracy and the step's own columns (the loader's ``steps`` frame),
@@ -8,6 +8,12 @@ Two tidy tables, one row per observation and one column per variable:
   ``model_option_<key>``), so that one table answers "step time by strategy" without a join.
 * ``configs``: one row per run, the loader's ``configs`` frame (parameters, status,
   medians over measured steps, prediction, graph statistics, derived metrics).
+* ``evaluations``: one row per (run, evaluation during training): the epoch, step, test
+  and validation loss and accuracy (the loader's ``evaluations`` frame), with the run's
+  configuration columns as ``steps`` has them. Small (tens of rows per run) where
+  ``steps`` is large: with ``configs`` it is what the ``strategies`` report's accuracy
+  tables need, so the two can be kept where the HDF5 files cannot
+  (:mod:`.exported`).
 
 CSV (comma-separated, a header row, full float precision, empty cells for missing values)
 or Parquet (through pyarrow, with the column types kept).
@@ -26,6 +32,7 @@ from .h5file import MODEL_OPTION_PREFIX, RANK_DATASETS
 from .loader import Results
 
 FORMATS = ("csv", "parquet")
+TABLES = ("steps", "configs", "evaluations")
 # Columns of a run's configuration copied onto each of its steps rows.
 CONFIG_COLUMNS = ("config_key", "repeat", "file", "index", "name", *PARAMETERS, "status",
                   "strategy_label")
@@ -94,8 +101,25 @@ def tidy_steps(results: Results) -> pd.DataFrame:
     return pd.concat(list(_step_batches(results)), ignore_index=True)
 
 
+def tidy_evaluations(results: Results) -> pd.DataFrame:
+    """The ``evaluations`` table: the loader's evaluations with each run's configuration
+    columns (those of ``steps``) after the run id, in the order of the configs table."""
+    configs = results.configs
+    ev = results.evaluations
+    extra = [c for c in CONFIG_COLUMNS if c in configs.columns and c not in ev.columns]
+    extra += _option_columns(configs)
+    if ev.empty or configs.empty:
+        return pd.DataFrame(columns=["config_id", "run_id", *extra, *ev.columns])
+    order = configs.sort_values(["file", "index", "run_id"], kind="stable")
+    per_run = order[["run_id", *extra]]
+    table = per_run.merge(ev, on="run_id", how="inner", validate="one_to_many")
+    first = ["config_id", "run_id", *extra]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
 def tables(results: Results) -> dict[str, pd.DataFrame]:
-    return {"steps": tidy_steps(results), "configs": results.configs}
+    return {"steps": tidy_steps(results), "configs": results.configs,
+            "evaluations": tidy_evaluations(results)}
 
 
 def _write_steps(results: Results, path: Path, fmt: str) -> None:
@@ -121,16 +145,35 @@ def _write_steps(results: Results, path: Path, fmt: str) -> None:
             writer.close()
 
 
-def write_tables(results: Results, out: Path, fmt: str) -> list[Path]:
-    """Writes ``out/steps.<fmt>`` (streamed, run by run) and ``out/configs.<fmt>``;
-    returns the paths."""
+def parse_tables(text: str) -> tuple[str, ...]:
+    """``--tables``: comma-separated names of :data:`TABLES`."""
+    which = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in which if t not in TABLES]
+    if unknown or not which:
+        what = f"unknown export table {unknown[0]!r}" if unknown else "no export table chosen"
+        raise ValueError(f"{what} (valid: {', '.join(TABLES)})")
+    return which
+
+
+def write_tables(results: Results, out: Path, fmt: str,
+                 which: tuple[str, ...] = TABLES) -> list[Path]:
+    """Writes ``out/<table>.<fmt>`` for each table of ``which`` (:func:`parse_tables`;
+    ``steps`` streamed, run by run); returns the paths."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (valid: {', '.join(FORMATS)})")
     out.mkdir(parents=True, exist_ok=True)
-    steps_path, configs_path = out / f"steps.{fmt}", out / f"configs.{fmt}"
-    _write_steps(results, steps_path, fmt)
-    if fmt == "csv":
-        results.configs.to_csv(configs_path, index=False)
-    else:
-        results.configs.to_parquet(configs_path, engine="pyarrow", index=False)
-    return [steps_path, configs_path]
+    written = []
+    for name in TABLES:
+        if name not in which:
+            continue
+        path = out / f"{name}.{fmt}"
+        if name == "steps":
+            _write_steps(results, path, fmt)
+        else:
+            frame = results.configs if name == "configs" else tidy_evaluations(results)
+            if fmt == "csv":
+                frame.to_csv(path, index=False)
+            else:
+                frame.to_parquet(path, engine="pyarrow", index=False)
+        written.append(path)
+    return written

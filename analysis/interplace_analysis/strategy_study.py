@@ -36,6 +36,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 from . import stats  # noqa: E402
+from .exported import RunTables, from_results  # noqa: E402
 from .loader import Results  # noqa: E402
 from .render import Table, to_markdown, write_table  # noqa: E402
 
@@ -80,13 +81,13 @@ class StrategiesReport:
     text: list[str] = field(default_factory=list)  # Markdown paragraphs, in order
 
 
-def _runs(results: Results) -> pd.DataFrame:
+def _runs(tables: RunTables) -> pd.DataFrame:
     """The finished runs, in reading order, with :func:`selected_by_validation`'s columns
     (NaN for runs without a validation split)."""
-    c = results.ok.copy()
+    c = tables.runs.copy()
     if c.empty:
         return c
-    c = c.merge(selected_by_validation(results), on="run_id", how="left")
+    c = c.merge(selected_by_validation(tables.evaluations), on="run_id", how="left")
     return c.sort_values(["model", "strategy_label", "seed"],
                          key=lambda s: s.map(label_key) if s.name == "strategy_label" else s)
 
@@ -182,12 +183,11 @@ def _difference_verdict(row: pd.Series, higher_better: bool) -> str:
     return f"{row['a']} {'better' if a_higher == higher_better else 'worse'}"
 
 
-def selected_by_validation(results: Results) -> pd.DataFrame:
+def selected_by_validation(ev: pd.DataFrame) -> pd.DataFrame:
     """Per run that evaluated a validation split during training: the epoch of its best
     validation accuracy (the earliest of ties), that validation accuracy, the test accuracy
     of the same evaluation, and the validation accuracy of the last evaluation (how far
     the run is from its own plateau). Empty when no run held a validation split out."""
-    ev = results.evaluations
     columns = ["run_id", "selected_epoch", "selected_validation_accuracy",
                "selected_test_accuracy", "last_validation_accuracy"]
     if ev.empty or "validation_accuracy" not in ev:
@@ -432,11 +432,10 @@ def _band(ax, x, values: np.ndarray, label: str, marker: str | None = "o"):
     ax.fill_between(x, m - half, m + half, alpha=0.15, color=line.get_color())
 
 
-def evaluation_curves(runs: pd.DataFrame, results: Results, model: str,
+def evaluation_curves(runs: pd.DataFrame, ev: pd.DataFrame, model: str,
                       step_times: dict[str, float], time_source: str) -> dict[str, plt.Figure]:
     """Test accuracy against epochs, and against comparable time (epochs x steps per epoch
     x the comparable step time), per strategy: mean over seeds with the t interval."""
-    ev = results.evaluations
     if ev.empty:
         return {}
     ev = ev[ev["run_id"].isin(runs["run_id"])]
@@ -516,25 +515,26 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
 GLOBAL_PIPELINES = ("global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b")
 
 
-def _reach_times(runs: pd.DataFrame, results: Results, window: int
+def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | None, window: int
                  ) -> tuple[str, float, dict[str, list[float]]]:
     """Per strategy, per run, the steps taken until the run first reached the common
     target (NaN where it never did): the metric, the target and the steps; see
     :func:`time_to_target_table`."""
-    ev = results.evaluations
     ev = ev[ev["run_id"].isin(runs["run_id"])] if not ev.empty else ev
     per_run: dict[str, pd.DataFrame] = {}
     if not ev.empty:
         metric, higher = "test accuracy", True
         for rid, g in ev.groupby("run_id", sort=False):
             per_run[rid] = pd.DataFrame({"steps": g["step"] + 1, "value": g["accuracy"]})
-    else:
+    elif curves is not None:
         metric, higher = f"training loss (running mean of {window} steps)", False
         for rid in runs["run_id"]:
-            c = results.curves[results.curves["run_id"] == rid].sort_values("step")
+            c = curves[curves["run_id"] == rid].sort_values("step")
             per_run[rid] = pd.DataFrame({
                 "steps": c["step"] + 1,
                 "value": c["loss"].rolling(window, min_periods=window).mean()})
+    else:  # exported tables without evaluations: nothing to reach
+        return "test accuracy", math.nan, {}
     finals = {}
     for label, g in runs.groupby("strategy_label", sort=False):
         last = [per_run[r]["value"].dropna().iloc[-1] for r in g["run_id"]
@@ -556,8 +556,8 @@ def _reach_times(runs: pd.DataFrame, results: Results, window: int
     return metric, target, reach
 
 
-def time_to_target_table(runs: pd.DataFrame, results: Results, model: str,
-                         step_times: dict[str, float], time_source: str,
+def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | None,
+                         model: str, step_times: dict[str, float], time_source: str,
                          window: int = 10) -> Table:
     """The efficiency claim as the study makes it: the comparable time each strategy needs
     to reach the same quality. The target is the worst strategy's mean final value, so
@@ -574,8 +574,9 @@ def time_to_target_table(runs: pd.DataFrame, results: Results, model: str,
     summed), so a global schedule with a step time in ``step_times`` but no runs in the
     file gets a row whose steps are those of a global pipeline that has runs (``curve``
     names it) at its own step time: the best global schedule of the suite, not only of
-    the file."""
-    metric, target, reach = _reach_times(runs, results, window)
+    the file. ``ev``: the evaluations; ``curves``: the loader's per-step curves, or None
+    for runs read from exported tables (which keep the evaluations only)."""
+    metric, target, reach = _reach_times(runs, ev, curves, window)
     measured_global = next((g for g in GLOBAL_PIPELINES if g in reach), None)
     curves = {label: label for label in reach}
     if measured_global is not None:
@@ -611,13 +612,25 @@ def time_to_target_table(runs: pd.DataFrame, results: Results, model: str,
                          "time_vs_e2e", "time_vs_best_global"])
 
 
-def build(results: Results, step_times: pd.DataFrame | None = None) -> StrategiesReport:
-    """The comparison, per model, of every loaded run that finished ``ok``."""
+def build(tables: RunTables, results: Results | None = None,
+          step_times: pd.DataFrame | None = None) -> StrategiesReport:
+    """The comparison, per model, of every finished run of ``tables``. ``results``: the
+    loaded HDF5 files where every run came from one (then the tables of each step's
+    timings and the loss curves are added); None where some came from exported tables."""
     report = StrategiesReport()
-    runs = _runs(results)
+    runs = _runs(tables)
     if runs.empty:
         report.text.append("No finished runs.")
         return report
+    if results is None:
+        sources = sorted(set(runs["source"])) if "source" in runs else []
+        report.text.append(
+            f"{len(runs)} runs from {len(sources)} inputs, some of them exported tables"
+            " (configs and evaluations, `interplace_analysis export`): the accuracy,"
+            " selection, difference and time-to-target tables and the accuracy curves"
+            " cover every run; the tables of measured, per-rank and pass-through time and"
+            " the loss curves need each step's timings, which only the HDF5 files hold, and"
+            " are left out.")
     for model, g in runs.groupby("model", sort=False):
         report.text.append(f"## {model}")
         labels = sorted(g["strategy_label"].unique(), key=label_key)
@@ -639,15 +652,23 @@ def build(results: Results, step_times: pd.DataFrame | None = None) -> Strategie
         if g["selected_test_accuracy"].notna().any():
             report.tables.append(selection_table(g, model))
             report.tables.append(difference_table(g, model, pairs, "selected_test_accuracy"))
-        report.tables.append(time_table(g, results, model, step_times))
-        report.tables.append(rank_table(g, results, model))
-        report.tables.append(passthrough_table(g, results, model))
-        report.tables.append(time_to_target_table(g, results, model, times, source))
-        report.figures.update(evaluation_curves(g, results, model, times, source))
-        if results.evaluations.empty or not results.evaluations["run_id"].isin(
-                g["run_id"]).any():
+        if results is not None:
+            report.tables.append(time_table(g, results, model, step_times))
+            report.tables.append(rank_table(g, results, model))
+            report.tables.append(passthrough_table(g, results, model))
+        curves = results.curves if results is not None else None
+        ev = tables.evaluations
+        report.tables.append(time_to_target_table(g, ev, curves, model, times, source))
+        report.figures.update(evaluation_curves(g, ev, model, times, source))
+        if results is not None and (ev.empty or not ev["run_id"].isin(g["run_id"]).any()):
             report.figures.update(loss_curves(g, results, model, times, source))
     return report
+
+
+def build_for_results(results: Results, step_times: pd.DataFrame | None = None
+                      ) -> StrategiesReport:
+    """:func:`build` of the runs of loaded HDF5 files (every table)."""
+    return build(from_results(results), results, step_times)
 
 
 def write(report: StrategiesReport, out: Path, title: str, command: str) -> tuple[str, list[Path]]:

@@ -13,6 +13,7 @@ from scipy import stats as sps
 from interplace_analysis import load_results
 from interplace_analysis import strategy_study as study
 from interplace_analysis.cli import main
+from interplace_analysis.exported import from_results
 
 # Final test accuracy per (label, seed): pairwise is 2 points above local on every seed.
 ACC = {("e2e", 1): 0.90, ("e2e", 2): 0.91, ("e2e", 3): 0.92,
@@ -42,7 +43,7 @@ def report(study_file):
                           "strategy_label": ["e2e", "local", "pairwise"],
                           "step_time_s": [2.0, 1.0, 1.2], "source": ["sim"] * 3,
                           "capped_step_time_s": [2.0, 0.5, 0.6]})
-    return study.build(load_results([study_file]), times)
+    return study.build_for_results(load_results([study_file]), times)
 
 
 def _table(report, prefix):
@@ -95,7 +96,7 @@ def test_times_use_the_comparable_step_time(report):
 
 def test_curves_and_cli(study_file, tmp_path, capsys):
     assert {"accuracy_vs_epoch_resnet20", "accuracy_vs_time_resnet20"} <= set(
-        study.build(load_results([study_file])).figures)
+        study.build_for_results(load_results([study_file])).figures)
     csv = tmp_path / "times.csv"
     csv.write_text("model,strategy_label,step_time_s,source\nresnet20,e2e,2.0,sim\n")
     out = tmp_path / "out"
@@ -133,7 +134,7 @@ def test_the_validation_split_selects_the_epoch(tmp_path):
     ev = results.evaluations
     assert ev["validation_samples"].eq(32).all()
     assert ev["validation_accuracy"].notna().all()
-    r = study.build(results)
+    r = study.build_for_results(results)
     t = _table(r, "selected_").set_index("strategy")
     # local peaks at epoch 2 (0.80 before 0.79), seed 2 at epoch 3 (0.82); e2e at epoch 3.
     assert t.loc["local", "selected_epoch"] == "2, 3, 2"
@@ -153,7 +154,7 @@ def test_older_files_have_no_validation_columns(study_file):
     assert ev["validation_accuracy"].isna().all()
     assert ev["validation_samples"].eq(0).all()
     assert not any(t.name.startswith("selected_") for t in
-                   study.build(load_results([study_file])).tables)
+                   study.build_for_results(load_results([study_file])).tables)
 
 
 def test_holm_can_withdraw_a_verdict():
@@ -194,9 +195,9 @@ def test_time_to_reach_a_training_loss(tmp_path):
                  ("global", "1f1b", 4, 0.1)))
             for seed in (1, 2, 3)]
     results = load_results([write_result_file(tmp_path / "l.h5", cfgs)])
-    runs = study._runs(results)
+    runs = study._runs(from_results(results))
     times = {"e2e": 1.0, "local": 0.5, "global/1f1b": 0.8}
-    t = study.time_to_target_table(runs, results, "resnet20", times, "sim", window=2).frame
+    t = study.time_to_target_table(runs, results.evaluations, results.curves, "resnet20", times, "sim", window=2).frame
     t = t.set_index("strategy")
     steps = len(PATTERN) + 1  # warm-up step 0 and the measured ones
     last = steps - 1
@@ -212,7 +213,7 @@ def test_time_to_reach_a_training_loss(tmp_path):
     # A faster global schedule with a step time and no runs: 1F1B's steps at its own step
     # time, and it becomes the best global schedule.
     times["global/zb-h1"] = 0.6
-    t = study.time_to_target_table(runs, results, "resnet20", times, "sim", window=2).frame
+    t = study.time_to_target_table(runs, results.evaluations, results.curves, "resnet20", times, "sim", window=2).frame
     t = t.set_index("strategy")
     assert t.loc["global/zb-h1", "curve"] == "global/1f1b"
     assert t.loc["global/1f1b", "curve"] == "global/1f1b"
