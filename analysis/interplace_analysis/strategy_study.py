@@ -625,7 +625,8 @@ def build(tables: RunTables, results: Results | None = None,
     if results is None:
         sources = sorted(set(runs["source"])) if "source" in runs else []
         report.text.append(
-            f"{len(runs)} runs from {len(sources)} inputs, some of them exported tables"
+            f"{len(runs)} runs from {len(sources)} input{'s' if len(sources) != 1 else ''},"
+            " exported tables among them"
             " (configs and evaluations, `interplace_analysis export`): the accuracy,"
             " selection, difference and time-to-target tables and the accuracy curves"
             " cover every run; the tables of measured, per-rank and pass-through time and"
