@@ -515,8 +515,8 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
 GLOBAL_PIPELINES = ("global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b")
 
 
-def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | None, window: int
-                 ) -> tuple[str, float, dict[str, list[float]]]:
+def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, step_curves: pd.DataFrame | None,
+                 window: int) -> tuple[str, float, dict[str, list[float]]]:
     """Per strategy, per run, the steps taken until the run first reached the common
     target (NaN where it never did): the metric, the target and the steps; see
     :func:`time_to_target_table`."""
@@ -526,10 +526,10 @@ def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | No
         metric, higher = "test accuracy", True
         for rid, g in ev.groupby("run_id", sort=False):
             per_run[rid] = pd.DataFrame({"steps": g["step"] + 1, "value": g["accuracy"]})
-    elif curves is not None:
+    elif step_curves is not None:
         metric, higher = f"training loss (running mean of {window} steps)", False
         for rid in runs["run_id"]:
-            c = curves[curves["run_id"] == rid].sort_values("step")
+            c = step_curves[step_curves["run_id"] == rid].sort_values("step")
             per_run[rid] = pd.DataFrame({
                 "steps": c["step"] + 1,
                 "value": c["loss"].rolling(window, min_periods=window).mean()})
@@ -556,8 +556,8 @@ def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | No
     return metric, target, reach
 
 
-def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFrame | None,
-                         model: str, step_times: dict[str, float], time_source: str,
+def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame,
+                         step_curves: pd.DataFrame | None, model: str, step_times: dict[str, float], time_source: str,
                          window: int = 10) -> Table:
     """The efficiency claim as the study makes it: the comparable time each strategy needs
     to reach the same quality. The target is the worst strategy's mean final value, so
@@ -574,9 +574,9 @@ def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame, curves: pd.DataFr
     summed), so a global schedule with a step time in ``step_times`` but no runs in the
     file gets a row whose steps are those of a global pipeline that has runs (``curve``
     names it) at its own step time: the best global schedule of the suite, not only of
-    the file. ``ev``: the evaluations; ``curves``: the loader's per-step curves, or None
-    for runs read from exported tables (which keep the evaluations only)."""
-    metric, target, reach = _reach_times(runs, ev, curves, window)
+    the file. ``ev``: the evaluations; ``step_curves``: the loader's per-step curves, or
+    None for runs read from exported tables (which keep the evaluations only)."""
+    metric, target, reach = _reach_times(runs, ev, step_curves, window)
     measured_global = next((g for g in GLOBAL_PIPELINES if g in reach), None)
     curves = {label: label for label in reach}
     if measured_global is not None:
@@ -657,9 +657,9 @@ def build(tables: RunTables, results: Results | None = None,
             report.tables.append(time_table(g, results, model, step_times))
             report.tables.append(rank_table(g, results, model))
             report.tables.append(passthrough_table(g, results, model))
-        curves = results.curves if results is not None else None
+        step_curves = results.curves if results is not None else None
         ev = tables.evaluations
-        report.tables.append(time_to_target_table(g, ev, curves, model, times, source))
+        report.tables.append(time_to_target_table(g, ev, step_curves, model, times, source))
         report.figures.update(evaluation_curves(g, ev, model, times, source))
         if results is not None and (ev.empty or not ev["run_id"].isin(g["run_id"]).any()):
             report.figures.update(loss_curves(g, results, model, times, source))
