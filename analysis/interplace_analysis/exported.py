@@ -85,8 +85,8 @@ def combine(parts: list[RunTables]) -> RunTables:
     """The runs of every part; a configuration (``config_key``: its parameters, seed
     included) that finished in two parts is refused, as the paired comparisons take one
     run per seed."""
-    runs = pd.concat([p.runs for p in parts if not p.runs.empty], ignore_index=True) \
-        if any(not p.runs.empty for p in parts) else pd.DataFrame()
+    runs_parts = [p.runs for p in parts if not p.runs.empty]
+    runs = pd.concat(runs_parts, ignore_index=True) if runs_parts else pd.DataFrame()
     evs = [p.evaluations for p in parts if not p.evaluations.empty]
     evaluations = pd.concat(evs, ignore_index=True) if evs else pd.DataFrame()
     if not runs.empty:
