@@ -128,6 +128,28 @@ def accuracy_table(runs: pd.DataFrame, model: str) -> Table:
                          "test_samples"])
 
 
+# An interlocking strategy of single interlock mode: pairwise (reach 2) or nwise:N (reach N).
+_INTERLOCKING = re.compile(r"^(?:pairwise|nwise:(\d+))$")
+
+
+def comparison_pairs(labels) -> list[tuple[str, str]]:
+    """The pairs (A, B) that the paired-difference tables test, one Holm family: every
+    interlocking strategy (single interlock mode) against local, e2e and 1F1B, and against
+    each interlocking strategy of smaller reach (the study's claim that accuracy grows with
+    the reach: nwise:3 against pairwise); then local and 1F1B against e2e. Roughly, for
+    e2e, 1F1B, local, pairwise and nwise:3: 3 + 4 + 2 = 9 pairs."""
+    def reach(label: str) -> int:
+        m = _INTERLOCKING.match(label)
+        return int(m.group(1)) if m and m.group(1) else 2
+
+    interlocking = sorted((lab for lab in labels if _INTERLOCKING.match(lab)), key=reach)
+    pairs = []
+    for i, a in enumerate(interlocking):
+        pairs += [(a, b) for b in ("local", "e2e", "global/1f1b")]
+        pairs += [(a, b) for b in interlocking[:i] if reach(b) < reach(a)]
+    return pairs + [("local", "e2e"), ("global/1f1b", "e2e")]
+
+
 # The metrics difference_table compares: (table name, what, higher is better).
 DIFFERENCE_METRICS = {
     "eval_accuracy": ("accuracy", "final test accuracy", True),
@@ -646,8 +668,7 @@ def build(tables: RunTables, results: Results | None = None,
             times = {lab: float(stats.median(g[g["strategy_label"] == lab]["step_time_s"]))
                      for lab in labels}
         report.tables.append(accuracy_table(g, model))
-        pairs = [(a, b) for a in ("pairwise", "nwise:3") for b in ("local", "e2e", "global/1f1b")]
-        pairs += [("local", "e2e"), ("global/1f1b", "e2e")]
+        pairs = comparison_pairs(labels)
         report.tables.append(difference_table(g, model, pairs))
         report.tables.append(difference_table(g, model, pairs, "eval_loss"))
         if g["selected_test_accuracy"].notna().any():

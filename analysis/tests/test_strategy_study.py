@@ -78,6 +78,19 @@ def test_paired_difference(report):
     assert ("nwise:3", "local") not in d.index  # no such runs
 
 
+def test_comparison_pairs_one_family_with_reach_against_reach():
+    labels = ["e2e", "global/1f1b", "global/zb-h1", "local", "nwise:4", "pairwise", "nwise:3",
+              "pairwise+sum"]
+    baselines = ["local", "e2e", "global/1f1b"]
+    assert study.comparison_pairs(labels) == (
+        [("pairwise", b) for b in baselines]
+        + [("nwise:3", b) for b in baselines] + [("nwise:3", "pairwise")]
+        + [("nwise:4", b) for b in baselines] + [("nwise:4", "pairwise"), ("nwise:4", "nwise:3")]
+        + [("local", "e2e"), ("global/1f1b", "e2e")])
+    # Without interlocking runs only the baselines' pairs remain.
+    assert study.comparison_pairs(["e2e", "local"]) == [("local", "e2e"), ("global/1f1b", "e2e")]
+
+
 def test_times_use_the_comparable_step_time(report):
     t = _table(report, "time_").set_index("strategy")
     assert t.loc["local", "steps_per_epoch"] == pytest.approx(4)
