@@ -7,6 +7,7 @@ A verdict that holds in every leave-one-out table does not rest on one seed."""
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 from interplace_analysis import strategy_study as study
 from interplace_analysis.exported import RunTables, combine, read_export_directory
 
@@ -14,9 +15,11 @@ HERE = Path(__file__).resolve().parent
 
 
 def verdicts(tables: RunTables) -> dict[tuple[str, str], str]:
-    runs = study._runs(tables)
-    table = study.difference_table(runs, "resnet20", study.comparison_pairs(
-        runs["strategy_label"].unique()), "selected_test_accuracy")
+    """The strategies report's own table of selected-accuracy differences."""
+    report = study.build(tables)
+    for figure in report.figures.values():
+        plt.close(figure)
+    table = next(t for t in report.tables if t.name == "selected_accuracy_differences_resnet20")
     return {(r["a"], r["b"]): f"{r['verdict']} (Holm {r['p_holm']:.3f}, n {r['seeds']})"
             for _, r in table.frame.iterrows()}
 
