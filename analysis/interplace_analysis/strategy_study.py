@@ -138,15 +138,12 @@ def comparison_pairs(labels) -> list[tuple[str, str]]:
     each interlocking strategy of smaller reach (the study's claim that accuracy grows with
     the reach: nwise:3 against pairwise); then local and 1F1B against e2e. Roughly, for
     e2e, 1F1B, local, pairwise and nwise:3: 3 + 4 + 2 = 9 pairs."""
-    def reach(label: str) -> int:
-        m = _INTERLOCKING.match(label)
-        return int(m.group(1)) if m and m.group(1) else 2
-
-    interlocking = sorted((lab for lab in labels if _INTERLOCKING.match(lab)), key=reach)
+    reach = {lab: int(m.group(1) or 2) for lab in labels if (m := _INTERLOCKING.match(lab))}
+    interlocking = sorted(reach, key=reach.get)
     pairs = []
     for i, a in enumerate(interlocking):
         pairs += [(a, b) for b in ("local", "e2e", "global/1f1b")]
-        pairs += [(a, b) for b in interlocking[:i] if reach(b) < reach(a)]
+        pairs += [(a, b) for b in interlocking[:i] if reach[b] < reach[a]]
     return pairs + [("local", "e2e"), ("global/1f1b", "e2e")]
 
 

@@ -8,26 +8,31 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 from interplace_analysis import strategy_study as study
 from interplace_analysis.exported import RunTables, combine, read_export_directory
 
 HERE = Path(__file__).resolve().parent
 
 
-def verdicts(tables: RunTables) -> dict[tuple[str, str], str]:
-    """The strategies report's own table of selected-accuracy differences."""
+def verdicts(tables: RunTables) -> dict[tuple[str, str], pd.Series]:
+    """The strategies report's own table of selected-accuracy differences, per pair."""
     report = study.build(tables)
     for figure in report.figures.values():
         plt.close(figure)
     table = next(t for t in report.tables if t.name == "selected_accuracy_differences_resnet20")
-    return {(r["a"], r["b"]): f"{r['verdict']} (Holm {r['p_holm']:.3f}, n {r['seeds']})"
-            for _, r in table.frame.iterrows()}
+    return {(r["a"], r["b"]): r for _, r in table.frame.iterrows()}
 
 
-def shown(cell: str) -> str:
+def cell(row: pd.Series | None) -> str:
+    return "n/a" if row is None else f"{row['verdict']} (Holm {row['p_holm']:.3f}, n {row['seeds']})"
+
+
+def shown(row: pd.Series | None) -> str | None:
     """The verdict's claim: which side is better, or none (with or without "after Holm")."""
-    verdict = cell.split(" (")[0]
-    return "none" if verdict.startswith("no difference") else verdict
+    if row is None:
+        return None
+    return "none" if row["verdict"].startswith("no difference") else row["verdict"]
 
 
 def without_seed(tables: RunTables, seed: int) -> RunTables:
@@ -46,9 +51,10 @@ def main() -> int:
     print("| A - B | " + " | ".join(columns) + " | holds without any one seed |")
     print("| --- |" + " --- |" * (len(columns) + 1))
     for pair in pairs:
-        cells = [columns[c].get(pair, "n/a") for c in columns]
-        holds = all(shown(c) == shown(cells[0]) for c in cells[1:])
-        print(f"| {pair[0]} - {pair[1]} | " + " | ".join(cells) + f" | {'yes' if holds else 'no'} |")
+        rows = [columns[c].get(pair) for c in columns]
+        holds = all(shown(r) == shown(rows[0]) for r in rows[1:])
+        print(f"| {pair[0]} - {pair[1]} | " + " | ".join(map(cell, rows))
+              + f" | {'yes' if holds else 'no'} |")
     return 0
 
 
