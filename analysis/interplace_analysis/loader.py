@@ -23,7 +23,6 @@ a configuration that did not finish (a killed job, an unmerged shard). Gaps at t
 from __future__ import annotations
 
 import functools
-import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -147,7 +146,7 @@ class Results:
         if kept is None:
             steps = self.measured_step_times(run_id)
             rng = np.random.default_rng(stats.seed_for(
-                "within-run", run_id, zlib.crc32(steps.tobytes()), base=seed))
+                "within-run", run_id, stats.steps_fingerprint(steps), base=seed))
             scale = stats.within_run_scale(steps, rng, n_resamples)
             # Kept as codes into its distinct values (a median of S steps takes at most
             # S (S + 1) / 2 values): 4.5 kB a run instead of 16 (0.45 GB at 100,000 runs).

@@ -102,6 +102,21 @@ def seed_for(*key: object, base: int = 0) -> int:
     return (base + zlib.crc32("|".join(map(str, key)).encode())) % (2**32)
 
 
+# The resolution of the runtime's step timer (std::chrono::steady_clock, nanoseconds): two
+# step times closer than this are one measurement.
+TIMER_RESOLUTION_S = 1e-9
+
+
+def steps_fingerprint(steps: np.ndarray) -> int:
+    """A run's measured steps as a seed part (crc32), at the timer's resolution: step
+    times that differ only in their last float digits (the same values computed with
+    another CPU's vector exp or sum) give the same fingerprint, so a seed drawn from it
+    does not jump to an unrelated resample over a rounding difference."""
+    a = np.asarray(steps, dtype=float)
+    ticks = np.where(np.isfinite(a), np.rint(np.nan_to_num(a) / TIMER_RESOLUTION_S), -1)
+    return zlib.crc32(ticks.astype(np.int64).tobytes())
+
+
 def seed_parts(names: Sequence[str], key: Sequence[object]) -> tuple:
     """A group key's values for ``seed_for``, without ``data_parallel`` where it is 1 (no
     replicas, as the configuration id leaves it out): groups seed as before the tables

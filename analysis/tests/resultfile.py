@@ -11,6 +11,7 @@ half of it ``comm_wait_s``. So utilisation is ``sum(busy)`` and the idle fractio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -379,8 +380,11 @@ def repeated(cfg: Cfg, runs: int, seed: int, factor: float = 1.0, run_sd: float 
     rng = np.random.default_rng(seed)
     out = []
     for i in range(runs):
-        run = float(np.exp(rng.normal(0.0, run_sd)))
-        steps = [factor * run * t * float(np.exp(rng.normal(0.0, step_sd)))
+        # math.exp, not numpy's: numpy picks a vector exp by the CPU's features, whose last
+        # digit differs between AVX2 and AVX-512 machines; the fixture must be the same
+        # bytes on every machine.
+        run = math.exp(float(rng.normal(0.0, run_sd)))
+        steps = [factor * run * t * math.exp(float(rng.normal(0.0, step_sd)))
                  for t in cfg.measured()]
         c = replace(cfg, step_times=steps, repeat=i if repeat_attr else None)
         if not repeat_attr:
