@@ -45,11 +45,17 @@ from interplace_analysis import load_results
 MICRO = 8  # samples per micro-batch in every configuration
 MODELS = ["resnet20", "vgg16-small", "mobilenet_v2-small", "gpt-mini"]
 QUICK_MODELS = ["resnet20"]
+# Models the cost model was never tuned on (issue #58's transfer check): a simulator that
+# only fits the four above would show it here.
+HELD_OUT_MODELS = ["inception_v3-small", "bert-mini", "resnet50-small", "nasnet_a_mobile-small"]
 
 
-def spec_text(model: str, profile: Path, quick: bool, steps: int) -> str:
+def device_counts(args: argparse.Namespace) -> list[int]:
+    return args.devices or ([2, 3] if args.quick else [2, 3, 4])
+
+
+def spec_text(model: str, profile: Path, quick: bool, steps: int, ks: list[int]) -> str:
     """The sweep specification of one model's matrix (a TOML string)."""
-    ks = [2, 3] if quick else [2, 3, 4]
     ms = [1, 4] if quick else [1, 4, 8]
     batches = [MICRO * m for m in ms]
     mismatched = [(b, m) for b in batches for m in ms if b != MICRO * m]
@@ -77,7 +83,9 @@ def spec_text(model: str, profile: Path, quick: bool, steps: int) -> str:
     lines += ["[[exclude]]", 'placer = "stages"', 'order = ["bfs", "dfs-pre"]', ""]
     # The placement block: K = 2, M = 4 (quick: M = 4 too), global/GPipe only.
     others = '["contiguous", "greedy-eft", "balanced", "refine"]'
-    lines += ["[[exclude]]", f"placer = {others}", f"devices = {[k for k in ks if k != 2]}", ""]
+    if any(k != 2 for k in ks):
+        lines += ["[[exclude]]", f"placer = {others}", f"devices = {[k for k in ks if k != 2]}",
+                  ""]
     lines += ["[[exclude]]", f"placer = {others}", f"micro_batches = {[m for m in ms if m != 4]}",
               ""]
     lines += ["[[exclude]]", f"placer = {others}", 'strategy = ["local", "pairwise"]', ""]
@@ -110,8 +118,10 @@ def measure(args: argparse.Namespace, out: Path) -> dict[int, list[Path]]:
     interplace = str(args.interplace)
     log = out / "run.log"
     files: dict[int, list[Path]] = {}
-    models = args.models or (QUICK_MODELS if args.quick else MODELS)
-    ranks = 3 if args.quick else 4
+    models = args.models or (HELD_OUT_MODELS if args.held_out else
+                             QUICK_MODELS if args.quick else MODELS)
+    ks = device_counts(args)
+    ranks = max(ks)
     for repeat in range(1, args.repeats + 1):
         for model in models:
             profile = out / f"{model}-mb{MICRO}.r{repeat}.profile"
@@ -120,7 +130,7 @@ def measure(args: argparse.Namespace, out: Path) -> dict[int, list[Path]]:
                                      str(MICRO), "--threads", "1", "--repeats", "7", "--out",
                                      str(profile)], log)
             spec = out / f"{model}.r{repeat}.toml"
-            spec.write_text(spec_text(model, profile, args.quick, args.steps))
+            spec.write_text(spec_text(model, profile, args.quick, args.steps, ks))
             result = out / f"{model}.r{repeat}.h5"
             resume = ["--resume"] if result.exists() else []
             run(mpirun(ranks) + [interplace, "sweep", str(spec), "--out", str(result)] + resume,
@@ -185,6 +195,13 @@ def repeats_table(by_repeat: dict[int, list[Path]]) -> tuple[str, dict]:
                      f"MAPE {fit['ape'].mean():.1%} over {len(fit)}; Spearman within each model: "
                      + ", ".join(f"{m} {fmt(v, 2)}" for m, v in rho.items()) + ".")
     return "\n".join(lines) + "\n", out
+
+
+def machine_line() -> str:
+    """scripts/machine-line: lscpu's model, cores, the CPU's vector ISA, the caps in force."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "machine-line"
+    done = subprocess.run([str(script)], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else f"Machine: unknown ({done.stderr})"
 
 
 def fmt(x: float, digits: int = 3) -> str:
@@ -296,6 +313,11 @@ def main() -> int:
                    help="independent repeats of the whole measurement, profiles included")
     p.add_argument("--quick", action="store_true",
                    help="resnet20 only, K = 2, 3, M = 1, 4: a check that the bench works")
+    p.add_argument("--devices", type=int, nargs="+",
+                   help="device counts K of the pipeline block (default 2 3 4; the placement "
+                   "block is K = 2 whatever this says)")
+    p.add_argument("--held-out", action="store_true",
+                   help=f"the models the cost model was not tuned on: {' '.join(HELD_OUT_MODELS)}")
     p.add_argument("--table-only", action="store_true",
                    help="no measuring: the table from the result files already in --out")
     args = p.parse_args()
@@ -316,9 +338,10 @@ def main() -> int:
     text = (f"Repeat {first} in detail (the others in the last section).\n\n" + text)
     repeats_text, summary["over_repeats"] = repeats_table(by_repeat)
     text += "\n## Every repeat\n\n" + repeats_text
+    summary["machine"] = machine_line()
     header = (f"# Simulator vs runtime ({time.strftime('%Y-%m-%d', time.gmtime())})\n\n"
               f"Made by `bench/sim-validation {' '.join(sys.argv[1:])}` "
-              f"in {time.time() - start:.0f} s.\n\n")
+              f"in {time.time() - start:.0f} s.\n{summary['machine']}\n\n")
     (args.out / "sim-validation.md").write_text(header + text)
     (args.out / "sim-validation.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(header + text)
