@@ -55,7 +55,8 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     families = sorted(set(results.ok["family"])) if not results.ok.empty else []
     sim = simulator.simulator_table(results, seed=seed)
     rec = recommendations.recommendation_table(ranked, strat, families, tolerance,
-                                               min_effect, simulated=sim)
+                                               min_effect, simulated=sim,
+                                               spread=recommendations.run_spread(results.ok))
     c = results.configs
     per_config = results.runs_per_configuration()
     statuses = ("ok", "failed", "skipped", "diverged")
@@ -79,8 +80,9 @@ def build_report(results: Results, seed: int = 0, tolerance: float = 0.01,
     dk, sk = traversal.DISPLAY_KEY, strategies.DISPLAY_KEY
     tables = [
         Table("recommendations", "Recommendations per family", rec,
-              ["family", "order", "placer", "order_evidence", "confidence", "prediction",
-               "runs", "strategy", "strategy_evidence"], "(no successful configurations)"),
+              ["family", "order", "placer", "ranking", "order_evidence", "confidence",
+               "run_spread", "prediction", "runs", "strategy", "strategy_evidence"],
+              "(no successful configurations)"),
         Table("summary", "Configurations", summary),
         Table("traversal_best", "Best traversal order per group", best,
               dk + ["orders", "runs", "best_order", "best_median_s", "speedup_vs_topo",

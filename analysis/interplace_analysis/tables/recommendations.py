@@ -14,6 +14,20 @@
   - ``low``: the best is within noise or 5% of both, any of them will do;
   - when the best *is* topo, only the runner-up counts: ``high`` or ``low``;
   - ``insufficient data``: a single pair measured.
+* **Ranking**: every (placer, order) pair of the family in tiers, in the ranked order: a
+  tier ends where the next pair is slower than the pair ranked just above it by the
+  verdict rule (:func:`..stats.exceeds` on the geometric-mean ratio over the settings
+  both ran); each gap quotes that ratio with its interval: ``topo, dfs-pre ahead of
+  dfs-post x1.22 [1.12, 1.35]``. With one tier it says why: not enough repeats, too noisy
+  for a verdict (below), or neighbours within noise or the minimum effect. A tier is not
+  a claim that its members are equal, only that no gap between neighbours was shown.
+* **Run spread**: per family, the median and largest over its configurations with two or
+  more runs of max / min - 1 of their runs' median step times. When no comparison of the
+  family reached a verdict although all had ``MIN_RUNS`` runs, and that median spread is
+  larger than the minimum effect, the ranking says ``too noisy for a verdict``.
+* Holm: every comparison above (each pair against the next one, best vs topo) is
+  adjusted together over the whole table; best vs runner-up is the ranking's first
+  comparison, so the confidence and the ranking never disagree on it.
 * **Strategy**: the highest geometric-mean throughput gain over the global strategy
   among the strategies whose mean accuracy cost (:mod:`.strategies`) is at most
   ``tolerance`` (default 0.01, one percentage point of accuracy); ``global`` when
@@ -38,10 +52,12 @@ from .. import stats
 from ..frames import is_global_label
 from .traversal import BASELINE, SETTING_KEY
 
-COLUMNS = ["family", "order", "placer", "order_evidence", "confidence", "prediction", "runs",
+COLUMNS = ["family", "order", "placer", "ranking", "order_evidence", "confidence", "run_spread",
+           "prediction", "runs",
            "strategy", "strategy_evidence", "speedup_vs_topo", "speedup_ci_low", "speedup_ci_high",
            "speedup_p_holm", "vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p_holm",
-           "runner_up", "strategy_speedup", "strategy_accuracy_cost"]
+           "runner_up", "strategy_speedup", "strategy_accuracy_cost", "run_spread_median",
+           "run_spread_max", "run_spread_configs"]
 
 
 def _fmt_ci(point: float, lo: float, hi: float) -> str:
@@ -55,14 +71,21 @@ def _get(row: pd.Series, name: str, default: float = float("nan")) -> float:
     return default if v is None else float(v)
 
 
-def _beyond(row: pd.Series, prefix: str, p_holm: float, runs: float,
-            min_effect: float) -> bool:
-    """The verdict rule (:func:`..stats.exceeds`) for a ratio of the ranked table that
-    should exceed 1: ``prefix`` names its columns, ``runs`` the fewest runs behind it."""
+def _estimate(row: pd.Series, prefix: str) -> stats.Estimate:
+    """A ratio of the ranked table (:func:`.traversal.rank_orders`): ``vs``, the next
+    row's step time over this row's, or ``speedup``, topo's over this row's; its p-value
+    is the caller's (Holm-adjusted over the table)."""
     point = "vs_runner_up" if prefix == "vs" else "speedup_vs_topo"
-    est = stats.Estimate(row[point], row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"],
-                         float("nan"), (int(runs),), "runs")
-    return stats.exceeds(est, p_holm, min_effect)
+    runs = _get(row, f"{prefix}_runs", 0)
+    return stats.Estimate(_get(row, point), _get(row, f"{prefix}_ci_low"),
+                          _get(row, f"{prefix}_ci_high"), float("nan"),
+                          (0 if math.isnan(runs) else int(runs),), "runs")
+
+
+def _beyond(row: pd.Series, prefix: str, p_holm: float, min_effect: float) -> bool:
+    """The verdict rule (:func:`..stats.exceeds`) for a ratio of the ranked table that
+    should exceed 1."""
+    return stats.exceeds(_estimate(row, prefix), p_holm, min_effect)
 
 
 def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float,
@@ -85,7 +108,7 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float,
     else:
         sp = _fmt_ci(best["speedup_vs_topo"], best["speedup_ci_low"], best["speedup_ci_high"])
         sp_text = f"{sp} vs {BASELINE}"
-        gain = _beyond(best, "speedup", p_topo, _get(best, "speedup_runs", 0), min_effect)
+        gain = _beyond(best, "speedup", p_topo, min_effect)
     if len(ranked) == 1:
         out.update(order_evidence=sp_text + f"; only pair measured; n={runs}",
                    confidence="insufficient data (one order/placer)")
@@ -94,7 +117,7 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float,
     out["runner_up"] = f"{ru['placer']}/{ru['order']}"
     ru_text = (f"runner-up {out['runner_up']} "
                f"{_fmt_ci(best['vs_runner_up'], best['vs_ci_low'], best['vs_ci_high'])} slower")
-    beats = _beyond(best, "vs", p_vs, _get(best, "vs_runs", 0), min_effect)
+    beats = _beyond(best, "vs", p_vs, min_effect)
     beyond, within = (f"beyond noise and {stats.effect_text(min_effect)}",
                       f"within noise or {stats.effect_text(min_effect)}")
     settings = f"{int(best['settings'])}/{int(best['of_settings'])} settings"
@@ -119,6 +142,100 @@ def _order_choice(ranked: pd.DataFrame, p_vs: float, p_topo: float,
     else:
         out["confidence"] = f"low: {within} of the runner-up and topo"
     return out
+
+
+def run_spread(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per family, how far the runs of one configuration spread on the machine that ran
+    them: for each configuration (``config_key``) with two or more ``ok`` runs, max / min
+    - 1 of its runs' median step times; ``run_spread_median`` and ``run_spread_max`` over
+    the family's configurations, ``run_spread_configs`` how many. (A range: it grows with
+    the runs a configuration has, so it is stated, not tested.)"""
+    cols = ["family", "run_spread_median", "run_spread_max", "run_spread_configs"]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    per = ok.groupby(["family", "config_key"])["step_time_s"].agg(["min", "max", "size"])
+    per = per[per["size"] >= 2]
+    spread = (per["max"] / per["min"] - 1).groupby(level="family")
+    return pd.DataFrame({"run_spread_median": spread.agg(stats.median),
+                         "run_spread_max": spread.max(),
+                         "run_spread_configs": spread.size()}).reset_index()[cols]
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.1f}%"
+
+
+def _spread_text(spread: dict | None) -> str:
+    if not spread or not spread.get("run_spread_configs"):
+        return "n/a: no configuration with 2 or more runs"
+    k = int(spread["run_spread_configs"])
+    return (f"{_pct(spread['run_spread_median'])} median, {_pct(spread['run_spread_max'])}"
+            f" largest over {k} configuration{'s' if k > 1 else ''} (max / min - 1 of each"
+            f" one's runs)")
+
+
+def _too_noisy(gaps: list[stats.Estimate], spread: dict | None, min_effect: float) -> str:
+    """The statement for a family where no comparison reached a verdict although every
+    one had the runs for it: when its configurations' runs spread (median of max / min - 1)
+    by more than the minimum effect, the noise, not the number of repeats, is what
+    stands in the way; ``""`` otherwise."""
+    if not spread or not spread.get("run_spread_configs"):
+        return ""
+    median = spread["run_spread_median"]
+    if not median > min_effect:
+        return ""
+    measured = [max(e.point, 1 / e.point) - 1 for e in gaps if not math.isnan(e.point)]
+    largest = max(measured, default=float("nan"))
+    than = (f" and every gap measured between neighbours (largest {_pct(largest)})"
+            if median > largest else "")
+    return (f"too noisy for a verdict: runs of one configuration spread by {_pct(median)}"
+            f" (median; largest {_pct(spread['run_spread_max'])}), more than the"
+            f" {stats.effect_text(min_effect)} minimum effect{than}")
+
+
+def _labels(ranked: pd.DataFrame) -> list[str]:
+    """The ranked pairs as the ranking names them: the order alone when the family has
+    one placer, ``placer/order`` otherwise."""
+    one_placer = ranked["placer"].nunique() == 1
+    return [o if one_placer else f"{p}/{o}" for p, o in zip(ranked["placer"], ranked["order"])]
+
+
+def _ranking(ranked: pd.DataFrame, p_next: np.ndarray, topo_gain: bool,
+             spread: dict | None, min_effect: float) -> str:
+    """The family's (placer, order) pairs in tiers (docs/analysis.md, "The ranking"): in
+    the ranked order, a new tier starts at a pair whose step time over the pair ranked
+    just above it passes the verdict rule above 1 (:func:`..stats.exceeds`, ``p_next``
+    Holm-adjusted over the table); each gap quotes that ratio and its interval. One tier
+    says why: too few runs, too noisy (:func:`_too_noisy`, only when no comparison of the
+    family, ``topo_gain`` included, reached a verdict) or neighbours within noise."""
+    if ranked.empty:
+        return "no successful runs"
+    labels = _labels(ranked)
+    if len(ranked) == 1:
+        return f"only {labels[0]} measured"
+    gaps = [_estimate(ranked.iloc[i], "vs") for i in range(len(ranked) - 1)]
+    found = [stats.evidence(e, p, min_effect) for e, p in zip(gaps, p_next)]
+    splits = [stats.exceeds(e, p, min_effect) for e, p in zip(gaps, p_next)]
+    if any(splits):
+        tiers, between = [[labels[0]]], []
+        for label, split, est in zip(labels[1:], splits, gaps):
+            if split:
+                tiers.append([])
+                between.append(est)
+            tiers[-1].append(label)
+        text = ", ".join(tiers[0])
+        for tier, est in zip(tiers[1:], between):
+            text += f" ahead of {', '.join(tier)} {_fmt_ci(est.point, est.low, est.high)}"
+        return text
+    if stats.FEW_RUNS in found:
+        fewest = min(e.min_runs for e, f in zip(gaps, found) if f == stats.FEW_RUNS)
+        return (f"no confident gap: n={fewest}: not enough repeats (a verdict needs"
+                f" {stats.MIN_RUNS} runs per configuration)")
+    if set(found) == {stats.NO_ESTIMATE}:
+        return "no confident gap: no two neighbours ran a common setting"
+    noisy = "" if topo_gain else _too_noisy(gaps, spread, min_effect)
+    return (f"no confident gap: {noisy}" if noisy else
+            f"no confident gap (neighbours within noise or {stats.effect_text(min_effect)})")
 
 
 def _strategy_summary(strat: pd.DataFrame) -> pd.DataFrame:
@@ -220,27 +337,41 @@ def _prediction_check(sim: pd.DataFrame | None, family: str, choice: dict,
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],
                          tolerance: float = 0.01,
                          min_effect: float = stats.MIN_EFFECT,
-                         simulated: pd.DataFrame | None = None) -> pd.DataFrame:
+                         simulated: pd.DataFrame | None = None,
+                         spread: pd.DataFrame | None = None) -> pd.DataFrame:
     """``ranked``: :func:`.traversal.rank_orders` by family; ``strategies``: Table 2 (its
     verdicts made with the same ``min_effect``); ``simulated``: the simulator table
-    (:mod:`.simulator`), for the ``prediction`` column.
+    (:mod:`.simulator`), for the ``prediction`` column; ``spread``: :func:`run_spread`,
+    for the ``run_spread`` column and the ranking's "too noisy" statement.
 
-    Holm: the p-values of the two comparisons behind each family's confidence (best vs
-    runner-up, best vs topo) are adjusted together over the whole table."""
+    Holm: the p-values of every comparison the table makes (each ranked pair against the
+    next, the first of them best vs runner-up, and best vs topo) are adjusted together
+    over the whole table, so the confidence and the ranking read one verdict per
+    comparison."""
     per_fam = {fam: (ranked[ranked["family"] == fam] if not ranked.empty else ranked)
                for fam in families}
-    pv = []
+    spreads = {} if spread is None else {r["family"]: r for r in spread.to_dict("records")}
+    pv, starts = [], []
     for fam in families:
         r = per_fam[fam]
-        best = r.iloc[0] if len(r) else None
-        pv += [_get(best, "vs_p") if best is not None else np.nan,
-               _get(best, "speedup_p") if best is not None else np.nan]
+        starts.append(len(pv))
+        pv += [_get(r.iloc[i], "vs_p") for i in range(len(r) - 1)]
+        pv.append(_get(r.iloc[0], "speedup_p") if len(r) else np.nan)
     adjusted = stats.holm(pv)
     rows = []
     for i, fam in enumerate(families):
         s = strategies[strategies["family"] == fam] if not strategies.empty else strategies
-        choice = _order_choice(per_fam[fam], adjusted[2 * i], adjusted[2 * i + 1], min_effect)
+        r = per_fam[fam]
+        p_next = adjusted[starts[i]:starts[i] + max(len(r) - 1, 0)]
+        p_topo = adjusted[starts[i] + len(p_next)]
+        choice = _order_choice(r, p_next[0] if len(p_next) else np.nan, p_topo, min_effect)
         beats = choice.get("confidence", "").startswith(("high", "medium: beats"))
         choice["prediction"] = _prediction_check(simulated, fam, choice, beats, min_effect)
+        topo_gain = len(r) > 0 and _beyond(r.iloc[0], "speedup", p_topo, min_effect)
+        fam_spread = spreads.get(fam)
+        choice["ranking"] = _ranking(r, p_next, topo_gain, fam_spread, min_effect)
+        choice["run_spread"] = _spread_text(fam_spread)
+        for col in ("run_spread_median", "run_spread_max", "run_spread_configs"):
+            choice[col] = fam_spread[col] if fam_spread else np.nan
         rows.append({"family": fam, **choice, **_strategy_choice(s, tolerance, min_effect)})
     return pd.DataFrame(rows).reindex(columns=COLUMNS)

@@ -241,14 +241,17 @@ def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
     ranked["vs_runner_up"] = ranked["vs_ci_low"] = ranked["vs_ci_high"] = float("nan")
     ranked["vs_p"] = float("nan")
     ranked["vs_runs"] = 0
-    if len(ranked) > 1:
-        best, ru = ranked.loc[0, "rows"], ranked.loc[1, "rows"]
-        common = sorted(set(best) & set(ru))
+    # Every row against the one ranked next (the best: against the runner-up), the
+    # comparisons the recommendations' ranking draws its tiers from. Row i's seed is
+    # seed + 1 + i: the best's stays seed + 1, as when only it was compared.
+    for i in range(len(ranked) - 1):
+        upper, lower = ranked.loc[i, "rows"], ranked.loc[i + 1, "rows"]
+        common = sorted(set(upper) & set(lower))
         if common:
-            est = _geomean_ratio([(ru[s], best[s]) for s in common], sub, seed + 1)
-            ranked.loc[0, ["vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p"]] = (
+            est = _geomean_ratio([(lower[s], upper[s]) for s in common], sub, seed + 1 + i)
+            ranked.loc[i, ["vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p"]] = (
                 est.point, est.low, est.high, est.p)
-            ranked.loc[0, "vs_runs"] = est.min_runs
+            ranked.loc[i, "vs_runs"] = est.min_runs
     return ranked.drop(columns="rows")
 
 
@@ -261,9 +264,11 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     ``topo`` with the same placer) with its interval over runs, permutation p-value
     (``speedup_p``) and the fewest runs behind it (``speedup_runs``), and ``rank``
     (1 = best among the pairs present in the most settings). Settings that ran a single
-    order are left out when any setting compares two or more. The best row of each key
-    also gets ``vs_runner_up`` = geometric mean of runner-up / best medians, with its
-    interval, ``vs_p`` and ``vs_runs`` (above 1: the runner-up is slower).
+    order are left out when any setting compares two or more. Every row but the last of
+    a key also gets ``vs_runner_up`` = geometric mean, over the settings both ran, of the
+    next row's medians over its own (the best row's: runner-up / best), with its
+    interval, ``vs_p`` and ``vs_runs`` (above 1: the next row is slower); NaN without a
+    common setting.
     """
     if samples.empty:
         return pd.DataFrame()
