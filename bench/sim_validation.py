@@ -160,17 +160,19 @@ def repeats_table(by_repeat: dict[int, list[Path]]) -> tuple[str, dict]:
         rho = ", ".join(f"{m} {fmt(v, 2)}" for m, v in sm["spearman_within_model_fitting"].items())
         bubble = sm.get("resnet20_gpipe_idle_M8")
         bubble_text = f"{bubble[0]:.3f} / {bubble[1]:.3f}" if bubble else "n/a"
-        lines.append(f"| {repeat} | {sm['mape_fitting']:.1%} | {sm['mape_oversubscribed']:.1%} | "
-                     f"{rho} | {bubble_text} |")
+        lines.append(f"| {repeat} | {percent(sm['mape_fitting'])} | "
+                     f"{percent(sm['mape_oversubscribed'])} | {rho} | {bubble_text} |")
     fit = [sm["mape_fitting"] for _, sm in rows]
     over = [sm["mape_oversubscribed"] for _, sm in rows]
     out = {"repeats": len(rows),
            "mape_fitting": [min(fit), float(np.mean(fit)), max(fit)],
            "mape_oversubscribed": [min(over), float(np.mean(over)), max(over)]}
     lines.append("")
+    over_text = ("none measured (every K ≤ cores)" if all(math.isnan(v) for v in over) else
+                 f"mean {percent(float(np.mean(over)))}, range {percent(min(over))}–"
+                 f"{percent(max(over))}")
     lines.append(f"Over n = {len(rows)} repeats: MAPE (K ≤ cores) mean {np.mean(fit):.1%}, range "
-                 f"{min(fit):.1%}–{max(fit):.1%}; MAPE (K > cores) mean {np.mean(over):.1%}, "
-                 f"range {min(over):.1%}–{max(over):.1%}.")
+                 f"{min(fit):.1%}–{max(fit):.1%}; MAPE (K > cores) {over_text}.")
     if len(steps) > 1:
         both = pd.concat(steps, axis=1).dropna()
         spread = (both.max(axis=1) / both.min(axis=1) - 1.0)
@@ -206,6 +208,11 @@ def machine_line() -> str:
 
 def fmt(x: float, digits: int = 3) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def percent(x: float) -> str:
+    """A fraction as a percentage, "n/a" where nothing was measured (NaN)."""
+    return "n/a" if math.isnan(x) else f"{x:.1%}"
 
 
 def spearman(a: pd.Series, b: pd.Series) -> float:
