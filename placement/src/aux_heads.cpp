@@ -107,6 +107,11 @@ Graph aux_head_graph(const Graph& graph, NodeId boundary, const AuxHeadOptions& 
     add_layer(head, "aux.fc", "linear", {{"in_features", channels}, {"out_features", classes}}, x);
   } else if (shape.size() == 3) {
     x = add_layer(head, "aux.ln", "layer_norm", {{"features", shape[2]}}, x);
+    // A network that classifies whole sequences ([N, classes] out, BERT's pooler) is
+    // trained on one label per sequence: the head reads the first token, as its pooler.
+    if (graph.node(sinks.back()).output_shape.size() == 2) {
+      x = add_layer(head, "aux.select", "select_token", {{"index", int64_t{0}}}, x);
+    }
     add_layer(head, "aux.fc", "linear", {{"in_features", shape[2]}, {"out_features", classes}}, x);
   } else if (shape.size() == 2) {
     add_layer(head, "aux.fc", "linear", {{"in_features", shape[1]}, {"out_features", classes}}, x);

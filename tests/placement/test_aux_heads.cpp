@@ -103,6 +103,26 @@ TEST(AuxHeads, SequenceAndFlatHeads) {
   EXPECT_THROW(aux_head_graph(sequence_graph({2, 2, 2, 2, 16}), 1), Error);
 }
 
+// A sequence classifier (bert-mini: [N, classes] out, one label per sequence) gets heads
+// that read the first token, as its pooler, so their logits match its labels.
+TEST(AuxHeads, SequenceClassifiersHeadsReadTheFirstToken) {
+  const Graph bert = build_model("bert-mini");
+  ASSERT_EQ(bert.node(bert.sinks().back()).output_shape.size(), 2u);
+  const int64_t classes = bert.node(bert.sinks().back()).output_shape.back();
+  int heads = 0;
+  for (const Node& node : bert.nodes()) {
+    if (node.output_shape.size() != 3 || node.op == "input") continue;
+    const Graph head = aux_head_graph(bert, node.id);
+    ASSERT_EQ(head.node_count(), 4) << node.name;
+    EXPECT_EQ(head.node(2).op, "select_token");
+    EXPECT_EQ(head.node(3).output_shape, (kernels::Shape{bert.batch_size(), classes}));
+    ++heads;
+  }
+  EXPECT_GT(heads, 0);
+  // A language model's heads stay per token.
+  EXPECT_EQ(aux_head_graph(sequence_graph(), 1).node(2).output_shape, (kernels::Shape{2, 8, 100}));
+}
+
 TEST(AuxHeads, CostsAreTheRooflineOfItsLayers) {
   const Graph seq = sequence_graph();
   const Graph head = aux_head_graph(seq, 1);

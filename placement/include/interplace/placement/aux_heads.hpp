@@ -8,7 +8,9 @@
 //                 c2 = 64 w for the model's width multiplier w: the interlocking-
 //                 backpropagation study's head ("conv128_bn_conv64_bn_gbpl_fc"); other
 //                 widths by AuxHeadWidth (below)
-//   [N, T, D]     layer norm, linear D->classes   (Transformers: classes = vocabulary)
+//   [N, T, D]     layer norm, linear D->classes   (Transformers: classes = vocabulary);
+//                 for a network of [N, classes] output (sequence classification, BERT)
+//                 layer norm, the first token, linear D->classes, as its pooler reads it
 //   [N, F]        linear F->classes
 // where classes is the last dimension of the network's output (its last sink).
 #pragma once
