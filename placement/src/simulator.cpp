@@ -148,8 +148,10 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
   validate(schedule, costs);
   const int k = schedule.stage_count;  // devices
   // The model stage of device j's action: its chunk's (interleaved 1F1B), else j.
-  const auto stage_of = [k](int j, const Action& action) { return action.chunk * k + j; };
-  const auto device_of = [k](int stage) { return stage % k; };
+  const auto stage_of = [&](int j, const Action& action) {
+    return schedule.stage_of(j, action.chunk);
+  };
+  const auto device_of = [&](int stage) { return schedule.device_of_stage(stage); };
   SimulationResult result;
   result.stages.resize(k);
   std::vector<StageState> state(k);

@@ -36,13 +36,13 @@ std::optional<std::string> stage_chain_violation(const Graph& graph, const Place
   return std::nullopt;
 }
 
-Placement interleaved_devices(const Placement& stages, int devices) {
+Placement interleaved_devices(const Placement& stages, StageMap map, int devices) {
   if (devices < 1 || stages.device_count % devices != 0) {
     throw_invalid("interleaved_devices: " + std::to_string(stages.device_count) +
                   " stages are not a multiple of " + std::to_string(devices) + " devices");
   }
   Placement placed{.device_count = devices, .device_of_node = stages.device_of_node};
-  for (int& device : placed.device_of_node) device %= devices;
+  for (int& device : placed.device_of_node) device = device_of_stage(map, device, devices);
   return placed;
 }
 

@@ -20,21 +20,22 @@ double mini_batch_overhead_s(const CostModel& cost_model, const Graph& graph, in
   return cost_model.mini_batch_overhead_s(graph.batch_size() * micro_batches);
 }
 
-// Per device of a placement of `devices` devices (device = stage mod devices under
-// interleaved 1F1B): the fp32 gradients its optimiser step steps, its nodes' parameters
-// and one replica of each tied weight it holds heads of (data parallelism all-reduces
-// them; auxiliary heads are added by the caller).
+// Per device of the schedule (which runs the placement's model stages, schedule.hpp):
+// the fp32 gradients its optimiser step steps, its nodes' parameters and one replica of
+// each tied weight it holds heads of (data parallelism all-reduces them; auxiliary heads
+// are added by the caller).
 std::vector<int64_t> gradient_bytes_per_device(const Graph& graph, const Placement& placement,
-                                               const NodeCosts& costs, int devices) {
-  std::vector<int64_t> bytes(static_cast<size_t>(devices), 0);
+                                               const NodeCosts& costs, const Schedule& schedule) {
+  std::vector<int64_t> bytes(static_cast<size_t>(schedule.stage_count), 0);
   for (const Node& node : graph.nodes()) {
-    bytes[static_cast<size_t>(placement.device_of_node[node.id] % devices)] +=
+    bytes[static_cast<size_t>(schedule.device_of_stage(placement.device_of_node[node.id]))] +=
         4 * node.parameter_count;
   }
   const std::vector<int64_t> replicas =
       costs.replica_bytes_per_device(placement.device_of_node, placement.device_count);
   for (size_t stage = 0; stage < replicas.size(); ++stage) {
-    bytes[stage % static_cast<size_t>(devices)] += replicas[stage] / 2;  // values + gradient
+    bytes[static_cast<size_t>(schedule.device_of_stage(static_cast<int>(stage)))] +=
+        replicas[stage] / 2;  // values + gradient
   }
   return bytes;
 }
@@ -77,9 +78,7 @@ Schedule step_schedule(const StepRequest& request, int stage_count) {
   schedule_request.pipeline =
       request.pipeline.value_or(global ? PipelineKind::gpipe : PipelineKind::one_f_one_b);
   schedule_request.stage_count = stage_count;
-  if (schedule_request.pipeline == PipelineKind::interleaved_1f1b) {
-    schedule_request.virtual_stages = request.virtual_stages;
-  }
+  schedule_request.virtual_stages = request.virtual_stages;
   schedule_request.micro_batches = request.micro_batches;
   schedule_request.mini_batches = request.mini_batches;
   schedule_request.interlock = request.interlock;
@@ -149,13 +148,12 @@ double GlobalStepTime::operator()(const Placement& placement) {
 StepReport simulate_step(const Graph& graph, const Placement& placement, const NodeCosts& costs,
                          const CostModel& cost_model, const StepRequest& request) {
   require_valid_placement(graph, placement);
-  // Interleaved 1F1B: the placement's devices are the K*V model stages.
-  const int chunks =
-      request.pipeline == PipelineKind::interleaved_1f1b ? std::max(1, request.virtual_stages) : 1;
+  // V virtual stages: the placement's devices are the K*V model stages.
+  const int chunks = std::max(1, request.virtual_stages);
   if (placement.device_count % chunks != 0) {
-    throw_invalid("interleaved-1f1b with " + std::to_string(chunks) +
-                  " virtual stages needs a placement of a multiple of " + std::to_string(chunks) +
-                  " stages, got " + std::to_string(placement.device_count));
+    throw_invalid(std::to_string(chunks) + " virtual stages need a placement of a multiple of " +
+                  std::to_string(chunks) + " stages, got " +
+                  std::to_string(placement.device_count));
   }
   const int k = placement.device_count / chunks;
   const int reach = strategy_reach(request.strategy, k);
@@ -221,7 +219,7 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
                       .micro_batch = a.mini_batch * schedule.micro_batches + a.micro_batch,
                       .loss_stage = a.loss_stage,
                       // A rank: under interleaved 1F1B peer_stage is a model stage.
-                      .peer = a.peer_stage < 0 ? -1 : a.peer_stage % schedule.stage_count});
+                      .peer = a.peer_stage < 0 ? -1 : schedule.device_of_stage(a.peer_stage)});
   }
   return events;
 }
@@ -230,8 +228,8 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
                              const CostModel& cost_model, const Schedule& schedule,
                              const AuxHeadOptions& aux_heads, int data_parallel) {
   require_valid_placement(graph, placement);
-  // The placement's devices are the model stages: K, or K*V under interleaved 1F1B, where
-  // stage s runs on device s mod K (schedule.hpp).
+  // The placement's devices are the model stages: K, or K*V with V virtual stages, each
+  // on the device the schedule's stage map says (pipelines.hpp).
   const int stages = placement.device_count;
   const int k = schedule.stage_count;
   if (k * schedule.virtual_stages != stages) {
@@ -263,11 +261,12 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
   pipeline.data_parallel = data_parallel;
   std::vector<int64_t> parameters(k, 0);  // per device: its optimiser step steps them all
   for (const Node& node : graph.nodes()) {
-    parameters[placement.device_of_node[node.id] % k] += node.parameter_count;
+    parameters[schedule.device_of_stage(placement.device_of_node[node.id])] += node.parameter_count;
   }
   // Data parallelism all-reduces a device's gradients at its optimiser step: charged to
   // its chunk-0 stage, as the step's time.
-  const std::vector<int64_t> gradient_bytes = gradient_bytes_per_device(graph, placement, costs, k);
+  const std::vector<int64_t> gradient_bytes =
+      gradient_bytes_per_device(graph, placement, costs, schedule);
   const std::vector<NodeId> boundaries =
       global ? std::vector<NodeId>{} : boundary_producers(graph, placement);
   const HeadCalibration calibration =
@@ -310,7 +309,8 @@ StepReport simulate_schedule(const Graph& graph, const Placement& placement, con
       }
     } else {
       for (int s = 0; s < stages; ++s) {  // a device's factor for each of its chunks' stages
-        scale(pipeline.stages[static_cast<size_t>(s)], factors[static_cast<size_t>(s % k)]);
+        scale(pipeline.stages[static_cast<size_t>(s)],
+              factors[static_cast<size_t>(schedule.device_of_stage(s))]);
       }
     }
   }

@@ -94,7 +94,11 @@ TEST(Schedule, GlobalGPipeRunsAllForwardsFirst) {
             (std::vector<std::string>{"fwd 0.0", "send act>1 0.0", "fwd 0.1", "send act>1 0.1",
                                       "recv grad1<1 0.0", "bwd 0.0 loss1 upd", "recv grad1<1 0.1",
                                       "bwd 0.1 loss1 upd", "step 0"}));
-  EXPECT_THROW(schedule_for("pairwise", 3, 2, 1, PipelineKind::gpipe), Error);
+  // Under a strategy that is not global GPipe gives way to the interlocked 1F1B order
+  // (pipelines.hpp: one rule for simulate, train and sweep).
+  const Schedule pairwise = schedule_for("pairwise", 3, 2, 1, PipelineKind::gpipe);
+  EXPECT_EQ(pairwise.pipeline, PipelineKind::one_f_one_b);
+  EXPECT_EQ(pairwise.stage_actions, schedule_for("pairwise", 3, 2).stage_actions);
 }
 
 TEST(Schedule, PairwiseThreeStages) {
@@ -339,7 +343,7 @@ TEST(Schedule, ZbH1IsForTheGlobalStrategyAlone) {
   EXPECT_EQ(pipeline_by_name("zb-h1"), PipelineKind::zb_h1);
   EXPECT_EQ(to_string(PipelineKind::zb_h1), "zb-h1");
   EXPECT_EQ(pipeline_names(),
-            (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b"}));
+            (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b", "looped-bfs"}));
   EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 16, 4), 4);
   EXPECT_EQ(micro_batches_kept(PipelineKind::zb_h1, 3, 4), 3);
   EXPECT_EQ(schedule_for("pairwise", 2, 2, 1, PipelineKind::zb_h1).pipeline, PipelineKind::zb_h1);
@@ -350,7 +354,7 @@ TEST(Schedule, ZbH1IsForTheGlobalStrategyAlone) {
     } catch (const Error& error) {
       EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
       const std::string what = error.what();
-      EXPECT_NE(what.find("zb-h1 schedule is for the global strategy only"), std::string::npos)
+      EXPECT_NE(what.find("pipeline 'zb-h1' schedules the global strategy only"), std::string::npos)
           << what;
       EXPECT_NE(what.find("1f1b"), std::string::npos) << what;
     }
@@ -529,14 +533,16 @@ TEST(Schedule, InterleavedRefusesWhatItCannotRun) {
   fails(bad, "virtual_stages must be in 1..");
   bad = ok;
   bad.pipeline = PipelineKind::one_f_one_b;
-  fails(bad, "virtual_stages 2 is for the interleaved-1f1b schedule, not 1f1b");
+  fails(bad,
+        "virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs), "
+        "not '1f1b'");
   bad = ok;
   bad.interlock = InterlockMode::sum;
   fails(bad, "interlock mode single");
   for (const char* strategy : {"local", "pairwise", "nwise:2"}) {
     bad = ok;
     bad.strategy = strategy;
-    fails(bad, "interleaved-1f1b schedule is for the global strategy only");
+    fails(bad, "pipeline 'interleaved-1f1b' schedules the global strategy only");
     fails(bad, "HINT: --pipeline 1f1b");
   }
 }

@@ -83,7 +83,7 @@ inline TrainResult train_on(TrainConfig config, int devices) {
 
 // The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
 // order at the single-tensor cuts nearest to equal node counts: a placement every
-// strategy can run, whatever the cost-model placer would choose. Under interleaved-1f1b
+// strategy can run, whatever the cost-model placer would choose. With virtual stages
 // the split makes devices x virtual_stages stages, stage s on device s mod devices.
 inline TrainPlan chain_plan(TrainConfig config, int devices) {
   const std::string strategy = config.strategy, mode = config.interlock_mode;
@@ -94,7 +94,9 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
   config.devices = devices;
   // Planned on K stages (the placer's interleaved stages may skip one); split below.
   const bool interleaved =
-      pipeline == placement::to_string(placement::PipelineKind::interleaved_1f1b);
+      pipeline != "e2e" &&
+      placement::pipeline_info(placement::pipeline_by_name(pipeline)).takes_virtual_stages &&
+      virtual_stages > 1;
   if (interleaved) {
     config.pipeline = "1f1b";
     config.virtual_stages = 1;
@@ -133,7 +135,9 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
     split.device_of_node[static_cast<size_t>(i)] = d;
   }
   plan.stage_placement = split;
-  plan.placement = stages > devices ? placement::interleaved_devices(split, devices) : split;
+  plan.placement = stages > devices
+                       ? placement::interleaved_devices(split, placement::StageMap::loop, devices)
+                       : split;
   plan.config.strategy = strategy;
   plan.config.interlock_mode = mode;
   plan.config.pipeline = pipeline;

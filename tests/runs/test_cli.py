@@ -435,7 +435,7 @@ def test_simulate_interleaved():
              "--virtual-stages", "2").out
     check("interleaved-1f1b pipeline (2 virtual stages)" in out, out)
     fails(2, "simulate", *MODEL, *base, "--pipeline", "1f1b", "--virtual-stages", "2",
-          contains=("--virtual-stages 2 is for --pipeline interleaved-1f1b", "HINT:"))
+          contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)", "HINT:"))
     fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
           "--micro-batches", "3", "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
           contains=("multiple of the 2 devices", "HINT:"))
@@ -499,10 +499,13 @@ def test_simulate_strategies():
     check(local["idle_fraction"] < glob["idle_fraction"], (local, glob))
     check(pair["reach"] == 1 and pair["pipeline"] == "gpipe", "pairwise on two stages is global")
     check(pair["step_time_s"] == glob["step_time_s"], (pair, glob))
-    fails(2, "simulate", *MODEL, *args, "--strategy", "local", "--pipeline", "gpipe",
-          contains=("gpipe", "global"))
+    # One rule with train and sweep (placement::plan_pipeline): a local strategy runs the
+    # interlocked (1F1B) order, whatever gpipe says; zb-h1 it refuses.
+    local_gpipe = simulate_json(*args, *batches, "--strategy", "local", "--aux-head-capped",
+                                "--pipeline", "gpipe")["simulation"]
+    check(local_gpipe["step_time_s"] == local["step_time_s"], (local_gpipe, local))
     fails(2, "simulate", *MODEL, *args, "--strategy", "local", "--pipeline", "zb-h1",
-          contains=("zb-h1 schedule is for the global strategy only", "1f1b"))
+          contains=("pipeline 'zb-h1' schedules the global strategy only", "HINT: --pipeline 1f1b"))
 
 
 def test_simulate_not_chain():
@@ -1036,7 +1039,7 @@ def test_train_recipe_flags():
     train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
                 "--micro-batches", "1", contains=("multiple of the 2 devices",))
     train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "1f1b", "--virtual-stages", "2",
-                contains=("virtual_stages 2 is for pipeline interleaved-1f1b", "HINT:"))
+                contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)", "HINT:"))
     train_fails(2, 1, "--model", "gpt-mini", "--dataset", "text", "--epochs", "1",
                 contains=("'text'",))
 

@@ -102,7 +102,7 @@ TEST(PlanTraining, OneFOneBNeedsAStageChain) {
   c.pipeline = "gpipe";
   const TrainPlan plan = plan_training(c);
   EXPECT_EQ(plan.schedule.messages, placement::MessageLevel::node);
-  EXPECT_EQ(plan.pipeline, placement::PipelineKind::gpipe);
+  EXPECT_EQ(plan.pipeline.kind, placement::PipelineKind::gpipe);
   c.placer = "contiguous";
   c.pipeline = "1f1b";
   const TrainPlan chain = plan_training(c);
@@ -124,7 +124,7 @@ TEST(PlanTraining, ZbH1IsForTheGlobalStrategyAlone) {
   expect_invalid(c, "pipeline 'zb-h1' schedules the global strategy only");
   expect_invalid(c, "pipeline 1f1b");
   c.strategy = "global";
-  EXPECT_EQ(plan_training(c).pipeline, placement::PipelineKind::zb_h1);
+  EXPECT_EQ(plan_training(c).pipeline.kind, placement::PipelineKind::zb_h1);
 }
 
 // Interleaved 1F1B: the placer cuts K*V stages, rank j gets stages j, j + K, ..; the
@@ -135,7 +135,7 @@ TEST(PlanTraining, InterleavedPlacesDevicesTimesVirtualStages) {
   c.virtual_stages = 2;
   c.micro_batches = 4;
   const TrainPlan plan = plan_training(c);
-  EXPECT_EQ(plan.pipeline, placement::PipelineKind::interleaved_1f1b);
+  EXPECT_EQ(plan.pipeline.kind, placement::PipelineKind::interleaved_1f1b);
   EXPECT_EQ(plan.stage_placement.device_count, 4);
   EXPECT_EQ(plan.placement.device_count, 2);
   ASSERT_EQ(plan.placement.device_of_node.size(), plan.stage_placement.device_of_node.size());
@@ -208,7 +208,9 @@ TEST(PlanTraining, InterleavedRefusesWhatItCannotRun) {
   expect_invalid(c, "HINT: --pipeline 1f1b");
   c.strategy = "global";
   c.pipeline = "1f1b";
-  expect_invalid(c, "virtual_stages 2 is for pipeline interleaved-1f1b");
+  expect_invalid(
+      c,
+      "virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)");
   c.pipeline = "interleaved-1f1b";
   c.placer = "round-robin";
   expect_invalid(c, "pipeline 'interleaved-1f1b' cannot run on this placement of 4 stages");
@@ -226,7 +228,7 @@ TEST(PlanTraining, ParsesTheNamesOnce) {
   parse_choices(plan);
   EXPECT_EQ(plan.strategy, placement::Strategy(placement::StrategyKind::nwise, 2));
   EXPECT_EQ(plan.reach, 1);
-  EXPECT_EQ(plan.pipeline, placement::PipelineKind::one_f_one_b);
+  EXPECT_EQ(plan.pipeline.kind, placement::PipelineKind::one_f_one_b);
   EXPECT_EQ(plan.interlock, placement::InterlockMode::sum);
   EXPECT_EQ(plan.device, kernels::Device::cpu);
   EXPECT_EQ(placement::to_string(plan.strategy), "nwise:2");

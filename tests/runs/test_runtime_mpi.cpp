@@ -77,29 +77,38 @@ TEST(Runtime, GlobalMatchesSingleGpt) {
   check_global_matches_single(small_gpt(), {"contiguous", "greedy-eft", "round-robin"});
 }
 
-// Interleaved 1F1B is plain backprop too: P ranks running V chunks each of a PV-stage
-// chain (the last rank's chunk sending on to rank 0's next one) give the 1-rank run's
-// losses, with M = P and M = 2P micro-batches; so does one rank running all the chunks.
+// Interleaved 1F1B and looped BFS are plain backprop too: P ranks running V chunks each
+// of a PV-stage chain (the last rank's chunk sending on to rank 0's next one) give the
+// 1-rank run's losses, with M = P and M = 2P micro-batches (looped BFS: M = P + 1 too, no
+// multiple of P); so does one rank running all the chunks.
 TEST(Runtime, InterleavedMatchesSingle) {
   const int p = world_size();
   TrainConfig gpt = small_gpt();
   gpt.model_options.layers = 4;  // enough single-tensor cuts for 2P stages
-  const std::vector<std::pair<TrainConfig, std::vector<int>>> cases = {{small_resnet(), {2, 3}},
-                                                                       {gpt, {2}}};
-  for (const auto& [base, chunk_counts] : cases) {
-    for (int v : chunk_counts) {
-      for (int m : {p, 2 * p}) {
-        TrainConfig c = base;
+  struct Case {
+    TrainConfig base;
+    std::string pipeline;
+    std::vector<int> chunk_counts;
+    std::vector<int> micro_batches;
+  };
+  const std::vector<Case> cases = {{small_resnet(), "interleaved-1f1b", {2, 3}, {p, 2 * p}},
+                                   {gpt, "interleaved-1f1b", {2}, {p, 2 * p}},
+                                   {small_resnet(), "looped-bfs", {2}, {p, p + 1}},
+                                   {gpt, "looped-bfs", {2}, {p + 1}}};
+  for (const Case& chunked : cases) {
+    for (int v : chunked.chunk_counts) {
+      for (int m : chunked.micro_batches) {
+        TrainConfig c = chunked.base;
         c.steps = 6;
         c.micro_batches = m;
         c.batch_size = 2 * m;
         c.pipeline = "1f1b";
         const TrainResult single = train_on(c, 1);
-        c.pipeline = "interleaved-1f1b";
+        c.pipeline = chunked.pipeline;
         c.virtual_stages = v;
         const TrainPlan plan = testing::chain_plan(c, p);
         ASSERT_EQ(plan.schedule.virtual_stages, v);
-        const std::string what = c.model + " interleaved-1f1b V=" + std::to_string(v) +
+        const std::string what = c.model + " " + chunked.pipeline + " V=" + std::to_string(v) +
                                  " M=" + std::to_string(m) + " P=" + std::to_string(p);
         expect_same_losses(testing::train_plan_on(plan), single, what);
         // One rank running all V chunks: its stage boundaries are messages to itself.

@@ -51,8 +51,8 @@ struct Choice {
   const char* strategy;
   const char* pipeline;
   const char* interlock;
-  bool more_micro_batches_than_ranks = false;  // M = P + 2 instead of 2
-  int virtual_stages = 1;                      // interleaved-1f1b: M = 2P (a multiple of P)
+  bool more_micro_batches_than_ranks = false;  // M = P + 2 instead of 2 (V > 1: P + 1)
+  int virtual_stages = 1;                      // V > 1: M = 2P (a multiple of P)
 };
 
 TEST(Runtime, ExecutesThePlansSchedule) {
@@ -72,7 +72,11 @@ TEST(Runtime, ExecutesThePlansSchedule) {
       // Interleaved 1F1B: every rank runs 2 and 3 chunks of a 2P- and 3P-stage chain, their
       // messages crossing from the last rank back to rank 0.
       {"global", "interleaved-1f1b", "single", false, 2},
-      {"global", "interleaved-1f1b", "single", false, 3}};
+      {"global", "interleaved-1f1b", "single", false, 3},
+      // Looped BFS: every forward of a chunk before the next chunk's, backwards reversed;
+      // also with M = P + 1, not a multiple of P.
+      {"global", "looped-bfs", "single", false, 2},
+      {"global", "looped-bfs", "single", true, 3}};
   for (const Choice& choice : choices) {
     // Summed losses need auxiliary heads: a strategy global on p stages has none.
     const bool global = placement::strategy_reach(choice.strategy, p) == p - 1;
@@ -83,7 +87,7 @@ TEST(Runtime, ExecutesThePlansSchedule) {
     c.interlock_mode = choice.interlock;
     c.virtual_stages = choice.virtual_stages;
     if (choice.virtual_stages > 1) {
-      c.micro_batches = 2 * p;
+      c.micro_batches = choice.more_micro_batches_than_ranks ? p + 1 : 2 * p;
       c.batch_size = 2 * c.micro_batches;
     } else if (choice.more_micro_batches_than_ranks) {
       c.micro_batches = p + 2;

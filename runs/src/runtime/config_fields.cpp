@@ -280,8 +280,8 @@ std::vector<ConfigField> make_fields() {
   rows.push_back(integer_row("virtual_stages", &TrainConfig::virtual_stages, 1)
                      .checked(int_in("virtual_stages", 1, placement::kMaxVirtualStages))
                      .flag("--virtual-stages",
-                           "interleaved-1f1b: model chunks per device, V (the placer cuts "
-                           "devices x V stages, stage s on rank s mod devices)")
+                           "interleaved-1f1b, looped-bfs: model chunks per device, V (the "
+                           "placer cuts devices x V stages, stage s on rank s mod devices)")
                      .id_unless_default(38)
                      .file_as_id());
   rows.push_back(

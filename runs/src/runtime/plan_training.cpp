@@ -113,42 +113,39 @@ void parse_choices(TrainPlan& plan) {
   plan.reach = placement::strategy_reach(plan.strategy, c.devices);
   const bool global = plan.reach == c.devices - 1;
   require_name("pipeline", c.pipeline, train_pipeline_names());
-  // The pipeline only chooses the global schedule; local and interlocking run 1F1B's order
-  // whatever gpipe, 1f1b or e2e says, and refuse zb-h1, whose split backward they do not
-  // have. e2e: one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1.
-  plan.pipeline = global ? config_pipeline(c) : placement::PipelineKind::one_f_one_b;
-  for (const placement::PipelineKind only_global :
-       {placement::PipelineKind::zb_h1, placement::PipelineKind::interleaved_1f1b}) {
-    if (!global && c.pipeline == placement::to_string(only_global)) {
-      throw_invalid("pipeline '" + c.pipeline + "' schedules the global strategy only, and '" +
-                    c.strategy + "' on " + std::to_string(c.devices) +
-                    " devices is not global (it runs 1F1B's order: pipeline 1f1b). HINT: "
-                    "--pipeline 1f1b, or --strategy global");
-    }
-  }
-  if (c.virtual_stages != 1 && plan.pipeline != placement::PipelineKind::interleaved_1f1b) {
-    throw_invalid("virtual_stages " + std::to_string(c.virtual_stages) +
-                  " is for pipeline interleaved-1f1b, not '" + c.pipeline +
-                  "'. HINT: --pipeline interleaved-1f1b, or --virtual-stages 1");
-  }
   plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
   plan.device = device_by_name(c.device);
   placement::to_string(c.optimizer);  // rejects values outside the enum
   if (global && plan.interlock == placement::InterlockMode::sum && c.devices > 1) {
     throw_invalid("interlock mode 'sum' is for the local and interlocking strategies, not global");
   }
+  // e2e: one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1. The rest of
+  // the pipeline's rules are the registry's (placement::plan_pipeline).
+  const placement::PipelineKind kind =
+      global ? config_pipeline(c)
+             : (c.pipeline == "e2e" ? placement::PipelineKind::gpipe
+                                    : placement::pipeline_by_name(c.pipeline));
+  plan.pipeline =
+      placement::plan_pipeline({.pipeline = kind,
+                                .reach = plan.reach,
+                                .strategy = c.strategy,
+                                .devices = c.devices,
+                                .virtual_stages = c.virtual_stages,
+                                .micro_batches = c.micro_batches,
+                                .interlock_sum = plan.interlock == placement::InterlockMode::sum});
 }
 
 void plan_schedule(TrainPlan& plan) {
   const TrainConfig& c = plan.config;
   const bool global = plan.reach == c.devices - 1;
-  const int chunks =
-      plan.pipeline == placement::PipelineKind::interleaved_1f1b ? c.virtual_stages : 1;
+  const int chunks = plan.pipeline.virtual_stages;
   if (chunks == 1) {
     plan.stage_placement = plan.placement;
-  } else if (plan.stage_placement.device_count != c.devices * chunks) {
-    throw_invalid("interleaved-1f1b needs a placement of " + std::to_string(c.devices * chunks) +
-                  " stages, got " + std::to_string(plan.stage_placement.device_count));
+  } else if (plan.stage_placement.device_count != plan.pipeline.stages()) {
+    throw_invalid("pipeline '" + placement::to_string(plan.pipeline.kind) + "' with " +
+                  std::to_string(chunks) + " virtual stages needs a placement of " +
+                  std::to_string(plan.pipeline.stages()) + " stages, got " +
+                  std::to_string(plan.stage_placement.device_count));
   }
   if (auto why = placement::local_strategy_ineligibility(plan.graph, plan.placement)) {
     plan.global_only_reason = *why;
@@ -161,7 +158,7 @@ void plan_schedule(TrainPlan& plan) {
   }
   placement::ScheduleRequest request;
   request.strategy = plan.strategy;
-  request.pipeline = plan.pipeline;
+  request.pipeline = plan.pipeline.kind;
   request.interlock = plan.interlock;
   request.stage_count = c.devices;
   request.virtual_stages = chunks;
@@ -170,7 +167,8 @@ void plan_schedule(TrainPlan& plan) {
   if (chunks > 1) {
     // The K*V stages must chain with messages to the next stage only (rank_model.cpp).
     if (auto why = placement::interleaved_violation(plan.graph, plan.stage_placement)) {
-      throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
+      throw_invalid("pipeline '" + placement::to_string(plan.pipeline.kind) +
+                    "' cannot run on this placement of " +
                     std::to_string(plan.stage_placement.device_count) + " stages (" + *why +
                     "). HINT: fewer --virtual-stages (stages longer than the network's skip "
                     "connections), --pipeline 1f1b, or a placer that makes stage chains "
@@ -186,7 +184,7 @@ void plan_schedule(TrainPlan& plan) {
   const placement::CostModel cost_model = training_cost_model(c);
   plan.schedule =
       placement::list_node_schedule(plan.graph, plan.placement, cost_model.node_costs(plan.graph),
-                                    cost_model, plan.pipeline, c.micro_batches);
+                                    cost_model, plan.pipeline.kind, c.micro_batches);
 }
 
 TrainPlan plan_training(const TrainConfig& given) {
@@ -223,18 +221,15 @@ TrainPlan plan_training(const TrainConfig& given) {
   placement::OrderedGraph ordered =
       placement::order_graph(plan.graph, cost_model, order, config.seed);
   const placement::NodeCosts& costs = ordered.costs;
-  // Interleaved 1F1B: the placer cuts K*V stages (stage s on device s mod K).
-  const int chunks =
-      plan.pipeline == placement::PipelineKind::interleaved_1f1b ? config.virtual_stages : 1;
-  placement::PlacementRequest request{.device_count = config.devices * chunks,
+  // V virtual stages: the placer cuts K*V stages, each on the device of the pipeline's
+  // stage map.
+  const int chunks = plan.pipeline.virtual_stages;
+  placement::PlacementRequest request{.device_count = plan.pipeline.stages(),
                                       .cost_model = cost_model};
   request.micro_batches = config.micro_batches;
   // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count it;
-  // under interleaved 1F1B charged to each of a device's V stages (schedule.hpp).
-  if (plan.reach == config.devices - 1) {
-    request.kept_micro_batches =
-        placement::micro_batches_kept(plan.pipeline, config.micro_batches, config.devices, chunks);
-  }
+  // with virtual stages charged to each of a device's V stages (pipelines.hpp).
+  request.kept_micro_batches = plan.pipeline.kept_micro_batches;
   request.seed = config.seed;
   request.rl = placement::rl_preset_options(config.rl_preset);
   const int stage_count = request.device_count;
@@ -252,7 +247,8 @@ TrainPlan plan_training(const TrainConfig& given) {
     }
   }
   plan.order = std::move(ordered.order);
-  plan.placement = chunks > 1 ? placement::interleaved_devices(plan.stage_placement, config.devices)
+  plan.placement = chunks > 1 ? placement::interleaved_devices(
+                                    plan.stage_placement, plan.pipeline.stage_map, config.devices)
                               : plan.stage_placement;
 
   plan_schedule(plan);

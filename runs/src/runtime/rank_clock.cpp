@@ -55,8 +55,9 @@ void RankClock::add_event(const char* kind, const Instant& start, const Instant&
     event.action = placement::grid_label(*action, micro_batches);
     event.micro_batch = action->mini_batch * micro_batches + action->micro_batch;
     event.loss_stage = action->loss_stage;
-    event.peer =
-        action->peer_stage >= 0 && devices > 0 ? action->peer_stage % devices : action->peer_stage;
+    event.peer = action->peer_stage >= 0 && schedule != nullptr
+                     ? schedule->device_of_stage(action->peer_stage)
+                     : action->peer_stage;
   }
   // Merge back-to-back intervals of one kind and action (a unit cut by waits, or the
   // nodes of a node-level schedule's forward, would be many).

@@ -25,9 +25,10 @@ struct RankClock {
   // The schedule action being executed (RankModel::execute), carried by the events.
   const placement::Action* action = nullptr;
   int micro_batches = 1;  // of the schedule, to number micro-batches across mini-batches
-  // Ranks of the schedule: an action's peer_stage is a model stage (interleaved 1F1B: K*V
-  // of them), its event's peer the rank, stage mod devices. 0: the stage as it is.
-  int devices = 0;
+  // The schedule executed: an action's peer_stage is a model stage (K*V of them with
+  // virtual stages), its event's peer the rank, the schedule's device_of_stage. Null: the
+  // stage as it is.
+  const placement::Schedule* schedule = nullptr;
 
   // kind: "forward", "aux", "backward" or "optimizer"; units do not nest.
   void begin(const char* kind, const Instant& now);

@@ -139,7 +139,7 @@ struct RankModel::Impl {
     chunk_nodes.resize(static_cast<size_t>(chunks));
     remote_inputs.resize(static_cast<size_t>(chunks));
     for (const Node& node : graph.nodes()) {
-      if (stage(node.id) % devices != owner(node.id)) {
+      if (p.schedule.device_of_stage(stage(node.id)) != owner(node.id)) {
         throw_invalid("the plan's stage placement puts '" + node.name + "' on stage " +
                       std::to_string(stage(node.id)) + ", not one of device " +
                       std::to_string(owner(node.id)) + "'s");
@@ -515,7 +515,7 @@ void RankModel::start_gradient_allreduce(const Action& step) {
   Impl& i = *impl_;
   i.clock.action = &step;  // the timeline's interval belongs to the optimiser step ("S")
   i.clock.micro_batches = i.plan.schedule.micro_batches;
-  i.clock.devices = i.devices;
+  i.clock.schedule = &i.plan.schedule;
   i.start_allreduce();
   i.clock.action = nullptr;
 }
@@ -533,7 +533,7 @@ void RankModel::execute(const Action& a) {
   Impl& i = *impl_;
   i.clock.action = &a;  // the timeline's events carry it
   i.clock.micro_batches = i.plan.schedule.micro_batches;
-  i.clock.devices = i.devices;
+  i.clock.schedule = &i.plan.schedule;
   struct Clear {
     RankClock& clock;
     ~Clear() { clock.action = nullptr; }

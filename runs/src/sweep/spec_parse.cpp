@@ -12,6 +12,7 @@
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/kernels/input_file.hpp"
+#include "interplace/placement/pipelines.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/config_fields.hpp"
@@ -400,17 +401,25 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
 }
 
 // The pipeline a non-global strategy's configurations record: the first listed that such a
-// strategy accepts (it runs 1F1B's order whatever gpipe, 1f1b or e2e says; zb-h1 and
-// interleaved-1f1b it refuses), else 1f1b.
+// strategy accepts (e2e, and every pipeline the registry does not refuse for it:
+// placement::OtherStrategies), else 1f1b.
 FieldValue non_global_pipeline(const std::vector<FieldValue>& listed) {
-  const std::string zb_h1 = placement::to_string(placement::PipelineKind::zb_h1);
-  const std::string interleaved = placement::to_string(placement::PipelineKind::interleaved_1f1b);
   for (const FieldValue& value : listed) {
-    if (value.text != zb_h1 && value.text != interleaved) return value;
+    if (value.text == "e2e" ||
+        placement::pipeline_info(placement::pipeline_by_name(value.text)).other_strategies !=
+            placement::OtherStrategies::refused) {
+      return value;
+    }
   }
   FieldValue fallback = listed.front();
   fallback.text = placement::to_string(placement::PipelineKind::one_f_one_b);
   return fallback;
+}
+
+// Whether the pipeline named takes virtual stages (the registry's takes_virtual_stages).
+bool takes_virtual_stages(const std::string& pipeline) {
+  return pipeline != "e2e" &&
+         placement::pipeline_info(placement::pipeline_by_name(pipeline)).takes_virtual_stages;
 }
 
 // Cross product, first dimension outermost, repeat innermost.
@@ -439,8 +448,7 @@ std::vector<SweepConfig> expand(const Sections& s) {
     for (size_t i = 0; i < dims.size(); ++i) {
       FieldValue value = s.lists[i][at[i]];
       // The pipeline schedules only the global strategy: the others keep the first listed
-      // that they accept (zb-h1 and interleaved-1f1b are the global strategy's alone; 1f1b
-      // when only they are listed).
+      // that they accept (1f1b when none is).
       if (static_cast<int>(i) == pipeline && texts[strategy] != "global") {
         value = non_global_pipeline(s.lists[i]);
       }
@@ -453,9 +461,9 @@ std::vector<SweepConfig> expand(const Sections& s) {
       config.micro_batches = 1;
       texts[static_cast<size_t>(micro_batches)] = "1";
     }
-    // Virtual stages are interleaved 1F1B's alone: the other pipelines run V = 1 whatever
+    // Virtual stages are for the pipelines that take them: the others run V = 1 whatever
     // virtual_stages lists (the duplicates go as e2e's do).
-    if (config.pipeline != placement::to_string(placement::PipelineKind::interleaved_1f1b)) {
+    if (!takes_virtual_stages(config.pipeline)) {
       config.virtual_stages = 1;
       texts[static_cast<size_t>(virtual_stages)] = "1";
     }

@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "interplace/placement/graph.hpp"
+#include "interplace/placement/pipelines.hpp"
 #include "interplace/placement/placement.hpp"
 
 namespace interplace::placement {
@@ -94,7 +95,6 @@ enum class ActionKind {
   backward_weight  // ZB-H1's W: the parameter gradients a deferring backward left
 };
 enum class Payload { activation, gradient };
-enum class PipelineKind { gpipe, one_f_one_b, zb_h1, interleaved_1f1b };
 // What an action moves and computes: a stage's whole part of a micro-batch and its boundary
 // bundle (stage chains), or one node and one tensor (node_level_schedule: a placement that
 // is not a chain, where whole-stage passes and messages could deadlock).
@@ -148,21 +148,6 @@ int strategy_reach(const Strategy& strategy, int stage_count);
 // {"global", "local", "pairwise", "nwise:N"}: the forms strategy_reach accepts, for help
 // texts and messages.
 const std::vector<std::string>& strategy_forms();
-// "gpipe", "1f1b", "zb-h1" or "interleaved-1f1b".
-PipelineKind pipeline_by_name(std::string_view name);
-const std::vector<std::string>& pipeline_names();
-std::string to_string(PipelineKind kind);
-// The micro-batches whose activations the busiest stage keeps at once under the global
-// strategy's pipeline: GPipe all M (every forward before the first backward), 1F1B at most
-// K (stage s keeps min(M, K - s)), ZB-H1 as 1F1B (stage 0 keeps min(M, K) between F and
-// its W; later stages as many, the ones past B with only what W needs), interleaved 1F1B
-// with V chunks on each of K devices min(MV, VK) chunk passes on device 0, each of a V-th
-// of its layers: min(M, K) micro-batches of a whole device's activations, rounded up (the
-// placers place the K*V stages and charge each stage min(MV, VK) of its own micro-batches:
-// call with micro_batches * V and stages K * V, see the header). What the placers charge a
-// device for.
-int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages,
-                       int virtual_stages = 1);
 // "single" or "sum".
 InterlockMode interlock_mode_by_name(std::string_view name);
 const std::vector<std::string>& interlock_mode_names();
@@ -195,15 +180,27 @@ struct Schedule {
   int micro_batches = 0;
   int mini_batches = 0;
   InterlockMode interlock = InterlockMode::single;
+  StageMap stage_map = StageMap::loop;  // which device runs model stage s (pipelines.hpp)
   MessageLevel messages = MessageLevel::stage;
   std::vector<bool> has_aux_head;                  // per stage
   std::vector<std::vector<Action>> stage_actions;  // per stage, in execution order
+
+  // The model stage of device j's chunk c, and the device of model stage s (a message's
+  // peer_stage is a model stage).
+  int stage_of(int device, int chunk) const {
+    return stage_of_chunk(stage_map, device, chunk, stage_count);
+  }
+  int device_of_stage(int stage) const {
+    return placement::device_of_stage(stage_map, stage, stage_count);
+  }
 };
 
-// Throws invalid_input for an unknown strategy, stage_count < 1, micro_batches outside
-// 1..kMaxMicroBatches or mini_batches outside 1..kMaxMiniBatches; for virtual_stages outside
-// 1..kMaxVirtualStages, or other than 1 with another pipeline than interleaved-1f1b, and
-// interleaved-1f1b with micro_batches not a multiple of stage_count.
+// The pipeline's compute-only lists (pipeline_registry's builder) for each mini-batch, an
+// optimiser step after each, and the messages added in one pass: before a forward of model
+// stage s > 0 `recv act<s-1`, after it `send act>s+1` unless s is the last; before a
+// backward of a loss of a later stage `recv grad<s+1`, after a backward that propagates
+// `send grad>s-1`. Throws invalid_input for an unknown strategy, stage_count < 1,
+// mini_batches outside 1..kMaxMiniBatches, and whatever plan_pipeline refuses.
 Schedule build_schedule(const ScheduleRequest& request);
 
 // One task of a node-level schedule: the forward or backward of one node for one micro-batch.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "interplace/placement/graph.hpp"
+#include "interplace/placement/pipelines.hpp"
 #include "interplace/placement/placement.hpp"
 
 namespace interplace::placement {
@@ -20,10 +21,11 @@ namespace interplace::placement {
 std::optional<std::string> stage_chain_violation(const Graph& graph, const Placement& placement);
 bool is_stage_chain(const Graph& graph, const Placement& placement);
 
-// Interleaved 1F1B (schedule.hpp): the placement of its K*V model stages, `stages` (a
-// stage chain, stage s the placement's device s), on `devices` devices: stage s on device
-// s mod K. Throws invalid_input unless stages.device_count is a multiple of devices.
-Placement interleaved_devices(const Placement& stages, int devices);
+// Virtual stages (pipelines.hpp): the placement of the K*V model stages, `stages` (a
+// stage chain, stage s the placement's device s), on `devices` devices, each stage on the
+// device `map` gives it (loop: s mod K). Throws invalid_input unless stages.device_count is
+// a multiple of devices the map takes.
+Placement interleaved_devices(const Placement& stages, StageMap map, int devices);
 // Why a stage chain cannot run interleaved 1F1B's messages: a tensor consumed past the
 // next stage (a device's chunks pass tensors only to their neighbour stages'); nullopt
 // when it can.

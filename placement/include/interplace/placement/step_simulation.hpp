@@ -32,8 +32,9 @@ struct StepRequest {
   // Global strategies only (a reach of K-1); unset: GPipe for global, and the interlocked
   // schedule of schedule.hpp otherwise.
   std::optional<PipelineKind> pipeline = std::nullopt;
-  // interleaved-1f1b: chunks per device, V; the placement simulate_step takes then places
-  // the K*V model stages (stage s on device s mod K).
+  // Chunks per device, V (a pipeline that takes virtual stages, pipelines.hpp): the
+  // placement simulate_step takes then places the K*V model stages, each on the device the
+  // pipeline's stage map says.
   int virtual_stages = 1;
   int micro_batches = 1;
   int mini_batches = 1;  // simulated back to back; times are per mini-batch

@@ -153,16 +153,17 @@ struct TrainPlan {
   placement::Graph graph;  // ends at the logits (the loss is the runtime's)
   std::vector<placement::NodeId> order;
   placement::Placement placement;  // node -> device (rank)
-  // node -> model stage: the placer's K*V stages under interleaved 1F1B (stage s on device
-  // s mod K, placement.device_of_node), else equal to `placement`. The runtime runs a
-  // chunk's stage at a time; the prediction simulates these stages.
+  // node -> model stage: the placer's K*V stages with V virtual stages (each on the device
+  // the pipeline's stage map says, placement.device_of_node), else equal to `placement`.
+  // The runtime runs a chunk's stage at a time; the prediction simulates these stages.
   placement::Placement stage_placement;
   // The configuration's names, parsed once (parse_choices); nothing downstream reads them.
   placement::Strategy strategy;
   int reach = 0;  // gradient reach of the strategy on `devices` stages
-  // The schedule's pipeline: the configured one for global strategies, 1F1B (the
-  // interlocked schedule) for the others, which ignore the option.
-  placement::PipelineKind pipeline = placement::PipelineKind::gpipe;
+  // The schedule's pipeline (placement::plan_pipeline): the configured one for global
+  // strategies, 1F1B (the interlocked schedule) for the others, which ignore gpipe; its
+  // virtual stages, stage map and what the placers charge.
+  placement::PipelinePlan pipeline;
   placement::InterlockMode interlock = placement::InterlockMode::single;
   kernels::Device device = kernels::Device::cpu;
   // One mini-batch of every rank's actions (plan_schedule): rank r executes

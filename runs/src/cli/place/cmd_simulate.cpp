@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "device_options.hpp"
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/pipelines.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/step_simulation.hpp"
 #include "model_options.hpp"
@@ -133,44 +134,25 @@ std::string run_simulate(const SimulateOptions& o) {
   check_placement_selection(o.placement);
   // Bad strategy or pipeline names fail before the (possibly slow) placement.
   const int k = o.placement.devices;
-  const bool global = placement::strategy_reach(o.strategy, k) >= k - 1;
   std::optional<placement::PipelineKind> pipeline;
   if (!o.pipeline.empty()) pipeline = placement::pipeline_by_name(o.pipeline);
-  const bool interleaved = pipeline == placement::PipelineKind::interleaved_1f1b;
-  if (o.virtual_stages < 1 || o.virtual_stages > placement::kMaxVirtualStages) {
-    throw_invalid("--virtual-stages must be in 1.." + std::to_string(placement::kMaxVirtualStages) +
-                  ", got " + std::to_string(o.virtual_stages));
-  }
-  if (o.virtual_stages != 1 && !interleaved) {
-    throw_invalid("--virtual-stages " + std::to_string(o.virtual_stages) +
-                  " is for --pipeline interleaved-1f1b. HINT: --pipeline interleaved-1f1b, or "
-                  "--virtual-stages 1");
-  }
-  if (interleaved && !global) {
-    throw_invalid("the interleaved-1f1b schedule is for the global strategy only, not '" +
-                  o.strategy + "' (other strategies run 1f1b). HINT: --pipeline 1f1b, or " +
-                  "--strategy global");
-  }
-  if (interleaved && o.virtual_stages > 1 && o.model.micro_batches % k != 0) {
-    throw_invalid("the interleaved-1f1b schedule with " + std::to_string(o.virtual_stages) +
-                  " virtual stages needs --micro-batches a multiple of the " + std::to_string(k) +
-                  " devices, got " + std::to_string(o.model.micro_batches) +
-                  ". HINT: --micro-batches " + std::to_string(k * (o.model.micro_batches / k + 1)));
-  }
-  // Interleaved 1F1B places K*V stages, stage s on device s mod K.
-  const int chunks = interleaved ? o.virtual_stages : 1;
-  // The placer charges each device (each stage) the micro-batches the pipeline keeps at
-  // once (1F1B and ZB-H1: K; interleaved 1F1B: K on each of a device's V stages).
+  const placement::PipelinePlan plan =
+      placement::plan_pipeline({.pipeline = pipeline,
+                                .reach = placement::strategy_reach(o.strategy, k),
+                                .strategy = o.strategy,
+                                .devices = k,
+                                .virtual_stages = o.virtual_stages,
+                                .micro_batches = o.model.micro_batches});
+  // The placer cuts the plan's K*V stages and charges each the micro-batches the pipeline
+  // keeps at once (1F1B and ZB-H1: K; interleaved 1F1B: K on each of a device's V stages);
+  // without --pipeline the placers' own default.
   PlacementSelection selection = o.placement;
-  selection.devices = k * chunks;
-  if (global && pipeline) {
-    selection.kept_micro_batches =
-        placement::micro_batches_kept(*pipeline, o.model.micro_batches, k, chunks);
-  }
+  selection.devices = plan.stages();
+  if (pipeline) selection.kept_micro_batches = plan.kept_micro_batches;
   placement::StepRequest request;
   request.strategy = o.strategy;
-  request.pipeline = pipeline;
-  request.virtual_stages = chunks;
+  if (pipeline) request.pipeline = plan.kind;
+  request.virtual_stages = plan.virtual_stages;
   request.micro_batches = o.model.micro_batches;
   request.data_parallel = o.model.data_parallel;
   // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
@@ -218,8 +200,8 @@ Command add_simulate_command(CLI::App& root) {
       ->capture_default_str()
       ->group("Strategy");
   app->add_option("--virtual-stages", options->virtual_stages,
-                  "interleaved-1f1b: model chunks per device, V (the placer cuts devices x V "
-                  "stages, stage s on device s mod devices)")
+                  "interleaved-1f1b, looped-bfs: model chunks per device, V (the placer "
+                  "cuts devices x V stages, stage s on device s mod devices)")
       ->capture_default_str()
       ->group("Strategy");
   app->add_option("--place-with", options->place_with,
