@@ -124,6 +124,33 @@ def test_graph_json():
     check(fc["output_shape"][-1] == 7, fc)
 
 
+# The 11 model options of a spec's [model_options] (docs/cli.md); each is a flag of every
+# subcommand that takes model options, made from the same table (config_fields.hpp).
+SPEC_MODEL_OPTIONS = ("in_channels", "image_size", "classes", "sequence_length", "layers",
+                      "dim", "heads", "vocab_size", "max_positions", "width_multiplier",
+                      "depth_multiplier")
+
+
+def test_model_option_flags():
+    for command in ("graph", "simulate", "train", "profile"):
+        helptext = ok(command, "--help").out
+        for key in SPEC_MODEL_OPTIONS:
+            check("--" + key.replace("_", "-") in helptext, f"{command} --help lacks {key}")
+    # They reach the builder. gpt-mini with 1 block of width 32, 2 heads, a vocabulary of
+    # 64 and 16 positions: token table 64*32 + positions 16*32 + block (2 layer norms 2*64,
+    # qkv 32*96+96, projection 32*32+32, MLP 32*128+128 + 128*32+32) + final norm 64, the
+    # LM head tied to the token table: 15328.
+    small = ok("graph", "--model", "gpt-mini", "--layers", "1", "--dim", "32", "--heads", "2",
+               "--vocab-size", "64", "--max-positions", "16", "--format", "json").json()
+    check(small["parameter_count"] == 15328, small["parameter_count"])
+    options = small["model_options"]
+    check(all(key in options for key in SPEC_MODEL_OPTIONS), options)
+    check((options["layers"], options["dim"], options["heads"], options["vocab_size"],
+           options["max_positions"]) == (1, 32, 2, 64, 16), options)
+    fails(2, "graph", "--model", "gpt-mini", "--dim", "30", "--heads", "4",
+          contains=("heads",))
+
+
 def test_graph_dot():
     out = ok("graph", *MODEL, "--format", "dot").out
     check(out.startswith("digraph"), out[:50])

@@ -1,9 +1,12 @@
 #include "model_options.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/graph_file.hpp"
+#include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/run_defaults.hpp"
 #include "json_writer.hpp"
 #include "text_format.hpp"
@@ -39,19 +42,16 @@ void add_model_options(CLI::App& app, ModelSelection& selection) {
                  "batch-size / micro-batches samples")
       ->capture_default_str()
       ->group("Model");
-  app.add_option("--in-channels", o.in_channels, "image channels (0: the model's default)")
-      ->group("Model");
-  app.add_option("--image-size", o.image_size, "image height and width (0: default)")
-      ->group("Model");
-  app.add_option("--classes", o.classes, "output classes (0: default)")->group("Model");
-  app.add_option("--sequence-length", o.sequence_length, "tokens per sequence (0: default)")
-      ->group("Model");
-  app.add_option("--width-multiplier", o.width_multiplier, "scales channel widths")
-      ->capture_default_str()
-      ->group("Model");
-  app.add_option("--depth-multiplier", o.depth_multiplier, "scales repeated blocks")
-      ->capture_default_str()
-      ->group("Model");
+  // One flag per spec model option (kModelOptionFields), so the two never differ.
+  for (const ModelOptionField& f : kModelOptionFields) {
+    std::string flag = std::string("--") + f.key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (f.integer != nullptr) {
+      app.add_option(flag, o.*f.integer, f.help)->group("Model");
+    } else {
+      app.add_option(flag, o.*f.real, f.help)->capture_default_str()->group("Model");
+    }
+  }
 }
 
 const placement::ModelInfo& model_info(std::string_view name) {
@@ -90,17 +90,18 @@ placement::Graph build_selected_model(const ModelSelection& selection) {
 
 std::string model_options_json(const ModelSelection& selection) {
   const placement::ModelOptions& options = selection.options;
-  return JsonObject()
-      .integer("batch_size", options.batch_size)
+  JsonObject json;
+  json.integer("batch_size", options.batch_size)
       .integer("micro_batches", selection.micro_batches)
-      .integer("micro_batch_size", selected_micro_batch_size(selection))
-      .integer("in_channels", options.in_channels)
-      .integer("image_size", options.image_size)
-      .integer("classes", options.classes)
-      .integer("sequence_length", options.sequence_length)
-      .number("width_multiplier", options.width_multiplier)
-      .number("depth_multiplier", options.depth_multiplier)
-      .str();
+      .integer("micro_batch_size", selected_micro_batch_size(selection));
+  for (const ModelOptionField& f : kModelOptionFields) {
+    if (f.integer != nullptr) {
+      json.integer(f.key, options.*f.integer);
+    } else {
+      json.number(f.key, options.*f.real);
+    }
+  }
+  return json.str();
 }
 
 std::string catalog_text() {

@@ -109,7 +109,7 @@ struct RankModel::Impl {
 
   int owner(NodeId id) const { return plan.placement.device_of_node[static_cast<size_t>(id)]; }
   int stage(NodeId id) const { return stage_of[static_cast<size_t>(id)]; }
-  int chunk_stage(int chunk) const { return chunk * devices + rank; }
+  int chunk_stage(int chunk) const { return plan.schedule.stage_of(rank, chunk); }
   int tag(NodeId node, int m, bool gradient, int loss_stage) const {
     const int64_t t = Messenger::kFirstDataTag +
                       ((static_cast<int64_t>(node) * micro_batches + m) * 2 + (gradient ? 1 : 0)) *
