@@ -160,11 +160,12 @@ inline constexpr int kMaxVirtualStages = 64;
 
 struct ScheduleRequest {
   Strategy strategy = {};
-  // Only global strategies use gpipe, zb-h1 and interleaved-1f1b.
+  // As the registry's row allows for the strategy (plan_pipeline, pipelines.hpp): a
+  // non-global strategy runs 1f1b for gpipe and is refused the others but 1f1b.
   PipelineKind pipeline = PipelineKind::one_f_one_b;
   int stage_count = 1;  // devices: action lists
-  // Interleaved 1F1B: chunks per device (the model has stage_count * virtual_stages
-  // stages); 1 for every other pipeline.
+  // Chunks per device of a pipeline that takes virtual stages (the model has
+  // stage_count * virtual_stages stages); 1 for every other pipeline.
   int virtual_stages = 1;
   int micro_batches = 1;  // per mini-batch
   int mini_batches = 1;   // run back to back
