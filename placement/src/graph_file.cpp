@@ -673,23 +673,13 @@ std::string opaque_summary(const Graph& graph, int listed) {
 
 void check_graph_file_options(const ModelOptions& o, std::string_view prefix) {
   const ModelOptions defaults;
-  const std::pair<const char*, bool> set[] = {
-      {"in-channels", o.in_channels != defaults.in_channels},
-      {"image-size", o.image_size != defaults.image_size},
-      {"classes", o.classes != defaults.classes},
-      {"sequence-length", o.sequence_length != defaults.sequence_length},
-      {"layers", o.layers != defaults.layers},
-      {"dim", o.dim != defaults.dim},
-      {"heads", o.heads != defaults.heads},
-      {"vocab-size", o.vocab_size != defaults.vocab_size},
-      {"max-positions", o.max_positions != defaults.max_positions},
-      {"width-multiplier", o.width_multiplier != defaults.width_multiplier},
-      {"depth-multiplier", o.depth_multiplier != defaults.depth_multiplier}};
-  for (const auto& [name, given] : set) {
+  for (const ModelOptionField& f : kModelOptionFields) {
+    const bool given =
+        f.integer != nullptr ? o.*f.integer != defaults.*f.integer : o.*f.real != defaults.*f.real;
     if (!given) continue;
-    std::string option = std::string(prefix) + name;
-    if (prefix != "--") std::replace(option.begin(), option.end(), '-', '_');
-    throw_invalid(option +
+    std::string name = f.key;  // a spec key; as a flag with '-' for '_'
+    if (prefix == "--") std::replace(name.begin(), name.end(), '_', '-');
+    throw_invalid(std::string(prefix) + name +
                   " does not apply to a graph file: the file fixes the network's shapes (only the "
                   "batch size and micro-batches rebuild it); change the network and import it "
                   "again");

@@ -135,6 +135,15 @@ int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages, int
   return pipeline_info(pipeline).kept_micro_batches(micro_batches, stages, virtual_stages);
 }
 
+Action network_loss_backward(const Schedule& header, int device, int chunk, int micro_batch) {
+  return {.kind = ActionKind::backward,
+          .micro_batch = micro_batch,
+          .loss_stage = header.stage_count * header.virtual_stages - 1,
+          .updates_parameters = true,
+          .propagates_gradient = header.stage_of(device, chunk) > 0,
+          .chunk = chunk};
+}
+
 int device_of_stage(StageMap map, int stage, int devices) {
   const int chunks = map == StageMap::v ? 2 : kMaxVirtualStages;
   if (devices < 1 || stage < 0 || stage >= devices * chunks) {

@@ -135,25 +135,22 @@ Schedule schedule_header(const ScheduleRequest& request) {
   const int k = request.stage_count;
   const int reach = strategy_reach(request.strategy, k);
   // Bounded: the schedule holds every pass of every micro-batch of every mini-batch, so
-  // an unbounded count would grow memory without end before anything is simulated.
-  if (request.micro_batches < 1 || request.micro_batches > kMaxMicroBatches) {
-    throw_invalid("micro_batches must be in 1.." + std::to_string(kMaxMicroBatches) + ", got " +
-                  std::to_string(request.micro_batches));
-  }
+  // an unbounded count would grow memory without end before anything is simulated (the
+  // micro-batches are plan_pipeline's to check).
   if (request.mini_batches < 1 || request.mini_batches > kMaxMiniBatches) {
     throw_invalid("mini_batches must be in 1.." + std::to_string(kMaxMiniBatches) + ", got " +
                   std::to_string(request.mini_batches));
   }
+  Schedule schedule;
+  schedule.strategy = to_string(request.strategy);
   const PipelinePlan plan =
       plan_pipeline({.pipeline = request.pipeline,
                      .reach = reach,
-                     .strategy = to_string(request.strategy),
+                     .strategy = schedule.strategy,
                      .devices = k,
                      .virtual_stages = request.virtual_stages,
                      .micro_batches = request.micro_batches,
                      .interlock_sum = request.interlock == InterlockMode::sum});
-  Schedule schedule;
-  schedule.strategy = to_string(request.strategy);
   schedule.reach = reach;
   schedule.pipeline = plan.kind;
   schedule.stage_map = plan.stage_map;

@@ -12,7 +12,6 @@ std::vector<Action> interleaved_compute_actions(const Schedule& header, int devi
   const int k = header.stage_count;
   const int v = header.virtual_stages;
   const int passes = header.micro_batches * v;  // chunk forwards (and backwards) per device
-  const int last = k * v - 1;                   // the model stage with the loss
   // Pass n of a direction: the groups of K micro-batches go through the chunks in turn
   // (ascending for forwards, descending for backwards), so that a group leaving device K-1
   // finds device 0 ready for its next chunk.
@@ -30,13 +29,7 @@ std::vector<Action> interleaved_compute_actions(const Schedule& header, int devi
         {.kind = ActionKind::forward, .micro_batch = micro_of(n), .chunk = chunk_of(n, true)});
   };
   const auto backward = [&](int n) {
-    const int c = chunk_of(n, false);
-    actions.push_back({.kind = ActionKind::backward,
-                       .micro_batch = micro_of(n),
-                       .loss_stage = last,
-                       .updates_parameters = true,
-                       .propagates_gradient = stage_of_chunk(header.stage_map, device, c, k) > 0,
-                       .chunk = c});
+    actions.push_back(network_loss_backward(header, device, chunk_of(n, false), micro_of(n)));
   };
   for (int n = 0; n < warm_up; ++n) forward(n);
   for (int n = 0; n < passes; ++n) {

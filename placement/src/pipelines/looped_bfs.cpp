@@ -10,10 +10,8 @@
 namespace interplace::placement {
 
 std::vector<Action> looped_bfs_compute_actions(const Schedule& header, int device) {
-  const int k = header.stage_count;
   const int v = header.virtual_stages;
   const int m = header.micro_batches;
-  const int last = k * v - 1;  // the model stage with the loss
   std::vector<Action> actions;
   for (int c = 0; c < v; ++c) {
     for (int i = 0; i < m; ++i) {
@@ -22,12 +20,7 @@ std::vector<Action> looped_bfs_compute_actions(const Schedule& header, int devic
   }
   for (int c = v - 1; c >= 0; --c) {
     for (int i = m - 1; i >= 0; --i) {
-      actions.push_back({.kind = ActionKind::backward,
-                         .micro_batch = i,
-                         .loss_stage = last,
-                         .updates_parameters = true,
-                         .propagates_gradient = header.stage_of(device, c) > 0,
-                         .chunk = c});
+      actions.push_back(network_loss_backward(header, device, c, i));
     }
   }
   return actions;

@@ -71,6 +71,11 @@ std::string to_string(PipelineKind kind);
 int micro_batches_kept(PipelineKind pipeline, int micro_batches, int devices,
                        int virtual_stages = 1);
 
+// For the builders of chunked schedules: device j's backward of micro-batch m on its chunk
+// c, of the network's loss (the last model stage), accumulating the chunk's parameter
+// gradients and passing the input gradient on unless it is model stage 0.
+Action network_loss_backward(const Schedule& header, int device, int chunk, int micro_batch);
+
 // Under `map` with K devices: the device that runs model stage s, and the model stage of
 // device j's chunk c. Throws invalid_input outside 0..K*V-1 (v: V = 2 alone).
 int device_of_stage(StageMap map, int stage, int devices);

@@ -45,6 +45,36 @@ struct ModelOptions {
   double depth_multiplier = 1.0;
 };
 
+// The model options a spec's [model_options] sets and the id names (ModelOptions but its
+// batch size, which the configuration's batch_size and micro_batches decide), in the id's
+// order; exactly one of `integer` (0: the model's default) and `real` (1: default) is set.
+// Every one is also a flag of every subcommand that takes model options, the key with
+// '-' for '_' (`layers` and `--layers`; runs/src/cli/model_options.cpp adds them from this
+// table), and what check_graph_file_options refuses beside a graph file.
+struct ModelOptionField {
+  const char* key;
+  int64_t ModelOptions::*integer;
+  double ModelOptions::*real;
+  const char* help;  // the flag's
+};
+inline constexpr ModelOptionField kModelOptionFields[] = {
+    {"in_channels", &ModelOptions::in_channels, nullptr, "image channels (0: the model's default)"},
+    {"image_size", &ModelOptions::image_size, nullptr, "image height and width (0: default)"},
+    {"classes", &ModelOptions::classes, nullptr, "output classes (0: default)"},
+    {"sequence_length", &ModelOptions::sequence_length, nullptr,
+     "tokens per sequence (0: default)"},
+    {"layers", &ModelOptions::layers, nullptr, "Transformer blocks (0: the model's default)"},
+    {"dim", &ModelOptions::dim, nullptr,
+     "Transformer model width, divisible by --heads (0: default)"},
+    {"heads", &ModelOptions::heads, nullptr, "attention heads (0: default)"},
+    {"vocab_size", &ModelOptions::vocab_size, nullptr,
+     "token vocabulary (0: default; 256 = the byte-level text corpus)"},
+    {"max_positions", &ModelOptions::max_positions, nullptr,
+     "rows of the learned position table (0: default)"},
+    {"width_multiplier", nullptr, &ModelOptions::width_multiplier, "scales channel widths"},
+    {"depth_multiplier", nullptr, &ModelOptions::depth_multiplier, "scales repeated blocks"},
+};
+
 // The ranges of the options, checked in one place (check_model_options) by build_model,
 // hence by every subcommand and sweep configuration before anything is built
 // (docs/cli.md, "Model options"). They keep every derived size far from int64 overflow

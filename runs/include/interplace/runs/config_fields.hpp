@@ -95,39 +95,9 @@ std::string canonical_parameters(const TrainConfig& config, int repeat);
 uint64_t fnv1a64(std::string_view text);
 std::string config_id(const TrainConfig& config, int repeat);  // 16 lowercase hex digits
 
-// The model options a spec's [model_options] sets and the id names (ModelOptions but its
-// batch size, which the configuration's batch_size and micro_batches decide), in the id's
-// order; exactly one of `integer` (0: the model's default) and `real` (1: default) is set.
-// Every one is also a flag of every subcommand that takes model options, the key with
-// '-' for '_' (`layers` and `--layers`; cli/model_options.cpp adds them from this table).
-struct ModelOptionField {
-  const char* key;
-  int64_t placement::ModelOptions::*integer;
-  double placement::ModelOptions::*real;
-  const char* help;  // the flag's
-};
-inline constexpr ModelOptionField kModelOptionFields[] = {
-    {"in_channels", &placement::ModelOptions::in_channels, nullptr,
-     "image channels (0: the model's default)"},
-    {"image_size", &placement::ModelOptions::image_size, nullptr,
-     "image height and width (0: default)"},
-    {"classes", &placement::ModelOptions::classes, nullptr, "output classes (0: default)"},
-    {"sequence_length", &placement::ModelOptions::sequence_length, nullptr,
-     "tokens per sequence (0: default)"},
-    {"layers", &placement::ModelOptions::layers, nullptr,
-     "Transformer blocks (0: the model's default)"},
-    {"dim", &placement::ModelOptions::dim, nullptr,
-     "Transformer model width, divisible by --heads (0: default)"},
-    {"heads", &placement::ModelOptions::heads, nullptr, "attention heads (0: default)"},
-    {"vocab_size", &placement::ModelOptions::vocab_size, nullptr,
-     "token vocabulary (0: default; 256 = the byte-level text corpus)"},
-    {"max_positions", &placement::ModelOptions::max_positions, nullptr,
-     "rows of the learned position table (0: default)"},
-    {"width_multiplier", nullptr, &placement::ModelOptions::width_multiplier,
-     "scales channel widths"},
-    {"depth_multiplier", nullptr, &placement::ModelOptions::depth_multiplier,
-     "scales repeated blocks"},
-};
+// The model options a spec's [model_options] sets: the zoo's table (placement/zoo.hpp).
+using placement::kModelOptionFields;
+using placement::ModelOptionField;
 
 // One non-default model option: its key, its text in model_options_string and its value
 // (integer options have `integer` set and the value in `int_value`, the multipliers in
