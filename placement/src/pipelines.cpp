@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <utility>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -12,8 +14,9 @@ namespace interplace::placement {
 
 // The builders of compute-only lists, one file each under pipelines/.
 std::vector<Action> flow_compute_actions(const Schedule& header, int device);
-std::vector<Action> interleaved_compute_actions(const Schedule& header, int device);
+std::vector<Action> interleaved_compute_actions(const Schedule& header, int device);  // also ZB
 std::vector<Action> looped_bfs_compute_actions(const Schedule& header, int device);
+std::vector<Action> zbv_compute_actions(const Schedule& header, int device);
 
 namespace {
 
@@ -41,6 +44,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .other_strategies = OtherStrategies::run_1f1b_instead,
      .network_loss_only = false,
      .takes_virtual_stages = false,
+     .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = all_micro_batches,
@@ -51,6 +55,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .other_strategies = OtherStrategies::run,
      .network_loss_only = false,
      .takes_virtual_stages = false,
+     .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = one_per_stage_ahead,
@@ -61,6 +66,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .other_strategies = OtherStrategies::refused,
      .network_loss_only = true,
      .takes_virtual_stages = false,
+     .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = one_per_stage_ahead,
@@ -71,6 +77,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .other_strategies = OtherStrategies::refused,
      .network_loss_only = true,
      .takes_virtual_stages = true,
+     .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = true,
      .stage_map = StageMap::loop,
      .kept_micro_batches = interleaved_kept,
@@ -83,10 +90,36 @@ const std::vector<PipelineInfo> kRegistry = {
      .other_strategies = OtherStrategies::refused,
      .network_loss_only = true,
      .takes_virtual_stages = true,
+     .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = all_micro_batches,
      .compute_actions = looped_bfs_compute_actions},
+    // Interleaved 1F1B's order and warm-up, each backward split into B and W (ZB1P):
+    // device j's W's trail its B's by j, as ZB-H1's do, so it keeps V K chunk passes
+    // between F and W as interleaved 1F1B's device 0 between F and B.
+    {.kind = PipelineKind::interleaved_zb,
+     .name = "interleaved-zb",
+     .title = "Interleaved zero bubble",
+     .other_strategies = OtherStrategies::refused,
+     .network_loss_only = true,
+     .takes_virtual_stages = true,
+     .fixed_virtual_stages = 0,
+     .micro_batches_in_groups_of_devices = true,
+     .stage_map = StageMap::loop,
+     .kept_micro_batches = interleaved_kept,
+     .compute_actions = interleaved_compute_actions},
+    {.kind = PipelineKind::zbv,
+     .name = "zbv",
+     .title = "ZBV",
+     .other_strategies = OtherStrategies::refused,
+     .network_loss_only = true,
+     .takes_virtual_stages = true,
+     .fixed_virtual_stages = 2,
+     .micro_batches_in_groups_of_devices = false,
+     .stage_map = StageMap::v,
+     .kept_micro_batches = nullptr,
+     .compute_actions = zbv_compute_actions},
 };
 
 std::string joined_names(bool (*keep)(const PipelineInfo&)) {
@@ -132,7 +165,44 @@ std::string to_string(PipelineKind kind) {
 }
 
 int micro_batches_kept(PipelineKind pipeline, int micro_batches, int stages, int virtual_stages) {
-  return pipeline_info(pipeline).kept_micro_batches(micro_batches, stages, virtual_stages);
+  const PipelineInfo& info = pipeline_info(pipeline);
+  if (info.kept_micro_batches == nullptr) {
+    return kept_in_order(pipeline, micro_batches, stages, virtual_stages);
+  }
+  return info.kept_micro_batches(micro_batches, stages, virtual_stages);
+}
+
+int kept_in_order(PipelineKind pipeline, int micro_batches, int devices, int virtual_stages) {
+  const PipelineInfo& info = pipeline_info(pipeline);
+  Schedule header;
+  header.strategy = "global";
+  header.reach = devices - 1;
+  header.pipeline = pipeline;
+  header.stage_count = devices;
+  header.virtual_stages = virtual_stages;
+  header.micro_batches = micro_batches;
+  header.mini_batches = 1;
+  header.stage_map = info.stage_map;
+  header.has_aux_head.assign(static_cast<size_t>(devices), false);
+  int most = 0;
+  for (int device = 0; device < devices; ++device) {
+    const std::vector<Action> actions = info.compute_actions(header, device);
+    std::map<std::pair<int, int>, size_t> last;  // (micro-batch, chunk) -> its last B or W
+    for (size_t i = 0; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      if (a.kind == ActionKind::backward || a.kind == ActionKind::backward_weight) {
+        last[{a.micro_batch, a.chunk}] = i;
+      }
+    }
+    int live = 0;
+    for (size_t i = 0; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      if (a.kind == ActionKind::forward) most = std::max(most, ++live);
+      const auto frees = last.find({a.micro_batch, a.chunk});
+      if (a.kind != ActionKind::forward && frees != last.end() && frees->second == i) --live;
+    }
+  }
+  return (most + virtual_stages - 1) / virtual_stages;
 }
 
 Action network_loss_backward(const Schedule& header, int device, int chunk, int micro_batch) {
@@ -190,6 +260,12 @@ PipelinePlan plan_pipeline(const PipelineChoice& choice) {
   if (!global && info->other_strategies == OtherStrategies::run_1f1b_instead) {
     info = &pipeline_info(PipelineKind::one_f_one_b);
   }
+  if (info->fixed_virtual_stages > 0 && v != 1 && v != info->fixed_virtual_stages) {
+    throw_invalid("pipeline '" + std::string(info->name) + "' runs " +
+                  std::to_string(info->fixed_virtual_stages) +
+                  " virtual stages per device, its only count, not " + std::to_string(v) +
+                  ". HINT: --virtual-stages " + std::to_string(info->fixed_virtual_stages));
+  }
   if (v != 1 && !info->takes_virtual_stages) {
     const std::string chunked =
         joined_names([](const PipelineInfo& i) { return i.takes_virtual_stages; });
@@ -213,8 +289,11 @@ PipelinePlan plan_pipeline(const PipelineChoice& choice) {
   plan.kind = info->kind;
   plan.stage_map = info->stage_map;
   plan.devices = k;
-  plan.virtual_stages = v;
-  if (global) plan.kept_micro_batches = info->kept_micro_batches(choice.micro_batches, k, v);
+  plan.virtual_stages = info->fixed_virtual_stages > 0 ? info->fixed_virtual_stages : v;
+  if (global) {
+    plan.kept_micro_batches =
+        micro_batches_kept(info->kind, choice.micro_batches, k, plan.virtual_stages);
+  }
   return plan;
 }
 

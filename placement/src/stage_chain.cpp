@@ -61,6 +61,16 @@ std::optional<std::string> interleaved_violation(const Graph& graph, const Place
   return std::nullopt;
 }
 
+void require_chunk_chain(PipelineKind pipeline, const Graph& graph, const Placement& stages) {
+  if (auto why = interleaved_violation(graph, stages)) {
+    throw_invalid("pipeline '" + to_string(pipeline) + "' cannot run on this placement of " +
+                  std::to_string(stages.device_count) + " stages (" + *why +
+                  "). HINT: fewer --virtual-stages (stages longer than the network's skip "
+                  "connections), --pipeline 1f1b, or a placer that makes stage chains "
+                  "(contiguous, stages)");
+  }
+}
+
 bool is_stage_chain(const Graph& graph, const Placement& placement) {
   // The test of stage_chain_violation without building its message: callers such as the
   // rl placer's reward ask it once per move.

@@ -161,13 +161,8 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
     throw_invalid("micro-batches and mini-batches must be >= 1");
   }
   if (chunks > 1) {
-    if (auto why = interleaved_violation(graph, placement)) {
-      throw_invalid("pipeline 'interleaved-1f1b' cannot run on this placement of " +
-                    std::to_string(placement.device_count) + " stages (" + *why +
-                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
-                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
-                    "(contiguous, stages)");
-    }
+    require_chunk_chain(request.pipeline.value_or(PipelineKind::interleaved_1f1b), graph,
+                        placement);
   } else if (reach >= k - 1) {
     if (!is_stage_chain(graph, placement)) {
       return simulate_schedule(graph, placement, costs, cost_model,

@@ -3,10 +3,11 @@
 // grids are what the simulator and the runtime execute (test_doc_examples.py checks them).
 //
 // Usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES]
-//        [gpipe|1f1b|zb-h1|interleaved-1f1b] [single|sum] [VIRTUAL_STAGES]
+//        [PIPELINE (gpipe, 1f1b, ...: pipelines.hpp)] [single|sum] [VIRTUAL_STAGES]
 //
-// Costs: forward 1, backward 1 (every pass), optimiser step 1; under zb-h1 a backward is
-// split into B 1 and W 1, as in the zero-bubble paper's T_F = T_B = T_W; auxiliary heads
+// Costs: forward 1, backward 1 (every pass), optimiser step 1; under a zero-bubble pipeline
+// (zb-h1, interleaved-zb, zbv) a backward is split into B 1 and W 1, as in the zero-bubble
+// paper's T_F = T_B = T_W; auxiliary heads
 // and transfers 0, so each cell is one time unit and waiting shows as idle. Cells: F<m>
 // forward of micro-batch m, B<m> a backward pass that updates the body (zb-h1: its input
 // gradient), W<m> zb-h1's weight gradient, b<m> one that only passes the gradient on, S
@@ -45,7 +46,7 @@ int run(int argc, char** argv) {
   if (argc < 4 || argc > 8) {
     std::fprintf(stderr,
                  "usage: schedule_grid STRATEGY STAGES MICRO_BATCHES [MINI_BATCHES] "
-                 "[gpipe|1f1b|zb-h1|interleaved-1f1b] [single|sum] [VIRTUAL_STAGES]\n");
+                 "[PIPELINE] [single|sum] [VIRTUAL_STAGES]\n");
     return 2;
   }
   ScheduleRequest request;
@@ -58,12 +59,17 @@ int run(int argc, char** argv) {
   request.virtual_stages = argc > 7 ? std::stoi(argv[7]) : 1;
   const Schedule schedule = build_schedule(request);
 
+  bool split_backward = false;
+  for (const std::vector<Action>& actions : schedule.stage_actions) {
+    for (const Action& a : actions) split_backward |= a.kind == ActionKind::backward_weight;
+  }
   PipelineCosts costs;
   for (int k = 0; k < schedule.stage_count * schedule.virtual_stages; ++k) {
     StageCosts stage;
     stage.forward_s = 1.0;
-    // Unit costs: a pass-through takes as long as any pass; zb-h1's B and W 1 each.
-    stage.backward_s = schedule.pipeline == PipelineKind::zb_h1 ? 2.0 : 1.0;
+    // Unit costs: a pass-through takes as long as any pass; a split backward's B and W
+    // (zb-h1, interleaved-zb, zbv) 1 each.
+    stage.backward_s = split_backward ? 2.0 : 1.0;
     stage.backward_input_s = 1.0;
     stage.optimizer_s = 1.0;
     costs.stages.push_back(stage);

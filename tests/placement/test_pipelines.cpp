@@ -2,6 +2,8 @@
 // maps, and build_schedule's one pass of messages over the builders' compute-only lists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
@@ -30,7 +32,8 @@ std::string error_of(const PipelineChoice& choice) {
 
 TEST(Pipelines, TheRegistryNamesEveryPipelineOnce) {
   EXPECT_EQ(pipeline_names(),
-            (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b", "looped-bfs"}));
+            (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b", "looped-bfs",
+                                      "interleaved-zb", "zbv"}));
   for (const PipelineInfo& info : pipeline_registry()) {
     EXPECT_EQ(pipeline_by_name(info.name), info.kind);
     EXPECT_EQ(&pipeline_info(info.kind), &info);
@@ -40,7 +43,8 @@ TEST(Pipelines, TheRegistryNamesEveryPipelineOnce) {
     pipeline_by_name("dualpipe");
     ADD_FAILURE();
   } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("gpipe, 1f1b, zb-h1, interleaved-1f1b, looped-bfs"),
+    EXPECT_NE(std::string(error.what())
+                  .find("gpipe, 1f1b, zb-h1, interleaved-1f1b, looped-bfs, interleaved-zb, zbv"),
               std::string::npos)
         << error.what();
   }
@@ -115,7 +119,7 @@ TEST(Pipelines, PlanPipelineChecksEachRuleOnce) {
   PipelineChoice bad = global;
   bad.pipeline = PipelineKind::zb_h1;
   EXPECT_NE(error_of(bad).find("virtual_stages 2 is for the pipelines with virtual stages "
-                               "(interleaved-1f1b, looped-bfs), not 'zb-h1'. "
+                               "(interleaved-1f1b, looped-bfs, interleaved-zb, zbv), not 'zb-h1'. "
                                "HINT:"),
             std::string::npos);
   bad = global;
@@ -155,6 +159,9 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
       {"global", PipelineKind::interleaved_1f1b, 3, InterlockMode::single},
       {"global", PipelineKind::looped_bfs, 2, InterlockMode::single},
       {"global", PipelineKind::looped_bfs, 3, InterlockMode::single},
+      {"global", PipelineKind::interleaved_zb, 2, InterlockMode::single},
+      {"global", PipelineKind::interleaved_zb, 3, InterlockMode::single},
+      {"global", PipelineKind::zbv, 2, InterlockMode::single},
       {"local", PipelineKind::one_f_one_b, 1, InterlockMode::single},
       {"pairwise", PipelineKind::one_f_one_b, 1, InterlockMode::single},
       {"pairwise", PipelineKind::one_f_one_b, 1, InterlockMode::sum},
@@ -163,7 +170,7 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
   for (const Case& c : cases) {
     for (int k : {1, 2, 3, 4}) {
       for (int m : {4, 8}) {
-        if (c.pipeline == PipelineKind::interleaved_1f1b && m % k != 0) continue;
+        if (pipeline_info(c.pipeline).micro_batches_in_groups_of_devices && m % k != 0) continue;
         const Schedule schedule = build_schedule({.strategy = c.strategy,
                                                   .pipeline = c.pipeline,
                                                   .stage_count = k,
@@ -193,11 +200,15 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
               stripped.push_back(a);
               continue;
             }
-            // One device of V chunks passes its tensors to itself; more pass them on.
-            if (k > 1) {
+            // One device of V chunks passes its tensors to itself, and so does the v map's
+            // device K-1 from stage K-1 to K; every other message leaves the device.
+            const int here = schedule.stage_of(j, a.chunk);
+            const bool turn = schedule.stage_map == StageMap::v &&
+                              std::min(here, a.peer_stage) == k - 1 &&
+                              std::max(here, a.peer_stage) == k;
+            if (k > 1 && !turn) {
               EXPECT_NE(schedule.device_of_stage(a.peer_stage), j) << what;
             }
-            const int here = schedule.stage_of(j, a.chunk);
             const bool send = a.kind == ActionKind::send;
             const auto key = std::make_tuple(static_cast<int>(a.payload), a.mini_batch,
                                              a.micro_batch, send ? here : a.peer_stage,
@@ -218,16 +229,66 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
 // micro-batches 0..M-1, then for its stages in reverse the full backwards of micro-batches
 // M-1..0 (its no-op padding aside). Both written in PyTorch's action notation
 // ("2F0": stage 2's forward of micro-batch 0, "0B3" a full backward).
+// PyTorch's notation of a compute action: "3F0" stage 3's forward of micro-batch 0, "3B0"
+// a full backward, "3I0" a backward of the input gradient alone (defers_parameters), "3W0"
+// the weight pass; messages and the optimiser step are left out.
 std::string torch_notation(const std::vector<Action>& actions, const Schedule& schedule, int rank) {
   std::string out;
   for (const Action& a : actions) {
-    if (a.kind != ActionKind::forward && a.kind != ActionKind::backward) continue;
+    char type = 0;
+    if (a.kind == ActionKind::forward) type = 'F';
+    if (a.kind == ActionKind::backward) type = a.defers_parameters ? 'I' : 'B';
+    if (a.kind == ActionKind::backward_weight) type = 'W';
+    if (type == 0) continue;
     if (!out.empty()) out += ' ';
     out += std::to_string(schedule.stage_of(rank, a.chunk));
-    out += a.kind == ActionKind::forward ? 'F' : 'B';
+    out += type;
     out += std::to_string(a.micro_batch);
   }
   return out;
+}
+
+// data/pytorch-schedule-orders.txt: "<schedule> K<k> M<m> V<v> rank<r>" -> PyTorch's order
+// (the file's header names the torch version and the command that made it).
+std::map<std::string, std::string> pytorch_orders() {
+  std::ifstream in(std::string(INTERPLACE_PLACEMENT_TEST_DATA) + "/pytorch-schedule-orders.txt");
+  EXPECT_TRUE(in.good()) << "cannot read " INTERPLACE_PLACEMENT_TEST_DATA;
+  std::map<std::string, std::string> orders;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(": ");
+    if (line.empty() || line[0] == '#' || colon == std::string::npos) continue;
+    orders[line.substr(0, colon)] = line.substr(colon + 2);
+  }
+  return orders;
+}
+
+// Every rank's compute order of `pipeline` against PyTorch's `name` for K in {2, 4},
+// M in {4, 8} and the chunk counts listed; returns how many were compared.
+int expect_pytorch_orders(PipelineKind pipeline, const std::string& name,
+                          const std::vector<int>& virtual_stages) {
+  const std::map<std::string, std::string> orders = pytorch_orders();
+  int compared = 0;
+  for (int k : {2, 4}) {
+    for (int m : {4, 8}) {
+      for (int v : virtual_stages) {
+        const std::string key = name + " K" + std::to_string(k) + " M" + std::to_string(m) + " V" +
+                                std::to_string(v) + " rank";
+        if (!orders.contains(key + "0")) continue;  // a count PyTorch refuses
+        const Schedule schedule = build_schedule({.strategy = "global",
+                                                  .pipeline = pipeline,
+                                                  .stage_count = k,
+                                                  .virtual_stages = v,
+                                                  .micro_batches = m});
+        for (int r = 0; r < k; ++r) {
+          EXPECT_EQ(torch_notation(schedule.stage_actions[static_cast<size_t>(r)], schedule, r),
+                    orders.at(key + std::to_string(r)))
+              << key << r;
+          ++compared;
+        }
+      }
+    }
+  }
+  return compared;
 }
 
 std::string pytorch_looped_bfs(int rank, int k, int v, int m) {
@@ -282,6 +343,52 @@ TEST(Pipelines, LoopedBfsRunsPyTorchsOrder) {
   odd.reach = 0;
   odd.strategy = "local";
   EXPECT_NE(error_of(odd).find("schedules the global strategy only"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace interplace::placement
+
+namespace interplace::placement {
+namespace {
+
+// Interleaved zero bubble (ZB1P) and ZBV against PyTorch's own orders: their
+// _calculate_single_rank_operations in torch 2.15.0 (git d0f2af8b66b2), run by
+// data/pytorch_schedule_orders.py into data/pytorch-schedule-orders.txt.
+TEST(Pipelines, InterleavedZeroBubbleRunsPyTorchsOrder) {
+  EXPECT_EQ(expect_pytorch_orders(PipelineKind::interleaved_zb, "InterleavedZeroBubble", {2, 3}),
+            2 * (2 + 2 + 4 + 4));
+}
+
+TEST(Pipelines, ZbvRunsPyTorchsOrder) {
+  EXPECT_EQ(expect_pytorch_orders(PipelineKind::zbv, "ZBVZeroBubble", {2}), 2 + 2 + 4 + 4);
+  // Its one count of chunks: V = 1 (the default) runs 2, another is refused.
+  PipelineChoice choice{.pipeline = PipelineKind::zbv,
+                        .reach = 3,
+                        .strategy = "global",
+                        .devices = 4,
+                        .virtual_stages = 1,
+                        .micro_batches = 8};
+  EXPECT_EQ(plan_pipeline(choice).virtual_stages, 2);
+  EXPECT_EQ(plan_pipeline(choice).stage_map, StageMap::v);
+  choice.virtual_stages = 3;
+  EXPECT_NE(error_of(choice).find("HINT: --virtual-stages 2"), std::string::npos);
+}
+
+// The rows with a memory rule of their own keep what their compute order keeps.
+TEST(Pipelines, EveryMemoryRuleIsWhatItsOrderKeeps) {
+  for (const PipelineInfo& info : pipeline_registry()) {
+    for (int k : {1, 2, 3, 4}) {
+      for (int m : {1, 2, 4, 5, 8}) {
+        for (int v : {1, 2, 3}) {
+          if (info.fixed_virtual_stages > 0 && v != info.fixed_virtual_stages) continue;
+          if (v > 1 && !info.takes_virtual_stages) continue;
+          if (v > 1 && info.micro_batches_in_groups_of_devices && m % k != 0) continue;
+          EXPECT_EQ(micro_batches_kept(info.kind, m, k, v), kept_in_order(info.kind, m, k, v))
+              << info.name << " K " << k << " M " << m << " V " << v;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

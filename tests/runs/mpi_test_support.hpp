@@ -84,7 +84,8 @@ inline TrainResult train_on(TrainConfig config, int devices) {
 // The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
 // order at the single-tensor cuts nearest to equal node counts: a placement every
 // strategy can run, whatever the cost-model placer would choose. With virtual stages
-// the split makes devices x virtual_stages stages, stage s on device s mod devices.
+// the split makes devices x virtual_stages stages, each on the device of the pipeline's
+// stage map (loop: s mod devices).
 inline TrainPlan chain_plan(TrainConfig config, int devices) {
   const std::string strategy = config.strategy, mode = config.interlock_mode;
   const std::string pipeline = config.pipeline;
@@ -135,9 +136,12 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
     split.device_of_node[static_cast<size_t>(i)] = d;
   }
   plan.stage_placement = split;
-  plan.placement = stages > devices
-                       ? placement::interleaved_devices(split, placement::StageMap::loop, devices)
-                       : split;
+  plan.placement =
+      stages > devices
+          ? placement::interleaved_devices(
+                split, placement::pipeline_info(placement::pipeline_by_name(pipeline)).stage_map,
+                devices)
+          : split;
   plan.config.strategy = strategy;
   plan.config.interlock_mode = mode;
   plan.config.pipeline = pipeline;

@@ -462,7 +462,7 @@ def test_simulate_interleaved():
              "--virtual-stages", "2").out
     check("interleaved-1f1b pipeline (2 virtual stages)" in out, out)
     fails(2, "simulate", *MODEL, *base, "--pipeline", "1f1b", "--virtual-stages", "2",
-          contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)", "HINT:"))
+          contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs, ", "HINT:"))
     fails(2, "simulate", *MODEL, "--order", "topo", "--placer", "contiguous", "--devices", "2",
           "--micro-batches", "3", "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
           contains=("multiple of the 2 devices", "HINT:"))
@@ -1066,7 +1066,7 @@ def test_train_recipe_flags():
     train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "interleaved-1f1b", "--virtual-stages", "2",
                 "--micro-batches", "1", contains=("multiple of the 2 devices",))
     train_fails(2, 2, *TRAIN_SMALL, "--pipeline", "1f1b", "--virtual-stages", "2",
-                contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)", "HINT:"))
+                contains=("virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs, ", "HINT:"))
     train_fails(2, 1, "--model", "gpt-mini", "--dataset", "text", "--epochs", "1",
                 contains=("'text'",))
 

@@ -210,7 +210,7 @@ TEST(PlanTraining, InterleavedRefusesWhatItCannotRun) {
   c.pipeline = "1f1b";
   expect_invalid(
       c,
-      "virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs)");
+      "virtual_stages 2 is for the pipelines with virtual stages (interleaved-1f1b, looped-bfs, ");
   c.pipeline = "interleaved-1f1b";
   c.placer = "round-robin";
   expect_invalid(c, "pipeline 'interleaved-1f1b' cannot run on this placement of 4 stages");

@@ -77,9 +77,10 @@ TEST(Runtime, GlobalMatchesSingleGpt) {
   check_global_matches_single(small_gpt(), {"contiguous", "greedy-eft", "round-robin"});
 }
 
-// Interleaved 1F1B and looped BFS are plain backprop too: P ranks running V chunks each
-// of a PV-stage chain (the last rank's chunk sending on to rank 0's next one) give the
-// 1-rank run's losses, with M = P and M = 2P micro-batches (looped BFS: M = P + 1 too, no
+// Interleaved 1F1B, looped BFS, interleaved zero bubble and ZBV are plain backprop too: P
+// ranks running V chunks each of a PV-stage chain (on the loop map the last rank's chunk
+// sending on to rank 0's next one, on ZBV's v map to its own) give the 1-rank run's
+// losses, with M = P and M = 2P micro-batches (looped BFS and ZBV: M = P + 1 too, no
 // multiple of P); so does one rank running all the chunks.
 TEST(Runtime, InterleavedMatchesSingle) {
   const int p = world_size();
@@ -94,7 +95,11 @@ TEST(Runtime, InterleavedMatchesSingle) {
   const std::vector<Case> cases = {{small_resnet(), "interleaved-1f1b", {2, 3}, {p, 2 * p}},
                                    {gpt, "interleaved-1f1b", {2}, {p, 2 * p}},
                                    {small_resnet(), "looped-bfs", {2}, {p, p + 1}},
-                                   {gpt, "looped-bfs", {2}, {p + 1}}};
+                                   {gpt, "looped-bfs", {2}, {p + 1}},
+                                   {small_resnet(), "interleaved-zb", {2, 3}, {p, 2 * p}},
+                                   {gpt, "interleaved-zb", {2}, {2 * p}},
+                                   {small_resnet(), "zbv", {2}, {p + 1, 2 * p}},
+                                   {gpt, "zbv", {2}, {p + 1}}};
   for (const Case& chunked : cases) {
     for (int v : chunked.chunk_counts) {
       for (int m : chunked.micro_batches) {

@@ -76,7 +76,15 @@ TEST(Runtime, ExecutesThePlansSchedule) {
       // Looped BFS: every forward of a chunk before the next chunk's, backwards reversed;
       // also with M = P + 1, not a multiple of P.
       {"global", "looped-bfs", "single", false, 2},
-      {"global", "looped-bfs", "single", true, 3}};
+      {"global", "looped-bfs", "single", true, 3},
+      // Interleaved zero bubble: interleaved 1F1B's order, every backward split into B and a
+      // W that trails it by the rank's index, over 2 and 3 chunks.
+      {"global", "interleaved-zb", "single", false, 2},
+      {"global", "interleaved-zb", "single", false, 3},
+      // ZBV: 2 chunks on the v map (rank P-1 passes stage P-1's output to its own stage P),
+      // M = 2P and M = P + 1 (fewer than its 2P - 1 on 3 or more ranks: passes left out).
+      {"global", "zbv", "single", false, 2},
+      {"global", "zbv", "single", true, 2}};
   for (const Choice& choice : choices) {
     // Summed losses need auxiliary heads: a strategy global on p stages has none.
     const bool global = placement::strategy_reach(choice.strategy, p) == p - 1;

@@ -166,14 +166,7 @@ void plan_schedule(TrainPlan& plan) {
   request.mini_batches = 1;  // one training step; the runtime repeats it
   if (chunks > 1) {
     // The K*V stages must chain with messages to the next stage only (rank_model.cpp).
-    if (auto why = placement::interleaved_violation(plan.graph, plan.stage_placement)) {
-      throw_invalid("pipeline '" + placement::to_string(plan.pipeline.kind) +
-                    "' cannot run on this placement of " +
-                    std::to_string(plan.stage_placement.device_count) + " stages (" + *why +
-                    "). HINT: fewer --virtual-stages (stages longer than the network's skip "
-                    "connections), --pipeline 1f1b, or a placer that makes stage chains "
-                    "(contiguous, stages)");
-    }
+    placement::require_chunk_chain(plan.pipeline.kind, plan.graph, plan.stage_placement);
     plan.schedule = placement::build_schedule(request);
     return;
   }

@@ -455,12 +455,13 @@ struct RankModel::Impl {
     finish();
   }
 
-  // Stage level, ZB-H1's W: the parameter gradients of micro-batch m that its B deferred,
-  // node by node in the backward's order (so that a weight two nodes share sums in the
-  // order a whole backward sums it).
-  void backward_weight(int m) {
+  // Stage level, a zero-bubble W: the parameter gradients of micro-batch m on a chunk
+  // that its B deferred, node by node in the backward's order (so that a weight two nodes
+  // share sums in the order a whole backward sums it).
+  void backward_weight(int m, int chunk) {
     begin("backward");
-    for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
+    const std::vector<NodeId>& nodes = chunk_nodes[static_cast<size_t>(chunk)];
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       const NodeId id = *it;
       if (graph.node(id).op == "input") continue;
       const Instant node_start = timer.start();
@@ -565,7 +566,7 @@ void RankModel::execute(const Action& a) {
                   .chunk = a.chunk});
       break;
     case ActionKind::backward_weight:
-      i.backward_weight(m);
+      i.backward_weight(m, a.chunk);
       break;
     case ActionKind::send:
       if (a.node >= 0) {

@@ -16,6 +16,8 @@
 //   zb-h1             rank 0: F0 F1 B0 W0 B1 W1 S    rank 1: F0 B0 F1 B1 W0 W1 S
 //   interleaved-1f1b  (V = 2) rank 0: F0 F1 F0/1 F1/1 B0/1 B1/1 B0 B1 S (chunk 1: "/1")
 //   looped-bfs        (V = 2) rank 0: F0 F1 F0/1 F1/1 B1/1 B0/1 B1 B0 S
+//   interleaved-zb    (V = 2) rank 1: F0 F1 F0/1 B0/1 F1/1 B1/1 W0/1 B0 W1/1 B1 W0 W1 S
+//   zbv               (v map) rank 0: F0 F1 F0/1 B0/1 W0/1 F1/1 B1/1 W1/1 B0 W0 B1 W1 S
 #pragma once
 
 #include <optional>
@@ -28,7 +30,15 @@ namespace interplace::placement {
 struct Action;
 struct Schedule;
 
-enum class PipelineKind { gpipe, one_f_one_b, zb_h1, interleaved_1f1b, looped_bfs };
+enum class PipelineKind {
+  gpipe,
+  one_f_one_b,
+  zb_h1,
+  interleaved_1f1b,
+  looped_bfs,
+  interleaved_zb,
+  zbv
+};
 enum class StageMap { loop, v };
 
 // What a pipeline does under a local or interlocking strategy (a reach below K-1), whose
@@ -43,6 +53,9 @@ struct PipelineInfo {
   OtherStrategies other_strategies;
   bool network_loss_only;     // refuses interlock mode sum (the losses of every stage)
   bool takes_virtual_stages;  // V > 1 allowed
+  // The one count of chunks per device the pipeline runs (2 for the v map's pipelines,
+  // PyTorch's rule); 0 for any. A choice of V = 1 (the default) becomes it.
+  int fixed_virtual_stages;
   // With V > 1, M must be a multiple of K: each chunk's group of K micro-batches comes
   // back to device 0 just as it needs the group (Megatron-LM's rule).
   bool micro_batches_in_groups_of_devices;
@@ -52,7 +65,9 @@ struct PipelineInfo {
   // each stage. GPipe all M (every forward before the first backward); 1F1B at most K
   // (stage s keeps min(M, K - s)); ZB-H1 as 1F1B (stage 0 keeps min(M, K) between F and
   // its W, the ones past B with only what W needs); interleaved 1F1B min(MV, VK) chunk
-  // passes on device 0, each of a V-th of its layers: min(M, K), rounded up.
+  // passes on device 0, each of a V-th of its layers: min(M, K), rounded up. Null: the
+  // most that the busiest device's compute order keeps (kept_in_order), the rows whose
+  // rule has no short form.
   int (*kept_micro_batches)(int micro_batches, int devices, int virtual_stages);
   // Device j's compute actions for one mini-batch (mini_batch 0): forward, backward,
   // backward_weight, aux passes, no messages and no optimiser step (build_schedule adds
@@ -63,13 +78,17 @@ struct PipelineInfo {
 // Every pipeline, in the order help texts list them.
 const std::vector<PipelineInfo>& pipeline_registry();
 const PipelineInfo& pipeline_info(PipelineKind kind);
-// "gpipe", "1f1b", "zb-h1", "interleaved-1f1b"; invalid_input listing them for another name.
+// A registry row's name ("gpipe", "1f1b", ...); invalid_input listing them for another name.
 PipelineKind pipeline_by_name(std::string_view name);
 const std::vector<std::string>& pipeline_names();
 std::string to_string(PipelineKind kind);
 // The registry's kept_micro_batches of `pipeline` (M micro-batches, K devices, V chunks).
 int micro_batches_kept(PipelineKind pipeline, int micro_batches, int devices,
                        int virtual_stages = 1);
+// What the global strategy's compute order of `pipeline` keeps: on the device that keeps
+// the most chunk passes between a forward and the last backward (or W) of its (micro-batch,
+// chunk), that count in whole devices' activations (divided by V, rounded up).
+int kept_in_order(PipelineKind pipeline, int micro_batches, int devices, int virtual_stages);
 
 // For the builders of chunked schedules: device j's backward of micro-batch m on its chunk
 // c, of the network's loss (the last model stage), accumulating the chunk's parameter

@@ -30,6 +30,9 @@ Placement interleaved_devices(const Placement& stages, StageMap map, int devices
 // next stage (a device's chunks pass tensors only to their neighbour stages'); nullopt
 // when it can.
 std::optional<std::string> interleaved_violation(const Graph& graph, const Placement& stages);
+// Throws interleaved_violation's reason as invalid_input, naming `pipeline` (a pipeline of
+// virtual stages) and with a HINT.
+void require_chunk_chain(PipelineKind pipeline, const Graph& graph, const Placement& stages);
 
 // Why local and interlocking strategies cannot run on this placement (not a chain, an
 // edge that skips a stage, a boundary crossed by zero or several tensors); nullopt when

@@ -23,7 +23,7 @@ struct SimulateOptions {
   PlacementSelection placement;
   std::string strategy = "global";
   std::string pipeline;    // empty: gpipe for the global strategy
-  int virtual_stages = 1;  // interleaved-1f1b: chunks per device
+  int virtual_stages = 1;  // chunks per device (interleaved-1f1b, looped-bfs, ...)
   int mini_batches = 1;
   placement::AuxHeadWidth aux_head = placement::AuxHeadWidth::study;  // as train's --aux-head
   std::string format;
@@ -129,7 +129,7 @@ std::string simulate_json(const SimulateOptions& o, const PlacementContext& cont
   return placement_json(context).raw("simulation", simulation.str()).str() + "\n";
 }
 
-std::string run_simulate(const SimulateOptions& o) {
+std::string run_simulate(SimulateOptions o) {
   require_format(o.format, kFormats);
   check_placement_selection(o.placement);
   // Bad strategy or pipeline names fail before the (possibly slow) placement.
@@ -153,6 +153,7 @@ std::string run_simulate(const SimulateOptions& o) {
   request.strategy = o.strategy;
   if (pipeline) request.pipeline = plan.kind;
   request.virtual_stages = plan.virtual_stages;
+  o.virtual_stages = plan.virtual_stages;  // what runs (zbv: 2, its one count), as reported
   request.micro_batches = o.model.micro_batches;
   request.data_parallel = o.model.data_parallel;
   // Bounded (placement/schedule.hpp): the schedule holds every pass of every mini-batch.
