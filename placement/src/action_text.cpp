@@ -19,10 +19,15 @@ struct KindText {
   char letter;
 };
 constexpr KindText kKindTexts[] = {
-    {ActionKind::forward, "fwd", 'F'},           {ActionKind::backward, "bwd", 'B'},
-    {ActionKind::backward_weight, "bwd-w", 'W'}, {ActionKind::aux_forward, "aux-fwd", 'H'},
-    {ActionKind::aux_backward, "aux-bwd", 'h'},  {ActionKind::send, "send", 's'},
-    {ActionKind::receive, "recv", 'r'},          {ActionKind::optimizer_step, "step", 'S'},
+    {ActionKind::forward, "fwd", 'F'},
+    {ActionKind::backward, "bwd", 'B'},
+    {ActionKind::backward_weight, "bwd-w", 'W'},
+    {ActionKind::aux_forward, "aux-fwd", 'H'},
+    {ActionKind::aux_backward, "aux-bwd", 'h'},
+    {ActionKind::send, "send", 's'},
+    {ActionKind::receive, "recv", 'r'},
+    {ActionKind::optimizer_step, "step", 'S'},
+    {ActionKind::forward_backward, "fwd-bwd", 'F'},
 };
 
 const KindText& text_of(ActionKind kind) {
@@ -34,8 +39,52 @@ const KindText& text_of(ActionKind kind) {
 
 }  // namespace
 
+Action forward_half(const Action& pair) {
+  return {.kind = ActionKind::forward,
+          .mini_batch = pair.mini_batch,
+          .micro_batch = pair.micro_batch,
+          .chunk = pair.chunk};
+}
+
+Action backward_half(const Action& pair) {
+  return {.kind = ActionKind::backward,
+          .mini_batch = pair.mini_batch,
+          .micro_batch = pair.backward_micro_batch,
+          .loss_stage = pair.loss_stage,
+          .updates_parameters = pair.updates_parameters,
+          .propagates_gradient = pair.propagates_gradient,
+          .defers_parameters = pair.defers_parameters,
+          .chunk = pair.backward_chunk};
+}
+
+Action overlapped(const Action& forward, const Action& backward) {
+  if (forward.kind != ActionKind::forward || backward.kind != ActionKind::backward ||
+      forward.mini_batch != backward.mini_batch || forward.node >= 0 || backward.node >= 0) {
+    throw_invalid(
+        "an overlapped pair is a stage-level forward and backward of one mini-batch, "
+        "not '" +
+        to_string(forward) + "' and '" + to_string(backward) + "'");
+  }
+  Action pair = backward;
+  pair.kind = ActionKind::forward_backward;
+  pair.micro_batch = forward.micro_batch;
+  pair.chunk = forward.chunk;
+  pair.backward_micro_batch = backward.micro_batch;
+  pair.backward_chunk = backward.chunk;
+  return pair;
+}
+
+std::vector<Action> compute_halves(const Action& action) {
+  if (action.kind != ActionKind::forward_backward) return {action};
+  return {forward_half(action), backward_half(action)};
+}
+
 std::string grid_label(const Action& action, int micro_batches) {
   if (action.kind == ActionKind::optimizer_step) return "S";
+  if (action.kind == ActionKind::forward_backward) {
+    return grid_label(forward_half(action), micro_batches) + "+" +
+           grid_label(backward_half(action), micro_batches);
+  }
   std::string m = std::to_string(action.mini_batch * micro_batches + action.micro_batch);
   if (action.chunk > 0) m.append("/").append(std::to_string(action.chunk));
   // A backward that leaves the parameters alone (interlocking's second flow) is lower case.
@@ -57,6 +106,11 @@ std::string to_string(const Action& action) {
                                : "grad" + std::to_string(action.loss_stage);
   const std::string word(text_of(action.kind).word);
   switch (action.kind) {
+    case ActionKind::forward_backward: {
+      // "bwd 0.1 c1 loss7 upd" without its word: the backward's unit, chunk and flags.
+      const std::string backward = to_string(backward_half(action));
+      return word + " " + unit + " + " + backward.substr(backward.find(' ') + 1);
+    }
     case ActionKind::backward:
       return word + " " + unit + " loss" + std::to_string(action.loss_stage) +
              (action.updates_parameters ? " upd" : "") +
@@ -108,7 +162,8 @@ Action parse_action(std::string_view text) {
   const auto fail = [&text](const std::string& why) -> Action {
     throw_invalid("cannot read the action '" + std::string(text) + "': " + why +
                   ". HINT: write it as to_string prints one: 'fwd 0.1', 'send act>1 0.1', "
-                  "'recv grad3<2 0.1 c1', 'bwd 0.1 loss3 upd prop', 'bwd-w 0.1', 'step 0'");
+                  "'recv grad3<2 0.1 c1', 'bwd 0.1 loss3 upd prop', 'bwd-w 0.1', "
+                  "'fwd-bwd 0.3 + 0.1 c1 loss3 upd prop', 'step 0'");
   };
   Action a;
   size_t at = 1;  // the next word
@@ -152,6 +207,19 @@ Action parse_action(std::string_view text) {
   }
   if (at < w.size() && w[at].starts_with("c")) {
     if ((a.chunk = prefixed(w[at++], "c")) <= 0) return fail("the chunk is not a number > 0");
+  }
+  if (a.kind == ActionKind::forward_backward) {
+    // "+ 0.1 [c1] loss7 ...": the backward half, read as the backward it is.
+    if (at >= w.size() || w[at] != "+") return fail("an overlapped pair has '+' and its backward");
+    std::string backward = "bwd";
+    for (size_t i = at + 1; i < w.size(); ++i) backward.append(" ").append(w[i]);
+    const Action half = parse_action(backward);
+    if (half.mini_batch != a.mini_batch || half.node >= 0) {
+      return fail("the backward half is of the same mini-batch and no node");
+    }
+    Action forward = a;
+    forward.kind = ActionKind::forward;
+    return overlapped(forward, half);
   }
   if (a.kind == ActionKind::backward) {
     if (at >= w.size() || (a.loss_stage = prefixed(w[at++], "loss")) < 0) {

@@ -189,17 +189,19 @@ int kept_in_order(PipelineKind pipeline, int micro_batches, int devices, int vir
     const std::vector<Action> actions = info.compute_actions(header, device);
     std::map<std::pair<int, int>, size_t> last;  // (micro-batch, chunk) -> its last B or W
     for (size_t i = 0; i < actions.size(); ++i) {
-      const Action& a = actions[i];
-      if (a.kind == ActionKind::backward || a.kind == ActionKind::backward_weight) {
-        last[{a.micro_batch, a.chunk}] = i;
+      for (const Action& a : compute_halves(actions[i])) {
+        if (a.kind == ActionKind::backward || a.kind == ActionKind::backward_weight) {
+          last[{a.micro_batch, a.chunk}] = i;
+        }
       }
     }
     int live = 0;
     for (size_t i = 0; i < actions.size(); ++i) {
-      const Action& a = actions[i];
-      if (a.kind == ActionKind::forward) most = std::max(most, ++live);
-      const auto frees = last.find({a.micro_batch, a.chunk});
-      if (a.kind != ActionKind::forward && frees != last.end() && frees->second == i) --live;
+      for (const Action& a : compute_halves(actions[i])) {
+        if (a.kind == ActionKind::forward) most = std::max(most, ++live);
+        const auto frees = last.find({a.micro_batch, a.chunk});
+        if (a.kind != ActionKind::forward && frees != last.end() && frees->second == i) --live;
+      }
     }
   }
   return (most + virtual_stages - 1) / virtual_stages;

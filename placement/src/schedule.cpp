@@ -164,30 +164,39 @@ Schedule schedule_header(const ScheduleRequest& request) {
 }
 
 // The one pass that adds a stage chain's messages around a compute action of `device`
-// (build_schedule's rule, schedule.hpp).
+// (build_schedule's rule, schedule.hpp); an overlapped pair gets both halves' receives
+// before it and both halves' sends after it.
 void append_with_messages(std::vector<Action>& out, const Action& action, const Schedule& schedule,
                           int device) {
-  const int stage = schedule.stage_of(device, action.chunk);
   const int last = schedule.stage_count * schedule.virtual_stages - 1;
-  const auto message = [&](ActionKind kind, int peer, Payload payload) {
+  const auto message = [&](const Action& half, ActionKind kind, int peer, Payload payload) {
     out.push_back({.kind = kind,
-                   .mini_batch = action.mini_batch,
-                   .micro_batch = action.micro_batch,
+                   .mini_batch = half.mini_batch,
+                   .micro_batch = half.micro_batch,
                    .peer_stage = peer,
                    .payload = payload,
-                   .loss_stage = payload == Payload::gradient ? action.loss_stage : -1,
-                   .chunk = action.chunk});
+                   .loss_stage = payload == Payload::gradient ? half.loss_stage : -1,
+                   .chunk = half.chunk});
   };
-  const bool forward = action.kind == ActionKind::forward;
-  const bool backward = action.kind == ActionKind::backward;
-  if (forward && stage > 0) message(ActionKind::receive, stage - 1, Payload::activation);
-  if (backward && stage < action.loss_stage) {
-    message(ActionKind::receive, stage + 1, Payload::gradient);
+  const std::vector<Action> halves = compute_halves(action);
+  for (const Action& half : halves) {
+    const int stage = schedule.stage_of(device, half.chunk);
+    if (half.kind == ActionKind::forward && stage > 0) {
+      message(half, ActionKind::receive, stage - 1, Payload::activation);
+    }
+    if (half.kind == ActionKind::backward && stage < half.loss_stage) {
+      message(half, ActionKind::receive, stage + 1, Payload::gradient);
+    }
   }
   out.push_back(action);
-  if (forward && stage < last) message(ActionKind::send, stage + 1, Payload::activation);
-  if (backward && action.propagates_gradient) {
-    message(ActionKind::send, stage - 1, Payload::gradient);
+  for (const Action& half : halves) {
+    const int stage = schedule.stage_of(device, half.chunk);
+    if (half.kind == ActionKind::forward && stage < last) {
+      message(half, ActionKind::send, stage + 1, Payload::activation);
+    }
+    if (half.kind == ActionKind::backward && half.propagates_gradient) {
+      message(half, ActionKind::send, stage - 1, Payload::gradient);
+    }
   }
 }
 

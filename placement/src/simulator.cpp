@@ -91,6 +91,7 @@ double duration_s(const Action& action, const StageCosts& costs) {
       return costs.optimizer_s;
     case ActionKind::send:
     case ActionKind::receive:
+    case ActionKind::forward_backward:  // its halves', each at its stage's costs
       return 0.0;
   }
   return 0.0;
@@ -104,8 +105,10 @@ using Unit = std::tuple<int, int, int>;
 std::map<Unit, size_t> last_backward_index(const std::vector<Action>& actions) {
   std::map<Unit, size_t> last;
   for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i].kind == ActionKind::backward || actions[i].kind == ActionKind::backward_weight) {
-      last[{actions[i].mini_batch, actions[i].micro_batch, actions[i].chunk}] = i;
+    for (const Action& a : compute_halves(actions[i])) {
+      if (a.kind == ActionKind::backward || a.kind == ActionKind::backward_weight) {
+        last[{a.mini_batch, a.micro_batch, a.chunk}] = i;
+      }
     }
   }
   return last;
@@ -123,6 +126,7 @@ struct StageState {
   int drawn_mini_batch = -1;    // the last mini-batch whose overhead was charged
   int reduced_mini_batch = -1;  // the last mini-batch whose gradients were all-reduced
   double compute_start_s = 0.0;
+  double forward_share = 1.0;  // an overlapped pair's forward half: its share of the time
   int64_t live_bytes = 0;
   bool started = false;
   std::map<Unit, size_t> frees_at;
@@ -210,21 +214,27 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
       return;
     }
     const Action& action = schedule.stage_actions[j][s.next];
-    const StageCosts& c = costs_of(j, action);
     timeline.last_end_s = now_s;
-    if (action.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
-    if (action.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
-    timeline.peak_memory_bytes =
-        std::max(timeline.peak_memory_bytes, parameter_state[j] + s.live_bytes);
-    if (action.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
-    if (action.node >= 0) {  // node level: a node's activation lives until its backward
-      if (action.kind == ActionKind::backward) s.live_bytes -= c.activation_bytes;
-    } else if (action.kind == ActionKind::backward || action.kind == ActionKind::backward_weight) {
-      const auto frees = s.frees_at.find({action.mini_batch, action.micro_batch, action.chunk});
-      if (frees != s.frees_at.end() && frees->second == s.next) s.live_bytes -= c.activation_bytes;
+    for (const Action& half : compute_halves(action)) {  // an overlapped pair's in order
+      const StageCosts& c = costs_of(j, half);
+      if (half.kind == ActionKind::forward) s.live_bytes += c.activation_bytes;
+      if (half.kind == ActionKind::aux_forward) s.live_bytes += c.aux_activation_bytes;
+      timeline.peak_memory_bytes =
+          std::max(timeline.peak_memory_bytes, parameter_state[j] + s.live_bytes);
+      if (half.kind == ActionKind::aux_backward) s.live_bytes -= c.aux_activation_bytes;
+      if (half.node >= 0) {  // node level: a node's activation lives until its backward
+        if (half.kind == ActionKind::backward) s.live_bytes -= c.activation_bytes;
+      } else if (half.kind == ActionKind::backward || half.kind == ActionKind::backward_weight) {
+        const auto frees = s.frees_at.find({half.mini_batch, half.micro_batch, half.chunk});
+        if (frees != s.frees_at.end() && frees->second == s.next)
+          s.live_bytes -= c.activation_bytes;
+      }
     }
     if (action.kind == ActionKind::optimizer_step) timeline.step_end_s.push_back(now_s);
-    result.trace.push_back({j, static_cast<int>(s.next), s.compute_start_s, now_s});
+    const double split_s = action.kind == ActionKind::forward_backward
+                               ? s.compute_start_s + s.forward_share * (now_s - s.compute_start_s)
+                               : -1.0;
+    result.trace.push_back({j, static_cast<int>(s.next), s.compute_start_s, now_s, split_s});
     ++s.next;
   };
 
@@ -299,7 +309,15 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
         s.started = true;
         s.computing = true;
         s.compute_start_s = s.clock_s;
-        compute.start(j, s.clock_s, duration_s(action, costs_of(j, action)));
+        double work_s = 0.0;
+        for (const Action& half : compute_halves(action)) {
+          work_s += duration_s(half, costs_of(j, half));
+        }
+        s.forward_share =
+            action.kind == ActionKind::forward_backward && work_s > 0.0
+                ? duration_s(forward_half(action), costs_of(j, forward_half(action))) / work_s
+                : 1.0;
+        compute.start(j, s.clock_s, work_s);
         return true;
       }
       ++s.next;

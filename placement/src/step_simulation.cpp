@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/stage_chain.hpp"
@@ -180,9 +181,26 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
                                               const SimulationResult& result) {
   std::vector<TimelineEvent> events;
   for (const TraceEvent& e : result.trace) {
-    const Action& a =
+    const Action& action =
         schedule.stage_actions[static_cast<size_t>(e.stage)][static_cast<size_t>(e.action_index)];
-    if (a.mini_batch != 0 || a.kind == ActionKind::send) continue;
+    if (action.mini_batch != 0 || action.kind == ActionKind::send) continue;
+    if (action.kind == ActionKind::forward_backward) {  // its halves, split where they were
+      const Action forward = forward_half(action), backward = backward_half(action);
+      for (const auto& [half, start_s, end_s] : {std::tuple{&forward, e.start_s, e.split_s},
+                                                 std::tuple{&backward, e.split_s, e.end_s}}) {
+        if (!(end_s > start_s)) continue;
+        events.push_back({.rank = e.stage,
+                          .kind = half == &forward ? "forward" : "backward",
+                          .start_s = start_s,
+                          .end_s = end_s,
+                          .action = grid_label(*half, schedule.micro_batches),
+                          .micro_batch = half->micro_batch,
+                          .loss_stage = half->loss_stage,
+                          .peer = -1});
+      }
+      continue;
+    }
+    const Action& a = action;
     const char* kind = nullptr;
     switch (a.kind) {
       case ActionKind::forward:
@@ -203,6 +221,7 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
         kind = "comm_wait";  // the time the stage waited for the message
         break;
       case ActionKind::send:
+      case ActionKind::forward_backward:
         break;
     }
     if (kind == nullptr || !(e.end_s > e.start_s)) continue;

@@ -11,7 +11,8 @@
 // and transfers 0, so each cell is one time unit and waiting shows as idle. Cells: F<m>
 // forward of micro-batch m, B<m> a backward pass that updates the body (zb-h1: its input
 // gradient), W<m> zb-h1's weight gradient, b<m> one that only passes the gradient on, S
-// the optimiser step, `.` idle. Micro-batches are numbered across
+// the optimiser step, `.` idle, `~` the action to its left goes on, `(F3 B1)` an
+// overlapped pair (DualPipeV). Micro-batches are numbered across
 // mini-batches (mini-batch b's m-th is b*M + m). Under interleaved-1f1b every chunk's
 // forward and backward cost 1 (a chunk is a V-th of a device's layers: the time unit is
 // a V-th of the other grids'), and "/c" marks the device's chunk c > 0 (F3/1).
@@ -81,12 +82,27 @@ int run(int argc, char** argv) {
   std::vector<std::vector<std::string>> grid(schedule.stage_count,
                                              std::vector<std::string>(slots, "."));
   size_t width = 2;
+  // A cell per time unit: the action's label where it starts, "~" where it goes on (a
+  // whole backward of 2 units beside split ones); an overlapped pair's halves "(F3" and
+  // "B1/1)" where each starts.
+  const auto put = [&](int stage, double start_s, double end_s, const std::string& text) {
+    const int from = static_cast<int>(std::lround(start_s));
+    const int to = static_cast<int>(std::lround(end_s));
+    for (int t = from; t < to; ++t) grid[stage][t] = t == from ? text : "~";
+    width = std::max(width, text.size());
+  };
   for (const TraceEvent& event : result.trace) {
     const Action& action = schedule.stage_actions[event.stage][event.action_index];
+    if (event.end_s <= event.start_s) continue;  // messages, free aux heads
+    if (action.kind == ActionKind::forward_backward) {
+      put(event.stage, event.start_s, event.split_s,
+          "(" + grid_label(forward_half(action), schedule.micro_batches));
+      put(event.stage, event.split_s, event.end_s,
+          grid_label(backward_half(action), schedule.micro_batches) + ")");
+      continue;
+    }
     const std::string text = label(action, schedule.micro_batches);
-    if (text.empty() || event.end_s <= event.start_s) continue;  // messages, free aux heads
-    grid[event.stage][static_cast<int>(std::lround(event.start_s))] = text;
-    width = std::max(width, text.size());
+    if (!text.empty()) put(event.stage, event.start_s, event.end_s, text);
   }
   std::printf(
       "%s, reach %d, K=%d%s, M=%d, %d mini-batch%s, %s; time %d, idle %.0f%%\n",

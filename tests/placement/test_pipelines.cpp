@@ -232,18 +232,26 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
 // PyTorch's notation of a compute action: "3F0" stage 3's forward of micro-batch 0, "3B0"
 // a full backward, "3I0" a backward of the input gradient alone (defers_parameters), "3W0"
 // the weight pass; messages and the optimiser step are left out.
+std::string torch_notation(const Action& a, const Schedule& schedule, int rank) {
+  if (a.kind == ActionKind::forward_backward) {  // PyTorch's OVERLAP_F_B: "(0F3;3B1)"
+    return "(" + torch_notation(forward_half(a), schedule, rank) + ";" +
+           torch_notation(backward_half(a), schedule, rank) + ")";
+  }
+  char type = 0;
+  if (a.kind == ActionKind::forward) type = 'F';
+  if (a.kind == ActionKind::backward) type = a.defers_parameters ? 'I' : 'B';
+  if (a.kind == ActionKind::backward_weight) type = 'W';
+  if (type == 0) return "";
+  return std::to_string(schedule.stage_of(rank, a.chunk)) + type + std::to_string(a.micro_batch);
+}
+
 std::string torch_notation(const std::vector<Action>& actions, const Schedule& schedule, int rank) {
   std::string out;
   for (const Action& a : actions) {
-    char type = 0;
-    if (a.kind == ActionKind::forward) type = 'F';
-    if (a.kind == ActionKind::backward) type = a.defers_parameters ? 'I' : 'B';
-    if (a.kind == ActionKind::backward_weight) type = 'W';
-    if (type == 0) continue;
+    const std::string text = torch_notation(a, schedule, rank);
+    if (text.empty()) continue;
     if (!out.empty()) out += ' ';
-    out += std::to_string(schedule.stage_of(rank, a.chunk));
-    out += type;
-    out += std::to_string(a.micro_batch);
+    out += text;
   }
   return out;
 }

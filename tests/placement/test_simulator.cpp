@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/schedule.hpp"
@@ -516,6 +517,29 @@ TEST(Simulator, DetectsDeadlocksAndBadCosts) {
   PipelineCosts negative = uniform(2, 1.0, 1.0);
   negative.stages[1].backward_s = -1.0;
   EXPECT_THROW(simulate(schedule, negative), Error);
+}
+
+// An overlapped pair runs its halves back to back on its device: the step of 1F1B on one
+// device (F0 B0 F1 B1) with B0 and F1 made one pair (F0 (F1+B0) B1) takes as long, the
+// pair's trace event ends its forward half after the forward's time, and the activations
+// of both micro-batches are alive at once inside the pair (the peak).
+TEST(Simulator, AnOverlappedPairCostsItsHalvesBackToBack) {
+  const PipelineCosts costs = uniform(1, 1.0, 2.0);
+  Schedule schedule = build_schedule({.strategy = "global", .stage_count = 1, .micro_batches = 2});
+  std::vector<Action>& list = schedule.stage_actions[0];
+  ASSERT_EQ(list.size(), 5u);  // fwd 0.0, bwd 0.0, fwd 0.1, bwd 0.1, step
+  const SimulationResult apart = simulate(schedule, costs);
+  list = {list[0], overlapped(list[2], list[1]), list[3], list[4]};
+  const SimulationResult paired = simulate(schedule, costs);
+  EXPECT_DOUBLE_EQ(paired.makespan_s, apart.makespan_s);
+  const auto event = std::find_if(paired.trace.begin(), paired.trace.end(),
+                                  [](const TraceEvent& e) { return e.action_index == 1; });
+  ASSERT_NE(event, paired.trace.end());
+  EXPECT_DOUBLE_EQ(event->start_s, 1.0);
+  EXPECT_DOUBLE_EQ(event->split_s, 2.0);
+  EXPECT_DOUBLE_EQ(event->end_s, 4.0);
+  EXPECT_EQ(paired.stages[0].peak_memory_bytes, 500 + 2 * 100);
+  EXPECT_EQ(apart.stages[0].peak_memory_bytes, 500 + 100);
 }
 
 }  // namespace

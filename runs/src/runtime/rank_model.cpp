@@ -539,6 +539,17 @@ void RankModel::execute(const Action& a) {
     RankClock& clock;
     ~Clear() { clock.action = nullptr; }
   } clear{i.clock};
+  if (a.kind == ActionKind::forward_backward) {  // its halves back to back, logged as one
+    run_compute(placement::forward_half(a));
+    run_compute(placement::backward_half(a));
+  } else {
+    run_compute(a);
+  }
+  if (i.layers_training) executed_.push_back(a);
+}
+
+void RankModel::run_compute(const Action& a) {
+  Impl& i = *impl_;
   const int m = a.micro_batch;
   const bool activation = a.payload == Payload::activation;
   switch (a.kind) {
@@ -587,8 +598,9 @@ void RankModel::execute(const Action& a) {
         aux_loss = i.head_loss;
       }
       break;
+    case ActionKind::forward_backward:
+      throw_invalid("an overlapped pair runs as its halves (RankModel::execute)");
   }
-  if (i.layers_training) executed_.push_back(a);
 }
 
 void RankModel::set_learning_rate(double learning_rate) {

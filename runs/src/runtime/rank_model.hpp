@@ -60,6 +60,8 @@ class RankModel {
   NodeStepTimes take_node_times();
 
  private:
+  void run_compute(const placement::Action& action);  // one action, not an overlapped pair
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<placement::Action> executed_;

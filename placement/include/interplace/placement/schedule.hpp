@@ -92,7 +92,12 @@ enum class ActionKind {
   send,
   receive,
   optimizer_step,
-  backward_weight  // ZB-H1's W: the parameter gradients a deferring backward left
+  backward_weight,  // a zero-bubble W: the parameter gradients a deferring backward left
+  // DualPipeV's overlapped pair (PyTorch's OVERLAP_F_B), one action: the forward of
+  // (micro_batch, chunk) and a backward of (backward_micro_batch, backward_chunk), whose
+  // loss_stage and flags are the backward's. Roughly: both halves' receives, then
+  // forward(F half); backward(B half), then both halves' sends (forward_half/backward_half).
+  forward_backward
 };
 enum class Payload { activation, gradient };
 // What an action moves and computes: a stage's whole part of a micro-batch and its boundary
@@ -119,9 +124,22 @@ struct Action {
   // action runs; 0 for every other schedule (one chunk per device). The optimiser step
   // steps all of them, chunk 0.
   int chunk = 0;
+  // forward_backward: the backward half's micro-batch and chunk (the forward half's are
+  // micro_batch and chunk); -1 and 0 for every other kind.
+  int backward_micro_batch = -1;
+  int backward_chunk = 0;
 
   bool operator==(const Action&) const = default;
 };
+
+// The two halves of a forward_backward action, each as the action it would be alone; and
+// the pair of a forward and a backward of the same mini-batch (invalid_input otherwise).
+Action forward_half(const Action& pair);
+Action backward_half(const Action& pair);
+Action overlapped(const Action& forward, const Action& backward);
+// The compute actions an action stands for: its two halves for a forward_backward, else
+// the action itself (what the simulator, the runtime and the memory rules walk).
+std::vector<Action> compute_halves(const Action& action);
 
 enum class StrategyKind { global, local, pairwise, nwise };
 
@@ -240,13 +258,15 @@ Schedule node_level_schedule(const ScheduleRequest& request,
 // Compact text, for logs and tests: "fwd 0.1", "send act>1 0.1", "recv grad3<2 0.1",
 // "bwd 0.1 loss3 upd prop", "bwd 0.1 loss3 upd prop defer" (ZB-H1's B), "bwd-w 0.1"
 // (its W), "aux-fwd 0.1", "step 0" (mini-batch.micro-batch); " c1" after an action of
-// chunk 1 (interleaved 1F1B).
+// chunk 1 (interleaved 1F1B); "fwd-bwd 0.3 c1 + 0.1 loss7 upd prop" an overlapped pair
+// (the forward's unit and chunk, "+", the backward's unit, chunk and flags).
 // The action in a step x rank grid and on timelines: "F3" forward of micro-batch 3 (numbered
 // across mini-batches: mini_batch * micro_batches + micro_batch), "B3" a backward pass that
 // updates the body (under ZB-H1 its input-gradient pass B), "W3" ZB-H1's weight-gradient
 // pass, "b3" a backward that only passes the gradient on, "H3"/"h3" the auxiliary head's
 // forward/backward, "s3"/"r3" a send/receive, "S" the optimiser step; "/1" after an action
-// of the device's chunk 1 (interleaved 1F1B: "F3/1"), nothing for chunk 0.
+// of the device's chunk 1 (interleaved 1F1B: "F3/1"), nothing for chunk 0; an overlapped
+// pair its halves joined by "+" ("F3+B1/1").
 std::string grid_label(const Action& action, int micro_batches);
 std::string to_string(const Action& action);
 // The action to_string printed (every field it has: the two round-trip); invalid_input,

@@ -101,6 +101,9 @@ struct TraceEvent {
   int action_index = 0;  // into Schedule::stage_actions[stage]
   double start_s = 0.0;  // for a receive: when the stage started waiting
   double end_s = 0.0;
+  // An overlapped forward_backward: when its forward half ended (its share of the
+  // action's time); -1 for every other action.
+  double split_s = -1.0;
 };
 
 struct StageTimeline {
