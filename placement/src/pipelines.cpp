@@ -17,6 +17,7 @@ std::vector<Action> flow_compute_actions(const Schedule& header, int device);
 std::vector<Action> interleaved_compute_actions(const Schedule& header, int device);  // also ZB
 std::vector<Action> looped_bfs_compute_actions(const Schedule& header, int device);
 std::vector<Action> zbv_compute_actions(const Schedule& header, int device);
+std::vector<Action> dualpipev_compute_actions(const Schedule& header, int device);
 
 namespace {
 
@@ -46,6 +47,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = false,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = all_micro_batches,
      .compute_actions = flow_compute_actions},
@@ -57,6 +59,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = false,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = one_per_stage_ahead,
      .compute_actions = flow_compute_actions},
@@ -68,6 +71,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = false,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = one_per_stage_ahead,
      .compute_actions = flow_compute_actions},
@@ -79,6 +83,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = true,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = true,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = interleaved_kept,
      .compute_actions = interleaved_compute_actions},
@@ -92,6 +97,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = true,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = all_micro_batches,
      .compute_actions = looped_bfs_compute_actions},
@@ -106,6 +112,7 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = true,
      .fixed_virtual_stages = 0,
      .micro_batches_in_groups_of_devices = true,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::loop,
      .kept_micro_batches = interleaved_kept,
      .compute_actions = interleaved_compute_actions},
@@ -117,9 +124,22 @@ const std::vector<PipelineInfo> kRegistry = {
      .takes_virtual_stages = true,
      .fixed_virtual_stages = 2,
      .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = false,
      .stage_map = StageMap::v,
      .kept_micro_batches = nullptr,
      .compute_actions = zbv_compute_actions},
+    {.kind = PipelineKind::dualpipev,
+     .name = "dualpipev",
+     .title = "DualPipeV",
+     .other_strategies = OtherStrategies::refused,
+     .network_loss_only = true,
+     .takes_virtual_stages = true,
+     .fixed_virtual_stages = 2,
+     .micro_batches_in_groups_of_devices = false,
+     .micro_batches_at_least_stages = true,
+     .stage_map = StageMap::v,
+     .kept_micro_batches = nullptr,
+     .compute_actions = dualpipev_compute_actions},
 };
 
 std::string joined_names(bool (*keep)(const PipelineInfo&)) {
@@ -281,6 +301,13 @@ PipelinePlan plan_pipeline(const PipelineChoice& choice) {
                   " virtual stages needs micro_batches a multiple of the " + std::to_string(k) +
                   " devices, got " + std::to_string(choice.micro_batches) +
                   ". HINT: --micro-batches " + std::to_string(k * (choice.micro_batches / k + 1)));
+  }
+  const int stages = k * (info->fixed_virtual_stages > 0 ? info->fixed_virtual_stages : v);
+  if (info->micro_batches_at_least_stages && choice.micro_batches < stages) {
+    throw_invalid("pipeline '" + std::string(info->name) +
+                  "' needs at least as many micro-batches " + "as its " + std::to_string(stages) +
+                  " stages, got " + std::to_string(choice.micro_batches) +
+                  ". HINT: --micro-batches " + std::to_string(stages));
   }
   if (choice.interlock_sum && info->network_loss_only) {
     throw_invalid("pipeline '" + std::string(info->name) +

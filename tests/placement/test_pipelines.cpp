@@ -33,7 +33,7 @@ std::string error_of(const PipelineChoice& choice) {
 TEST(Pipelines, TheRegistryNamesEveryPipelineOnce) {
   EXPECT_EQ(pipeline_names(),
             (std::vector<std::string>{"gpipe", "1f1b", "zb-h1", "interleaved-1f1b", "looped-bfs",
-                                      "interleaved-zb", "zbv"}));
+                                      "interleaved-zb", "zbv", "dualpipev"}));
   for (const PipelineInfo& info : pipeline_registry()) {
     EXPECT_EQ(pipeline_by_name(info.name), info.kind);
     EXPECT_EQ(&pipeline_info(info.kind), &info);
@@ -44,7 +44,8 @@ TEST(Pipelines, TheRegistryNamesEveryPipelineOnce) {
     ADD_FAILURE();
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what())
-                  .find("gpipe, 1f1b, zb-h1, interleaved-1f1b, looped-bfs, interleaved-zb, zbv"),
+                  .find("gpipe, 1f1b, zb-h1, interleaved-1f1b, looped-bfs, interleaved-zb, zbv, "
+                        "dualpipev"),
               std::string::npos)
         << error.what();
   }
@@ -118,9 +119,10 @@ TEST(Pipelines, PlanPipelineChecksEachRuleOnce) {
 
   PipelineChoice bad = global;
   bad.pipeline = PipelineKind::zb_h1;
-  EXPECT_NE(error_of(bad).find("virtual_stages 2 is for the pipelines with virtual stages "
-                               "(interleaved-1f1b, looped-bfs, interleaved-zb, zbv), not 'zb-h1'. "
-                               "HINT:"),
+  EXPECT_NE(error_of(bad).find(
+                "virtual_stages 2 is for the pipelines with virtual stages "
+                "(interleaved-1f1b, looped-bfs, interleaved-zb, zbv, dualpipev), not 'zb-h1'. "
+                "HINT:"),
             std::string::npos);
   bad = global;
   bad.micro_batches = 6;
@@ -162,6 +164,7 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
       {"global", PipelineKind::interleaved_zb, 2, InterlockMode::single},
       {"global", PipelineKind::interleaved_zb, 3, InterlockMode::single},
       {"global", PipelineKind::zbv, 2, InterlockMode::single},
+      {"global", PipelineKind::dualpipev, 2, InterlockMode::single},
       {"local", PipelineKind::one_f_one_b, 1, InterlockMode::single},
       {"pairwise", PipelineKind::one_f_one_b, 1, InterlockMode::single},
       {"pairwise", PipelineKind::one_f_one_b, 1, InterlockMode::sum},
@@ -171,6 +174,7 @@ TEST(Pipelines, OnePassAddsEveryMessageToTheBuildersComputeLists) {
     for (int k : {1, 2, 3, 4}) {
       for (int m : {4, 8}) {
         if (pipeline_info(c.pipeline).micro_batches_in_groups_of_devices && m % k != 0) continue;
+        if (pipeline_info(c.pipeline).micro_batches_at_least_stages && m < 2 * k) continue;
         const Schedule schedule = build_schedule({.strategy = c.strategy,
                                                   .pipeline = c.pipeline,
                                                   .stage_count = k,
@@ -382,6 +386,23 @@ TEST(Pipelines, ZbvRunsPyTorchsOrder) {
   EXPECT_NE(error_of(choice).find("HINT: --virtual-stages 2"), std::string::npos);
 }
 
+// DualPipeV against PyTorch's ScheduleDualPipeV (the same torch 2.15.0 file): K 2 with M 4
+// and 8, K 4 with M 8 (M 4 < 2K is refused by both).
+TEST(Pipelines, DualPipeVRunsPyTorchsOrder) {
+  EXPECT_EQ(expect_pytorch_orders(PipelineKind::dualpipev, "DualPipeV", {2}), 2 + 2 + 4);
+  PipelineChoice few{.pipeline = PipelineKind::dualpipev,
+                     .reach = 3,
+                     .strategy = "global",
+                     .devices = 4,
+                     .micro_batches = 7};
+  EXPECT_NE(error_of(few).find("needs at least as many micro-batches as its 8 stages, got 7. "
+                               "HINT: --micro-batches 8"),
+            std::string::npos)
+      << error_of(few);
+  few.micro_batches = 8;
+  EXPECT_EQ(plan_pipeline(few).virtual_stages, 2);
+}
+
 // The rows with a memory rule of their own keep what their compute order keeps.
 TEST(Pipelines, EveryMemoryRuleIsWhatItsOrderKeeps) {
   for (const PipelineInfo& info : pipeline_registry()) {
@@ -391,6 +412,7 @@ TEST(Pipelines, EveryMemoryRuleIsWhatItsOrderKeeps) {
           if (info.fixed_virtual_stages > 0 && v != info.fixed_virtual_stages) continue;
           if (v > 1 && !info.takes_virtual_stages) continue;
           if (v > 1 && info.micro_batches_in_groups_of_devices && m % k != 0) continue;
+          if (info.micro_batches_at_least_stages && m < k * v) continue;
           EXPECT_EQ(micro_batches_kept(info.kind, m, k, v), kept_in_order(info.kind, m, k, v))
               << info.name << " K " << k << " M " << m << " V " << v;
         }

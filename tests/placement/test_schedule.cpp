@@ -577,6 +577,11 @@ TEST(Schedule, ActionTextRoundTrips) {
                                       .virtual_stages = 3,
                                       .micro_batches = 4,
                                       .mini_batches = 2}));
+  schedules.push_back(build_schedule({.strategy = "global",
+                                      .pipeline = PipelineKind::dualpipev,
+                                      .stage_count = 2,
+                                      .micro_batches = 6,
+                                      .mini_batches = 2}));
   {
     const Graph graph = testing::diamond();
     const Placement placement{2, {0, 1, 1, 0}};
@@ -603,7 +608,7 @@ TEST(Schedule, ActionTextRoundTrips) {
       }
     }
   }
-  EXPECT_EQ(kinds.size(), 8u);  // every kind of action occurred
+  EXPECT_EQ(kinds.size(), 9u);  // every kind of action occurred
   EXPECT_GT(actions, 1000u);
   for (const char* bad : {"", "fwd", "fwd 0", "fwd 0.x", "fwd -1.0", "bwd 0.1", "bwd 0.1 upd",
                           "bwd 0.1 loss3 prop upd", "send act 0.1", "send act<1 0.1",

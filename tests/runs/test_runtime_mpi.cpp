@@ -77,11 +77,12 @@ TEST(Runtime, GlobalMatchesSingleGpt) {
   check_global_matches_single(small_gpt(), {"contiguous", "greedy-eft", "round-robin"});
 }
 
-// Interleaved 1F1B, looped BFS, interleaved zero bubble and ZBV are plain backprop too: P
-// ranks running V chunks each of a PV-stage chain (on the loop map the last rank's chunk
-// sending on to rank 0's next one, on ZBV's v map to its own) give the 1-rank run's
-// losses, with M = P and M = 2P micro-batches (looped BFS and ZBV: M = P + 1 too, no
-// multiple of P); so does one rank running all the chunks.
+// Interleaved 1F1B, looped BFS, interleaved zero bubble, ZBV and DualPipeV are plain
+// backprop too: P ranks running V chunks each of a PV-stage chain (on the loop map the last
+// rank's chunk sending on to rank 0's next one, on the v map to its own) give the 1-rank
+// run's losses, with M = P and M = 2P micro-batches (looped BFS and ZBV: M = P + 1 too, no
+// multiple of P; DualPipeV: M = 2P and 2P + 1, it needs M >= 2P); so does one rank running
+// all the chunks.
 TEST(Runtime, InterleavedMatchesSingle) {
   const int p = world_size();
   TrainConfig gpt = small_gpt();
@@ -99,7 +100,9 @@ TEST(Runtime, InterleavedMatchesSingle) {
                                    {small_resnet(), "interleaved-zb", {2, 3}, {p, 2 * p}},
                                    {gpt, "interleaved-zb", {2}, {2 * p}},
                                    {small_resnet(), "zbv", {2}, {p + 1, 2 * p}},
-                                   {gpt, "zbv", {2}, {p + 1}}};
+                                   {gpt, "zbv", {2}, {p + 1}},
+                                   {small_resnet(), "dualpipev", {2}, {2 * p, 2 * p + 1}},
+                                   {gpt, "dualpipev", {2}, {2 * p}}};
   for (const Case& chunked : cases) {
     for (int v : chunked.chunk_counts) {
       for (int m : chunked.micro_batches) {

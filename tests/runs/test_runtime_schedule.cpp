@@ -84,7 +84,10 @@ TEST(Runtime, ExecutesThePlansSchedule) {
       // ZBV: 2 chunks on the v map (rank P-1 passes stage P-1's output to its own stage P),
       // M = 2P and M = P + 1 (fewer than its 2P - 1 on 3 or more ranks: passes left out).
       {"global", "zbv", "single", false, 2},
-      {"global", "zbv", "single", true, 2}};
+      {"global", "zbv", "single", true, 2},
+      // DualPipeV: overlapped pairs (a forward of one chunk with a whole backward of the
+      // other) logged as one action, split backwards in the warm-up and the drain; M = 2P.
+      {"global", "dualpipev", "single", false, 2}};
   for (const Choice& choice : choices) {
     // Summed losses need auxiliary heads: a strategy global on p stages has none.
     const bool global = placement::strategy_reach(choice.strategy, p) == p - 1;

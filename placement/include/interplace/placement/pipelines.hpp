@@ -18,6 +18,8 @@
 //   looped-bfs        (V = 2) rank 0: F0 F1 F0/1 F1/1 B1/1 B0/1 B1 B0 S
 //   interleaved-zb    (V = 2) rank 1: F0 F1 F0/1 B0/1 F1/1 B1/1 W0/1 B0 W1/1 B1 W0 W1 S
 //   zbv               (v map) rank 0: F0 F1 F0/1 B0/1 W0/1 F1/1 B1/1 W1/1 B0 W0 B1 W1 S
+//   dualpipev         (v map, M = 4) rank 0: F0 F1 F2 F0/1 B0/1 W0/1 F1/1 F3+B1/1
+//                     F2/1+B0 B2/1 F3/1+B1 B3/1 B2 W2 B3 W3 S ("F3+B1/1": an overlapped pair)
 #pragma once
 
 #include <optional>
@@ -37,7 +39,8 @@ enum class PipelineKind {
   interleaved_1f1b,
   looped_bfs,
   interleaved_zb,
-  zbv
+  zbv,
+  dualpipev
 };
 enum class StageMap { loop, v };
 
@@ -59,6 +62,7 @@ struct PipelineInfo {
   // With V > 1, M must be a multiple of K: each chunk's group of K micro-batches comes
   // back to device 0 just as it needs the group (Megatron-LM's rule).
   bool micro_batches_in_groups_of_devices;
+  bool micro_batches_at_least_stages;  // M >= K*V (DualPipeV, as PyTorch requires)
   StageMap stage_map;
   // The micro-batches whose activations the busiest device keeps at once under the
   // global strategy, in units of a whole device's activations: what the placers charge
