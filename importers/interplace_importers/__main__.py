@@ -1,8 +1,10 @@
 """python3 -m interplace_importers: write a graph file from a torchvision model, a PyTorch
 module of your own, or an ONNX file (docs/your-network.md).
 
-  /usr/bin/python3 -m interplace_importers torchvision resnet18 --input-shape 3,224,224 --out r18.json
-  /usr/bin/python3 -m interplace_importers module mypkg.nets:make_net --input-shape 1,28,28 --out n.json
+  /usr/bin/python3 -m interplace_importers torchvision resnet18 --input-shape 3,224,224 \
+      --out r18.json
+  /usr/bin/python3 -m interplace_importers module mypkg.nets:make_net --input-shape 1,28,28 \
+      --out n.json
   /usr/bin/python3 -m interplace_importers torchvision vit_b_16 --input-shape 3,224,224 \
       --granularity modules:3 --out vit.json     # one node per encoder block
   /usr/bin/python3 -m interplace_importers onnx model.onnx --out model.json

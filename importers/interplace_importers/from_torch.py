@@ -283,8 +283,13 @@ def check_flops(module, inputs, builder):
     except ImportError:
         return f"FLOPs not checked (torch {torch.__version__} has no torch.utils.flop_counter)"
     counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        module(*inputs)
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad(), counter:
+            module(*inputs)
+    finally:
+        module.train(was_training)
     torch_flops = counter.get_total_flops()
     ours = builder.product_flops()
     if builder.opaque_products:

@@ -309,8 +309,9 @@ class GraphBuilder:
     def warning(self):
         """One line naming the ops that became opaque nodes, or None."""
         if self.fused_modules:
-            groups = ", ".join(f"{kind} x{len(names)} ({names[0]}{', ...' if len(names) > 1 else ''})"
-                               for kind, names in sorted(self.fused_modules.items()))
+            groups = ", ".join(
+                f"{kind} x{len(names)} ({names[0]}{', ...' if len(names) > 1 else ''})"
+                for kind, names in sorted(self.fused_modules.items()))
             count = sum(len(v) for v in self.fused_modules.values())
             rest = f"; {sum(len(v) for v in self.opaque_ops.values())} more opaque node(s): " + \
                 ", ".join(f"{op} x{len(names)}" for op, names in sorted(self.opaque_ops.items())) \

@@ -418,8 +418,8 @@ def place_and_simulate(path, devices=4, micro_batches=4):
     check([n.get("module") for n in g["graph"]["nodes"]] == modules, "modules not kept")
     placed = json.loads(interplace("place", "--graph-file", path, "--batch-size", "8",
                                    "--micro-batches", str(micro_batches), "--order",
-                                   "topo", "--placer", "greedy-eft", "--devices", str(devices), "--device-preset",
-                                   "h100", "--format", "json").stdout)
+                                   "topo", "--placer", "greedy-eft", "--devices", str(devices),
+                                   "--device-preset", "h100", "--format", "json").stdout)
     sim = json.loads(interplace("simulate", "--graph-file", path, "--batch-size", "8",
                                 "--micro-batches", str(micro_batches), "--order", "topo",
                                 "--placer", "stages",
