@@ -18,7 +18,10 @@ ACTIVATION_FLOPS = {"relu": (1, 1), "relu6": (2, 2), "gelu": (9, 18), "tanh": (1
 # elementwise ops a few FLOPs, the rest 1. An estimate, named in docs/your-network.md.
 OPAQUE_FLOPS_PER_ELEMENT = {"hardswish": 4, "hardsigmoid": 3, "silu": 5, "mul": 1, "div": 1,
                             "sub": 1, "softmax": 5, "mean": 1, "adaptive_avg_pool2d": 1,
-                            "layer_norm": 8}
+                            "layer_norm": 8, "gelu": 9, "softmax_": 5}
+# Opaque ops that hold matrix products (the FLOPs check cannot compare a graph with them).
+PRODUCT_OPS = {"matmul", "bmm", "mm", "baddbmm", "addmm", "einsum", "linear", "conv2d",
+               "conv1d", "conv3d", "multiheadattention"}
 
 
 def numel(shape):
@@ -107,9 +110,26 @@ def kernel_costs(op, attributes, input_shapes):
         bias = rows * fout if has_bias else 0
         return out, product + bias, 2 * product + bias, product + bias, \
             fin * fout + (fout if has_bias else 0)
+    if op == "select_token":
+        if len(x) != 3 or not 0 <= a.get("index", 0) < x[1]:
+            raise ValueError(f"select_token {a.get('index', 0)} of {x}")
+        return [x[0], x[2]], 0, 0, 0, 0
     if op == "dropout":
         n = numel(x) if a.get("p", 0.0) > 0 else 0
         return list(x), n, n, 0, 0
+    if op == "self_attention":
+        dim, heads = a["dim"], a["heads"]
+        if len(x) != 3 or x[2] != dim or dim % heads:
+            raise ValueError(f"self_attention of dim {dim} on {x}")
+        batch, time = x[0], x[1]
+        rows = batch * time
+        projections = 2 * rows * dim * 3 * dim + 2 * rows * dim * dim
+        biases = rows * 4 * dim
+        scores_and_mix = 2 * (2 * batch * time * time * dim)
+        scores = batch * heads * time * time
+        return list(x), projections + biases + scores_and_mix + 5 * scores, \
+            2 * projections + biases + 2 * scores_and_mix + 4 * scores, projections + biases, \
+            4 * dim * dim + 4 * dim
     if op == "layer_norm":
         if x[-1] != a["features"]:
             raise ValueError(f"layer_norm of {a['features']} on {x}")
@@ -117,15 +137,38 @@ def kernel_costs(op, attributes, input_shapes):
     raise ValueError(f"no kernel layer '{op}'")
 
 
-def opaque_costs(source_op, output_shape, input_shapes, parameters):
+def opaque_costs(source_op, output_shape, input_shapes, parameters, flops=None):
     """The estimate for a node without a kernel layer: per output element the op's FLOPs
     (OPAQUE_FLOPS_PER_ELEMENT, 1 for others), backward twice the forward, and 2 FLOPs per
-    parameter and sample each way for ops with parameters (a linear map's count)."""
+    parameter and sample each way for ops with parameters (a linear map's count). `flops`,
+    when given, is the forward (the importer's count for ops with products: matmul,
+    attention, convolutions); parameter gradients then a third of the backward for ops with
+    parameters."""
+    if flops is not None:
+        forward = int(flops)
+        param_grad = forward if parameters else 0
+        return forward, 2 * forward, param_grad
     per = OPAQUE_FLOPS_PER_ELEMENT.get(source_op.split(".")[-1].lower(), 1)
     elements = max([numel(output_shape)] + [numel(s) for s in input_shapes])
     forward = per * elements + 2 * parameters * output_shape[0]
     param_grad = 2 * parameters * output_shape[0]
     return forward, 2 * forward, param_grad
+
+
+def product_flops(node):
+    """The forward FLOPs of a kernel node's matrix products and convolutions (what
+    torch.utils.flop_counter counts): linear and conv2d without bias, self_attention's
+    projections, scores and mix."""
+    op, a, shape = node["op"], node["attributes"], node["output_shape"]
+    if op == "linear":
+        return 2 * (numel(shape) // a["out_features"]) * a["in_features"] * a["out_features"]
+    if op == "conv2d":
+        kh, kw = a.get("kernel_h", a.get("kernel")), a.get("kernel_w", a.get("kernel"))
+        return 2 * numel(shape) * (a["in_channels"] // a.get("groups", 1)) * kh * kw
+    if op == "self_attention":
+        b, t, d = shape
+        return 8 * b * t * d * d + 4 * b * t * t * d
+    return 0
 
 
 class GraphBuilder:
@@ -134,6 +177,13 @@ class GraphBuilder:
         self.nodes = []
         self.names = set()
         self.opaque_ops = {}  # source op -> node names
+        self.fused_modules = {}  # class of a fused module group -> node names
+        self.modules = {}  # node id -> (module path, module call stack) (from_torch)
+        self.opaque_products = False  # an opaque node holds matrix products
+        self.product_flops_total = None
+        self.unused_parameters = ""
+        self.torch_parameters = None
+        self.flops_check = None
 
     def unique(self, name):
         name = name or "node"
@@ -169,9 +219,13 @@ class GraphBuilder:
         return self._add(name, op, inputs, out, forward, backward, param_grad, params,
                          dict(attributes))
 
-    def opaque(self, name, source_op, inputs, output_shape, parameters=0, attributes=None):
+    def opaque(self, name, source_op, inputs, output_shape, parameters=0, attributes=None,
+               flops=None):
         shapes = [self.shape(i) for i in inputs]
-        forward, backward, param_grad = opaque_costs(source_op, output_shape, shapes, parameters)
+        forward, backward, param_grad = opaque_costs(source_op, output_shape, shapes, parameters,
+                                                     flops)
+        if parameters or source_op in PRODUCT_OPS:
+            self.opaque_products = True
         attributes = dict(attributes or {})
         attributes["source_op"] = source_op
         node_id = self._add(name, "opaque", inputs, output_shape, forward, backward, param_grad,
@@ -179,8 +233,55 @@ class GraphBuilder:
         self.opaque_ops.setdefault(source_op, []).append(self.nodes[node_id]["name"])
         return node_id
 
+    def fused(self, path, kind, inputs, output_shape, members):
+        """One node for the ops `members` (node dicts) of the module call at `path` (of class
+        `kind`): op "opaque", source_op `kind`, costs and parameters the members' sums."""
+        total = {k: sum(m[k] for m in members) for k in
+                 ("forward_flops", "backward_flops", "parameter_grad_flops", "parameter_count")}
+        attributes = {"source_op": kind, "fused_nodes": len(members)}
+        node_id = self._add(path, "opaque", inputs, output_shape, total["forward_flops"],
+                            total["backward_flops"], total["parameter_grad_flops"],
+                            total["parameter_count"], attributes)
+        self.nodes[node_id]["module"] = path
+        self.fused_modules.setdefault(kind, []).append(self.nodes[node_id]["name"])
+        return node_id
+
+    def prune(self, output_id):
+        """Drops the nodes the output does not depend on (but keeps every input), renumbering."""
+        keep, todo = set(), [output_id]
+        while todo:
+            v = todo.pop()
+            if v not in keep:
+                keep.add(v)
+                todo.extend(self.nodes[v]["inputs"])
+        keep |= {n["id"] for n in self.nodes if n["op"] == "input"}
+        if len(keep) == len(self.nodes):
+            return
+        new_id, nodes, modules = {}, [], {}
+        for n in self.nodes:
+            if n["id"] not in keep:
+                self.names.discard(n["name"])
+                for names in self.opaque_ops.values():
+                    if n["name"] in names:
+                        names.remove(n["name"])
+                continue
+            new_id[n["id"]] = len(nodes)
+            if n["id"] in self.modules:
+                modules[len(nodes)] = self.modules[n["id"]]
+            n["id"] = len(nodes)
+            n["inputs"] = [new_id[i] for i in n["inputs"]]
+            nodes.append(n)
+        self.nodes, self.modules = nodes, modules
+        self.opaque_ops = {k: v for k, v in self.opaque_ops.items() if v}
+
     def parameter_count(self):
         return sum(n["parameter_count"] for n in self.nodes)
+
+    def product_flops(self):
+        """Forward FLOPs of the kernel nodes' matrix products (product_flops)."""
+        if self.product_flops_total is not None:
+            return self.product_flops_total
+        return sum(product_flops(n) for n in self.nodes)
 
     def to_json(self):
         edges = []
@@ -207,6 +308,17 @@ class GraphBuilder:
 
     def warning(self):
         """One line naming the ops that became opaque nodes, or None."""
+        if self.fused_modules:
+            groups = ", ".join(
+                f"{kind} x{len(names)} ({names[0]}{', ...' if len(names) > 1 else ''})"
+                for kind, names in sorted(self.fused_modules.items()))
+            count = sum(len(v) for v in self.fused_modules.values())
+            rest = f"; {sum(len(v) for v in self.opaque_ops.values())} more opaque node(s): " + \
+                ", ".join(f"{op} x{len(names)}" for op, names in sorted(self.opaque_ops.items())) \
+                if self.opaque_ops else ""
+            return (f"{count} module group(s) became fused (opaque) nodes with their ops' summed "
+                    f"costs: {groups}{rest}; simulate and place take them, train refuses them "
+                    f"(train at --granularity ops)")
         if not self.opaque_ops:
             return None
         ops = ", ".join(f"{op} x{len(names)} ({names[0]}{', ...' if len(names) > 1 else ''})"

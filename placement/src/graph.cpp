@@ -45,6 +45,11 @@ void validate_spec(const NodeSpec& spec, int node_count) {
   }
   require_non_negative(spec.parameter_count, "parameter_count", spec.name);
   if (spec.output_bytes) require_non_negative(*spec.output_bytes, "output_bytes", spec.name);
+  for (const char c : spec.module) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      throw_invalid("node '" + spec.name + "': module contains a control character");
+    }
+  }
   for (const auto& [key, value] : spec.attributes) {
     if (key.empty()) throw_invalid("node '" + spec.name + "': attribute name must not be empty");
     if (const double* number = std::get_if<double>(&value); number && !std::isfinite(*number)) {
@@ -72,6 +77,7 @@ NodeId Graph::add_node(NodeSpec spec) {
   node.name = std::move(spec.name);
   node.op = std::move(spec.op);
   node.attributes = std::move(spec.attributes);
+  node.module = std::move(spec.module);
   node.output_shape = std::move(spec.output_shape);
   node.forward_flops = spec.forward_flops;
   node.backward_flops = spec.backward_flops;

@@ -76,7 +76,8 @@ std::string to_json(const Graph& graph, std::string_view family) {
            ", \"parameter_grad_flops\": " + std::to_string(node.parameter_grad_flops) +
            ", \"parameter_count\": " + std::to_string(node.parameter_count) +
            ", \"output_bytes\": " + std::to_string(node.output_bytes) +
-           ", \"attributes\": " + json_attributes(node.attributes) + "}";
+           ", \"attributes\": " + json_attributes(node.attributes) +
+           (node.module.empty() ? "" : ", \"module\": " + json_quote(node.module)) + "}";
   }
   out += "\n ],\n \"edges\": [";
   bool first = true;

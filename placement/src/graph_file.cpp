@@ -275,8 +275,8 @@ RawNode read_node(const Json& json, size_t index, int64_t node_count, int64_t ba
   }
   const Fields f(json, where, source);
   f.only({"id", "name", "op", "inputs", "successors", "output_shape", "forward_flops",
-          "backward_flops", "parameter_grad_flops", "parameter_count", "output_bytes",
-          "attributes"});
+          "backward_flops", "parameter_grad_flops", "parameter_count", "output_bytes", "attributes",
+          "module"});
   RawNode node;
   node.spec.name = f.text("name");
   if (node.spec.name.empty()) f.fail("name must not be empty");
@@ -325,6 +325,10 @@ RawNode read_node(const Json& json, size_t index, int64_t node_count, int64_t ba
   node.spec.output_bytes =
       f.integer("output_bytes", 0, L::max_elements * static_cast<int64_t>(sizeof(double)));
   if (f.has("attributes")) node.spec.attributes = read_attributes(f, f.at("attributes"));
+  if (f.has("module")) {
+    node.spec.module = f.text("module");
+    if (has_control_character(node.spec.module)) f.fail("module contains a control character");
+  }
   if (node.spec.op == "input") {
     if (!node.input_ids.empty()) f.fail("an input node takes no inputs");
     if (node.spec.forward_flops != 0 || node.spec.backward_flops != 0 ||
@@ -598,6 +602,7 @@ Graph rebatch_graph(const Graph& graph, int64_t batch_size) {
     spec.name = node.name;
     spec.op = node.op;
     spec.attributes = node.attributes;
+    spec.module = node.module;
     spec.inputs = node.inputs;
     spec.output_shape = node.output_shape;
     if (spec.output_shape.empty() || spec.output_shape.front() != graph.batch_size()) {

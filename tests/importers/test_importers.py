@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "runs"))
 sys.path.insert(0, os.path.join(ROOT, "importers"))
 sys.path.insert(0, HERE)
-from case_runner import run_cases  # noqa: E402
+from case_runner import Skip, run_cases  # noqa: E402
 
 BINARY = None
 TMP = tempfile.mkdtemp(prefix="interplace-importers-")
@@ -366,6 +366,216 @@ def test_committed_examples_are_current():
                                                   f"{name}.json")) as committed:
             check(json.load(new) == json.load(committed),
                   f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+
+
+def import_timed(model, input_shape, name, granularity="ops", **kwargs):
+    """import_module with its wall time (s), the builder written to TMP: (builder, path, s)."""
+    import time
+    from interplace_importers.from_torch import import_module
+    start = time.monotonic()
+    builder = import_module(model, input_shape, name, granularity=granularity, **kwargs)
+    seconds = time.monotonic() - start
+    path = os.path.join(TMP, f"{name}-{granularity.replace(':', '')}.json")
+    builder.write(path)
+    print(f"{name} --granularity {granularity}: {len(builder.nodes)} nodes, "
+          f"{builder.parameter_count():,} parameters, imported in {seconds:.1f} s")
+    return builder, path, seconds
+
+
+def check_blocks(builder, blocks, attention, mlp):
+    """Every block path of `blocks` has an attention node (module under block + attention,
+    a self_attention kernel node or a matmul) and MLP linear nodes (module under block + mlp);
+    no node holds more than half the parameters (no opaque whole)."""
+    total = builder.parameter_count()
+    for block in blocks:
+        inside = [n for n in builder.nodes if n.get("module", "").startswith(block + ".")]
+        attn = [n for n in inside if n["module"].startswith(f"{block}.{attention}")
+                and (n["op"] == "self_attention"
+                     or n["attributes"].get("source_op") in ("matmul", "linear")
+                     or n["op"] == "linear")]
+        ffn = [n for n in inside if n["module"].startswith(f"{block}.{mlp}")
+               and n["op"] == "linear"]
+        check(attn, f"{builder.name}: no attention node under {block}.{attention}")
+        check(len(ffn) >= 2, f"{builder.name}: {len(ffn)} MLP linear nodes under {block}.{mlp}")
+    biggest = max(builder.nodes, key=lambda n: n["parameter_count"])
+    check(biggest["parameter_count"] <= total // 2,
+          f"{builder.name}: node {biggest['name']} holds {biggest['parameter_count']} of {total}")
+
+
+def check_fused_blocks(builder, blocks, kind):
+    """modules:D: one fused node per block, its module the block's path, its class `kind`."""
+    fused = {n["module"]: n for n in builder.nodes if n["attributes"].get("source_op") == kind}
+    check(sorted(fused) == sorted(blocks), f"{builder.name}: fused {sorted(fused)}")
+    check(all(n["attributes"]["fused_nodes"] > 3 for n in fused.values()), fused)
+
+
+def place_and_simulate(path, devices=4, micro_batches=4):
+    """The graph through the binary: read (its modules kept), placed by greedy-eft on h100s
+    and simulated as stages under 1F1B."""
+    g = graph_json("--graph-file", path, "--batch-size", "4")
+    with open(path) as f:
+        modules = [n.get("module") for n in json.load(f)["nodes"]]
+    check([n.get("module") for n in g["graph"]["nodes"]] == modules, "modules not kept")
+    placed = json.loads(interplace("place", "--graph-file", path, "--batch-size", "8",
+                                   "--micro-batches", str(micro_batches), "--order",
+                                   "topo", "--placer", "greedy-eft", "--devices", str(devices),
+                                   "--device-preset", "h100", "--format", "json").stdout)
+    sim = json.loads(interplace("simulate", "--graph-file", path, "--batch-size", "8",
+                                "--micro-batches", str(micro_batches), "--order", "topo",
+                                "--placer", "stages",
+                                "--devices", str(devices), "--pipeline", "1f1b",
+                                "--device-preset", "h100", "--format", "json").stdout)
+    check(sim["simulation"]["step_time_s"] > 0, sim)
+    return placed, sim
+
+
+def vit_small():
+    """vit_b_16's encoder (12 blocks of 768, 12 heads, MLP 3072) on 32x32 images in 8x8
+    patches: the import and the placement of the full model at 17 tokens."""
+    import torchvision
+    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=12,
+                                                num_heads=12, hidden_dim=768, mlp_dim=3072)
+
+
+VIT_BLOCKS = [f"encoder.layers.encoder_layer_{i}" for i in range(12)]
+
+
+def test_vit_small_per_block():
+    """torchvision's VisionTransformer (vit_b_16's encoder at 32x32, patch 8): through the
+    concrete tracer (fx stopped at `n, c, h, w = x.shape`), a node per attention and per MLP
+    linear of every block at ops, one node per block at modules:3; torch's parameters."""
+    model = vit_small()
+    expected = sum(p.numel() for p in model.parameters())
+    ops, path, _ = import_timed(model, (3, 32, 32), "vit_small")
+    check(ops.parameter_count() == expected, f"{ops.parameter_count()} != {expected}")
+    check_blocks(ops, VIT_BLOCKS, "self_attention", "mlp")
+    attention = [n for n in ops.nodes if n["op"] == "self_attention"]
+    check(len(attention) == 12 and all(n["attributes"] == {"dim": 768, "heads": 12}
+                                       for n in attention), attention[:1])
+    place_and_simulate(path)
+    blocks, path, _ = import_timed(model, (3, 32, 32), "vit_small", granularity="modules:3")
+    check(blocks.parameter_count() == expected, blocks.parameter_count())
+    check_fused_blocks(blocks, VIT_BLOCKS, "EncoderBlock")
+    check(sum(n["forward_flops"] for n in blocks.nodes) == sum(n["forward_flops"]
+                                                              for n in ops.nodes), "flops")
+    placed, sim = place_and_simulate(path)
+    g = graph_json("--graph-file", path, "--batch-size", "1")
+    check(g["parameter_count"] == expected and g["graph"]["node_count"] == len(blocks.nodes), g)
+
+
+def test_vit_b_16_at_224():
+    """torchvision's vit_b_16 itself at 3x224x224 (197 tokens), ops, placed and simulated;
+    skipped when its import takes over 45 s here (a loaded machine)."""
+    import torchvision
+    model = torchvision.models.vit_b_16(weights=None)
+    builder, path, seconds = import_timed(model, (3, 224, 224), "vit_b_16")
+    check(builder.parameter_count() == 86_567_656, builder.parameter_count())
+    check_blocks(builder, VIT_BLOCKS, "self_attention", "mlp")
+    if seconds > 45:
+        raise Skip(f"the import took {seconds:.0f} s (a loaded machine)")
+    place_and_simulate(path)
+
+
+def test_swin_t():
+    """torchvision's swin_t at 3x224x224: its shifted-window attention (a torch.fx.wrap'd
+    function, one opaque node under symbolic_trace) traced into its linear, matmul and
+    softmax ops; a fused node per Swin block at modules:3; torch's 28,288,354 parameters."""
+    import torchvision
+    model = torchvision.models.swin_t(weights=None)
+    blocks = [f"features.{stage}.{i}" for stage, depth in ((1, 2), (3, 2), (5, 6), (7, 2))
+              for i in range(depth)]
+    ops, path, _ = import_timed(model, (3, 224, 224), "swin_t")
+    check(ops.parameter_count() == 28_288_354, ops.parameter_count())
+    check_blocks(ops, blocks, "attn", "mlp")
+    matmuls = [n for n in ops.nodes if n["attributes"].get("source_op") == "matmul"]
+    check(len(matmuls) == 2 * len(blocks), f"{len(matmuls)} matmuls")
+    place_and_simulate(path)
+    from interplace_importers.from_torch import coarsen_to_modules
+    fused = coarsen_to_modules(ops, 3)  # what granularity="modules:3" does, without a new trace
+    path = os.path.join(TMP, "swin_t-modules3.json")
+    fused.write(path)
+    print(f"swin_t --granularity modules:3: {len(fused.nodes)} nodes")
+    check(fused.parameter_count() == 28_288_354, fused.parameter_count())
+    check_fused_blocks(fused, blocks, "SwinTransformerBlock")
+    place_and_simulate(path)
+
+
+def test_transformer_encoder_trains():
+    """A model of torch's own nn.TransformerEncoder (4 layers; fx made it 5 nodes, the
+    encoder one): at ops every op a kernel layer (nn.MultiheadAttention as self_attention),
+    a node per attention and per MLP linear, torch's parameters; placed, simulated and
+    trained 1 step by the binary; at modules:3 one node per encoder layer."""
+    import small_nets
+    model = small_nets.transformer_encoder()
+    expected = sum(p.numel() for p in model.parameters())
+    blocks = [f"encoder.layers.{i}" for i in range(4)]
+    ops, path, _ = import_timed(model, (8, 16), "transformer_encoder")
+    check(ops.parameter_count() == expected, f"{ops.parameter_count()} != {expected}")
+    check(ops.opaque_ops == {}, ops.opaque_ops)
+    check_blocks(ops, blocks, "self_attn", "linear")
+    check(len(ops.nodes) == 4 + 11 * 4, len(ops.nodes))  # input, embed, select, head
+    place_and_simulate(path, devices=2, micro_batches=2)
+    r = interplace("train", "--graph-file", path, "--batch-size", "4", "--steps", "1",
+                   "--threads-per-rank", "1")
+    check("step 1: loss" in r.stdout and "median step" in r.stdout, r.stdout)
+    fused, path, _ = import_timed(model, (8, 16), "transformer_encoder", granularity="modules:3")
+    check(len(fused.nodes) == 8 and fused.parameter_count() == expected, fused.nodes)
+    check_fused_blocks(fused, blocks, "TransformerEncoderLayer")
+    place_and_simulate(path, devices=2, micro_batches=2)
+    fails(2, "train", "--graph-file", path, "--batch-size", "4", "--steps", "1",
+          contains=("TransformerEncoderLayer x4",))
+
+
+def test_granularity_cli_and_checks():
+    """--granularity on the command line (and its refusal), the parameter check failing
+    loudly for a parameter forward never uses, and the FLOPs check's verdict."""
+    path = os.path.join(TMP, "enc-cli.json")
+    r = importer_cli("module", "small_nets:transformer_encoder", "--input-shape", "8,16",
+                     "--granularity", "modules:3", "--out", path)
+    check("transformer_encoder: 8 nodes, 51,690 parameters (= torch's)" in r.stdout, r.stdout)
+    check("TransformerEncoderLayer x4" in r.stderr, r.stderr)
+    try:
+        import torch.utils.flop_counter  # noqa: F401
+        check("FLOPs = torch's" in r.stdout, r.stdout)
+    except ImportError:
+        check("FLOPs not checked (torch" in r.stdout, r.stdout)
+    r = run(sys.executable, "-m", "interplace_importers", "module",
+            "small_nets:transformer_encoder", "--input-shape", "8,16", "--granularity",
+            "blocks", "--out", path)
+    check(r.returncode == 2 and "granularity must be 'ops' or 'modules:D'" in r.stderr, r.stderr)
+    from torch import nn
+    from interplace_importers.from_torch import import_module
+
+    class Unused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.spare = nn.Linear(4, 2), nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.used(x)
+    try:
+        import_module(Unused(), (4,), "unused")
+        raise AssertionError("an unused parameter was accepted")
+    except ValueError as error:
+        check("the graph has 10 parameters, torch counts 25" in str(error)
+              and "spare.weight" in str(error), str(error))
+
+
+def test_interpreter_without_torch_gets_a_hint():
+    """On a Python without torch (a pyenv or conda python3), the importer says so and ends
+    with a HINT naming the interpreter to use."""
+    fake = os.path.join(TMP, "no-torch")
+    os.makedirs(os.path.join(fake, "torch"), exist_ok=True)
+    with open(os.path.join(fake, "torch", "__init__.py"), "w") as f:
+        f.write("raise ImportError(\"No module named 'torch'\")\n")
+    env = dict(MPI_ENV, PYTHONPATH=os.pathsep.join([fake, os.path.join(ROOT, "importers")]))
+    r = run(sys.executable, "-m", "interplace_importers", "torchvision", "resnet18",
+            "--input-shape", "3,32,32", "--out", os.path.join(TMP, "x.json"), env=env)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and r.stdout == "", f"exit {r.returncode}: {r.stdout}")
+    check(len(lines) == 2 and "cannot import torch" in lines[0]
+          and lines[-1].startswith("HINT: ") and "/usr/bin/python3 -m interplace_importers"
+          in lines[-1], r.stderr)
 
 
 def set_binary(path):

@@ -136,6 +136,23 @@ TEST(GraphFile, OpaqueNodesKeepTheirCostsAndScaleWithTheBatch) {
   EXPECT_TRUE(opaque_summary(small_graph()).empty());
 }
 
+TEST(GraphFile, ModulePathsAreKeptThroughReadingRebatchingAndWriting) {
+  Json json = small_json();
+  json["nodes"][1]["module"] = "features.0.conv";
+  json["nodes"][2]["module"] = "features.0";
+  const Graph graph = parse(json).graph;
+  EXPECT_EQ(graph.node(1).module, "features.0.conv");
+  EXPECT_EQ(graph.node(2).module, "features.0");
+  EXPECT_EQ(graph.node(3).module, "");
+  const Graph bigger = rebatch_graph(graph, 8);
+  EXPECT_EQ(bigger.node(1).module, "features.0.conv");
+  const std::string text = to_json(graph);
+  EXPECT_NE(text.find("\"module\": \"features.0.conv\""), std::string::npos);
+  EXPECT_EQ(to_json(parse_graph_file(text).graph), text);
+  // Without modules (the zoo) the export has no "module" key.
+  EXPECT_EQ(to_json(small_graph()).find("\"module\""), std::string::npos);
+}
+
 struct BadFile {
   const char* name;
   std::function<std::string()> text;
@@ -292,6 +309,12 @@ const std::vector<BadFile>& bad_files() {
       {"unknown_node_key",
        edited([](Json& j) { j["nodes"][2]["flops"] = 1; }),
        {"node 'relu': unknown key 'flops'"}},
+      {"module_not_text",
+       edited([](Json& j) { j["nodes"][2]["module"] = 3; }),
+       {"node 'relu': module must be a string"}},
+      {"module_control_character",
+       edited([](Json& j) { j["nodes"][2]["module"] = "a\nb"; }),
+       {"node 'relu': module contains a control character"}},
       {"missing_node_key",
        edited([](Json& j) { j["nodes"][2].erase("output_bytes"); }),
        {"node 'relu': missing key 'output_bytes'"}},

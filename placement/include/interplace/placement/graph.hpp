@@ -38,6 +38,10 @@ struct NodeSpec {
   // Bytes of the output activation; when unset, fp32 elements of output_shape.
   std::optional<int64_t> output_bytes;
   Attributes attributes;
+  // The module path (FQN) of the network's source the node came from ("encoder.layers.0.mlp";
+  // graph files' "module", written by the importers); empty when none. A cut between nodes
+  // of different modules is a module boundary: a split point the source framework can take.
+  std::string module;
 };
 
 struct Node {
@@ -45,6 +49,7 @@ struct Node {
   std::string name;
   std::string op;
   Attributes attributes;
+  std::string module;  // NodeSpec::module
   Shape output_shape;
   int64_t forward_flops = 0;
   int64_t backward_flops = 0;
