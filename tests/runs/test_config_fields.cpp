@@ -91,6 +91,98 @@ TEST(ConfigFields, TheIdIsTheOneOfBeforeTheTable) {
   EXPECT_EQ(canonical_parameters(decay, 0), canonical_parameters(TrainConfig{}, 0));
 }
 
+// The canonical text of a few configurations, pinned before the closed sets became typed
+// values (2026-12-07): the default, an end-to-end (e2e) one, and a local one learning its
+// placement. Results under results/ and their resume depend on these ids.
+TEST(ConfigFields, CanonicalTextOfTypedChoicesIsPinned) {
+  EXPECT_EQ(canonical_parameters(TrainConfig{}, 0),
+            "model=resnet20\norder=topo\nplacer=contiguous\ndevices=1\nstrategy=global\n"
+            "pipeline=gpipe\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
+            "warmup_steps=1\nsteps=10\ndataset=synthetic\neval_samples_requested=0\n"
+            "optimizer=sgd-momentum\nlearning_rate=0.050000000000000003\nweight_decay=0\n"
+            "seed=1\ndevice=cpu\ncost_device=cpu-core\nmodel_options=\ndata_dir=\nrepeat=0\n");
+  EXPECT_EQ(config_id(TrainConfig{}, 0), "9e9bacae307eac8d");
+  TrainConfig e2e;
+  e2e.devices = 2;
+  e2e.order = "dfs-post";
+  e2e.placer = "balanced";
+  e2e.pipeline = "e2e";
+  e2e.dataset = "fashion-mnist";
+  e2e.device = "cuda";
+  e2e.cost_device = "h100";
+  EXPECT_EQ(canonical_parameters(e2e, 1),
+            "model=resnet20\norder=dfs-post\nplacer=balanced\ndevices=2\nstrategy=global\n"
+            "pipeline=e2e\ninterlock_mode=single\nmicro_batches=1\nbatch_size=32\n"
+            "warmup_steps=1\nsteps=10\ndataset=fashion-mnist\neval_samples_requested=0\n"
+            "optimizer=sgd-momentum\nlearning_rate=0.050000000000000003\nweight_decay=0\n"
+            "seed=1\ndevice=cuda\ncost_device=h100\nmodel_options=\ndata_dir=\nrepeat=1\n");
+  EXPECT_EQ(config_id(e2e, 1), "c12ccf7159d588df");
+  TrainConfig local;
+  local.devices = 4;
+  local.strategy = "nwise:3";
+  local.pipeline = "1f1b";
+  local.interlock_mode = "sum";
+  local.placer = "rl";
+  local.rl_preset = placement::RlPreset::wang2022;
+  local.simulate_only = true;
+  local.order = "random-topo";
+  local.dataset = "text";
+  local.micro_batches = 4;
+  EXPECT_EQ(canonical_parameters(local, 0),
+            "model=resnet20\norder=random-topo\nplacer=rl\ndevices=4\nstrategy=nwise:3\n"
+            "pipeline=1f1b\ninterlock_mode=sum\nmicro_batches=4\nbatch_size=32\n"
+            "warmup_steps=1\nsteps=10\ndataset=text\neval_samples_requested=0\n"
+            "optimizer=sgd-momentum\nlearning_rate=0.050000000000000003\nweight_decay=0\n"
+            "seed=1\ndevice=cpu\ncost_device=cpu-core\nmodel_options=\ndata_dir=\n"
+            "rl_preset=wang2022\nsimulate_only=1\nrepeat=0\n");
+  EXPECT_EQ(config_id(local, 0), "fba971183dcdcdec");
+  TrainConfig zb;
+  zb.devices = 2;
+  zb.pipeline = "zb-h1";
+  zb.micro_batches = 8;
+  zb.strategy = "pairwise";
+  EXPECT_EQ(config_id(zb, 0), "2d72d183253602f1");
+}
+
+// The ids a spec's expansion gives, pinned with the canonical texts above: e2e forces one
+// micro-batch, the other strategies keep the first pipeline they accept.
+TEST(ConfigFields, SpecIdsArePinned) {
+  const SweepSpec spec = parse_sweep_spec(R"(
+models = ["resnet20"]
+devices = 2
+strategies = ["global", "local", "nwise:1"]
+pipelines = ["e2e", "gpipe", "1f1b", "zb-h1"]
+micro_batches = [1, 4]
+interlock_modes = ["single", "sum"]
+)",
+                                          "pin.toml");
+  std::string ids;
+  for (const SweepConfig& c : spec.configs) ids += c.id + " " + c.train.display_name() + "\n";
+  EXPECT_EQ(ids,
+            "12fd51f5ab3a7fbd resnet20 topo contiguous K=2 global/e2e M=1 B=32\n"
+            "4b918943e75f161c resnet20 topo contiguous K=2 global/e2e/sum M=1 B=32\n"
+            "5e10548d716c466a resnet20 topo contiguous K=2 global/gpipe M=1 B=32\n"
+            "9bb34e14decef3f1 resnet20 topo contiguous K=2 global/gpipe M=4 B=32\n"
+            "3ff61e83efcaecfd resnet20 topo contiguous K=2 global/gpipe/sum M=1 B=32\n"
+            "1180154070d56a0e resnet20 topo contiguous K=2 global/gpipe/sum M=4 B=32\n"
+            "122c0369ab62d081 resnet20 topo contiguous K=2 global/1f1b M=1 B=32\n"
+            "e4d3aaddf56e247a resnet20 topo contiguous K=2 global/1f1b M=4 B=32\n"
+            "88278690f73e8e58 resnet20 topo contiguous K=2 global/1f1b/sum M=1 B=32\n"
+            "bb7c2d182b17e02f resnet20 topo contiguous K=2 global/1f1b/sum M=4 B=32\n"
+            "9f04d52ad4abbd4f resnet20 topo contiguous K=2 global/zb-h1 M=1 B=32\n"
+            "f2f26bfa2ceebef8 resnet20 topo contiguous K=2 global/zb-h1 M=4 B=32\n"
+            "4024c6e248a20e8a resnet20 topo contiguous K=2 global/zb-h1/sum M=1 B=32\n"
+            "4ed5bdb27e538611 resnet20 topo contiguous K=2 global/zb-h1/sum M=4 B=32\n"
+            "fe00d7dabbe4ac93 resnet20 topo contiguous K=2 local M=1 B=32\n"
+            "eb0bdd5fd57e9df4 resnet20 topo contiguous K=2 local M=4 B=32\n"
+            "1b3885c7b35e8f46 resnet20 topo contiguous K=2 local/sum M=1 B=32\n"
+            "5d08d1866e894f15 resnet20 topo contiguous K=2 local/sum M=4 B=32\n"
+            "692d9c99e84a5ef3 resnet20 topo contiguous K=2 nwise:1 M=1 B=32\n"
+            "a96bc69b2920b154 resnet20 topo contiguous K=2 nwise:1 M=4 B=32\n"
+            "1cc595fc04998326 resnet20 topo contiguous K=2 nwise:1/sum M=1 B=32\n"
+            "7c74f2591573fcf5 resnet20 topo contiguous K=2 nwise:1/sum M=4 B=32\n");
+}
+
 TEST(ConfigFields, IdRanksAreDistinctAndNamesUnique) {
   std::set<int> ranks;
   std::set<std::string> names;
