@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
+#include "interplace/placement/pipelines.hpp"
 #include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/sweep_spec.hpp"
 
@@ -193,6 +194,7 @@ TEST(ConfigFields, IdRanksAreDistinctAndNamesUnique) {
     }
     if (f.in_id != Presence::never) {
       EXPECT_TRUE(ranks.insert(f.id_rank).second) << f.key;
+      EXPECT_GE(f.id_rank, 1) << f.key;
     }
     EXPECT_EQ(f.in_id == Presence::when, static_cast<bool>(f.id_present)) << f.key;
     if (f.in_file == Presence::when) {
@@ -203,6 +205,109 @@ TEST(ConfigFields, IdRanksAreDistinctAndNamesUnique) {
       EXPECT_TRUE(f.set) << f.key;
     }
   }
+}
+
+// The id's ranks are 1..N: each row of the id has its place in kIdOrder, none is skipped.
+TEST(ConfigFields, IdRanksCountFromOne) {
+  std::set<int> ranks;
+  for (const ConfigField& f : config_fields()) {
+    if (f.in_id != Presence::never) ranks.insert(f.id_rank);
+  }
+  ASSERT_FALSE(ranks.empty());
+  EXPECT_EQ(*ranks.begin(), 1);
+  EXPECT_EQ(*ranks.rbegin(), static_cast<int>(ranks.size()));
+}
+
+const ConfigField& field(const std::string& key) {
+  const int index = settable_index(key);
+  if (index < 0) throw std::runtime_error("no settable key " + key);
+  return settable_fields()[static_cast<size_t>(index)];
+}
+
+std::string error_of(const ConfigField& f, const std::string& text) {
+  try {
+    parse_field_text(f, text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The closed sets carry their registries' names (never a copy): a pipeline added to the
+// registry is a value of `pipeline` with no edit here.
+TEST(ConfigFields, ClosedSetsCarryTheirRegistrysNames) {
+  std::vector<std::string> pipelines;
+  for (const placement::PipelineInfo& p : placement::pipeline_registry()) {
+    pipelines.emplace_back(p.name);
+  }
+  pipelines.emplace_back("e2e");
+  ASSERT_TRUE(field("pipeline").values);
+  EXPECT_EQ(field("pipeline").values(), pipelines);
+  EXPECT_EQ(field("order").values(), placement::order_names());
+  EXPECT_EQ(field("placer").values(), placement::placer_names());
+  EXPECT_EQ(field("interlock_mode").values(), placement::interlock_mode_names());
+  EXPECT_EQ(field("dataset").values(), dataset_names());
+  EXPECT_EQ(field("strategy").values(), placement::strategy_forms());
+  EXPECT_FALSE(field("steps").values);
+  // Every pipeline reads as itself, and e2e as no pipeline.
+  for (const std::string& name : pipelines) {
+    TrainConfig c;
+    field("pipeline").set(c, parse_field_text(field("pipeline"), name));
+    EXPECT_EQ(to_string(c.pipeline), name);
+    EXPECT_EQ(c.pipeline.end_to_end(), name == "e2e");
+  }
+  const std::string json = schema_json();
+  for (const std::string& name : pipelines) {
+    EXPECT_NE(json.find("\"" + name + "\""), std::string::npos) << name;
+  }
+}
+
+// An unknown value lists the valid ones with a HINT: the closest name, or the schema.
+TEST(ConfigFields, ClosedSetErrorsListTheValuesWithAHint) {
+  const std::string order = error_of(field("order"), "dfs-pst");
+  EXPECT_NE(order.find("(valid: topo, "), std::string::npos) << order;
+  EXPECT_NE(order.find("HINT: did you mean 'dfs-post'?"), std::string::npos) << order;
+  const std::string pipeline = error_of(field("pipeline"), "zigzag");
+  EXPECT_NE(pipeline.find("unknown pipeline 'zigzag' (valid: gpipe, "), std::string::npos)
+      << pipeline;
+  EXPECT_NE(pipeline.find(", e2e). HINT: `interplace schema`"), std::string::npos) << pipeline;
+  // One strategy, one spelling (and one id).
+  EXPECT_NE(error_of(field("strategy"), "nwise:03").find("is written 'nwise:3'"),
+            std::string::npos);
+  EXPECT_EQ(error_of(field("strategy"), "nwise:3"), "");
+  EXPECT_NE(error_of(field("strategy"), "nwise:0"), "");
+}
+
+// The typed values: parsed once from their names, compared as kinds.
+TEST(ConfigFields, ChoicesAreTypedValues) {
+  TrainConfig c;
+  EXPECT_TRUE(c.pipeline == placement::PipelineKind::gpipe);
+  EXPECT_FALSE(c.pipeline.end_to_end());
+  c.pipeline = TrainPipeline::none();
+  EXPECT_TRUE(c.pipeline.end_to_end());
+  EXPECT_EQ(c.pipeline.scheduled(), placement::PipelineKind::gpipe);
+  EXPECT_EQ(c.pipeline, TrainPipeline("e2e"));
+  c.placer = "rl";
+  EXPECT_TRUE(c.placer == placement::PlacerKind::rl);
+  EXPECT_EQ(to_string(c.placer), "rl");
+  c.order = placement::OrderKind::dfs_post_rev;
+  EXPECT_EQ(to_string(c.order), "dfs-post-rev");
+  c.device = "cuda";
+  EXPECT_EQ(c.device.kind(), kernels::Device::cuda);
+  EXPECT_THROW(c.order = "nowhere", Error);
+  EXPECT_THROW(c.pipeline = "zigzag", Error);
+  EXPECT_THROW(c.dataset = "mnist", Error);
+}
+
+// Every spec key is a flag of train (made from the row or by hand) or spec-only, with the
+// reason; test_cli.py checks the flags against `train --help`.
+TEST(ConfigFields, EverySpecKeyIsATrainFlagOrSpecOnly) {
+  for (const ConfigField& f : settable_fields()) {
+    EXPECT_NE(f.train_flag().empty(), f.spec_only.empty()) << f.key;
+    EXPECT_FALSE(!f.flag.empty() && !f.hand_flag.empty()) << f.key << ": two flags";
+  }
+  EXPECT_EQ(field("simulate_only").train_flag(), "");
+  EXPECT_EQ(field("seed").train_flag(), "--seed");
 }
 
 // What a key writes reads back to the same value, through the parse a flag uses.
