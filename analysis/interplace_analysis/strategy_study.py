@@ -64,10 +64,11 @@ class LabelOrder:
 
 
 def label_order(tables: RunTables | None = None, results: Results | None = None) -> LabelOrder:
-    """The order of the inputs' schema (the legacy one for files without it)."""
+    """The order of the inputs' schema (the legacy one for files without it, and for a
+    stand-in of ``results`` that has no schema)."""
     if tables is not None:
         return LabelOrder(tables.schema)
-    return LabelOrder(results.schema if results is not None else LEGACY_SCHEMA)
+    return LabelOrder(getattr(results, "schema", LEGACY_SCHEMA))
 
 
 def mean_interval(values) -> tuple[float, float, float, int]:
