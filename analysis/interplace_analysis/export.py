@@ -27,15 +27,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .frames import PARAMETERS
 from .h5file import MODEL_OPTION_PREFIX, RANK_DATASETS
 from .loader import Results
+from .schema import EXPORT_FILE
 
 FORMATS = ("csv", "parquet")
 TABLES = ("steps", "configs", "evaluations")
-# Columns of a run's configuration copied onto each of its steps rows.
-CONFIG_COLUMNS = ("config_key", "repeat", "file", "index", "name", *PARAMETERS, "status",
-                  "strategy_label")
+def config_columns(results: Results) -> tuple[str, ...]:
+    """Columns of a run's configuration copied onto each of its steps rows: its key, its
+    parameters (those of the files' schema), status and strategy label."""
+    return ("config_key", "repeat", "file", "index", "name", *results.schema.parameters(),
+            "status", "strategy_label")
+
+
 STEP_KEY = ("config_id", "run_id", "step", "rank")
 
 
@@ -72,7 +76,8 @@ def _step_batches(results: Results) -> Iterator[pd.DataFrame]:
     configs table (file, position in the sweep, run id), then by step and rank; each
     run's groups are read when its batch is made, and no batch is kept."""
     configs = results.configs
-    extra = [c for c in CONFIG_COLUMNS if c in configs.columns] + _option_columns(configs)
+    extra = [c for c in config_columns(results) if c in configs.columns]
+    extra += _option_columns(configs)
     columns = [*STEP_KEY, *extra, *STEP_COLUMNS]
     if configs.empty:
         yield pd.DataFrame(columns=columns)
@@ -106,7 +111,7 @@ def tidy_evaluations(results: Results) -> pd.DataFrame:
     columns (those of ``steps``) after the run id, in the order of the configs table."""
     configs = results.configs
     ev = results.evaluations
-    extra = [c for c in CONFIG_COLUMNS if c in configs.columns and c not in ev.columns]
+    extra = [c for c in config_columns(results) if c in configs.columns and c not in ev.columns]
     extra += _option_columns(configs)
     if ev.empty or configs.empty:
         return pd.DataFrame(columns=["config_id", "run_id", *extra, *ev.columns])
@@ -158,7 +163,9 @@ def parse_tables(text: str) -> tuple[str, ...]:
 def write_tables(results: Results, out: Path, fmt: str,
                  which: tuple[str, ...] = TABLES) -> list[Path]:
     """Writes ``out/<table>.<fmt>`` for each table of ``which`` (:func:`parse_tables`;
-    ``steps`` streamed, run by run); returns the paths."""
+    ``steps`` streamed, run by run), and the files' configuration schema as
+    ``out/schema.json`` (what ``strategies`` reads beside the tables); returns the
+    tables' paths."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (valid: {', '.join(FORMATS)})")
     out.mkdir(parents=True, exist_ok=True)
@@ -176,4 +183,5 @@ def write_tables(results: Results, out: Path, fmt: str,
             else:
                 frame.to_parquet(path, engine="pyarrow", index=False)
         written.append(path)
+    (out / EXPORT_FILE).write_text(results.schema.to_json(), encoding="utf-8")
     return written

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import schema as schemas
 from .h5file import ResultFormatError
 from .loader import Results
 
@@ -32,9 +33,11 @@ EVALUATION_COLUMNS = ("run_id", "strategy_label", "seed", "epoch", "step", "loss
 class RunTables:
     """Finished runs as two frames: ``runs`` (one row per run, the loader's ``configs``
     columns, status ``ok`` only) and ``evaluations`` (the loader's ``evaluations``
-    columns), with the source of each run in ``runs['source']``."""
+    columns), with the source of each run in ``runs['source']``; ``schema``: the
+    configuration schema of the interplace that wrote them (schema.py)."""
     runs: pd.DataFrame
     evaluations: pd.DataFrame
+    schema: schemas.Schema = schemas.LEGACY_SCHEMA
 
 
 def is_export_directory(path: str | Path) -> bool:
@@ -59,9 +62,12 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> pd.DataFrame:
 
 
 def read_export_directory(directory: str | Path) -> RunTables:
-    """``configs.csv`` and ``evaluations.csv`` of an export directory; run ids are
+    """``configs.csv`` and ``evaluations.csv`` of an export directory, and the schema of
+    ``schema.json`` where the export wrote one (the legacy schema where not); run ids are
     prefixed with the directory so that two directories never share one."""
     d = Path(directory)
+    schema = (schemas.from_json((d / schemas.EXPORT_FILE).read_text(encoding="utf-8"))
+              if (d / schemas.EXPORT_FILE).is_file() else schemas.LEGACY_SCHEMA)
     configs = _read_csv(d / "configs.csv", CONFIG_COLUMNS)
     evaluations = _read_csv(d / "evaluations.csv", EVALUATION_COLUMNS)
     unknown = sorted(set(evaluations["run_id"]) - set(configs["run_id"]))
@@ -71,14 +77,15 @@ def read_export_directory(directory: str | Path) -> RunTables:
     prefix = f"{d}:"
     configs = configs.assign(run_id=prefix + configs["run_id"].astype(str), source=str(d))
     evaluations = evaluations.assign(run_id=prefix + evaluations["run_id"].astype(str))
-    return RunTables(configs[configs["status"] == "ok"].reset_index(drop=True), evaluations)
+    return RunTables(configs[configs["status"] == "ok"].reset_index(drop=True), evaluations,
+                     schema)
 
 
 def from_results(results: Results) -> RunTables:
     runs = results.ok.copy()
     if not runs.empty:
         runs["source"] = runs["file"].astype(str)
-    return RunTables(runs, results.evaluations)
+    return RunTables(runs, results.evaluations, results.schema)
 
 
 def combine(parts: list[RunTables]) -> RunTables:
@@ -98,4 +105,4 @@ def combine(parts: list[RunTables]) -> RunTables:
                 f"the configuration of {first['strategy_label']}, seed {first['seed']}"
                 f" ({first['model']}) finished in more than one input ({', '.join(sources)}):"
                 " a paired comparison takes one run per seed\nHINT: give each run once")
-    return RunTables(runs, evaluations)
+    return RunTables(runs, evaluations, schemas.merged([p.schema for p in parts]))

@@ -30,14 +30,8 @@ import pandas as pd
 
 from . import stats
 from .h5file import GRAPH_ATTRIBUTES, MODEL_OPTION_PREFIX, RANK_DATASETS, ConfigRecord
+from .schema import E2E, LEGACY_SCHEMA, Schema
 
-# Parameter attributes in the order of the format document's table.
-PARAMETERS = (
-    "model", "family", "order", "placer", "devices", "strategy", "pipeline",
-    "interlock_mode", "micro_batches", "batch_size", "warmup_steps", "steps", "dataset",
-    "eval_samples_requested", "optimizer", "learning_rate", "weight_decay", "seed",
-    "device", "cost_device", "model_options",
-)
 OK_ATTRIBUTES = (
     "measured_wall_s", "samples_per_s", "eval_loss", "eval_accuracy", "eval_samples",
     "parameter_count", "reach", "global_only_reason",
@@ -55,10 +49,10 @@ def strategy_label(strategy: str, pipeline: str, interlock_mode: str,
     only where it is not 1.
     """
     strategy = strategy or "global"
-    if strategy == "global" and pipeline == "e2e":
+    if strategy == "global" and pipeline == E2E:
         # One unpipelined pass (M = 1): the interlocking-backpropagation study's
         # end-to-end baseline, its own label beside global/gpipe and global/1f1b.
-        return "e2e"
+        return E2E
     if strategy == "global":
         v = f"/v{virtual_stages}" if virtual_stages and int(virtual_stages) != 1 else ""
         return f"global/{pipeline}{v}" if pipeline else "global"
@@ -69,7 +63,7 @@ def strategy_label(strategy: str, pipeline: str, interlock_mode: str,
 
 def is_global_label(label: str) -> bool:
     """Whether a strategy label is the global strategy's (``global/...`` or ``e2e``)."""
-    return label == "e2e" or label.startswith("global")
+    return label == E2E or label.startswith("global")
 
 
 def _virtual_stages(attrs) -> int:
@@ -105,8 +99,9 @@ def measured_mask(rec: ConfigRecord) -> np.ndarray:
 _OLD_ESTIMATORS = {"event-simulator": "stage", "list-schedule": "node"}
 
 
-def config_row(rec: ConfigRecord) -> dict:
-    """The ``configs`` row of one configuration.
+def config_row(rec: ConfigRecord, schema: Schema = LEGACY_SCHEMA) -> dict:
+    """The ``configs`` row of one configuration; its parameter columns are the attributes
+    of ``schema`` (the files' configuration schema, :meth:`.schema.Schema.parameters`).
 
     Derived metrics, each a median over measured steps of a per-step value:
 
@@ -125,8 +120,9 @@ def config_row(rec: ConfigRecord) -> dict:
                  "config_key": a.get("config_key", rec.id), "repeat": rec.repeat,
                  "file": rec.file, "index": a.get("index", -1),
                  "name": a.get("name", "")}
-    for p in PARAMETERS:
-        row[p] = a.get(p, _nan() if p in ("learning_rate", "weight_decay") else None)
+    numbers = schema.number_parameters()
+    for p in schema.parameters():
+        row[p] = a.get(p, _nan() if p in numbers else None)
     row["status"] = a.get("status", "")
     row["reason"] = a.get("reason", "")
     row["started_utc"] = a.get("started_utc", "")

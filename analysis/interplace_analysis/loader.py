@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import frames, stats
+from . import schema as schemas
 from .h5file import (FORMAT_NAME, FORMAT_VERSION, ConfigRecord, GroupReader,
                      ResultFormatError, read_result_summary)
 
@@ -88,8 +89,11 @@ class Results:
     ``evaluations`` frames (every group; what a table over all steps needs)."""
 
     def __init__(self, configs: pd.DataFrame, files: pd.DataFrame, missing: pd.DataFrame,
-                 notes: list[str], records: list[ConfigRecord]) -> None:
+                 notes: list[str], records: list[ConfigRecord],
+                 schema: schemas.Schema = schemas.LEGACY_SCHEMA) -> None:
         self.configs = configs
+        # The configuration schema of the files (their root attribute `schema`; schema.py).
+        self.schema = schema
         self.files = files
         self.missing = missing
         self.notes = notes
@@ -425,13 +429,15 @@ def load_results(paths: list[str | Path] | str | Path) -> Results:
             notes.append(note)
     records: list[ConfigRecord] = [rec for fc in contents for rec in fc.configs]
     _identify_runs(records, notes)
-    configs = pd.DataFrame([frames.config_row(rec) for rec in records])
+    schema = schemas.merged([schemas.of_provenance(fc.provenance) for fc in contents])
+    configs = pd.DataFrame([frames.config_row(rec, schema) for rec in records])
     if not configs.empty:
         configs = configs.sort_values(["file", "index"], kind="stable").reset_index(drop=True)
     else:
         notes.append("the files hold no configurations")
-    file_rows = [{"path": fc.path, "configurations": len(fc.configs), **fc.provenance}
+    file_rows = [{"path": fc.path, "configurations": len(fc.configs),
+                  **{k: v for k, v in fc.provenance.items() if k != schemas.SCHEMA_ATTRIBUTE}}
                  for fc in contents]
     return Results(configs=configs, files=pd.DataFrame(file_rows),
                    missing=_missing_indices(contents, records, notes), notes=notes,
-                   records=records)
+                   records=records, schema=schema)

@@ -39,17 +39,36 @@ from . import stats  # noqa: E402
 from .exported import RunTables, from_results  # noqa: E402
 from .loader import Results  # noqa: E402
 from .render import Table, to_markdown, write_table  # noqa: E402
+from .schema import LEGACY_SCHEMA, Schema  # noqa: E402
 
 LEVEL = 0.95
-# Reading order of the labels: the baselines first, then by growing reach.
-LABEL_ORDER = ("e2e", "global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b",
-               "local", "pairwise", "nwise:3", "pairwise+sum", "nwise:3+sum")
 COMPUTE = ("forward_s", "backward_s", "aux_s", "optimizer_s")
 
 
-def label_key(label: str) -> tuple[int, str]:
-    base = re.sub(r"/v\d+$", "", label)  # interleaved 1F1B's V beside its schedule
-    return (LABEL_ORDER.index(base) if base in LABEL_ORDER else len(LABEL_ORDER), label)
+class LabelOrder:
+    """The reading order of the strategy labels, from the files' schema (schema.py): the
+    baseline first, each pipeline of the global strategy in the registry's order, then by
+    growing reach; ``global_pipelines``: the global strategy's label of each pipeline. A
+    pipeline added to the registry is here with no edit of the analysis."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.labels = schema.label_order()
+        self.global_pipelines = schema.global_labels()
+
+    def __call__(self, label: str) -> tuple[int, int, str]:
+        base = re.sub(r"/v\d+$", "", label)  # the V of a chunked schedule beside its name
+        n = re.match(r"nwise:(\d+)", base)  # nwise:N for every N, by growing N
+        form = re.sub(r"^nwise:\d+", "nwise:N", base)
+        return (self.labels.index(form) if form in self.labels else len(self.labels),
+                int(n.group(1)) if n else 0, label)
+
+
+def label_order(tables: RunTables | None = None, results: Results | None = None) -> LabelOrder:
+    """The order of the inputs' schema (the legacy one for files without it, and for a
+    stand-in of ``results`` that has no schema)."""
+    if tables is not None:
+        return LabelOrder(tables.schema)
+    return LabelOrder(getattr(results, "schema", LEGACY_SCHEMA))
 
 
 def mean_interval(values) -> tuple[float, float, float, int]:
@@ -88,8 +107,9 @@ def _runs(tables: RunTables) -> pd.DataFrame:
     if c.empty:
         return c
     c = c.merge(selected_by_validation(tables.evaluations), on="run_id", how="left")
+    key = label_order(tables)
     return c.sort_values(["model", "strategy_label", "seed"],
-                         key=lambda s: s.map(label_key) if s.name == "strategy_label" else s)
+                         key=lambda s: s.map(key) if s.name == "strategy_label" else s)
 
 
 def steps_per_epoch(run: pd.Series, results: Results) -> float:
@@ -324,8 +344,9 @@ def rank_table(runs: pd.DataFrame, results: Results, model: str) -> Table:
     frame = (rs.groupby(["strategy_label", "rank"], sort=False)[cols]
              .agg(lambda v: stats.median(v.to_numpy(dtype=float))).reset_index()
              .rename(columns={"strategy_label": "strategy"}))
+    key = label_order(results=results)
     frame = frame.sort_values(["strategy", "rank"],
-                              key=lambda s: s.map(label_key) if s.name == "strategy" else s)
+                              key=lambda s: s.map(key) if s.name == "strategy" else s)
     return Table(f"ranks_{_slug(model)}",
                  f"{model}: per rank, median over seeds of the median over measured steps"
                  " (seconds per step; utilisation = compute / the rank's step time;"
@@ -422,8 +443,9 @@ def passthrough_table(runs: pd.DataFrame, results: Results, model: str) -> Table
                                "yes" if abs(row["relative_error"]) <= PASSTHROUGH_TOLERANCE
                                else "no")
         out.append(row)
+    key = label_order(results=results)
     frame = pd.DataFrame(out).sort_values(["strategy", "rank"], key=lambda s: s.map(
-        label_key) if s.name == "strategy" else s)
+        key) if s.name == "strategy" else s)
     return Table(f"passthrough_{_slug(model)}",
                  f"{model}: backward passes that only pass the gradient on (b) against those"
                  " that train (B), same rank and layers; saving = 1 - b / B of the means over"
@@ -452,7 +474,8 @@ def _band(ax, x, values: np.ndarray, label: str, marker: str | None = "o"):
 
 
 def evaluation_curves(runs: pd.DataFrame, ev: pd.DataFrame, model: str,
-                      step_times: dict[str, float], time_source: str) -> dict[str, plt.Figure]:
+                      step_times: dict[str, float], time_source: str,
+                      order: LabelOrder | None = None) -> dict[str, plt.Figure]:
     """Test accuracy against epochs, and against comparable time (epochs x steps per epoch
     x the comparable step time), per strategy: mean over seeds with the t interval."""
     if ev.empty:
@@ -463,7 +486,7 @@ def evaluation_curves(runs: pd.DataFrame, ev: pd.DataFrame, model: str,
     figs = {}
     fig_e, ax_e = plt.subplots(figsize=(7, 4.5))
     fig_t, ax_t = plt.subplots(figsize=(7, 4.5))
-    for label in sorted(ev["strategy_label"].unique(), key=label_key):
+    for label in sorted(ev["strategy_label"].unique(), key=order or label_order()):
         g = ev[ev["strategy_label"] == label]
         table = g.pivot_table(index="run_id", columns="epoch", values="accuracy")
         epochs = table.columns.to_numpy(dtype=float)
@@ -502,7 +525,7 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
     figs = {}
     fig_s, ax_s = plt.subplots(figsize=(7, 4.5))
     fig_t, ax_t = plt.subplots(figsize=(7, 4.5))
-    for label in sorted(runs["strategy_label"].unique(), key=label_key):
+    for label in sorted(runs["strategy_label"].unique(), key=label_order(results=results)):
         ids = runs[runs["strategy_label"] == label]["run_id"]
         curves = []
         for rid in ids:
@@ -529,9 +552,6 @@ def loss_curves(runs: pd.DataFrame, results: Results, model: str,
     else:
         plt.close(fig_t)
     return figs
-
-
-GLOBAL_PIPELINES = ("global/gpipe", "global/1f1b", "global/zb-h1", "global/interleaved-1f1b")
 
 
 def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, step_curves: pd.DataFrame | None,
@@ -577,7 +597,7 @@ def _reach_times(runs: pd.DataFrame, ev: pd.DataFrame, step_curves: pd.DataFrame
 
 def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame,
                          step_curves: pd.DataFrame | None, model: str, step_times: dict[str, float], time_source: str,
-                         window: int = 10) -> Table:
+                         window: int = 10, order: LabelOrder | None = None) -> Table:
     """The efficiency claim as the study makes it: the comparable time each strategy needs
     to reach the same quality. The target is the worst strategy's mean final value, so
     that every strategy reaches it on average: the test accuracy of the evaluations during
@@ -587,19 +607,22 @@ def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame,
     first step at or below it). Time = steps taken (warm-up included) x the strategy's
     comparable step time. Per strategy: the seeds that reached it, the steps and the time
     (mean ± t half-width over those seeds), and the mean time over e2e's and over the
-    fastest global pipeline's (GPipe, 1F1B, ZB-H1, interleaved: the best global schedule).
+    fastest global pipeline's (each pipeline of the schema: the best global schedule).
 
     Global pipelines compute the same gradients as one another (the same micro-batches,
     summed), so a global schedule with a step time in ``step_times`` but no runs in the
     file gets a row whose steps are those of a global pipeline that has runs (``curve``
     names it) at its own step time: the best global schedule of the suite, not only of
     the file. ``ev``: the evaluations; ``step_curves``: the loader's per-step curves, or
-    None for runs read from exported tables (which keep the evaluations only)."""
+    None for runs read from exported tables (which keep the evaluations only). ``order``:
+    the inputs' :class:`LabelOrder`, whose pipelines are the global schedules (the legacy
+    schema's without it)."""
+    global_pipelines = (order or label_order()).global_pipelines
     metric, target, reach = _reach_times(runs, ev, step_curves, window)
-    measured_global = next((g for g in GLOBAL_PIPELINES if g in reach), None)
+    measured_global = next((g for g in global_pipelines if g in reach), None)
     curves = {label: label for label in reach}
     if measured_global is not None:
-        for label in GLOBAL_PIPELINES:
+        for label in global_pipelines:
             if label not in reach and np.isfinite(step_times.get(label, math.nan)):
                 curves[label] = measured_global
     rows = []
@@ -616,7 +639,7 @@ def time_to_target_table(runs: pd.DataFrame, ev: pd.DataFrame,
     if not frame.empty:
         by = frame.set_index("strategy")["time_s"]
         frame["time_vs_e2e"] = by.get("e2e", math.nan)
-        best = [by[g] for g in GLOBAL_PIPELINES if g in by.index and np.isfinite(by[g])]
+        best = [by[g] for g in global_pipelines if g in by.index and np.isfinite(by[g])]
         frame["time_vs_best_global"] = min(best) if best else math.nan
         frame["time_vs_e2e"] = frame["time_s"] / frame["time_vs_e2e"]
         frame["time_vs_best_global"] = frame["time_s"] / frame["time_vs_best_global"]
@@ -651,9 +674,10 @@ def build(tables: RunTables, results: Results | None = None,
             " cover every run; the tables of measured, per-rank and pass-through time and"
             " the loss curves need each step's timings, which only the HDF5 files hold, and"
             " are left out.")
+    order = label_order(tables)
     for model, g in runs.groupby("model", sort=False):
         report.text.append(f"## {model}")
-        labels = sorted(g["strategy_label"].unique(), key=label_key)
+        labels = sorted(g["strategy_label"].unique(), key=order)
         times = {}
         source = "measured wall clock"
         if step_times is not None and not step_times.empty:
@@ -677,8 +701,9 @@ def build(tables: RunTables, results: Results | None = None,
             report.tables.append(passthrough_table(g, results, model))
         step_curves = results.curves if results is not None else None
         ev = tables.evaluations
-        report.tables.append(time_to_target_table(g, ev, step_curves, model, times, source))
-        report.figures.update(evaluation_curves(g, ev, model, times, source))
+        report.tables.append(time_to_target_table(g, ev, step_curves, model, times, source,
+                                                  order=order))
+        report.figures.update(evaluation_curves(g, ev, model, times, source, order=order))
         if results is not None and (ev.empty or not ev["run_id"].isin(g["run_id"]).any()):
             report.figures.update(loss_curves(g, results, model, times, source))
     return report

@@ -94,16 +94,20 @@ def test_summary_table_says_what_the_groups_say():
     import h5py
     import numpy as np
 
-    from interplace_analysis import frames, h5file, loader
+    from interplace_analysis import frames, h5file, loader, schema
     path = Path(REAL)
     with h5py.File(path, "r") as f:
         assert "summary" in f, "the writer wrote no summary table"
         assert sorted(f["summary"]["id"].asstr()[()]) == sorted(f["configs"])
     fast = load_results([path])
     assert not any("summary table" in n for n in fast.notes), fast.notes
-    records = h5file.read_result_file(path).configs
+    contents = h5file.read_result_file(path)
+    records = contents.configs
     loader._identify_runs(records, [])
-    slow = pd.DataFrame([frames.config_row(r) for r in records]).sort_values(
+    # The parameter columns of the file's own schema, as the loader takes them.
+    written = schema.of_provenance(contents.provenance)
+    assert written.source == "file" and written.pipeline_names() == fast.schema.pipeline_names()
+    slow = pd.DataFrame([frames.config_row(r, written) for r in records]).sort_values(
         ["file", "index"], kind="stable").reset_index(drop=True)
     assert list(fast.configs.columns) == list(slow.columns)
     for c in slow.columns:

@@ -10,35 +10,61 @@ namespace {
 
 using PlacerFunction = Placement (*)(const Graph&, const Order&, const PlacementRequest&);
 
-constexpr std::array<std::pair<const char*, PlacerFunction>, 8> kPlacers = {{
-    {"contiguous", &place_contiguous},
-    {"stages", &place_stages},
-    {"greedy-eft", &place_greedy_eft},
-    {"balanced", &place_balanced},
-    {"refine", &place_refine},
-    {"round-robin", &place_round_robin},
-    {"random", &place_random},
-    {"rl", &place_rl},
+struct PlacerEntry {
+  PlacerKind kind;
+  const char* name;
+  PlacerFunction function;
+};
+
+// In PlacerKind's order.
+constexpr std::array<PlacerEntry, 8> kPlacers = {{
+    {PlacerKind::contiguous, "contiguous", &place_contiguous},
+    {PlacerKind::stages, "stages", &place_stages},
+    {PlacerKind::greedy_eft, "greedy-eft", &place_greedy_eft},
+    {PlacerKind::balanced, "balanced", &place_balanced},
+    {PlacerKind::refine, "refine", &place_refine},
+    {PlacerKind::round_robin, "round-robin", &place_round_robin},
+    {PlacerKind::random, "random", &place_random},
+    {PlacerKind::rl, "rl", &place_rl},
 }};
+
+const PlacerEntry& entry_of(PlacerKind kind) {
+  for (const PlacerEntry& entry : kPlacers) {
+    if (entry.kind == kind) return entry;
+  }
+  throw_invalid("unknown placer kind " + std::to_string(static_cast<int>(kind)));
+}
 
 }  // namespace
 
 const std::vector<std::string>& placer_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> all;
-    for (const auto& entry : kPlacers) all.emplace_back(entry.first);
+    for (const PlacerEntry& entry : kPlacers) all.emplace_back(entry.name);
     return all;
   }();
   return names;
 }
 
-Placer placer_by_name(std::string_view name) {
-  for (const auto& [known, function] : kPlacers) {
-    if (name == known) return function;
+PlacerKind placer_kind_by_name(std::string_view name) {
+  for (const PlacerEntry& entry : kPlacers) {
+    if (name == entry.name) return entry.kind;
   }
   std::string valid;
   for (const std::string& known : placer_names()) valid += (valid.empty() ? "" : ", ") + known;
   throw_invalid("unknown placer '" + std::string(name) + "' (valid: " + valid + ")");
+}
+
+std::string to_string(PlacerKind kind) {
+  return entry_of(kind).name;
+}
+
+Placer placer_of(PlacerKind kind) {
+  return entry_of(kind).function;
+}
+
+Placer placer_by_name(std::string_view name) {
+  return placer_of(placer_kind_by_name(name));
 }
 
 }  // namespace interplace::placement

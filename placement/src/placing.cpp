@@ -17,12 +17,13 @@ OrderedGraph order_graph(const Graph& graph, const CostModel& cost_model, OrderK
   return out;
 }
 
-Placement run_placer(const Graph& graph, const OrderedGraph& ordered, const std::string& placer,
+Placement run_placer(const Graph& graph, const OrderedGraph& ordered, PlacerKind placer,
                      PlacementRequest request, double* wall_s) {
-  const Placer place = placer_by_name(placer);
+  const Placer place = placer_of(placer);
   // rl's objective (no other placer reads it) refers to request.cost_model: set on this
   // copy, which outlives the call.
-  if (placer == "rl") set_placer_objective(request, graph, ordered.costs, request.cost_model);
+  if (placer == PlacerKind::rl)
+    set_placer_objective(request, graph, ordered.costs, request.cost_model);
   const auto start = std::chrono::steady_clock::now();
   Placement placement = place(graph, ordered.order, request);
   if (wall_s != nullptr) {

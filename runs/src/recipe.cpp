@@ -52,6 +52,10 @@ MilestoneUnit milestone_unit_by_name(std::string_view name) {
   throw_invalid("unknown milestone unit '" + std::string(name) + "' (steps, epochs)");
 }
 
+std::vector<std::string> milestone_unit_names() {
+  return {to_string(MilestoneUnit::steps), to_string(MilestoneUnit::epochs)};
+}
+
 std::string to_string(MilestoneUnit unit) {
   return unit == MilestoneUnit::epochs ? "epochs" : "steps";
 }

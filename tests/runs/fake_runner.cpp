@@ -70,21 +70,21 @@ TrainPlan fake_plan(const TrainConfig& c) {
   for (placement::NodeId id = 0; id < plan.graph.node_count(); ++id) {
     order_options.node_cost.push_back(costs.compute_s(id));
   }
-  plan.order =
-      placement::compute_order(plan.graph, placement::order_by_name(c.order), order_options);
+  plan.order = placement::compute_order(plan.graph, c.order.kind(), order_options);
   placement::PlacementRequest request{.device_count = c.devices, .cost_model = cost_model};
   request.micro_batches = c.micro_batches;
   request.seed = c.seed;
-  plan.placement = placement::placer_by_name(c.placer)(plan.graph, plan.order, request);
+  plan.placement = placement::placer_of(c.placer.kind())(plan.graph, plan.order, request);
   placement::StepRequest step;
   step.strategy = c.strategy;
-  if (c.strategy == "global") step.pipeline = config_pipeline(c);
+  const bool global = c.strategy.kind == placement::StrategyKind::global;
+  if (global) step.pipeline = config_pipeline(c);
   step.micro_batches = c.micro_batches;
   step.data_parallel = c.data_parallel;
   try {
     plan.prediction = placement::simulate_step(plan.graph, plan.placement, costs, cost_model, step);
   } catch (const Error& e) {
-    if (c.strategy != "global") throw;
+    if (!global) throw;
     plan.global_only_reason = e.what();
   }
   plan.reach = plan.prediction.reach;

@@ -87,17 +87,17 @@ inline TrainResult train_on(TrainConfig config, int devices) {
 // the split makes devices x virtual_stages stages, each on the device of the pipeline's
 // stage map (loop: s mod devices).
 inline TrainPlan chain_plan(TrainConfig config, int devices) {
-  const std::string strategy = config.strategy, mode = config.interlock_mode;
-  const std::string pipeline = config.pipeline;
+  const placement::Strategy strategy = config.strategy;
+  const InterlockChoice mode = config.interlock_mode;
+  const TrainPipeline pipeline = config.pipeline;
   const int virtual_stages = config.virtual_stages;
   config.strategy = "global";
   config.interlock_mode = "single";
   config.devices = devices;
   // Planned on K stages (the placer's interleaved stages may skip one); split below.
-  const bool interleaved =
-      pipeline != "e2e" &&
-      placement::pipeline_info(placement::pipeline_by_name(pipeline)).takes_virtual_stages &&
-      virtual_stages > 1;
+  const bool interleaved = !pipeline.end_to_end() &&
+                           placement::pipeline_info(*pipeline.pipeline()).takes_virtual_stages &&
+                           virtual_stages > 1;
   if (interleaved) {
     config.pipeline = "1f1b";
     config.virtual_stages = 1;

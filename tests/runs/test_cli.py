@@ -754,6 +754,66 @@ def test_train_prints_steps_before_a_failure():
     check(len(errors) == 1 and "injected failure on rank 1 in step 3" in errors[0], r.err)
 
 
+def test_schema_lists_every_key():
+    """`interplace schema` (docs/cli.md#schema): the configuration's schema and the pipeline
+    registry as JSON; every spec key is a flag of train or says why it is spec-only."""
+    if not has_train():
+        return
+    doc = ok("schema").json()
+    fields = {f["key"]: f for f in doc["fields"]}
+    check(len(fields) == len(doc["fields"]), "a key listed twice")
+    steps = fields["steps"]
+    check((steps["kind"], steps["default"], steps["flag"], steps["in_id"], steps["id_rank"],
+           steps["attribute"], steps["in_file"]) ==
+          ("integer", 10, "--steps", "always", 11, "steps", "always"), steps)
+    check(fields["eval_samples"]["attribute"] == "eval_samples_requested", fields["eval_samples"])
+    check(fields["watchdog_s"]["in_id"] == "never" and fields["watchdog_s"]["id_rank"] is None,
+          fields["watchdog_s"])
+    check(fields["model"]["id_rank"] == 1 and fields["model"]["hand_flag"], fields["model"])
+    # The closed sets carry their registries' names: the ones the errors list.
+    check(fields["order"]["values"] == valid_names(fails(2, "order", *MODEL, "--order", "nope")),
+          fields["order"]["values"])
+    check(fields["placer"]["values"] ==
+          valid_names(fails(2, "place", *MODEL, "--order", "topo", "--placer", "x",
+                            "--devices", "2")), fields["placer"]["values"])
+    names = [p["name"] for p in doc["pipelines"]]
+    check(fields["pipeline"]["values"] == names + [doc["no_pipeline"]], fields["pipeline"])
+    check(doc["no_pipeline"] == "e2e" and "e2e" not in names, names)
+    check({"gpipe", "1f1b", "zb-h1", "interleaved-1f1b"} <= set(names), names)
+    for p in doc["pipelines"]:
+        check({"name", "title", "takes_virtual_stages", "other_strategies", "stage_map"} <= set(p),
+              p)
+    check(fields["strategy"]["values"] == ["global", "local", "pairwise", "nwise:N"],
+          fields["strategy"])
+    # Every settable key appears (the spec parser's list of valid keys), and each is a flag
+    # of train or spec-only with a reason.
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "empty.toml")
+        with open(spec, "w") as out:
+            out.write("")
+        spec_keys = [k.split("/")[0] for k in
+                     valid_names(fails(2, "sweep", spec, "--dry-run", "stepz=3"))
+                     if k not in ("repeats", "description", "model_options.OPTION",
+                                  "model_options.MODEL.OPTION")]
+        check(spec_keys == [k for k, f in fields.items() if f["spec_key"]],
+              f"spec keys {spec_keys} against the schema's")
+        helptext = ok("train", "--help").out
+        for key in spec_keys:
+            f = fields[key]
+            if f["flag"]:
+                check(re.search(re.escape(f["flag"]) + r"\b", helptext),
+                      f"train --help lacks {f['flag']}")
+                check(f["spec_only"] == "", f)
+            else:
+                check(f["spec_only"] != "", f"{key}: neither a flag of train nor spec-only")
+        # A closed set's unknown value: the valid names and a HINT, as a flag and a spec value.
+        line = fails(2, "sweep", spec, "--dry-run", "order=dfs-pst", contains=("HINT:",))
+        check("did you mean 'dfs-post'?" in line and "dfs-post" in valid_names(line), line)
+    fails(2, "train", *MODEL, "--order", "dfs-pst", contains=("did you mean 'dfs-post'?",))
+    fails(2, "train", *MODEL, "--pipeline", "nope",
+          contains=("e2e", "HINT: `interplace schema` lists the values of every key"))
+
+
 def test_train_errors():
     if not has_train():
         return

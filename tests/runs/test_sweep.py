@@ -150,7 +150,7 @@ def canonical(attrs):
 ROOT_STR = ["format_name", "created_utc", "interplace_version", "git_commit", "mpi_version",
             "hdf5_version", "onednn_version", "cuda_runtime_version", "cuda_driver_version",
             "cudnn_version", "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
-            "shard", "spec_path", "spec_text", "filter"]
+            "shard", "spec_path", "spec_text", "filter", "schema"]
 ROOT_STR_LIST = ["hosts", "devices", "overrides"]  # format 3: arrays of strings
 GROUP_STR = ["id", "config_key", "name", "model", "family", "order", "placer", "strategy", "pipeline",
              "interlock_mode", "dataset", "data_dir", "optimizer", "device", "cost_device",
@@ -294,6 +294,13 @@ def check_layout(path, spec_path, world_size):
         with open(spec_path) as spec:
             check(root["spec_text"] == spec.read(), "spec_text is the spec file")
         check(root["git_commit"] == "unknown" or len(root["git_commit"]) == 40, "git_commit")
+        # The schema of the writer (`interplace schema`): every attribute it says a group
+        # always has is there, and the pipelines are the registry's.
+        schema = json.loads(root["schema"])
+        always = {field["attribute"] for field in schema["fields"] if field["in_file"] == "always"}
+        check("e2e" in next(field["values"] for field in schema["fields"]
+                            if field["key"] == "pipeline"), "schema: the pipeline values")
+        check({"gpipe", "1f1b"} <= {p["name"] for p in schema["pipelines"]}, "schema: pipelines")
         groups = {}
         for gid, g in f["configs"].items():
             a = dict(g.attrs)
@@ -304,6 +311,7 @@ def check_layout(path, spec_path, world_size):
             for key in ("learning_rate", "weight_decay", "wall_s"):
                 check(is_float(a[key]), f"{gid}: {key}")
             check(a["id"] == gid, f"{gid}: id attribute {a['id']}")
+            check(always <= set(a), f"{gid}: lacks the schema's {sorted(always - set(a))}")
             # Each model option is also its own typed attribute, the string unchanged.
             options = dict(kv.split("=", 1) for kv in a["model_options"].split(",") if kv)
             typed = {key[len("model_option_"):]: value for key, value in a.items()

@@ -32,8 +32,8 @@ level or all are identical (:func:`..stats.accuracy_refusal`): such a difference
 nothing about what a strategy costs.
 
 **Against the best global schedule.** ``best_global`` is, per configuration, the global
-schedule of its group (``global/gpipe``, ``/1f1b``, ``/zb-h1``, ``/interleaved-1f1b`` at
-any V: ``best_global_key`` names the one) with the highest median samples/s among those
+schedule of its group (``global/<pipeline>`` of any pipeline of the registry, at any V:
+``best_global_key`` names the one) with the highest median samples/s among those
 that need no more memory than the configuration itself (peak memory over ranks within
 ``MEMORY_SLACK``; where a file has no peak memory every global schedule qualifies and
 ``best_global_memory`` says so). The group already fixes the devices, micro-batches and

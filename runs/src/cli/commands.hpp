@@ -25,6 +25,7 @@ Command add_place_command(CLI::App& root);
 Command add_simulate_command(CLI::App& root);
 #ifdef INTERPLACE_HAVE_RUNTIME
 Command add_train_command(CLI::App& root);
+Command add_schema_command(CLI::App& root);  // train/cmd_schema.cpp
 #endif
 
 // --format with the given choices (the first is the default).

@@ -65,6 +65,7 @@ int run(int argc, char** argv) {
 #ifdef INTERPLACE_HAVE_RUNTIME
   commands.push_back(cli::add_profile_command(app));
   commands.push_back(cli::add_train_command(app));
+  commands.push_back(cli::add_schema_command(app));
   commands.push_back(cli::add_sweep_command(app, interplace::runs::runtime_runner()));
   commands.push_back(cli::add_inspect_command(app));
   commands.push_back(cli::add_merge_command(app));

@@ -159,23 +159,23 @@ void check_placement_selection(const PlacementSelection& s) {
   if (s.placer.empty()) {
     throw_invalid("--placer is required (valid: " + join(placement::placer_names()) + ")");
   }
-  placement::placer_by_name(s.placer);
+  const placement::PlacerKind placer = placement::placer_kind_by_name(s.placer);
   if (s.devices < 1) {
     throw_invalid("--devices is required and must be >= 1, got " + std::to_string(s.devices));
   }
   if (s.refine_rounds < 0) {
     throw_invalid("--refine-rounds must be >= 0, got " + std::to_string(s.refine_rounds));
   }
-  if (s.placer == "rl") {
+  if (placer == placement::PlacerKind::rl) {
     placement::RlOptions options = s.rl;
     if (!s.rl_policy.empty()) options.initial = placement::RlSavedPolicy{};
     placement::check_rl_options(options);
   } else if (!s.rl_policy.empty() || !s.rl_save_policy.empty()) {
     throw_invalid("--rl-policy and --rl-save-policy need --placer rl");
   }
-  if (s.placer == "refine") {
-    if (s.refine_start == "refine") throw_invalid("--refine-start cannot be refine itself");
-    placement::placer_by_name(s.refine_start);
+  if (placer == placement::PlacerKind::refine &&
+      placement::placer_kind_by_name(s.refine_start) == placement::PlacerKind::refine) {
+    throw_invalid("--refine-start cannot be refine itself");
   }
 }
 
@@ -212,6 +212,7 @@ void refuse_overridden_architecture(const PlacementSelection& s,
 PlacementRun run_placement(const placement::Graph& graph, const placement::CostModel& cost_model,
                            const PlacementSelection& s, int micro_batches) {
   check_placement_selection(s);
+  const placement::PlacerKind placer = placement::placer_kind_by_name(s.placer);
   placement::OrderedGraph ordered =
       placement::order_graph(graph, cost_model, placement::order_by_name(s.order), s.seed);
   placement::PlacementRequest request{.device_count = s.devices, .cost_model = cost_model};
@@ -221,7 +222,7 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   request.refine_start = s.refine_start;
   request.refine_rounds = s.refine_rounds;
   placement::RlTrainingLog rl_log;
-  if (s.placer == "rl") {
+  if (placer == placement::PlacerKind::rl) {
     request.rl = s.rl;
     if (!s.rl_policy.empty()) {
       request.rl.initial = placement::read_rl_policy(s.rl_policy);
@@ -231,10 +232,10 @@ PlacementRun run_placement(const placement::Graph& graph, const placement::CostM
   }
   PlacementRun run;
   run.placement =
-      placement::run_placer(graph, ordered, s.placer, std::move(request), &run.placer_wall_s);
+      placement::run_placer(graph, ordered, placer, std::move(request), &run.placer_wall_s);
   run.order = std::move(ordered.order);
   run.costs = std::move(ordered.costs);
-  if (s.placer == "rl") {
+  if (placer == placement::PlacerKind::rl) {
     if (!s.rl_save_policy.empty()) placement::write_rl_policy(s.rl_save_policy, rl_log.policy);
     run.rl_log = rl_log;
   }

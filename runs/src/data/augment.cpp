@@ -22,6 +22,11 @@ Augmentation augmentation_by_name(const std::string& name) {
   throw_invalid("unknown augmentation '" + name + "' (none, crop-flip)");
 }
 
+const std::vector<std::string>& augmentation_names() {
+  static const std::vector<std::string> names = {"none", "crop-flip"};
+  return names;
+}
+
 std::string to_string(Augmentation augmentation) {
   return augmentation == Augmentation::crop_flip ? "crop-flip" : "none";
 }

@@ -41,6 +41,18 @@ std::vector<std::string> dataset_names() {
   return {"fashion-mnist", "text", "synthetic"};
 }
 
+DatasetKind dataset_by_name(std::string_view name) {
+  const std::vector<std::string> names = dataset_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<DatasetKind>(i);
+  }
+  throw_invalid("unknown dataset '" + std::string(name) + "' (valid: " + names_list() + ")");
+}
+
+std::string to_string(DatasetKind kind) {
+  return dataset_names().at(static_cast<size_t>(kind));
+}
+
 int64_t dataset_train_size(const std::string& name) {
   if (name == "fashion-mnist") return 60000;
   if (name == "synthetic") return data::kSyntheticTrainSize;

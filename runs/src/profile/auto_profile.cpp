@@ -23,7 +23,7 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads) {
   key.text = "model=" + config.model +
              "\nmodel_options=" + model_options_string(config.model_options) +
              "\nmicro_batch_size=" + std::to_string(config.micro_batch_samples()) +
-             "\nthreads=" + std::to_string(threads) + "\ndevice=" + config.device + "\n";
+             "\nthreads=" + std::to_string(threads) + "\ndevice=" + to_string(config.device) + "\n";
   // A graph file's network (docs/your-network.md): its path and digest; absent for zoo
   // models, whose keys stay as they were.
   if (!config.graph_file.empty()) {
@@ -42,7 +42,7 @@ ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   request.options = config.model_options;
   request.options.batch_size = config.micro_batch_samples();
   request.threads = threads;
-  request.device = device_by_name(config.device);
+  request.device = config.device.kind();
   request.seed = config.seed;
   const placement::DevicePreset& preset = placement::device_preset_by_name(config.cost_device);
   request.fallback_link = preset.link;

@@ -31,9 +31,9 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.devices = 1;
   config.warmup_steps = options.warmup;
   config.steps = options.steps;
-  config.dataset = "synthetic";
+  config.dataset = DatasetKind::synthetic;
   config.seed = options.seed;
-  config.device = options.device == kernels::Device::cuda ? "cuda" : "cpu";
+  config.device = options.device;
   config.threads_per_rank = options.threads;
   config.cost_device = options.cost_device;
   TrainPlan plan = plan_training(config);

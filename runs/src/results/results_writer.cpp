@@ -443,6 +443,9 @@ void write_provenance(hid_t root, const Provenance& p) {
   write_attr(root, "spec_text", p.spec_text);
   write_attr(root, "overrides", lines(p.overrides));
   write_attr(root, "filter", p.filter);
+  // The configuration schema of this interplace (`interplace schema`): the analysis takes
+  // the parameter names and the pipelines from it instead of keeping copies.
+  write_attr(root, "schema", schema_json());
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The configuration's schema (config_fields.hpp): one row per key.
 #include "interplace/runs/config_fields.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/aux_heads.hpp"
@@ -87,23 +89,31 @@ struct Row {
     f.switch_flag = true;
     return flag(std::move(name), std::move(help));
   }
-  Row& id(int rank) {
-    f.id_rank = rank;
+  // train's flag of the key is made by hand (cmd_train.cpp, the shared option helpers).
+  Row& hand_flag(std::string name) {
+    f.hand_flag = std::move(name);
     return *this;
   }
+  // A spec key that no flag of train sets, and why.
+  Row& spec_only(std::string why) {
+    f.spec_only = std::move(why);
+    return *this;
+  }
+  // A line of the id, always (its place: kIdOrder).
+  Row& id() { return *this; }
   // The line only where `present` holds; files then hold the attribute always unless
   // file_as_id() says otherwise.
-  Row& id_when(int rank, std::function<bool(const TrainConfig&)> present) {
+  Row& id_when(std::function<bool(const TrainConfig&)> present) {
     f.in_id = Presence::when;
     f.id_present = std::move(present);
-    return id(rank);
+    return *this;
   }
   // The line only where the value differs from the default (keys added after files
   // existed: older ids stay as they were).
-  Row& id_unless_default(int rank) {
+  Row& id_unless_default() {
     const std::function<FieldValue(const TrainConfig&)> get = f.get;
     const std::string fallback = f.get(TrainConfig{}).text;
-    return id_when(rank, [get, fallback](const TrainConfig& c) { return get(c).text != fallback; });
+    return id_when([get, fallback](const TrainConfig& c) { return get(c).text != fallback; });
   }
   Row& not_in_id() {
     f.in_id = Presence::never;
@@ -146,15 +156,146 @@ Row text_row(std::string key, std::string TrainConfig::*member, Check check) {
       [member](TrainConfig& c, const FieldValue& v) { c.*member = v.text; });
 }
 
-// A name from a fixed set, kept in the config as an enum (parsed once, here): `of(config)`
-// is the member, `by_name` the enum's parser; its name is the enum's to_string.
-template <typename Of, typename ByName>
-Row named_row(std::string key, Of of, ByName by_name) {
-  return row(
+// The edit distance of two short names (for the HINT of an unknown one).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The registry's message for a value outside the set (it lists the valid names) with a
+// HINT: the closest name, or where every key's values are listed.
+std::string with_hint(const std::string& message, const std::string& value,
+                      const std::vector<std::string>& names) {
+  if (message.find("HINT:") != std::string::npos) return message;
+  const std::string* closest = nullptr;
+  size_t best = 3;  // at most 2 edits, and fewer than the value's length
+  for (const std::string& name : names) {
+    const size_t d = edit_distance(value, name);
+    if (d < best && d < value.size()) {
+      best = d;
+      closest = &name;
+    }
+  }
+  return message + (closest != nullptr ? ". HINT: did you mean '" + *closest + "'?"
+                                       : ". HINT: `interplace schema` lists the values of "
+                                         "every key");
+}
+
+// A name from a closed set, kept in the config as a typed value (parsed once, here):
+// `of(config)` is the member, `parse` the set's parser (throws invalid_input listing the
+// valid names), `names` the registry's names (the row's values); its text is the value's
+// to_string.
+template <typename Of, typename Parse>
+Row choice_row(std::string key, Of of, Parse parse,
+               std::function<std::vector<std::string>()> names) {
+  Row r = row(
       std::move(key), ValueKind::string,
       [of](const TrainConfig& c) { return text_value(std::string(to_string(of(c)))); },
-      [by_name](const FieldValue& v) { by_name(v.text); },
-      [of, by_name](TrainConfig& c, const FieldValue& v) { of(c) = by_name(v.text); });
+      [parse, names](const FieldValue& v) {
+        try {
+          parse(v.text);
+        } catch (const Error& e) {
+          throw_invalid(with_hint(e.what(), v.text, names()));
+        }
+      },
+      [of, parse](TrainConfig& c, const FieldValue& v) { of(c) = parse(v.text); });
+  r.f.values = std::move(names);
+  return r;
+}
+
+// A set's value parsed from its name by the type's constructor (config_choices.hpp).
+template <typename T>
+T parsed(const std::string& name) {
+  return T(name);
+}
+
+// strategy_reach's forms; a name as to_string writes it ("nwise:3", not "nwise:03"), so
+// that one strategy has one id.
+placement::Strategy strategy_by_name(const std::string& name) {
+  const placement::Strategy strategy(name);
+  if (to_string(strategy) != name) {
+    throw_invalid("strategy '" + name + "' is written '" + to_string(strategy) +
+                  "'. HINT: strategy = \"" + to_string(strategy) + "\"");
+  }
+  return strategy;
+}
+
+// The configuration id's lines in order: a key's place never changes (every file's ids
+// depend on it) and keys added later come last. id_rank is the place in this list.
+constexpr const char* kIdOrder[] = {"model",
+                                    "order",
+                                    "placer",
+                                    "devices",
+                                    "strategy",
+                                    "pipeline",
+                                    "interlock_mode",
+                                    "micro_batches",
+                                    "batch_size",
+                                    "warmup_steps",
+                                    "steps",
+                                    "dataset",
+                                    "eval_samples",
+                                    "optimizer",
+                                    "learning_rate",
+                                    "weight_decay",
+                                    "seed",
+                                    "device",
+                                    "cost_device",
+                                    "model_options",
+                                    "data_dir",
+                                    "lr_schedule",
+                                    "lr_milestones",
+                                    "lr_milestone_unit",
+                                    "lr_decay",
+                                    "warmup_lr_steps",
+                                    "epochs",
+                                    "eval_epochs",
+                                    "eval_epoch_samples",
+                                    "train_samples",
+                                    "augmentation",
+                                    "aux_head_capped",
+                                    "aux_head",
+                                    "weight_decay_all",
+                                    "threads_per_rank",
+                                    "graph_file",
+                                    "graph_digest",
+                                    "virtual_stages",
+                                    "data_parallel",
+                                    "validation_fraction",
+                                    "rl_preset",
+                                    "simulate_only"};
+
+// Each row of the id gets its place in kIdOrder; a row of the id missing there, a listed
+// key without a row of the id, or a key listed twice is a programming error, refused on
+// first use (and by the tests).
+void assign_id_ranks(std::vector<ConfigField>& fields) {
+  std::map<std::string, int> rank;
+  for (const char* key : kIdOrder) {
+    if (!rank.emplace(key, static_cast<int>(rank.size()) + 1).second) {
+      throw_runtime(std::string("config_fields: ") + key + " is listed twice in kIdOrder");
+    }
+  }
+  size_t placed = 0;
+  for (ConfigField& f : fields) {
+    if (f.in_id == Presence::never) continue;
+    const auto at = rank.find(f.key);
+    if (at == rank.end()) throw_runtime("config_fields: " + f.key + " has no place in kIdOrder");
+    f.id_rank = at->second;
+    ++placed;
+  }
+  if (placed != rank.size()) {
+    throw_runtime("config_fields: kIdOrder lists a key that is no row of the id");
+  }
 }
 
 // An integer member (int, int64_t or uint64_t) at least `minimum`; ints are kept below 1e9.
@@ -210,7 +351,8 @@ std::vector<ConfigField> make_fields() {
   rows.push_back(text_row("model", &TrainConfig::model,
                           [](const FieldValue& v) { placement::expand_model_names(v.text); })
                      .alias("models")
-                     .id(1));
+                     .hand_flag("--model")
+                     .id());
   // A graph file's network instead of `model` (docs/your-network.md); "" is none. The file is
   // read and checked here, so a bad one is a spec error with its line.
   rows.push_back(text_row("graph_file", &TrainConfig::graph_file,
@@ -218,117 +360,132 @@ std::vector<ConfigField> make_fields() {
                             if (!v.text.empty()) placement::read_graph_file(v.text);
                           })
                      .alias("graph_files")
-                     .id_unless_default(36)
+                     .hand_flag("--graph-file")
+                     .id_unless_default()
                      .file_as_id());
-  rows.push_back(
-      text_row("dataset", &TrainConfig::dataset,
-               [](const FieldValue& v) { require_name("dataset", v.text, dataset_names()); })
-          .alias("datasets")
-          .flag("--dataset", "data set: " + join_names(dataset_names()))
-          .id(12));
+  rows.push_back(choice_row(
+                     "dataset", [](auto& c) -> auto& { return c.dataset; }, parsed<DatasetChoice>,
+                     dataset_names)
+                     .alias("datasets")
+                     .flag("--dataset", "data set: " + join_names(dataset_names()))
+                     .id());
   rows.push_back(text_row("data_dir", &TrainConfig::data_dir, no_check)
                      .flag("--data-dir", "data set directory (default: its Debian location)")
-                     .id(21));
-  rows.push_back(integer_row("devices", &TrainConfig::devices, 1).id(4));
-  rows.push_back(text_row("order", &TrainConfig::order,
-                          [](const FieldValue& v) { placement::order_by_name(v.text); })
+                     .id());
+  rows.push_back(integer_row("devices", &TrainConfig::devices, 1).hand_flag("--devices").id());
+  rows.push_back(choice_row(
+                     "order", [](auto& c) -> auto& { return c.order; }, parsed<OrderChoice>,
+                     OrderChoice::names)
                      .alias("orders")
                      .flag("--order", "traversal order: " + join_names(placement::order_names()))
-                     .id(2));
-  rows.push_back(text_row("placer", &TrainConfig::placer,
-                          [](const FieldValue& v) { placement::placer_by_name(v.text); })
+                     .id());
+  rows.push_back(choice_row(
+                     "placer", [](auto& c) -> auto& { return c.placer; }, parsed<PlacerChoice>,
+                     PlacerChoice::names)
                      .alias("placers")
                      .flag("--placer", "placer: " + join_names(placement::placer_names()))
-                     .id(3));
-  rows.push_back(
-      named_row(
-          "rl_preset", [](auto& c) -> auto& { return c.rl_preset; }, placement::rl_preset_by_name)
-          .alias("rl_presets")
-          .id_unless_default(41)
-          .file_as_id());
+                     .id());
+  rows.push_back(choice_row(
+                     "rl_preset", [](auto& c) -> auto& { return c.rl_preset; },
+                     placement::rl_preset_by_name, [] { return placement::rl_preset_names(); })
+                     .alias("rl_presets")
+                     .flag("--rl-preset", "the rl placer's settings (docs/placers.md#rl): " +
+                                              join_names(placement::rl_preset_names()))
+                     .id_unless_default()
+                     .file_as_id());
   rows.push_back(row(
                      "simulate_only", ValueKind::integer,
                      [](const TrainConfig& c) { return integer_value(c.simulate_only ? 1 : 0); },
                      int_in("simulate_only", 0, 1),
                      [](TrainConfig& c, const FieldValue& v) { c.simulate_only = v.integer == 1; })
-                     .id_unless_default(42)
+                     .spec_only("train trains; `interplace simulate` plans and simulates one "
+                                "configuration without training")
+                     .id_unless_default()
                      .file_as_id());
-  rows.push_back(text_row("strategy", &TrainConfig::strategy,
-                          [](const FieldValue& v) { placement::strategy_reach(v.text, 1 << 20); })
+  rows.push_back(choice_row(
+                     "strategy", [](auto& c) -> auto& { return c.strategy; }, strategy_by_name,
+                     [] { return placement::strategy_forms(); })
                      .alias("strategies")
                      .flag("--strategy", "backprop strategy: " +
                                              join_names(placement::strategy_forms()) + " (N >= 1)")
-                     .id(5));
-  rows.push_back(text_row("pipeline", &TrainConfig::pipeline,
-                          [](const FieldValue& v) {
-                            require_name("pipeline", v.text, train_pipeline_names());
-                          })
-                     .alias("pipelines")
-                     .flag("--pipeline", "schedule of the global strategy: " +
-                                             join_names(train_pipeline_names()) +
-                                             " (e2e: one unpipelined pass, M = 1)")
-                     .id(6));
-  rows.push_back(text_row("interlock_mode", &TrainConfig::interlock_mode,
-                          [](const FieldValue& v) {
-                            require_name("interlock_mode", v.text,
-                                         placement::interlock_mode_names());
-                          })
+                     .id());
+  // The registry's pipelines and e2e, no pipeline (config_choices.hpp).
+  rows.push_back(
+      choice_row(
+          "pipeline", [](auto& c) -> auto& { return c.pipeline; }, parsed<TrainPipeline>,
+          train_pipeline_names)
+          .alias("pipelines")
+          .flag("--pipeline",
+                "schedule of the global strategy: " + join_names(train_pipeline_names()) + " (" +
+                    std::string(kEndToEndName) + ": one unpipelined pass, M = 1)")
+          .id());
+  rows.push_back(choice_row(
+                     "interlock_mode", [](auto& c) -> auto& { return c.interlock_mode; },
+                     parsed<InterlockChoice>, InterlockChoice::names)
                      .alias("interlock_modes")
                      .flag("--interlock-mode", "interlocking gradients: " +
                                                    join_names(placement::interlock_mode_names()))
-                     .id(7));
+                     .id());
   rows.push_back(integer_row("virtual_stages", &TrainConfig::virtual_stages, 1)
                      .checked(int_in("virtual_stages", 1, placement::kMaxVirtualStages))
                      .flag("--virtual-stages",
                            "interleaved-1f1b, looped-bfs: model chunks per device, V (the "
                            "placer cuts devices x V stages, stage s on rank s mod devices)")
-                     .id_unless_default(38)
+                     .id_unless_default()
                      .file_as_id());
   rows.push_back(
       integer_row("data_parallel", &TrainConfig::data_parallel, 1)
           .checked(int_in("data_parallel", 1, kMaxDataParallel, " (replicas of the pipeline)"))
-          .id_unless_default(39)
+          .hand_flag("--data-parallel")
+          .id_unless_default()
           .file_as_id());
-  rows.push_back(integer_row("micro_batches", &TrainConfig::micro_batches, 1).id(8));
-  rows.push_back(integer_row("batch_size", &TrainConfig::batch_size, 1).alias("batch_sizes").id(9));
+  rows.push_back(integer_row("micro_batches", &TrainConfig::micro_batches, 1)
+                     .hand_flag("--micro-batches")
+                     .id());
+  rows.push_back(integer_row("batch_size", &TrainConfig::batch_size, 1)
+                     .alias("batch_sizes")
+                     .hand_flag("--batch-size")
+                     .id());
   rows.push_back(integer_row("warmup_steps", &TrainConfig::warmup_steps, 0)
                      .flag("--warmup-steps", "warm-up steps (recorded, flagged)")
-                     .id(10));
+                     .id());
   rows.push_back(
-      integer_row("steps", &TrainConfig::steps, 1).flag("--steps", "measured steps").id(11));
+      integer_row("steps", &TrainConfig::steps, 1).flag("--steps", "measured steps").id());
   rows.push_back(integer_row("eval_samples", &TrainConfig::eval_samples, 0)
                      .flag("--eval-samples", "test samples evaluated at the end")
-                     .id(13)
+                     .id()
                      .stored_as("eval_samples_requested"));
   // The names of the cost model: "sgd" is plain SGD, as in every subcommand (the flag is
   // add_optimizer_option's, shared with place and simulate).
-  rows.push_back(
-      named_row(
-          "optimizer", [](auto& c) -> auto& { return c.optimizer; }, placement::optimizer_by_name)
-          .alias("optimizers")
-          .id(14));
+  rows.push_back(choice_row(
+                     "optimizer", [](auto& c) -> auto& { return c.optimizer; },
+                     placement::optimizer_by_name, [] { return placement::optimizer_names(); })
+                     .alias("optimizers")
+                     .hand_flag("--optimizer")
+                     .id());
   rows.push_back(number_row("learning_rate", &TrainConfig::learning_rate, false)
                      .alias("learning_rates")
                      .flag("--learning-rate", "learning rate")
-                     .id(15));
+                     .id());
   // The recipe (recipe.hpp, docs/cli.md "Training recipe").
   rows.push_back(
-      named_row(
-          "lr_schedule", [](auto& c) -> auto& { return c.lr_schedule.kind; }, lr_schedule_by_name)
+      choice_row(
+          "lr_schedule", [](auto& c) -> auto& { return c.lr_schedule.kind; }, lr_schedule_by_name,
+          lr_schedule_names)
           .alias("lr_schedules")
           .flag("--lr-schedule", "learning-rate schedule: " + join_names(lr_schedule_names()))
-          .id_when(22, recipe_in_id));
+          .id_when(recipe_in_id));
   rows.push_back(number_list_row(
                      "lr_milestones", [](auto& c) -> auto& { return c.lr_schedule.milestones; })
                      .flag("--lr-milestones",
                            "step schedule: where the rate is multiplied by --lr-decay "
                            "(\"91,136,182\")")
-                     .id_when(23, recipe_in_id));
-  rows.push_back(named_row(
+                     .id_when(recipe_in_id));
+  rows.push_back(choice_row(
                      "lr_milestone_unit", [](auto& c) -> auto& { return c.lr_schedule.unit; },
-                     milestone_unit_by_name)
+                     milestone_unit_by_name, milestone_unit_names)
                      .flag("--lr-milestone-unit", "unit of --lr-milestones: steps, epochs")
-                     .id_when(24, recipe_in_id));
+                     .id_when(recipe_in_id));
   rows.push_back(row(
                      "lr_decay", ValueKind::number,
                      [](const TrainConfig& c) { return number_value(c.lr_schedule.decay); },
@@ -339,7 +496,7 @@ std::vector<ConfigField> make_fields() {
                      },
                      [](TrainConfig& c, const FieldValue& v) { c.lr_schedule.decay = v.number; })
                      .flag("--lr-decay", "factor per milestone")
-                     .id_when(25, recipe_in_id));
+                     .id_when(recipe_in_id));
   rows.push_back(row(
                      "warmup_lr_steps", ValueKind::integer,
                      [](const TrainConfig& c) { return integer_value(c.lr_schedule.warmup_steps); },
@@ -349,29 +506,29 @@ std::vector<ConfigField> make_fields() {
                      })
                      .flag("--warmup-lr-steps",
                            "linear learning-rate warm-up over the first N steps (0: none)")
-                     .id_when(26, recipe_in_id));
+                     .id_when(recipe_in_id));
   rows.push_back(number_row("epochs", &TrainConfig::epochs, true)
                      .flag("--epochs",
                            "run length in epochs of the training split (replaces --steps: steps "
                            "= ceil(E * floor(train size / B)) - warm-up steps)")
-                     .id_unless_default(27));
+                     .id_unless_default());
   rows.push_back(
       number_list_row(
           "eval_epochs", [](auto& c) -> auto& { return c.eval_epochs; })
           .flag("--eval-epochs", "evaluate the whole test split after these epochs (\"1,2,5\")")
-          .id_unless_default(28));
+          .id_unless_default());
   rows.push_back(integer_row("eval_epoch_samples", &TrainConfig::eval_epoch_samples, 0)
                      .checked(int_at_least("eval_epoch_samples", 0))
                      .flag("--eval-epoch-samples",
                            "evaluate only the first N test samples at --eval-epochs (0: the "
                            "whole test split)")
-                     .id_unless_default(29));
+                     .id_unless_default());
   rows.push_back(integer_row("train_samples", &TrainConfig::train_samples, 0)
                      .checked(int_at_least("train_samples", 0))
                      .flag("--train-samples",
                            "train on the first N training samples only, reshuffled each epoch; "
                            "epochs count in them (0: the whole split; fashion-mnist)")
-                     .id_unless_default(30));
+                     .id_unless_default());
   rows.push_back(number_row("validation_fraction", &TrainConfig::validation_fraction, true)
                      .checked([](const FieldValue& v) {
                        if (!std::isfinite(v.number) || v.number < 0.0 || v.number > 0.5) {
@@ -382,7 +539,7 @@ std::vector<ConfigField> make_fields() {
                            "hold out floor(N x F) training samples, the same for every run and "
                            "seed, and evaluate them at --eval-epochs beside the test split (0: "
                            "none; fashion-mnist)")
-                     .id_unless_default(40));
+                     .id_unless_default());
   rows.push_back(
       row(
           "weight_decay_all", ValueKind::integer,
@@ -392,14 +549,16 @@ std::vector<ConfigField> make_fields() {
           .switch_flag("--weight-decay-all",
                        "weight decay on every parameter (biases, norm parameters), as the "
                        "study's SGD; default: convolution and linear weights only")
-          .id_unless_default(34));
+          .id_unless_default());
   // The flags are add_aux_head_options', shared with simulate. The capped width kept the
   // id line it had before the widths had names (aux_head_capped = 1), so only
   // `proportional` writes an aux_head line.
-  rows.push_back(named_row(
+  rows.push_back(choice_row(
                      "aux_head", [](auto& c) -> auto& { return c.aux_head; },
-                     placement::aux_head_width_by_name)
-                     .id_when(33, [](const TrainConfig& c) {
+                     placement::aux_head_width_by_name,
+                     [] { return placement::aux_head_width_names(); })
+                     .hand_flag("--aux-head")
+                     .id_when([](const TrainConfig& c) {
                        return c.aux_head == placement::AuxHeadWidth::proportional;
                      }));
   // The older spelling of aux_head = "capped" (a spec may not give both: spec_parse.cpp);
@@ -413,13 +572,15 @@ std::vector<ConfigField> make_fields() {
                      [](TrainConfig& c, const FieldValue& v) {
                        if (v.integer == 1) c.aux_head = placement::AuxHeadWidth::capped;
                      })
-                     .id_unless_default(32));
+                     .hand_flag("--aux-head-capped")
+                     .id_unless_default());
   rows.push_back(
-      named_row(
-          "augmentation", [](auto& c) -> auto& { return c.augmentation; }, augmentation_by_name)
+      choice_row(
+          "augmentation", [](auto& c) -> auto& { return c.augmentation; }, augmentation_by_name,
+          [] { return augmentation_names(); })
           .alias("augmentations")
           .flag("--augmentation", "training-batch augmentation of image data: none, crop-flip")
-          .id_unless_default(31));
+          .id_unless_default());
   // Not a dimension of the question (not in the id, no attribute): how long a rank may wait
   // for another before the configuration fails (TrainConfig::watchdog_s).
   rows.push_back(number_row("watchdog_s", &TrainConfig::watchdog_s, false, " of seconds")
@@ -441,17 +602,19 @@ std::vector<ConfigField> make_fields() {
   rows.push_back(integer_row("threads_per_rank", &TrainConfig::threads_per_rank, 0)
                      .flag("--threads-per-rank",
                            "CPU threads per rank (0: cores on the node / ranks on the node)")
-                     .id_unless_default(35));
+                     .id_unless_default());
   rows.push_back(number_row("weight_decay", &TrainConfig::weight_decay, true)
                      .flag("--weight-decay", "weight decay")
-                     .id(16));
+                     .id());
   // The flag is add_seed_option's (every subcommand's seed).
-  rows.push_back(integer_row("seed", &TrainConfig::seed, 0).alias("seeds").id(17));
   rows.push_back(
-      text_row("device", &TrainConfig::device,
-               [](const FieldValue& v) { require_name("device", v.text, device_names()); })
+      integer_row("seed", &TrainConfig::seed, 0).alias("seeds").hand_flag("--seed").id());
+  rows.push_back(
+      choice_row(
+          "device", [](auto& c) -> auto& { return c.device; }, parsed<DeviceChoice>,
+          DeviceChoice::names)
           .flag("--device", "device each rank computes on: " + join_names(device_names()))
-          .id(18));
+          .id());
   // A preset's name, or "profile:PATH" (the measured profile at PATH; train --profile).
   rows.push_back(row(
                      "cost_device", ValueKind::string,
@@ -473,7 +636,7 @@ std::vector<ConfigField> make_fields() {
                      .flag("--cost-device", "device preset of the placer's cost model: " +
                                                 join_names(placement::device_preset_names()) +
                                                 ", or profile:PATH")
-                     .id(19));
+                     .id());
   // Derived rows, without `set`: in the id and the file, set through other keys (the
   // spec's [model_options] and train's model flags; resolve_graph_file's digest of the
   // graph file's bytes).
@@ -482,15 +645,16 @@ std::vector<ConfigField> make_fields() {
           "model_options", ValueKind::string,
           [](const TrainConfig& c) { return text_value(model_options_string(c.model_options)); },
           no_check, nullptr)
-          .id(20));
+          .id());
   rows.push_back(row(
                      "graph_digest", ValueKind::string,
                      [](const TrainConfig& c) { return text_value(c.graph_digest); }, no_check,
                      nullptr)
-                     .id_unless_default(37)
+                     .id_unless_default()
                      .file_as_id());
   std::vector<ConfigField> out;
   for (Row& r : rows) out.push_back(std::move(r.f));
+  assign_id_ranks(out);
   return out;
 }
 

@@ -22,7 +22,6 @@
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
-#include "interplace/runs/name_choices.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
 
@@ -109,26 +108,22 @@ placement::CostModel training_cost_model(const TrainConfig& c) {
 
 void parse_choices(TrainPlan& plan) {
   const TrainConfig& c = plan.config;
-  plan.strategy = placement::Strategy(c.strategy);
+  plan.strategy = c.strategy;
   plan.reach = placement::strategy_reach(plan.strategy, c.devices);
   const bool global = plan.reach == c.devices - 1;
-  require_name("pipeline", c.pipeline, train_pipeline_names());
-  plan.interlock = placement::interlock_mode_by_name(c.interlock_mode);
-  plan.device = device_by_name(c.device);
+  plan.interlock = c.interlock_mode.kind();
+  plan.device = c.device.kind();
   placement::to_string(c.optimizer);  // rejects values outside the enum
   if (global && plan.interlock == placement::InterlockMode::sum && c.devices > 1) {
     throw_invalid("interlock mode 'sum' is for the local and interlocking strategies, not global");
   }
   // e2e: one unpipelined pass (M = 1), scheduled as GPipe; refused with M > 1. The rest of
   // the pipeline's rules are the registry's (placement::plan_pipeline).
-  const placement::PipelineKind kind =
-      global ? config_pipeline(c)
-             : (c.pipeline == "e2e" ? placement::PipelineKind::gpipe
-                                    : placement::pipeline_by_name(c.pipeline));
+  const placement::PipelineKind kind = global ? config_pipeline(c) : c.pipeline.scheduled();
   plan.pipeline =
       placement::plan_pipeline({.pipeline = kind,
                                 .reach = plan.reach,
-                                .strategy = c.strategy,
+                                .strategy = to_string(c.strategy),
                                 .devices = c.devices,
                                 .virtual_stages = c.virtual_stages,
                                 .micro_batches = c.micro_batches,
@@ -153,7 +148,7 @@ void plan_schedule(TrainPlan& plan) {
     plan.global_only_reason.clear();
   }
   if (!global && !plan.global_only_reason.empty()) {
-    throw_invalid("strategy '" + c.strategy +
+    throw_invalid("strategy '" + to_string(c.strategy) +
                   "' cannot run on this placement: " + plan.global_only_reason);
   }
   placement::ScheduleRequest request;
@@ -185,9 +180,7 @@ TrainPlan plan_training(const TrainConfig& given) {
   resolve_epochs(config);  // steps from epochs; the recipe's epoch units checked
   validate_scalars(config);
   if (config.graph_file.empty()) catalog_entry(config.model);  // an unknown model, named first
-  const placement::OrderKind order = placement::order_by_name(config.order);
-  placement::placer_by_name(config.placer);  // an unknown placer, named before any work
-  require_name("dataset", config.dataset, dataset_names());
+  const placement::OrderKind order = config.order.kind();
 
   TrainPlan plan;
   plan.config = config;
@@ -205,7 +198,7 @@ TrainPlan plan_training(const TrainConfig& given) {
                     "has (docs/your-network.md)");
     }
     require_trainable_graph(plan.graph);
-    check_dataset_fits(config.dataset, sample_shape(plan.graph));
+    check_dataset_fits(to_string(config.dataset), sample_shape(plan.graph));
     check_augmentation(config.augmentation, sample_shape(plan.graph));
   }
   plan.parameter_count = plan.graph.total_parameter_count();
@@ -227,8 +220,8 @@ TrainPlan plan_training(const TrainConfig& given) {
   request.rl = placement::rl_preset_options(config.rl_preset);
   const int stage_count = request.device_count;
   if (config.placement_path.empty()) {
-    if (config.placer == "rl") request.rl_log = &plan.rl_log.emplace();
-    plan.stage_placement = placement::run_placer(plan.graph, ordered, config.placer,
+    if (config.placer == placement::PlacerKind::rl) request.rl_log = &plan.rl_log.emplace();
+    plan.stage_placement = placement::run_placer(plan.graph, ordered, config.placer.kind(),
                                                  std::move(request), &plan.placer_wall_s);
   } else {
     plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
@@ -286,8 +279,8 @@ std::vector<placement::NodeId> config_node_order(const TrainConfig& given) {
   TrainConfig config = given;
   if (!config.graph_file.empty() && config.graph_digest.empty()) resolve_graph_file(config);
   const placement::Graph graph = build_config_graph(config);
-  return placement::order_graph(graph, training_cost_model(config),
-                                placement::order_by_name(config.order), config.seed)
+  return placement::order_graph(graph, training_cost_model(config), config.order.kind(),
+                                config.seed)
       .order;
 }
 

@@ -141,7 +141,8 @@ std::vector<std::pair<int, double>> evaluation_steps(const TrainConfig& c, const
   const int64_t per_epoch = config_steps_per_epoch(c);
   // The plan counted epochs in the data set's nominal size: the files must agree.
   if (per_epoch != steps_per_epoch(data.train_size(), c.batch_size)) {
-    throw_invalid("data set " + c.dataset + " holds " + std::to_string(data.train_size()) +
+    throw_invalid("data set " + to_string(c.dataset) + " holds " +
+                  std::to_string(data.train_size()) +
                   " training samples, but its epochs were counted as " + std::to_string(per_epoch) +
                   " batches of " + std::to_string(c.batch_size));
   }
@@ -210,9 +211,9 @@ TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const Step
   // come from another node.
   check_augmentation(c.augmentation, sample_shape(plan.graph));
   const std::unique_ptr<Dataset> data = with_augmentation(
-      with_train_subset(with_validation_split(
-                            open_dataset(c.dataset, c.data_dir, sample_shape(plan.graph), c.seed),
-                            c.validation_fraction, c.seed),
+      with_train_subset(with_validation_split(open_dataset(to_string(c.dataset), c.data_dir,
+                                                           sample_shape(plan.graph), c.seed),
+                                              c.validation_fraction, c.seed),
                         c.train_samples, c.seed),
       c.augmentation, c.seed);
 

@@ -1,19 +1,55 @@
+#include <algorithm>
 #include <sstream>
 
 #include "interplace/kernels/error.hpp"
 #include "interplace/placement/graph_file.hpp"
 #include "interplace/runs/config_fields.hpp"
+#include "interplace/runs/devices.hpp"
+#include "interplace/runs/name_choices.hpp"
 #include "interplace/runs/training.hpp"
 
 namespace interplace::runs {
 
+TrainPipeline::TrainPipeline(std::string_view name) {
+  if (name == kEndToEndName) {
+    kind_.reset();
+    return;
+  }
+  const std::vector<std::string>& names = placement::pipeline_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw_invalid("unknown pipeline '" + std::string(name) +
+                  "' (valid: " + join_names(train_pipeline_names()) + ")");
+  }
+  kind_ = placement::pipeline_by_name(name);
+}
+
+std::string to_string(const TrainPipeline& pipeline) {
+  return pipeline.end_to_end() ? std::string(kEndToEndName)
+                               : placement::to_string(*pipeline.pipeline());
+}
+
+std::vector<std::string> train_pipeline_names() {
+  std::vector<std::string> out = placement::pipeline_names();
+  out.emplace_back(kEndToEndName);
+  return out;
+}
+
+kernels::Device DeviceSet::by_name(std::string_view name) {
+  return device_by_name(std::string(name));
+}
+
+std::vector<std::string> DeviceSet::names() {
+  return device_names();
+}
+
 std::string TrainConfig::display_name() const {
   std::ostringstream name;
-  name << model << ' ' << order << ' ' << placer << " K=" << devices << ' ' << strategy;
-  if (strategy == "global") name << '/' << pipeline;
+  name << model << ' ' << to_string(order) << ' ' << to_string(placer) << " K=" << devices << ' '
+       << to_string(strategy);
+  if (strategy.kind == placement::StrategyKind::global) name << '/' << to_string(pipeline);
   if (virtual_stages != 1) name << " V=" << virtual_stages;
   if (data_parallel != 1) name << " R=" << data_parallel;
-  if (interlock_mode != "single") name << '/' << interlock_mode;
+  if (interlock_mode != placement::InterlockMode::single) name << '/' << to_string(interlock_mode);
   name << " M=" << micro_batches << " B=" << batch_size;
   return name.str();
 }
@@ -54,7 +90,7 @@ namespace {
 // or the training subset taken from it.
 int64_t training_samples(const TrainConfig& c) {
   if (c.train_samples > 0) return c.train_samples;
-  const int64_t size = dataset_train_size(c.dataset);
+  const int64_t size = dataset_train_size(to_string(c.dataset));
   return size - validation_held_out(size, c.validation_fraction);
 }
 
@@ -69,15 +105,16 @@ int64_t config_steps_per_epoch(const TrainConfig& c) {
 void resolve_epochs(TrainConfig& c) {
   check_scalar_fields(c);
   check_lr_schedule(c.lr_schedule);
-  check_train_subset(c.dataset, c.train_samples);
-  check_validation_split(c.dataset, c.validation_fraction);
+  const std::string dataset = to_string(c.dataset);
+  check_train_subset(dataset, c.train_samples);
+  check_validation_split(dataset, c.validation_fraction);
   if (c.validation_fraction > 0.0 && c.train_samples > 0) {
-    const int64_t size = dataset_train_size(c.dataset);
+    const int64_t size = dataset_train_size(dataset);
     const int64_t left = size - validation_held_out(size, c.validation_fraction);
     if (c.train_samples > left) {
       throw_invalid("train_samples " + std::to_string(c.train_samples) + " is more than the " +
                     std::to_string(left) + " training samples validation_fraction " +
-                    number_text(c.validation_fraction) + " leaves of " + c.dataset + "'s " +
+                    number_text(c.validation_fraction) + " leaves of " + dataset + "'s " +
                     std::to_string(size));
     }
   }
@@ -102,7 +139,7 @@ void resolve_epochs(TrainConfig& c) {
     throw_invalid(
         "epochs (epochs, eval_epochs, epoch milestones) need a data set whose "
         "training size is known before reading it and at least one batch of " +
-        std::to_string(c.batch_size) + " per epoch; '" + c.dataset +
+        std::to_string(c.batch_size) + " per epoch; '" + dataset +
         "' has not. HINT: count in steps");
   }
   if (c.epochs > 0.0) {
@@ -123,17 +160,8 @@ void resolve_epochs(TrainConfig& c) {
   }
 }
 
-const std::vector<std::string>& train_pipeline_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out = placement::pipeline_names();
-    out.emplace_back("e2e");
-    return out;
-  }();
-  return names;
-}
-
 placement::PipelineKind config_pipeline(const TrainConfig& c) {
-  if (c.pipeline != "e2e") return placement::pipeline_by_name(c.pipeline);
+  if (!c.pipeline.end_to_end()) return c.pipeline.scheduled();
   if (c.micro_batches != 1) {
     throw_invalid("pipeline e2e is one unpipelined pass: micro_batches must be 1, got " +
                   std::to_string(c.micro_batches) + ". HINT: gpipe or 1f1b for M > 1");

@@ -6,12 +6,11 @@
 namespace interplace::runs::sweep {
 namespace {
 
-// The canonical parameters without the order's line: what siblings share.
+// The canonical parameters with one order for all: what siblings share.
 std::string sibling_key(const SweepConfig& c) {
-  const std::string text = canonical_parameters(c.train, c.repeat);
-  const size_t at = text.find("order=" + c.train.order + "\n");
-  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return text;
-  return text.substr(0, at) + text.substr(at + 7 + c.train.order.size());
+  TrainConfig any_order = c.train;
+  any_order.order = placement::OrderKind::topo;
+  return canonical_parameters(any_order, c.repeat);
 }
 
 }  // namespace
@@ -42,7 +41,7 @@ std::string SameSequence::earlier_twin(const SweepConfig& config) {
   for (const SweepConfig* other : group->second) {
     if (other->index >= config.index) break;
     if (other->train.order != config.train.order && digest(*other) == digest(config)) {
-      return other->train.order;
+      return to_string(other->train.order);
     }
   }
   return "";

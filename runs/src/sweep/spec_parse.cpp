@@ -244,13 +244,14 @@ Sections read_sections(const Parser& p, const Value& root) {
     if (given[i] != nullptr) continue;
     s.lists[i].push_back(dims[i].default_value());
   }
-  const int graph_file = settable_index("graph_file");
-  if (given[0] != nullptr && given[static_cast<size_t>(graph_file)] != nullptr) {
-    p.fail(*given[static_cast<size_t>(graph_file)],
+  const auto model = static_cast<size_t>(settable_index("model"));
+  const auto graph_file = static_cast<size_t>(settable_index("graph_file"));
+  if (given[model] != nullptr && given[graph_file] != nullptr) {
+    p.fail(*given[graph_file],
            "a spec sweeps 'model' or 'graph_file', not both (a graph file is the network)");
   }
   std::set<std::string> models;
-  for (const FieldValue& d : s.lists[0]) models.insert(d.text);
+  for (const FieldValue& d : s.lists[model]) models.insert(d.text);
   if (root.contains("model_options")) read_model_options(p, root.at("model_options"), s, models);
   if (root.contains("exclude")) read_exclusions(p, root.at("exclude"), s);
   return s;
@@ -396,7 +397,7 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
     table.erase(dim.key);
     if (!dim.plural.empty()) table.erase(dim.plural);
     table[key] = value;
-    if (index == 0) drop_unswept_model_options(root, value);
+    if (dim.key == "model") drop_unswept_model_options(root, value);
   }
 }
 
@@ -405,21 +406,21 @@ void apply_overrides(Value& root, const std::vector<std::string>& overrides) {
 // placement::OtherStrategies), else 1f1b.
 FieldValue non_global_pipeline(const std::vector<FieldValue>& listed) {
   for (const FieldValue& value : listed) {
-    if (value.text == "e2e" ||
-        placement::pipeline_info(placement::pipeline_by_name(value.text)).other_strategies !=
-            placement::OtherStrategies::refused) {
+    const TrainPipeline pipeline(value.text);
+    if (pipeline.end_to_end() || placement::pipeline_info(*pipeline.pipeline()).other_strategies !=
+                                     placement::OtherStrategies::refused) {
       return value;
     }
   }
   FieldValue fallback = listed.front();
-  fallback.text = placement::to_string(placement::PipelineKind::one_f_one_b);
+  fallback.text = to_string(TrainPipeline(placement::PipelineKind::one_f_one_b));
   return fallback;
 }
 
-// Whether the pipeline named takes virtual stages (the registry's takes_virtual_stages).
-bool takes_virtual_stages(const std::string& pipeline) {
-  return pipeline != "e2e" &&
-         placement::pipeline_info(placement::pipeline_by_name(pipeline)).takes_virtual_stages;
+// Whether the pipeline takes virtual stages (the registry's takes_virtual_stages).
+bool takes_virtual_stages(const TrainPipeline& pipeline) {
+  return !pipeline.end_to_end() &&
+         placement::pipeline_info(*pipeline.pipeline()).takes_virtual_stages;
 }
 
 // Cross product, first dimension outermost, repeat innermost.
@@ -433,10 +434,9 @@ std::vector<SweepConfig> expand(const Sections& s) {
                     " configurations");
     }
   }
-  const int strategy = settable_index("strategy");
-  const int pipeline = settable_index("pipeline");
-  const int micro_batches = settable_index("micro_batches");
-  const int virtual_stages = settable_index("virtual_stages");
+  const auto pipeline = static_cast<size_t>(settable_index("pipeline"));
+  const auto micro_batches = static_cast<size_t>(settable_index("micro_batches"));
+  const auto virtual_stages = static_cast<size_t>(settable_index("virtual_stages"));
   std::vector<SweepConfig> configs;
   std::set<std::string> seen;
   std::map<std::string, TrainConfig> graph_files;  // path -> its resolved fields
@@ -446,26 +446,28 @@ std::vector<SweepConfig> expand(const Sections& s) {
     TrainConfig config;
     std::vector<std::string> texts(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) {
-      FieldValue value = s.lists[i][at[i]];
-      // The pipeline schedules only the global strategy: the others keep the first listed
-      // that they accept (1f1b when none is).
-      if (static_cast<int>(i) == pipeline && texts[strategy] != "global") {
-        value = non_global_pipeline(s.lists[i]);
-      }
-      dims[i].set(config, value);
-      texts[i] = value.text;
+      dims[i].set(config, s.lists[i][at[i]]);
+      texts[i] = s.lists[i][at[i]].text;
+    }
+    const bool global = config.strategy.kind == placement::StrategyKind::global;
+    // The pipeline schedules only the global strategy: the others keep the first listed
+    // that they accept (1f1b when none is).
+    if (!global) {
+      const FieldValue value = non_global_pipeline(s.lists[pipeline]);
+      dims[pipeline].set(config, value);
+      texts[pipeline] = value.text;
     }
     // One unpipelined pass has one micro-batch, whatever micro_batches lists; the
     // duplicates this makes are dropped by their id below.
-    if (config.strategy == "global" && config.pipeline == "e2e") {
+    if (global && config.pipeline.end_to_end()) {
       config.micro_batches = 1;
-      texts[static_cast<size_t>(micro_batches)] = "1";
+      texts[micro_batches] = "1";
     }
     // Virtual stages are for the pipelines that take them: the others run V = 1 whatever
     // virtual_stages lists (the duplicates go as e2e's do).
     if (!takes_virtual_stages(config.pipeline)) {
       config.virtual_stages = 1;
-      texts[static_cast<size_t>(virtual_stages)] = "1";
+      texts[virtual_stages] = "1";
     }
     resolve_epochs(config);            // steps from epochs, so that the id and the file say them
     if (!config.graph_file.empty()) {  // model, digest and family from the file, read once

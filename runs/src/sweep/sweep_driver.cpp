@@ -322,8 +322,8 @@ std::vector<PlannedConfig> plan_sweep(const SweepSpec& spec,
       if (train.profile_path == kAutoProfile) train.profile_path.clear();
       // A simulate-only rl configuration's plan is its result (the rl policy trained): the
       // dry run checks the rest of it on a heuristic's placement and predicts no step.
-      const bool learned = train.simulate_only && train.placer == "rl";
-      if (learned) train.placer = "contiguous";
+      const bool learned = train.simulate_only && train.placer == placement::PlacerKind::rl;
+      if (learned) train.placer = placement::PlacerKind::contiguous;
       const std::string twin = train.simulate_only ? same_sequence.earlier_twin(*config) : "";
       if (!twin.empty()) {
         outcome = {OutcomeCode::skipped, sweep::same_sequence_reason(twin)};

@@ -95,9 +95,16 @@ Placement place_random(const Graph& graph, const Order& order, const PlacementRe
 Placement place_refine(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request);
 
+// The placers of the registry (placer_registry.cpp), in the order of placer_names().
+enum class PlacerKind { contiguous, stages, greedy_eft, balanced, refine, round_robin, random, rl };
+
 // "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random", "rl".
 const std::vector<std::string>& placer_names();
 // Throws invalid_input for an unknown name, listing the valid ones.
+PlacerKind placer_kind_by_name(std::string_view name);
+std::string to_string(PlacerKind kind);
+Placer placer_of(PlacerKind kind);
+// placer_of(placer_kind_by_name(name)).
 Placer placer_by_name(std::string_view name);
 
 // Throws invalid_input with the reason when no placement can exist (see above).

@@ -25,11 +25,11 @@ struct OrderedGraph {
 OrderedGraph order_graph(const Graph& graph, const CostModel& cost_model, OrderKind kind,
                          uint64_t seed);
 
-// Runs the placer named `placer` on `ordered` (from order_graph with request.cost_model)
-// with `request`, whose rl objective is set here as the simulator's global step
-// (set_placer_objective). `wall_s`, when given, receives the placer call's wall time.
-// Throws invalid_input for an unknown placer or when no placement exists.
-Placement run_placer(const Graph& graph, const OrderedGraph& ordered, const std::string& placer,
+// Runs `placer` on `ordered` (from order_graph with request.cost_model) with `request`,
+// whose rl objective is set here as the simulator's global step (set_placer_objective).
+// `wall_s`, when given, receives the placer call's wall time. Throws invalid_input when no
+// placement exists.
+Placement run_placer(const Graph& graph, const OrderedGraph& ordered, PlacerKind placer,
                      PlacementRequest request, double* wall_s = nullptr);
 
 }  // namespace interplace::placement

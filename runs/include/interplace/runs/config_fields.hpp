@@ -2,14 +2,21 @@
 // flags, the configuration id or a result file names. Every user reads the same row:
 //   the spec parser     key, plural, kind, check, set (rows without `set` are not spec keys)
 //   train's flags       flag, help, then the same parse, check and set as a spec value
-//   the id              id_rank orders the lines of canonical_parameters, in_id says when
-//                       a line is written (config_id.cpp; docs/results-format.md)
+//                       (or hand_flag: one train makes itself; spec_only: none, and why)
+//   the id              id_rank orders the lines of canonical_parameters (the key's place
+//                       in config_fields.cpp's kIdOrder), in_id says when a line is written
+//                       (config_id.cpp; docs/results-format.md)
 //   the result file     attribute (name, type from kind, when) written by results_writer
-// Adding a key is one row in config_fields.cpp (and the TrainConfig member it sets); a test
-// checks that docs/cli.md and docs/results-format.md describe every row.
+//   `interplace schema` all of it as JSON (schema_json), also a result file's root
+//                       attribute `schema`, which the analysis reads
+// Closed sets (order, placer, strategy, pipeline, ...) carry their registry's names in
+// `values`; the TrainConfig keeps their typed value (config_choices.hpp), parsed once here.
+// Adding a key is one row in config_fields.cpp (and the TrainConfig member it sets) and,
+// when it enters the id, its name at the end of kIdOrder; a test checks that docs/cli.md
+// and docs/results-format.md describe every row.
 //
 // Example, the row of `steps`:
-//   key "steps", kind integer, flag "--steps", check ">= 1", id rank 10 (always),
+//   key "steps", kind integer, flag "--steps", check ">= 1", id rank 11 (always),
 //   attribute "steps" (int64, always): spec `steps = 5`, `train --steps 5`, the id line
 //   "steps=5", the attribute steps = 5 all go through it.
 #pragma once
@@ -45,9 +52,14 @@ struct ConfigField {
   std::string key;     // spec key and, unless `attribute` says otherwise, attribute name
   std::string plural;  // the spec's alias ("orders"; empty: none)
   ValueKind kind = ValueKind::string;
-  std::string flag;          // train's flag ("--steps"); empty: none or a hand-made one (cmd_train)
+  std::string flag;          // train's flag made from the row ("--steps"); empty: none
   bool switch_flag = false;  // the flag takes no value and sets 1 (integer keys)
   std::string help;          // train --help
+  std::string hand_flag;     // train's flag of the key made by hand (cmd_train: "--seed")
+  std::string spec_only;     // a spec key no flag of train sets: why (empty: one does)
+  // A closed set's names, from its registry (empty function: not a closed set). The
+  // strategy's are its forms ("nwise:N").
+  std::function<std::vector<std::string>()> values;
   // The value as set on `config` (canonical text included).
   std::function<FieldValue(const TrainConfig&)> get;
   // Throws invalid_input with the reason (no location: the caller adds it).
@@ -65,11 +77,12 @@ struct ConfigField {
   std::string attribute;
 
   const std::string& id_key() const { return id_name.empty() ? key : id_name; }
+  const std::string& train_flag() const { return flag.empty() ? hand_flag : flag; }
   const std::string& attribute_name() const { return attribute.empty() ? key : attribute; }
   FieldValue default_value() const;  // get(TrainConfig{})
 };
 
-// Every row, in the spec's expansion order (first = outermost).
+// Every row, in the spec's expansion order (first = outermost; no other meaning).
 const std::vector<ConfigField>& config_fields();
 // The rows a spec and `train` can set (those with `set`), in the same order.
 const std::vector<ConfigField>& settable_fields();
@@ -94,6 +107,14 @@ std::string number_text(double value);
 std::string canonical_parameters(const TrainConfig& config, int repeat);
 uint64_t fnv1a64(std::string_view text);
 std::string config_id(const TrainConfig& config, int repeat);  // 16 lowercase hex digits
+
+// The schema as one JSON object (`interplace schema`, the root attribute `schema` of result
+// files; docs/cli.md "interplace schema"): "fields", one object per row (key, plural, kind,
+// values, default, spec_key, flag, hand_flag, switch, spec_only, help, in_id, id_rank,
+// id_name, attribute, in_file), and "pipelines", one per row of the pipeline registry
+// (name, title, takes_virtual_stages, other_strategies, stage_map, network_loss_only,
+// micro_batches_in_groups_of_devices), and "no_pipeline": "e2e".
+std::string schema_json();
 
 // The model options a spec's [model_options] sets: the zoo's table (placement/zoo.hpp).
 using placement::kModelOptionFields;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "interplace/kernels/tensor.hpp"
@@ -67,7 +68,11 @@ class Dataset {
 std::unique_ptr<Dataset> open_dataset(const std::string& name, const std::string& directory,
                                       const SampleShape& shape, uint64_t seed);
 
-std::vector<std::string> dataset_names();
+// The data sets, in the order of dataset_names().
+enum class DatasetKind { fashion_mnist, text, synthetic };
+std::vector<std::string> dataset_names();            // "fashion-mnist", "text", "synthetic"
+DatasetKind dataset_by_name(std::string_view name);  // invalid_input listing the names
+std::string to_string(DatasetKind kind);
 
 // The training split's size without reading it: 60000 for fashion-mnist, the nominal size
 // for synthetic, 0 for text (its windows depend on the corpus read). open_dataset's data
@@ -84,6 +89,7 @@ int64_t dataset_train_size(const std::string& name);
 enum class Augmentation { none, crop_flip };
 Augmentation augmentation_by_name(const std::string& name);  // invalid_input listing names
 std::string to_string(Augmentation augmentation);
+const std::vector<std::string>& augmentation_names();  // "none", "crop-flip"
 // Throws invalid_input when the samples are not images ([C, H, W]).
 void check_augmentation(Augmentation augmentation, const SampleShape& shape);
 // The data set with its training batches augmented (test batches as they are, so that

@@ -23,6 +23,7 @@ std::string to_string(LrScheduleKind kind);
 std::vector<std::string> lr_schedule_names();
 MilestoneUnit milestone_unit_by_name(std::string_view name);
 std::string to_string(MilestoneUnit unit);
+std::vector<std::string> milestone_unit_names();  // "steps", "epochs"
 
 struct LrSchedule {
   LrScheduleKind kind = LrScheduleKind::constant;

@@ -42,6 +42,7 @@
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/step_simulation.hpp"
 #include "interplace/placement/zoo.hpp"
+#include "interplace/runs/config_choices.hpp"
 #include "interplace/runs/datasets.hpp"
 #include "interplace/runs/recipe.hpp"
 #include "interplace/runs/run_defaults.hpp"
@@ -58,8 +59,9 @@ struct TrainConfig {
   std::string graph_file = {};
   std::string graph_digest = {};
   std::string graph_family = {};
-  std::string order = "topo";
-  std::string placer = "contiguous";
+  // The closed sets are typed values (config_choices.hpp), parsed once from their names.
+  OrderChoice order = placement::OrderKind::topo;
+  PlacerChoice placer = placement::PlacerKind::contiguous;
   // The rl placer's settings (placer "rl" only; rl_placer.hpp, RlPreset).
   placement::RlPreset rl_preset = placement::RlPreset::standard;
   // Plan and simulate only: no rank trains, the configuration's result is its placement,
@@ -75,11 +77,12 @@ struct TrainConfig {
   // replica r training its contiguous slice r of batch_size / R samples; each stage's
   // gradients are averaged over its R replicas before the optimiser step.
   int data_parallel = 1;
-  std::string strategy = "global";  // global | local | pairwise | nwise:N
-  // global only: gpipe | 1f1b | e2e (one unpipelined pass, M = 1: the study's end-to-end
-  // baseline, scheduled as GPipe with one micro-batch but named apart in results)
-  std::string pipeline = "gpipe";
-  std::string interlock_mode = "single";  // single | sum (docs/strategies.md)
+  placement::Strategy strategy = {};  // global | local | pairwise | nwise:N
+  // global only: a pipeline of the registry (placement::pipeline_registry()), or none, e2e
+  // (one unpipelined pass, M = 1: the study's end-to-end baseline, scheduled as GPipe with
+  // one micro-batch but named apart in results)
+  TrainPipeline pipeline = placement::PipelineKind::gpipe;
+  InterlockChoice interlock_mode = placement::InterlockMode::single;  // docs/strategies.md
   // interleaved-1f1b: chunks (model stages) per device, V; 1 for every other pipeline.
   int virtual_stages = 1;
   int micro_batches = 1;                   // per mini-batch; must divide batch_size / R
@@ -93,11 +96,11 @@ struct TrainConfig {
   int64_t micro_batch_samples() const {
     return micro_batch_size(batch_size, micro_batches, {}, data_parallel);
   }
-  int warmup_steps = 1;               // run and recorded first, flagged, excluded from medians
-  int steps = 10;                     // measured steps after the warm-up
-  std::string dataset = "synthetic";  // fashion-mnist | text | synthetic
-  std::string data_dir;               // empty: the dataset's Debian location
-  int64_t eval_samples = 0;           // test-split samples evaluated at the end (0: none)
+  int warmup_steps = 1;  // run and recorded first, flagged, excluded from medians
+  int steps = 10;        // measured steps after the warm-up
+  DatasetChoice dataset = DatasetKind::synthetic;  // fashion-mnist | text | synthetic
+  std::string data_dir;                            // empty: the dataset's Debian location
+  int64_t eval_samples = 0;  // test-split samples evaluated at the end (0: none)
   // sgd (plain) | sgd-momentum (momentum 0.9) | adamw: the cost model's names and state.
   placement::OptimizerKind optimizer = kDefaultOptimizer;
   double learning_rate = 0.05;  // the base rate the schedule scales
@@ -125,10 +128,10 @@ struct TrainConfig {
   // The auxiliary heads' widths (aux_heads.hpp); the default is the study's uncapped
   // 128/64-channel head.
   placement::AuxHeadWidth aux_head = placement::AuxHeadWidth::study;
-  uint64_t seed = kDefaultSeed;          // weights, data order, dropout, random orders/placers
-  std::string device = "cpu";            // cpu | cuda (one GPU per rank, by node-local rank)
-  std::string cost_device = "cpu-core";  // device preset the placer's cost model uses
-  std::string profile_path;              // a measured profile replaces the preset when set
+  uint64_t seed = kDefaultSeed;  // weights, data order, dropout, random orders/placers
+  DeviceChoice device = kernels::Device::cpu;  // cpu | cuda (one GPU per rank, by node-local rank)
+  std::string cost_device = "cpu-core";        // device preset the placer's cost model uses
+  std::string profile_path;                    // a measured profile replaces the preset when set
   // profile_path "auto" (sweep: cost_device = "profile:auto", train: --profile auto): the
   // profile the job measured for this configuration on its own ranks (auto_profile.hpp),
   // set by the sweep or train before planning. Not part of the question (nor of the id).
@@ -311,10 +314,8 @@ void resolve_epochs(TrainConfig& config);
 // The steps per epoch of the configuration's data set and batch size (0 when the data
 // set's size is not known before reading it).
 int64_t config_steps_per_epoch(const TrainConfig& config);
-// The names `pipeline` takes, and the schedule each runs (e2e: GPipe, which with M = 1 is
-// one forward and one backward pass). Throws invalid_input for an unknown name, or for e2e
-// with micro_batches != 1.
-const std::vector<std::string>& train_pipeline_names();
+// The schedule the configuration's pipeline runs (e2e: GPipe, which with M = 1 is one
+// forward and one backward pass). Throws invalid_input for e2e with micro_batches != 1.
 placement::PipelineKind config_pipeline(const TrainConfig& config);
 // The auxiliary heads' options of the configuration: one place for the plan's prediction
 // and the runtime's heads.
