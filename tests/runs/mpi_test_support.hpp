@@ -139,8 +139,7 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
   plan.placement =
       stages > devices
           ? placement::interleaved_devices(
-                split, placement::pipeline_info(placement::pipeline_by_name(pipeline)).stage_map,
-                devices)
+                split, placement::pipeline_info(*pipeline.pipeline()).stage_map, devices)
           : split;
   plan.config.strategy = strategy;
   plan.config.interlock_mode = mode;
