@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "interplace/placement/json_text.hpp"
 #include "interplace/placement/pipelines.hpp"
 #include "interplace/runs/config_choices.hpp"
 #include "interplace/runs/config_fields.hpp"
@@ -14,32 +15,7 @@ namespace interplace::runs {
 namespace {
 
 std::string json_text(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned char>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return placement::detail::json_quote(text);
 }
 
 const char* boolean(bool value) {
