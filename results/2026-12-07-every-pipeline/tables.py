@@ -24,7 +24,7 @@ def text(values):
 
 def runs(paths):
     rows = collections.defaultdict(list)
-    for path in paths:
+    for path in sorted(paths):
         with h5py.File(path, "r") as f:
             s = f["summary"]
             ids = text(s["id"][:])
@@ -34,6 +34,7 @@ def runs(paths):
                     continue
                 peak_pred = int(np.max(f["configs"][ids[i]]["prediction"]["peak_memory_bytes"][:]))
                 rows[(model, int(s["devices"][i]), pipeline)].append(dict(
+                    round=path,
                     step=float(s["step_s"][i]), pred=float(s["pred_step_time_s"][i]),
                     idle=float(s["idle_fraction"][i]), pred_idle=float(s["pred_idle_fraction"][i]),
                     peak=float(s["peak_memory_bytes"][i]), peak_pred=peak_pred))
@@ -98,6 +99,28 @@ def main():
     print()
     for k, e in sorted(errors.items()):
         print(f"Simulator at K = {k}: MAPE {100 * np.mean(e):.1f}% over {len(e)} configurations.")
+    # Each round runs every pipeline once, so a pipeline's step over GPipe's in the same
+    # round is paired: drift of the machine between rounds cancels.
+    print("\nPaired within each round: step over GPipe's step of the same round and model, "
+          "median over the rounds [95% bootstrap interval], measured and simulated.\n")
+    print("| model | K | pipeline | n | measured / gpipe [95% CI] | simulated / gpipe | "
+          "same side of 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for model in sorted({key[0] for key in rows}):
+        for k in sorted({key[1] for key in rows}):
+            base = {x["round"]: x for x in rows.get((model, k, "gpipe"), [])}
+            for pipeline in ORDER[1:]:
+                pairs = [(x, base[x["round"]]) for x in rows.get((model, k, pipeline), [])
+                         if x["round"] in base]
+                if not pairs:
+                    continue
+                measured = [x["step"] / b["step"] for x, b in pairs]
+                simulated = np.median([x["pred"] / b["pred"] for x, b in pairs])
+                lo, hi = interval(measured, rng)
+                verdict = ("yes" if (hi < 1 and simulated < 1) or (lo > 1 and simulated > 1)
+                           else "tie (interval holds 1)" if lo <= 1 <= hi else "no")
+                print(f"| {model} | {k} | {pipeline} | {len(pairs)} | {np.median(measured):.3f} "
+                      f"[{lo:.3f}, {hi:.3f}] | {simulated:.3f} | {verdict} |")
     print("\n| pipeline | K | M | V | unit-cost makespan (simulator) | published formula |")
     print("| --- | --- | --- | --- | --- | --- |")
     for pipeline in ORDER:
