@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
         c.id = config_id(c.train, 0);
         if (!plans.count(which)) {
           try {
-            plans[which] = plan_training(train_config(all[which], 1));
+            plans[which] = plan_config(train_config(all[which], 1));
           } catch (const Error&) {
             plans[which] = std::nullopt;
           }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <tuple>
 
 #include "interplace/kernels/error.hpp"
@@ -72,18 +73,36 @@ double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count) {
          roofline_optimizer_step_s(cost_model, OptimizerKind::sgd_momentum, parameter_count);
 }
 
-Schedule step_schedule(const StepRequest& request, int stage_count) {
+ScheduleRequest step_schedule_request(const StepRequest& request, int stage_count) {
   const bool global = strategy_reach(request.strategy, stage_count) >= stage_count - 1;
-  ScheduleRequest schedule_request;
-  schedule_request.strategy = request.strategy;
-  schedule_request.pipeline =
-      request.pipeline.value_or(global ? PipelineKind::gpipe : PipelineKind::one_f_one_b);
-  schedule_request.stage_count = stage_count;
-  schedule_request.virtual_stages = request.virtual_stages;
-  schedule_request.micro_batches = request.micro_batches;
-  schedule_request.mini_batches = request.mini_batches;
-  schedule_request.interlock = request.interlock;
-  return build_schedule(schedule_request);
+  return {.strategy = request.strategy,
+          .pipeline =
+              request.pipeline.value_or(global ? PipelineKind::gpipe : PipelineKind::one_f_one_b),
+          .stage_count = stage_count,
+          .virtual_stages = request.virtual_stages,
+          .micro_batches = request.micro_batches,
+          .mini_batches = request.mini_batches,
+          .interlock = request.interlock};
+}
+
+Schedule plan_step_schedule(const Graph& graph, const Placement& stages, const NodeCosts& costs,
+                            const CostModel& cost_model, const ScheduleRequest& request) {
+  const int k = request.stage_count;
+  const bool global = strategy_reach(request.strategy, k) >= k - 1;
+  if (!global) {
+    if (auto why = local_strategy_ineligibility(graph, stages)) {
+      throw_invalid("strategy '" + to_string(request.strategy) +
+                    "' cannot run on this placement: " + *why + "; only the global strategy can");
+    }
+  }
+  if (request.virtual_stages > 1) {
+    // The K*V stages must chain with messages to the next stage only (rank_model.cpp).
+    require_chunk_chain(request.pipeline, graph, stages);
+  } else if (global && !is_stage_chain(graph, stages)) {
+    return list_node_schedule(graph, stages, costs, cost_model, request.pipeline,
+                              request.micro_batches, request.mini_batches);
+  }
+  return build_schedule(request);
 }
 
 Schedule list_node_schedule(const Graph& graph, const Placement& placement, const NodeCosts& costs,
@@ -157,24 +176,28 @@ StepReport simulate_step(const Graph& graph, const Placement& placement, const N
                   std::to_string(placement.device_count));
   }
   const int k = placement.device_count / chunks;
-  const int reach = strategy_reach(request.strategy, k);
   if (request.micro_batches < 1 || request.mini_batches < 1) {
     throw_invalid("micro-batches and mini-batches must be >= 1");
   }
-  if (chunks > 1) {
-    require_chunk_chain(request.pipeline.value_or(PipelineKind::interleaved_1f1b), graph,
-                        placement);
-  } else if (reach >= k - 1) {
-    if (!is_stage_chain(graph, placement)) {
-      return simulate_schedule(graph, placement, costs, cost_model,
-                               list_node_schedule(graph, placement, costs, cost_model,
-                                                  request.pipeline.value_or(PipelineKind::gpipe),
-                                                  request.micro_batches, request.mini_batches),
-                               request.aux_heads, request.data_parallel);
-    }
-  }
-  return simulate_schedule(graph, placement, costs, cost_model, step_schedule(request, k),
-                           request.aux_heads, request.data_parallel);
+  return simulate_schedule(
+      graph, placement, costs, cost_model,
+      plan_step_schedule(graph, placement, costs, cost_model, step_schedule_request(request, k)),
+      request.aux_heads, request.data_parallel);
+}
+
+void require_memory_fits(const StepReport& report, const MemoryBudget& budget) {
+  int64_t needed = 0;
+  for (const DeviceStep& d : report.devices) needed = std::max(needed, d.peak_memory_bytes);
+  if (budget.bytes <= 0 || needed <= budget.bytes) return;
+  const auto gib = [](int64_t bytes) {
+    std::ostringstream out;
+    out.precision(3);
+    out << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
+    return out.str();
+  };
+  throw_invalid("configuration does not fit in " + budget.memory + ": needs " + gib(needed) +
+                " GiB per " + budget.unit + ", " + gib(budget.bytes) + " GiB available (" +
+                budget.source + "). HINT: " + budget.hint);
 }
 
 std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,

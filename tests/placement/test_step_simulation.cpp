@@ -183,6 +183,57 @@ TEST_F(StepSimulation, NonChainsRunTheNodeLevelListScheduleForGlobalOnly) {
   EXPECT_THROW(simulate_step(graph_, p, costs_, model_, {.micro_batches = 0}), Error);
 }
 
+// One planning path: simulate_step simulates the schedule plan_step_schedule plans (the one
+// train and sweeps run), a stage-level one on a chain and the node-level one elsewhere.
+TEST_F(StepSimulation, SimulateStepRunsThePlannedSchedule) {
+  for (const std::string placer : {"contiguous", "round-robin"}) {
+    const Placement p = place(placer, 3);
+    const StepRequest request{.strategy = "global", .micro_batches = 4};
+    const Schedule planned =
+        plan_step_schedule(graph_, p, costs_, model_, step_schedule_request(request, 3));
+    EXPECT_EQ(planned.messages, placer == "contiguous" ? MessageLevel::stage : MessageLevel::node);
+    EXPECT_EQ(simulate_step(graph_, p, costs_, model_, request).step_time_s,
+              simulate_schedule(graph_, p, costs_, model_, planned).step_time_s)
+        << placer;
+  }
+  // A local strategy off a chain is refused with the reason, before any schedule.
+  try {
+    plan_step_schedule(graph_, place("round-robin", 3), costs_, model_,
+                       {.strategy = Strategy("local"), .stage_count = 3, .micro_batches = 4});
+    FAIL() << "local ran on a placement that is not a chain";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("strategy 'local' cannot run on this placement"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The largest per-device peak against the budget: refused with both numbers and the
+// budget's words; nothing checked at 0 bytes.
+TEST_F(StepSimulation, MemoryBudgetRefusesTheLargestPeakAboveIt) {
+  const StepReport report =
+      simulate_step(graph_, place("contiguous", 2), costs_, model_, {.micro_batches = 2});
+  int64_t peak = 0;
+  for (const DeviceStep& d : report.devices) peak = std::max(peak, d.peak_memory_bytes);
+  ASSERT_GT(peak, 0);
+  EXPECT_NO_THROW(require_memory_fits(report, {.bytes = peak}));
+  EXPECT_NO_THROW(require_memory_fits(report, {.bytes = 0}));
+  try {
+    require_memory_fits(report, {.bytes = peak - 1,
+                                 .memory = "memory",
+                                 .unit = "rank",
+                                 .source = "MemAvailable / ranks",
+                                 .hint = "more ranks"});
+    FAIL() << "a peak above the budget passed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("does not fit in memory: needs "), std::string::npos) << what;
+    EXPECT_NE(what.find(" GiB per rank, "), std::string::npos) << what;
+    EXPECT_NE(what.find("(MemAvailable / ranks). HINT: more ranks"), std::string::npos) << what;
+  }
+}
+
 // Data parallelism: each device's all-reduce carries its fp32 parameters (and its head's),
 // priced by the ring formula on the preset's link, and R = 1 changes nothing.
 TEST_F(StepSimulation, DataParallelAllReducesEachDevicesParameters) {

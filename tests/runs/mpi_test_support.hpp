@@ -78,7 +78,7 @@ inline TrainResult train_plan_on(const TrainPlan& plan) {
 // (ranks 0 .. devices-1); other ranks get an empty result. Collective over the world.
 inline TrainResult train_on(TrainConfig config, int devices) {
   config.devices = devices;
-  return train_plan_on(plan_training(config));
+  return train_plan_on(plan_config(config));
 }
 
 // The plan of `config` (its strategy on `devices` stages) on a contiguous split of the id
@@ -102,7 +102,7 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
     config.pipeline = "1f1b";
     config.virtual_stages = 1;
   }
-  TrainPlan plan = plan_training(config);
+  TrainPlan plan = plan_config(config);
   const placement::Graph& g = plan.graph;
   const int n = g.node_count();
   std::vector<int> cuts;  // cut after node i: one producer feeds everything above i
@@ -146,7 +146,7 @@ inline TrainPlan chain_plan(TrainConfig config, int devices) {
   plan.config.pipeline = pipeline;
   plan.config.virtual_stages = virtual_stages;
   parse_choices(plan);
-  plan_schedule(plan);
+  plan_schedule(plan, training_cost_model(plan.config));
   return plan;
 }
 

@@ -17,7 +17,7 @@ TrainConfig base() {
 
 void expect_invalid(const TrainConfig& c, const std::string& fragment) {
   try {
-    plan_training(c);
+    plan_config(c);
     ADD_FAILURE() << "no error for " << fragment;
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_input) << e.what();
@@ -60,7 +60,7 @@ TEST(PlanTraining, CudaNeedsACudaBuild) {
   TrainConfig c = base();
   c.device = "cuda";
 #ifdef INTERPLACE_HAVE_CUDA
-  EXPECT_EQ(plan_training(c).config.device, "cuda");
+  EXPECT_EQ(plan_config(c).config.device, "cuda");
 #else
   expect_invalid(c, "no CUDA backend");
 #endif
@@ -87,7 +87,7 @@ TEST(PlanTraining, LocalNeedsAChainWithSingleTensorBoundaries) {
   c.strategy = "local";
   expect_invalid(c, "cannot run on this placement");
   c.strategy = "global";
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_FALSE(plan.global_only_reason.empty());
 }
 
@@ -99,16 +99,16 @@ TEST(PlanTraining, OneFOneBNeedsAStageChain) {
   c.pipeline = "1f1b";
   expect_invalid(c, "pipeline '1f1b' cannot run on this placement (not a stage chain");
   c.pipeline = "gpipe";
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_EQ(plan.schedule.messages, placement::MessageLevel::node);
   EXPECT_EQ(plan.pipeline.kind, placement::PipelineKind::gpipe);
   c.placer = "contiguous";
   c.pipeline = "1f1b";
-  const TrainPlan chain = plan_training(c);
+  const TrainPlan chain = plan_config(c);
   EXPECT_EQ(chain.schedule.messages, placement::MessageLevel::stage);
   EXPECT_EQ(chain.schedule.pipeline, placement::PipelineKind::one_f_one_b);
   c.pipeline = "zb-h1";
-  const TrainPlan zb = plan_training(c);
+  const TrainPlan zb = plan_config(c);
   EXPECT_EQ(zb.schedule.pipeline, placement::PipelineKind::zb_h1);
   c.placer = "round-robin";
   expect_invalid(c, "pipeline 'zb-h1' cannot run on this placement (not a stage chain");
@@ -123,7 +123,7 @@ TEST(PlanTraining, ZbH1IsForTheGlobalStrategyAlone) {
   expect_invalid(c, "pipeline 'zb-h1' schedules the global strategy only");
   expect_invalid(c, "pipeline 1f1b");
   c.strategy = "global";
-  EXPECT_EQ(plan_training(c).pipeline.kind, placement::PipelineKind::zb_h1);
+  EXPECT_EQ(plan_config(c).pipeline.kind, placement::PipelineKind::zb_h1);
 }
 
 // Interleaved 1F1B: the placer cuts K*V stages, rank j gets stages j, j + K, ..; the
@@ -133,7 +133,7 @@ TEST(PlanTraining, InterleavedPlacesDevicesTimesVirtualStages) {
   c.pipeline = "interleaved-1f1b";
   c.virtual_stages = 2;
   c.micro_batches = 4;
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_EQ(plan.pipeline.kind, placement::PipelineKind::interleaved_1f1b);
   EXPECT_EQ(plan.stage_placement.device_count, 4);
   EXPECT_EQ(plan.placement.device_count, 2);
@@ -147,9 +147,9 @@ TEST(PlanTraining, InterleavedPlacesDevicesTimesVirtualStages) {
   EXPECT_GT(plan.prediction.step_time_s, 0.0);
   // V = 1 is 1F1B, on K stages.
   c.virtual_stages = 1;
-  const TrainPlan one = plan_training(c);
+  const TrainPlan one = plan_config(c);
   c.pipeline = "1f1b";
-  EXPECT_EQ(one.schedule.stage_actions, plan_training(c).schedule.stage_actions);
+  EXPECT_EQ(one.schedule.stage_actions, plan_config(c).schedule.stage_actions);
   EXPECT_EQ(one.stage_placement, one.placement);
 }
 
@@ -160,11 +160,11 @@ TEST(PlanTraining, DataParallelPlansOneReplicaOfTheGlobalBatch) {
   TrainConfig c = base();
   c.batch_size = 32;
   c.micro_batches = 4;
-  const TrainPlan single = plan_training(c);
+  const TrainPlan single = plan_config(c);
   c.data_parallel = 2;
   EXPECT_EQ(c.ranks(), 4);
   EXPECT_EQ(c.replica_batch_size(), 16);
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_EQ(single.graph.batch_size(), 8);
   EXPECT_EQ(plan.graph.batch_size(), 4);
   EXPECT_EQ(plan.schedule.stage_count, 2);
@@ -267,7 +267,7 @@ TEST(PlanTraining, AGpuConfigurationIsCheckedAgainstTheGpuNotTheHost) {
   c.batch_size = 1024;
   c.devices = 1;
   c.device = "cuda";
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   ASSERT_EQ(plan.prediction.devices.size(), 1u);
   EXPECT_GT(plan.prediction.devices[0].peak_memory_bytes, int64_t{24} << 30);  // > this host's
   EXPECT_LE(plan.prediction.devices[0].peak_memory_bytes, int64_t{141'000'000'000});
@@ -277,7 +277,7 @@ TEST(PlanTraining, AGpuConfigurationIsCheckedAgainstTheGpuNotTheHost) {
 TEST(PlanTraining, BuildsTheGraphPerMicroBatch) {
   TrainConfig c = base();
   c.micro_batches = 4;
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_EQ(plan.graph.batch_size(), 2);
   EXPECT_EQ(plan.family, "resnet");
   EXPECT_EQ(plan.reach, 1);
@@ -298,27 +298,27 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   c.batch_size = 100;  // 600 steps per epoch
   c.warmup_steps = 2;
   c.epochs = 1.5;
-  EXPECT_EQ(plan_training(c).config.steps, 900 - 2);
+  EXPECT_EQ(plan_config(c).config.steps, 900 - 2);
   c.eval_epochs = {0.5, 1.5};
-  EXPECT_NO_THROW(plan_training(c));
+  EXPECT_NO_THROW(plan_config(c));
   c.eval_epochs = {2};  // after the run's end
   expect_invalid(c, "eval_epochs: epoch 2");
   // A training subset: epochs count in it (250 samples: 2 steps of 100 per epoch).
   c.train_samples = 250;
   c.eval_epochs = {0.5, 1.5};
-  EXPECT_EQ(plan_training(c).config.steps, 3 - 2);
+  EXPECT_EQ(plan_config(c).config.steps, 3 - 2);
   c.eval_epoch_samples = 50;  // less than a micro-batch of 100
   expect_invalid(c, "eval_epoch_samples 50 is less than one micro-batch of 100");
   c.eval_epoch_samples = -1;
   expect_invalid(c, "eval_epoch_samples must be >= 0");
   c.eval_epoch_samples = 100;
-  EXPECT_NO_THROW(plan_training(c));
+  EXPECT_NO_THROW(plan_config(c));
   c.train_samples = 60001;
   expect_invalid(c, "train_samples 60001 is more than the 60000 training samples");
   // A validation split: epochs count in the 54000 samples left (540 steps of 100).
   c.train_samples = 0;
   c.validation_fraction = 0.1;
-  EXPECT_EQ(plan_training(c).config.steps, 810 - 2);
+  EXPECT_EQ(plan_config(c).config.steps, 810 - 2);
   c.train_samples = 54001;
   expect_invalid(c, "train_samples 54001 is more than the 54000 training samples");
   c.train_samples = 0;
@@ -333,13 +333,13 @@ TEST(PlanTraining, EpochsBecomeSteps) {
   expect_invalid(c, "none is left to measure");
   c.epochs = 0.0;  // steps count
   c.steps = 7;
-  EXPECT_EQ(plan_training(c).config.steps, 7);
+  EXPECT_EQ(plan_config(c).config.steps, 7);
   // The learning rate of each step follows the schedule in the plan's units.
   c.lr_schedule.kind = LrScheduleKind::step;
   c.lr_schedule.milestones = {0.005};  // epochs: from step 3 on
   c.lr_schedule.unit = MilestoneUnit::epochs;
   c.learning_rate = 0.1;
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 2), 0.1);
   EXPECT_DOUBLE_EQ(config_learning_rate(plan.config, 3), 0.1 * 0.1);
 }
@@ -351,11 +351,11 @@ TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
   TrainConfig c = base();
   c.placer = "stages";
   c.strategy = "local";
-  const TrainPlan uncapped = plan_training(c);
+  const TrainPlan uncapped = plan_config(c);
   c.aux_head = placement::AuxHeadWidth::proportional;
-  const TrainPlan proportional = plan_training(c);
+  const TrainPlan proportional = plan_config(c);
   c.aux_head = placement::AuxHeadWidth::capped;
-  const TrainPlan capped = plan_training(c);
+  const TrainPlan capped = plan_config(c);
   EXPECT_EQ(config_aux_heads(uncapped.config).width, placement::AuxHeadWidth::study);
   EXPECT_EQ(config_aux_heads(proportional.config).width, placement::AuxHeadWidth::proportional);
   EXPECT_EQ(config_aux_heads(capped.config).width, placement::AuxHeadWidth::capped);
@@ -368,7 +368,7 @@ TEST(PlanTraining, AuxHeadsCappedOnlyWhenAsked) {
 TEST(PlanTraining, RecipeRefusals) {
   TrainConfig c = base();
   c.augmentation = Augmentation::crop_flip;
-  EXPECT_NO_THROW(plan_training(c));  // resnet20 reads images
+  EXPECT_NO_THROW(plan_config(c));  // resnet20 reads images
   c.model = "gpt-mini";
   c.dataset = "text";
   expect_invalid(c, "needs image samples");
@@ -380,7 +380,7 @@ TEST(PlanTraining, RecipeRefusals) {
   c.micro_batches = 2;
   expect_invalid(c, "micro_batches must be 1");
   c.micro_batches = 1;
-  EXPECT_NO_THROW(plan_training(c));
+  EXPECT_NO_THROW(plan_config(c));
   expect_invalid_name([&] { c.pipeline = "zigzag"; }, "e2e");  // the list of names has it
 }
 

@@ -80,7 +80,7 @@ TEST(Runtime, CudaWithoutAGpuFailsCleanly) {
   c.device = "cuda";
   c.devices = world_size();
   try {
-    train(plan_training(c), MPI_COMM_WORLD);
+    train(plan_config(c), MPI_COMM_WORLD);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
 #ifdef INTERPLACE_HAVE_CUDA

@@ -60,7 +60,7 @@ TEST(Runtime, GlobalMatchesSingleRecurrentWithSharedWeightsAcrossRanks) {
       const std::string what = std::string(placer) + " M=" + std::to_string(m);
       TrainConfig probe = c;
       probe.devices = p;
-      EXPECT_GT(heads_away_from_owner(plan_training(probe)), 0) << what;
+      EXPECT_GT(heads_away_from_owner(plan_config(probe)), 0) << what;
       const TrainResult single = train_on(c, 1);
       const TrainResult many = train_on(c, p);
       testing::expect_losses_near(many, single, 1e-5, 1e-7, what + " P=" + std::to_string(p));

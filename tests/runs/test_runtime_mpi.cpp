@@ -42,11 +42,11 @@ void check_global_matches_single(const TrainConfig& base, const std::vector<std:
         TrainConfig probe = c;
         probe.devices = p;
         probe.pipeline = "gpipe";
-        const TrainPlan gpipe_plan = plan_training(probe);
+        const TrainPlan gpipe_plan = plan_config(probe);
         if (c.pipeline != "gpipe" &&
             !placement::is_stage_chain(gpipe_plan.graph, gpipe_plan.placement)) {
           probe.pipeline = c.pipeline;
-          EXPECT_THROW(plan_training(probe), Error) << what;
+          EXPECT_THROW(plan_config(probe), Error) << what;
           continue;
         }
         // The reference is the whole backward: one rank under ZB-H1 would split it too.
@@ -321,7 +321,7 @@ TEST(Runtime, StreamedStepsEqualTheGatheredRecords) {
   c.micro_batches = 2;
   c.devices = world_size();
   std::vector<StepRecord> streamed;
-  const TrainResult r = train(plan_training(c), MPI_COMM_WORLD,
+  const TrainResult r = train(plan_config(c), MPI_COMM_WORLD,
                               [&streamed](const StepRecord& s) { streamed.push_back(s); });
   if (world_rank() != 0) {
     EXPECT_TRUE(streamed.empty());
@@ -427,13 +427,13 @@ TEST(Runtime, DataParallelNeedsDevicesTimesReplicasRanks) {
   TrainConfig c = small_gpt();
   c.data_parallel = 2;
   c.devices = world_size();  // needs twice the world
-  expect_world_refuses(plan_training(c), "x 2 replicas");
+  expect_world_refuses(plan_config(c), "x 2 replicas");
 }
 
 TEST(Runtime, DevicesMustMatchTheCommunicator) {
   TrainConfig c = small_resnet();
   c.devices = world_size() + 1;
-  expect_world_refuses(plan_training(c), "the communicator has");
+  expect_world_refuses(plan_config(c), "the communicator has");
 }
 
 }  // namespace

@@ -126,7 +126,7 @@ TEST(Runtime, ExecutesTheNodeLevelScheduleOffChains) {
   c.micro_batches = 2;
   c.steps = 1;
   c.devices = testing::world_size();
-  const TrainPlan plan = plan_training(c);
+  const TrainPlan plan = plan_config(c);
   ASSERT_EQ(plan.schedule.messages, placement::MessageLevel::node);
   expect_executes_schedule(plan, "gpt round-robin gpipe");
 }

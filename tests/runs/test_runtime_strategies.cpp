@@ -59,7 +59,7 @@ TrainPlan tiny_plan(const std::string& strategy) {
   plan.graph = tiny_chain();
   plan.placement = {.device_count = 3, .device_of_node = {0, 0, 1, 2}};
   parse_choices(plan);
-  plan_schedule(plan);
+  plan_schedule(plan, training_cost_model(plan.config));
   return plan;
 }
 

@@ -36,7 +36,7 @@ RuntimeUnits time_runtime_units(const RuntimeUnitOptions& options) {
   config.device = options.device;
   config.threads_per_rank = options.threads;
   config.cost_device = options.cost_device;
-  TrainPlan plan = plan_training(config);
+  TrainPlan plan = plan_config(config);
   plan.record_node_times = options.node_times;
   const TrainResult result = train(plan, MPI_COMM_SELF);
   std::vector<double> forward, backward, optimizer, overhead;

@@ -11,9 +11,6 @@
 
 namespace interplace::runs {
 
-// The cost model of the configuration's device preset, or of its measured profile.
-placement::CostModel training_cost_model(const TrainConfig& config);
-
 // Throws invalid_input unless the graph has exactly one input node and one sink (the
 // logits), which is what the data sets feed and the loss reads.
 void require_trainable_graph(const placement::Graph& graph);

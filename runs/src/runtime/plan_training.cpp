@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 
 #include "interplace/kernels/error.hpp"
@@ -61,13 +60,6 @@ int64_t memory_per_rank_bytes(int devices) {
     available = available > 0 ? std::min(available, left) : left;
   }
   return available;
-}
-
-std::string gib(double bytes) {
-  std::ostringstream out;
-  out.precision(3);
-  out << bytes / (1024.0 * 1024.0 * 1024.0);
-  return out.str();
 }
 
 // Beyond each key's own check (check_scalar_fields, by resolve_epochs): the rules that
@@ -130,9 +122,8 @@ void parse_choices(TrainPlan& plan) {
                                 .interlock_sum = plan.interlock == placement::InterlockMode::sum});
 }
 
-void plan_schedule(TrainPlan& plan) {
+void plan_schedule(TrainPlan& plan, const placement::CostModel& cost_model) {
   const TrainConfig& c = plan.config;
-  const bool global = plan.reach == c.devices - 1;
   const int chunks = plan.pipeline.virtual_stages;
   if (chunks == 1) {
     plan.stage_placement = plan.placement;
@@ -142,45 +133,24 @@ void plan_schedule(TrainPlan& plan) {
                   std::to_string(plan.pipeline.stages()) + " stages, got " +
                   std::to_string(plan.stage_placement.device_count));
   }
-  if (auto why = placement::local_strategy_ineligibility(plan.graph, plan.placement)) {
-    plan.global_only_reason = *why;
-  } else {
-    plan.global_only_reason.clear();
-  }
-  if (!global && !plan.global_only_reason.empty()) {
-    throw_invalid("strategy '" + to_string(c.strategy) +
-                  "' cannot run on this placement: " + plan.global_only_reason);
-  }
-  placement::ScheduleRequest request;
-  request.strategy = plan.strategy;
-  request.pipeline = plan.pipeline.kind;
-  request.interlock = plan.interlock;
-  request.stage_count = c.devices;
-  request.virtual_stages = chunks;
-  request.micro_batches = c.micro_batches;
-  request.mini_batches = 1;  // one training step; the runtime repeats it
-  if (chunks > 1) {
-    // The K*V stages must chain with messages to the next stage only (rank_model.cpp).
-    placement::require_chunk_chain(plan.pipeline.kind, plan.graph, plan.stage_placement);
-    plan.schedule = placement::build_schedule(request);
-    return;
-  }
-  if (placement::is_stage_chain(plan.graph, plan.placement)) {
-    plan.schedule = placement::build_schedule(request);
-    return;
-  }
-  const placement::CostModel cost_model = training_cost_model(c);
-  plan.schedule =
-      placement::list_node_schedule(plan.graph, plan.placement, cost_model.node_costs(plan.graph),
-                                    cost_model, plan.pipeline.kind, c.micro_batches);
+  plan.global_only_reason =
+      placement::local_strategy_ineligibility(plan.graph, plan.placement).value_or("");
+  plan.schedule = placement::plan_step_schedule(
+      plan.graph, plan.stage_placement, cost_model.node_costs(plan.graph), cost_model,
+      {.strategy = plan.strategy,
+       .pipeline = plan.pipeline.kind,
+       .stage_count = c.devices,
+       .virtual_stages = chunks,
+       .micro_batches = c.micro_batches,
+       .mini_batches = 1,  // one training step; the runtime repeats it
+       .interlock = plan.interlock});
 }
 
-TrainPlan plan_training(const TrainConfig& given) {
+PlanInputs check_plan_inputs(const TrainConfig& given) {
   TrainConfig config = given;
   resolve_epochs(config);  // steps from epochs; the recipe's epoch units checked
   validate_scalars(config);
   if (config.graph_file.empty()) catalog_entry(config.model);  // an unknown model, named first
-  const placement::OrderKind order = config.order.kind();
 
   TrainPlan plan;
   plan.config = config;
@@ -203,76 +173,89 @@ TrainPlan plan_training(const TrainConfig& given) {
   }
   plan.parameter_count = plan.graph.total_parameter_count();
 
-  const placement::CostModel cost_model = training_cost_model(config);
+  PlanInputs inputs{.plan = std::move(plan), .cost_model = training_cost_model(config)};
+  if (!config.placement_path.empty()) {
+    // V virtual stages: a placement file of K*V stages, each on the device of the
+    // pipeline's stage map.
+    const int stage_count = inputs.plan.pipeline.stages();
+    placement::Placement file =
+        placement::read_placement_file(config.placement_path, inputs.plan.graph);
+    if (file.device_count != stage_count) {
+      throw_invalid(
+          "the placement file " + config.placement_path + " places on " +
+          std::to_string(file.device_count) + " devices, the run has " +
+          std::to_string(stage_count) +
+          (inputs.plan.pipeline.virtual_stages > 1 ? " stages (devices x virtual stages)" : ""));
+    }
+    inputs.placement_file = std::move(file);
+  }
+  if (config.simulate_only) return inputs;  // nothing is allocated
+  // Weights and activations live on the GPU, not in the host's memory: checked against the
+  // cost model's device, as the placers count it (planning needs no GPU: a dry run on a
+  // login node plans the cluster's job).
+  if (inputs.plan.device == kernels::Device::cuda) {
+    const placement::DeviceSpec& gpu = inputs.cost_model.device();
+    inputs.memory = {.bytes = gpu.memory_capacity_bytes,
+                     .memory = "GPU memory",
+                     .unit = "GPU",
+                     .source = "the cost model's device '" + gpu.name + "'",
+                     .hint =
+                         "a smaller batch size or multiplier, more micro-batches, or more "
+                         "devices; cost_device names the GPU (h100, h200)"};
+  } else {
+    inputs.memory = {.bytes = memory_per_rank_bytes(config.ranks()),
+                     .memory = "memory",
+                     .unit = "rank",
+                     .source = "MemAvailable / ranks, and ulimit -v",
+                     .hint =
+                         "a smaller batch size or multiplier, more micro-batches, or more "
+                         "ranks"};
+  }
+  return inputs;
+}
+
+TrainPlan plan_training(PlanInputs inputs) {
+  TrainPlan plan = std::move(inputs.plan);
+  const TrainConfig& config = plan.config;
+  const placement::CostModel& cost_model = inputs.cost_model;
   placement::OrderedGraph ordered =
-      placement::order_graph(plan.graph, cost_model, order, config.seed);
-  const placement::NodeCosts& costs = ordered.costs;
+      placement::order_graph(plan.graph, cost_model, config.order.kind(), config.seed);
   // V virtual stages: the placer cuts K*V stages, each on the device of the pipeline's
   // stage map.
-  const int chunks = plan.pipeline.virtual_stages;
-  placement::PlacementRequest request{.device_count = plan.pipeline.stages(),
-                                      .cost_model = cost_model};
-  request.micro_batches = config.micro_batches;
-  // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count it;
-  // with virtual stages charged to each of a device's V stages (pipelines.hpp).
-  request.kept_micro_batches = plan.pipeline.kept_micro_batches;
-  request.seed = config.seed;
-  request.rl = placement::rl_preset_options(config.rl_preset);
-  const int stage_count = request.device_count;
-  if (config.placement_path.empty()) {
+  if (inputs.placement_file) {
+    plan.stage_placement = std::move(*inputs.placement_file);
+  } else {
+    placement::PlacementRequest request{.device_count = plan.pipeline.stages(),
+                                        .cost_model = cost_model};
+    request.micro_batches = config.micro_batches;
+    // What the pipeline keeps at once (1F1B: at most K), as the simulator's peaks count
+    // it; with virtual stages charged to each of a device's V stages (pipelines.hpp).
+    request.kept_micro_batches = plan.pipeline.kept_micro_batches;
+    request.seed = config.seed;
+    request.rl = placement::rl_preset_options(config.rl_preset);
     if (config.placer == placement::PlacerKind::rl) request.rl_log = &plan.rl_log.emplace();
     plan.stage_placement = placement::run_placer(plan.graph, ordered, config.placer.kind(),
                                                  std::move(request), &plan.placer_wall_s);
-  } else {
-    plan.stage_placement = placement::read_placement_file(config.placement_path, plan.graph);
-    if (plan.stage_placement.device_count != stage_count) {
-      throw_invalid("the placement file " + config.placement_path + " places on " +
-                    std::to_string(plan.stage_placement.device_count) + " devices, the run has " +
-                    std::to_string(stage_count) +
-                    (chunks > 1 ? " stages (devices x virtual stages)" : ""));
-    }
   }
   plan.order = std::move(ordered.order);
-  plan.placement = chunks > 1 ? placement::interleaved_devices(
-                                    plan.stage_placement, plan.pipeline.stage_map, config.devices)
-                              : plan.stage_placement;
+  plan.placement = plan.pipeline.virtual_stages > 1
+                       ? placement::interleaved_devices(plan.stage_placement,
+                                                        plan.pipeline.stage_map, config.devices)
+                       : plan.stage_placement;
 
-  plan_schedule(plan);
+  plan_schedule(plan, cost_model);
   // The prediction simulates the schedule the ranks execute.
   plan.prediction =
-      placement::simulate_schedule(plan.graph, plan.stage_placement, costs, cost_model,
+      placement::simulate_schedule(plan.graph, plan.stage_placement, ordered.costs, cost_model,
                                    plan.schedule, config_aux_heads(config), config.data_parallel);
-
   plan.graph_stats = placement::compute_graph_stats(plan.graph, ordered.node_seconds);
-
-  if (config.simulate_only) return plan;  // nothing is allocated
-  int64_t needed = 0;
-  for (const placement::DeviceStep& d : plan.prediction.devices)
-    needed = std::max(needed, d.peak_memory_bytes);
   // Decided from the graph's shapes: no weight exists yet (the zoo builds shapes only).
-  if (plan.device == kernels::Device::cuda) {
-    // Weights and activations live on the GPU, not in the host's memory: checked against
-    // the cost model's device, as the placers count it (planning needs no GPU: a dry run
-    // on a login node plans the cluster's job).
-    const placement::DeviceSpec& gpu = cost_model.device();
-    if (gpu.memory_capacity_bytes > 0 && needed > gpu.memory_capacity_bytes) {
-      throw_invalid("configuration does not fit in GPU memory: needs " +
-                    gib(static_cast<double>(needed)) + " GiB per GPU, the cost model's device '" +
-                    gpu.name + "' has " + gib(static_cast<double>(gpu.memory_capacity_bytes)) +
-                    " GiB. HINT: a smaller batch size or multiplier, more micro-batches, or "
-                    "more devices; cost_device names the GPU (h100, h200)");
-    }
-    return plan;
-  }
-  const int64_t available = memory_per_rank_bytes(config.ranks());
-  if (available > 0 && needed > available) {
-    throw_invalid("configuration does not fit in memory: needs " +
-                  gib(static_cast<double>(needed)) + " GiB per rank, " +
-                  gib(static_cast<double>(available)) +
-                  " GiB available (MemAvailable / ranks, and ulimit -v). HINT: a smaller "
-                  "batch size or multiplier, more micro-batches, or more ranks");
-  }
+  placement::require_memory_fits(plan.prediction, inputs.memory);
   return plan;
+}
+
+TrainPlan plan_config(const TrainConfig& config) {
+  return plan_training(check_plan_inputs(config));
 }
 
 std::vector<placement::NodeId> config_node_order(const TrainConfig& given) {

@@ -6,7 +6,7 @@
 namespace interplace::runs {
 
 SweepRunner runtime_runner() {
-  return {[](const TrainConfig& config) { return plan_training(config); },
+  return {[](const TrainConfig& config) { return plan_config(config); },
           [](const TrainPlan& plan, MPI_Comm comm) { return train(plan, comm); },
           [](const TrainConfig& config, int threads, MPI_Comm comm) {
             const MeasuredProfile measured =

@@ -105,10 +105,18 @@ std::vector<TimelineEvent> simulated_timeline(const Schedule& schedule,
 // weights and state back.
 double optimizer_step_s(const CostModel& cost_model, int64_t parameter_count);
 
-// The schedule simulate_step simulates for `request` on a stage chain of
-// `placement.device_count` stages (the pipeline defaults to GPipe for global, the interlocked
-// schedule otherwise). Throws invalid_input like build_schedule.
-Schedule step_schedule(const StepRequest& request, int stage_count);
+// The schedule request of `request` on K = `stage_count` devices (the pipeline defaults to
+// GPipe for global, the interlocked schedule otherwise).
+ScheduleRequest step_schedule_request(const StepRequest& request, int stage_count);
+
+// The one schedule a step of `stages` runs, for simulate_step, `train` and sweeps alike
+// (training.hpp's plan_training): on a stage chain the pipeline's per-rank lists
+// (build_schedule; with V virtual stages `stages` holds the K*V model stages, which must
+// chain: require_chunk_chain); elsewhere the global strategy's list schedule node by node
+// (list_node_schedule, GPipe alone). Throws invalid_input for a local or interlocking
+// strategy on a placement that is not a stage chain, saying why, and as build_schedule.
+Schedule plan_step_schedule(const Graph& graph, const Placement& stages, const NodeCosts& costs,
+                            const CostModel& cost_model, const ScheduleRequest& request);
 
 // Simulates `schedule` itself on the placement, with auxiliary heads of `aux_heads` where
 // the schedule has them: the runtime executes the same object (training.hpp's
@@ -161,6 +169,21 @@ class GlobalStepTime {
   int sharing_devices_ = -1;     // the device count sharing_active_ was computed for
   bool sharing_active_ = false;  // or working sets: simulate_step's way, not the estimate
 };
+
+// What one device of a run may hold, for require_memory_fits: its bytes and the words of
+// the refusal ("configuration does not fit in <memory>: needs X GiB per <unit>, Y GiB
+// available (<source>). HINT: <hint>").
+struct MemoryBudget {
+  int64_t bytes = 0;  // 0: unknown, nothing is checked
+  std::string memory = "memory";
+  std::string unit = "device";
+  std::string source;
+  std::string hint;
+};
+
+// Throws invalid_input when the largest per-device peak memory of `report` exceeds
+// `budget.bytes`.
+void require_memory_fits(const StepReport& report, const MemoryBudget& budget);
 
 // Throws invalid_input for a bad strategy or count, or a local/interlocking strategy on a
 // placement that cannot run it (the message gives the reason).

@@ -3,7 +3,7 @@
 // (docs/results-format.md names every field below the same way).
 //
 // Life of a configuration:
-//   plan_training(config)         every rank, no MPI: validates the configuration, parses
+//   plan_config(config)           every rank, no MPI: validates the configuration, parses
 //                                 its names once (strategy, pipeline, interlock mode,
 //                                 device), builds the graph, order, placement, the one
 //                                 schedule every rank executes and the simulator's
@@ -331,10 +331,29 @@ void resolve_graph_file(TrainConfig& config);
 // changed since resolve_graph_file). `family` gets the network's family.
 placement::Graph build_config_graph(const TrainConfig& config, std::string* family = nullptr);
 
-// Throws invalid_input (the configuration cannot run, with the reason). A simulate-only
-// configuration is planned without the checks that only training needs (a trainable graph,
-// the data set, memory for the run).
-TrainPlan plan_training(const TrainConfig& config);
+// Planning is two steps, each throwing invalid_input with the reason when the
+// configuration cannot run. A simulate-only configuration is planned without the checks
+// that only training needs (a trainable graph, the data set, memory for the run).
+//   check_plan_inputs(config)  what the configuration names, checked and read once: steps
+//                              from epochs, the rules that combine keys, the names parsed
+//                              (parse_choices, the pipeline registry's rules), the graph
+//                              built and what training needs of it, the cost model (its
+//                              preset, or its profile read), the placement file read against
+//                              the graph, and the host memory a rank has;
+//   plan_training(inputs)      from those alone: order, placement, schedule, prediction,
+//                              and the prediction's peak memory against the rank's.
+// plan_config(config) is both.
+struct PlanInputs {
+  TrainPlan plan;  // config (resolved), family, graph, parsed choices, parameter_count
+  placement::CostModel cost_model;
+  std::optional<placement::Placement> placement_file;  // config.placement_path's, checked
+  // What a rank may hold: its GPU, or its share of the host's memory; 0 bytes when
+  // simulate-only or unknown (nothing is checked).
+  placement::MemoryBudget memory;
+};
+PlanInputs check_plan_inputs(const TrainConfig& config);
+TrainPlan plan_training(PlanInputs inputs);
+TrainPlan plan_config(const TrainConfig& config);
 
 // The node sequence of the configuration's order on its graph and cost model, as
 // plan_training computes it, without placing: orders that give a graph the same sequence
@@ -344,14 +363,17 @@ std::vector<placement::NodeId> config_node_order(const TrainConfig& config);
 // The parsing step of plan_training: plan.strategy, reach, pipeline, interlock and device
 // from plan.config (devices is the stage count). Throws invalid_input for an unknown name.
 void parse_choices(TrainPlan& plan);
+// The cost model of the configuration's device preset, or of its profile (read from its
+// file, or the one the job measured: profile:auto).
+placement::CostModel training_cost_model(const TrainConfig& config);
 // The scheduling step of plan_training, from the parsed fields and plan.placement:
 // build_schedule on a stage chain, elsewhere list_node_schedule (step_simulation.hpp) with
-// the configuration's cost model. Throws
+// `cost_model` (the plan's: training_cost_model of its configuration). Throws
 // invalid_input when the placement cannot run the choice: a local or interlocking strategy,
 // or the 1f1b pipeline, on a placement that is not a stage chain (1F1B interleaves
 // whole-stage passes: never run as something else under its name). A test that edits a plan's
 // placement or choices calls parse_choices and plan_schedule again.
-void plan_schedule(TrainPlan& plan);
+void plan_schedule(TrainPlan& plan, const placement::CostModel& cost_model);
 
 // Called on rank 0 with each step's record (all ranks' parts) while training goes on,
 // in step order, once every rank has ended that step.

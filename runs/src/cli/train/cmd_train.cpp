@@ -257,7 +257,7 @@ std::string run_train(TrainOptions& o) {
               MPI_COMM_WORLD)
               .profile;
     }
-    const TrainPlan plan = plan_training(config);
+    const TrainPlan plan = plan_config(config);
     const bool json = o.format == "json";
     // Steps are printed as every rank finishes them (a run that fails or is killed has
     // printed what it did; one that fails before its first step prints nothing); the
