@@ -216,8 +216,11 @@ TEST_F(StepSimulation, MemoryBudgetRefusesTheLargestPeakAboveIt) {
   int64_t peak = 0;
   for (const DeviceStep& d : report.devices) peak = std::max(peak, d.peak_memory_bytes);
   ASSERT_GT(peak, 0);
-  EXPECT_NO_THROW(require_memory_fits(report, {.bytes = peak}));
-  EXPECT_NO_THROW(require_memory_fits(report, {.bytes = 0}));
+  MemoryBudget budget;
+  budget.bytes = peak;
+  EXPECT_NO_THROW(require_memory_fits(report, budget));
+  budget.bytes = 0;
+  EXPECT_NO_THROW(require_memory_fits(report, budget));
   try {
     require_memory_fits(report, {.bytes = peak - 1,
                                  .memory = "memory",

@@ -173,7 +173,10 @@ PlanInputs check_plan_inputs(const TrainConfig& given) {
   }
   plan.parameter_count = plan.graph.total_parameter_count();
 
-  PlanInputs inputs{.plan = std::move(plan), .cost_model = training_cost_model(config)};
+  PlanInputs inputs{.plan = std::move(plan),
+                    .cost_model = training_cost_model(config),
+                    .placement_file = std::nullopt,
+                    .memory = {}};
   if (!config.placement_path.empty()) {
     // V virtual stages: a placement file of K*V stages, each on the device of the
     // pipeline's stage map.
