@@ -17,7 +17,7 @@ struct PlacerEntry {
 };
 
 // In PlacerKind's order.
-constexpr std::array<PlacerEntry, 8> kPlacers = {{
+constexpr std::array<PlacerEntry, 11> kPlacers = {{
     {PlacerKind::contiguous, "contiguous", &place_contiguous},
     {PlacerKind::stages, "stages", &place_stages},
     {PlacerKind::greedy_eft, "greedy-eft", &place_greedy_eft},
@@ -26,6 +26,9 @@ constexpr std::array<PlacerEntry, 8> kPlacers = {{
     {PlacerKind::round_robin, "round-robin", &place_round_robin},
     {PlacerKind::random, "random", &place_random},
     {PlacerKind::rl, "rl", &place_rl},
+    {PlacerKind::even_layers, "even-layers", &place_even_layers},
+    {PlacerKind::deepspeed_uniform, "deepspeed-uniform", &place_deepspeed_uniform},
+    {PlacerKind::deepspeed_parameters, "deepspeed-parameters", &place_deepspeed_parameters},
 }};
 
 const PlacerEntry& entry_of(PlacerKind kind) {

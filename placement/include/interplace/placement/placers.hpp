@@ -24,7 +24,21 @@
 //                with the least compute, or every device with refine_all_devices: each
 //                candidate costs one full estimate, so this keeps large graphs tractable.
 //
-// All respect the per-device memory capacity (a node needs its parameter state plus its
+// The splits users of PyTorch's pipelining tools get today (docs/placers.md, "Baselines"),
+// on the graph's layers: runs of nodes, consecutive in the order, of one source module (a
+// graph file's `module`; a node without one is a layer of its own), so that every cut is a
+// module boundary. Costs are not looked at; a split that overflows a device is refused.
+//   even-layers           torchtitan's (and torch pipelining's examples') even split of the
+//                         transformer blocks: the children of the module with the most
+//                         numbered children, the layers before them (embeddings) on the
+//                         first stage and after them (norm, output) on the last, each
+//                         weighed as one block (first/last_stage_less_layers = 1)
+//   deepspeed-uniform     DeepSpeed PipelineModule partition_method="uniform": the same
+//                         number of layers a stage, the first ones one more
+//   deepspeed-parameters  partition_method="parameters" (its default): the layers' trainable
+//                         parameter counts split by DeepSpeed's partition_balanced
+//
+// All others respect the per-device memory capacity (a node needs its parameter state plus its
 // output activation for each micro-batch its device keeps at once: `micro_batches` under
 // GPipe, the worst case, or `kept_micro_batches` when the schedule keeps fewer): a
 // node that does not fit where a placer would put it goes to the next device that has
@@ -94,11 +108,30 @@ Placement place_round_robin(const Graph& graph, const Order& order,
 Placement place_random(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_refine(const Graph& graph, const Order& order, const PlacementRequest& request);
 Placement place_rl(const Graph& graph, const Order& order, const PlacementRequest& request);
+Placement place_even_layers(const Graph& graph, const Order& order,
+                            const PlacementRequest& request);
+Placement place_deepspeed_uniform(const Graph& graph, const Order& order,
+                                  const PlacementRequest& request);
+Placement place_deepspeed_parameters(const Graph& graph, const Order& order,
+                                     const PlacementRequest& request);
 
 // The placers of the registry (placer_registry.cpp), in the order of placer_names().
-enum class PlacerKind { contiguous, stages, greedy_eft, balanced, refine, round_robin, random, rl };
+enum class PlacerKind {
+  contiguous,
+  stages,
+  greedy_eft,
+  balanced,
+  refine,
+  round_robin,
+  random,
+  rl,
+  even_layers,
+  deepspeed_uniform,
+  deepspeed_parameters
+};
 
-// "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random", "rl".
+// "contiguous", "stages", "greedy-eft", "balanced", "refine", "round-robin", "random", "rl",
+// "even-layers", "deepspeed-uniform", "deepspeed-parameters".
 const std::vector<std::string>& placer_names();
 // Throws invalid_input for an unknown name, listing the valid ones.
 PlacerKind placer_kind_by_name(std::string_view name);
