@@ -75,9 +75,27 @@ std::vector<NodeId> stage_starts(const Graph& graph, const Placement& stages) {
     }
     starts.push_back(id);
   }
-  if (static_cast<int>(starts.size()) != stages.device_count) {
-    throw_invalid("stages " + std::to_string(starts.size()) + " to " +
-                  std::to_string(stages.device_count - 1) + " hold no node" + hint);
+  const int held = static_cast<int>(starts.size());
+  if (held != stages.device_count) {
+    throw_invalid((held + 1 == stages.device_count
+                       ? "stage " + std::to_string(held) + " holds"
+                       : "stages " + std::to_string(held) + " to " +
+                             std::to_string(stages.device_count - 1) + " hold") +
+                  " no node" + hint);
+  }
+  // A stage of the network's inputs alone would be a torch stage without an op.
+  for (int s = 0; s < held; ++s) {
+    const NodeId end = s + 1 < held ? starts[static_cast<size_t>(s) + 1] : graph.node_count();
+    bool computes = false;
+    for (NodeId id = starts[static_cast<size_t>(s)]; id < end; ++id) {
+      computes = computes || graph.node(id).op != "input";
+    }
+    if (!computes) {
+      throw_invalid("stage " + std::to_string(s) + " holds only the network's input (" +
+                    quoted(graph.node(starts[static_cast<size_t>(s)])) +
+                    "): torch would run a stage without an op. HINT: fewer stages "
+                    "(--devices), or a finer graph (--granularity ops or a deeper modules:D)");
+    }
   }
   return starts;
 }

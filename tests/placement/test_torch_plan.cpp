@@ -217,6 +217,17 @@ TEST(TorchPlan, RefusesAGraphWithoutModulesStagesOutOfOrderAndOtherStrategies) {
   EXPECT_NE(error.find("runs the global strategy"), std::string::npos) << error;
   EXPECT_NE(error.find("HINT: --strategy global"), std::string::npos);
 
+  // A stage of the input alone, and a stage without a node.
+  error = error_of(graph, stages_from(graph, {0, 1}), global(PipelineKind::gpipe, 2, 1));
+  EXPECT_NE(error.find("stage 0 holds only the network's input ('x'): torch would run a stage "
+                       "without an op. HINT: fewer stages"),
+            std::string::npos)
+      << error;
+  Placement empty = stages_from(graph, {0});
+  empty.device_count = 2;
+  error = error_of(graph, empty, global(PipelineKind::gpipe, 2, 1));
+  EXPECT_NE(error.find("stage 1 holds no node. HINT: "), std::string::npos) << error;
+
   // Four stages for a schedule of two.
   error = error_of(graph, stages_from(graph, {0, 2, block_start(1), graph.node_count() - 1}),
                    global(PipelineKind::gpipe, 2, 1));
