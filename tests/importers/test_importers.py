@@ -561,6 +561,69 @@ def test_granularity_cli_and_checks():
               and "spare.weight" in str(error), str(error))
 
 
+def test_torch_plan_splits_the_real_module():
+    """`place --save-torch-plan` on the nn.TransformerEncoder model at modules:3 (one node per
+    encoder layer), 2 devices: the split point is an encoder layer's FQN, and splitting the
+    real torch module there (torch_plan.stage_parameters: one run, a new stage at the split
+    point's call, each parameter where a torch function first takes it) gives each stage
+    exactly the parameters of interplace's stage, summing to torch's total; the helper's
+    command line says so. `simulate --pipeline zbv` writes the V map's 4 stages, at modules:3
+    and at ops (a cut before a layer's self_attn is the layer's split point), each equal to
+    torch's split; a zoo model (no module paths) and stages out of node order are refused
+    with a HINT."""
+    import torch
+    import small_nets
+    from interplace_importers.torch_plan import TorchPlan, stage_parameters
+    model = small_nets.transformer_encoder()
+    total = sum(p.numel() for p in model.parameters())
+    example = [torch.zeros(1, 8, 16)]
+    _, blocks, _ = import_timed(model, (8, 16), "transformer_encoder", granularity="modules:3")
+    _, ops, _ = import_timed(model, (8, 16), "transformer_encoder")
+    layers = {f"encoder.layers.{i}" for i in range(4)}
+    placement = ("--batch-size", "32", "--micro-batches", "4", "--order", "topo", "--placer",
+                 "contiguous", "--devices", "2")
+
+    def torch_split(plan):
+        counts = stage_parameters(model, plan.split_points, example)
+        planned = [s["parameters"] for s in plan.stages]
+        print(f"{plan.pipeline} split at {plan.split_points}: torch's stages {counts}, "
+              f"interplace's {planned}")
+        check(counts == planned, f"torch's stages hold {counts}, interplace's {planned}")
+        check(sum(counts) == total and min(counts) > 0, f"{counts} of {total}")
+
+    plan_path = os.path.join(TMP, "encoder-plan.json")
+    interplace("place", "--graph-file", blocks, *placement, "--save-torch-plan", plan_path)
+    plan = TorchPlan.read(plan_path)
+    check(plan.pipeline == "gpipe" and plan.schedule_class_name == "ScheduleGPipe"
+          and plan.n_microbatches == 4 and plan.rank_stages == [[0], [1]], plan.data)
+    check(len(plan.split_points) == 1 and plan.split_points[0] in layers, plan.split_points)
+    check(plan.actions[1] == ["1F0", "1F1", "1F2", "1F3", "1B0", "1B1", "1B2", "1B3"],
+          plan.actions)
+    torch_split(plan)
+    r = ok(sys.executable, "-m", "interplace_importers.torch_plan", plan_path, "--module",
+           "small_nets:transformer_encoder", "--input-shape", "8,16")
+    check(f"per-stage parameters = torch's ({total:,} in all)" in r.stdout, r.stdout)
+
+    for graph in (blocks, ops):
+        zbv_path = os.path.join(TMP, "encoder-zbv.json")
+        interplace("simulate", "--graph-file", graph, *placement, "--pipeline", "zbv",
+                   "--save-torch-plan", zbv_path)
+        zbv = TorchPlan.read(zbv_path)
+        check(zbv.schedule_class_name == "ScheduleZBVZeroBubble" and zbv.stages_per_rank == 2
+              and zbv.rank_stages == [[0, 3], [1, 2]]
+              and [s["rank"] for s in zbv.stages] == [0, 1, 1, 0], zbv.data)
+        check(set(zbv.split_points) <= layers, zbv.split_points)
+        check(all(len(a) == 3 * 2 * 4 for a in zbv.actions), zbv.actions)  # F, I, W a stage
+        torch_split(zbv)
+
+    fails(2, "place", "--model", "resnet20", "--order", "topo", "--placer", "contiguous",
+          "--devices", "2", "--save-torch-plan", os.path.join(TMP, "no.json"),
+          contains=("has no module paths", "HINT: import the network with the importers"))
+    fails(2, "place", "--graph-file", ops, "--order", "topo", "--placer", "round-robin",
+          "--devices", "2", "--save-torch-plan", os.path.join(TMP, "no.json"),
+          contains=("not contiguous in the graph's node order", "HINT: --order topo"))
+
+
 def test_interpreter_without_torch_gets_a_hint():
     """On a Python without torch (a pyenv or conda python3), the importer says so and ends
     with a HINT naming the interpreter to use."""
