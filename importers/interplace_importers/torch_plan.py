@@ -100,10 +100,13 @@ class TorchPlan:
         """The schedule of this rank's `stages` (PipelineStage, in stage_indices order): the
         named class where it runs the plan's order (class_runs_this_order) unless
         `use_actions`, else _PipelineScheduleRuntime with the plan's action lists (the order
-        interplace simulated; torch adds the sends and receives)."""
+        interplace simulated; torch adds the sends and receives; also Schedule1F1B's order
+        with fewer micro-batches than stages, which the class refuses)."""
         from torch.distributed.pipelining import schedules
         cls = self.schedule_class()
-        if cls is not None and self.class_runs_this_order and not use_actions:
+        # Schedule1F1B refuses fewer micro-batches than stages; its order runs as actions.
+        few = cls is schedules.Schedule1F1B and self.n_microbatches < len(self.stages)
+        if cls is not None and self.class_runs_this_order and not use_actions and not few:
             if issubclass(cls, schedules.PipelineScheduleSingle):
                 return cls(stages[0], self.n_microbatches, loss_fn=loss_fn, **kwargs)
             return cls(stages, self.n_microbatches, loss_fn=loss_fn, **kwargs)
@@ -215,7 +218,8 @@ def main(argv=None):
     print(f"{plan.graph}: {plan.pipeline} on {plan.ranks} ranks x {plan.stages_per_rank} "
           f"stages, {plan.n_microbatches} micro-batches; class "
           f"{plan.schedule_class_name or 'none (the action lists run it)'}")
-    print(f"split_spec: {{{', '.join(repr(p) + ': SplitPoint.BEGINNING' for p in plan.split_points)}}}")
+    spec = ", ".join(f"{p!r}: SplitPoint.BEGINNING" for p in plan.split_points)
+    print(f"split_spec: {{{spec}}}")
     counts = None
     if args.module:
         if args.input_shape is None:

@@ -366,6 +366,15 @@ def test_committed_examples_are_current():
                                                   f"{name}.json")) as committed:
             check(json.load(new) == json.load(committed),
                   f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+    # The nn.TransformerEncoder model at modules:3, the torch plan's worked example.
+    name = "transformer_encoder-blocks"
+    path = os.path.join(TMP, f"{name}.json")
+    importer_cli("module", "small_nets:transformer_encoder", "--input-shape", "8,16",
+                 "--granularity", "modules:3", "--name", name, "--out", path)
+    with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
+                                              f"{name}.json")) as committed:
+        check(json.load(new) == json.load(committed),
+              f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
 
 
 def import_timed(model, input_shape, name, granularity="ops", **kwargs):
@@ -622,6 +631,73 @@ def test_torch_plan_splits_the_real_module():
     fails(2, "place", "--graph-file", ops, "--order", "topo", "--placer", "round-robin",
           "--devices", "2", "--save-torch-plan", os.path.join(TMP, "no.json"),
           contains=("not contiguous in the graph's node order", "HINT: --order topo"))
+
+
+def test_torch_plan_helper_calls_pipelinings_api():
+    """TorchPlan's torch >= 2.4 side against a stand-in torch.distributed.pipelining (this
+    machine's torch 1.13 has none): the split spec at SplitPoint.BEGINNING, the named class
+    with one stage (PipelineScheduleSingle) or the rank's stages, and
+    _PipelineScheduleRuntime loaded with every rank's actions (_Action.from_str) where the
+    class is none, runs another order, or is asked not to be used. What it shows is the
+    helper's calls, not torch's behaviour (unrun here)."""
+    import types
+    from interplace_importers.torch_plan import TorchPlan
+    made = []
+
+    class Single:
+        def __init__(self, stage, n, loss_fn=None):
+            made.append((type(self).__name__, stage, n))
+
+    class Multi:
+        def __init__(self, stages, n, loss_fn=None):
+            made.append((type(self).__name__, list(stages), n))
+
+    class Runtime(Multi):
+        def _prepare_schedule_with_comms(self, actions):
+            made.append(("actions", actions))
+
+    schedules = types.SimpleNamespace(
+        PipelineScheduleSingle=Single, Schedule1F1B=type("Schedule1F1B", (Single,), {}),
+        ScheduleGPipe=type("ScheduleGPipe", (Single,), {}),
+        ScheduleZBVZeroBubble=type("ScheduleZBVZeroBubble", (Multi,), {}),
+        ScheduleInterleaved1F1B=type("ScheduleInterleaved1F1B", (Multi,), {}),
+        _PipelineScheduleRuntime=Runtime, _Action=types.SimpleNamespace(from_str=str.upper))
+    pipelining = types.ModuleType("torch.distributed.pipelining")
+    pipelining.schedules = schedules
+    pipelining.SplitPoint = types.SimpleNamespace(BEGINNING="<BEGINNING>")
+    saved = {k: sys.modules.get(k) for k in ("torch.distributed.pipelining",
+                                             "torch.distributed.pipelining.schedules")}
+    sys.modules["torch.distributed.pipelining"] = pipelining
+    sys.modules["torch.distributed.pipelining.schedules"] = schedules
+    try:
+        path = os.path.join(ROOT, "importers", "examples", "transformer_encoder-blocks.json")
+        common = ("--graph-file", path, "--batch-size", "32", "--micro-batches", "4", "--order",
+                  "topo", "--placer", "contiguous", "--devices", "2")
+        plans = {}
+        for pipeline in ("zbv", "zb-h1", "1f1b"):
+            out = os.path.join(TMP, f"helper-{pipeline}.json")
+            interplace("simulate", *common, "--pipeline", pipeline, "--save-torch-plan", out)
+            plans[pipeline] = TorchPlan.read(out)
+        zbv = plans["zbv"]
+        check(zbv.split_spec() == {p: "<BEGINNING>" for p in zbv.split_points}, zbv.split_spec())
+        zbv.schedule(["s0", "s3"])
+        check(made.pop() == ("ScheduleZBVZeroBubble", ["s0", "s3"], 4), made)
+        zbv.schedule(["s0", "s3"], use_actions=True)
+        check(made[-1] == ("actions", {r: [a.upper() for a in acts]
+                                       for r, acts in enumerate(zbv.actions)}), made[-1])
+        check(made[-2] == ("Runtime", ["s0", "s3"], 4), made)
+        made.clear()
+        plans["zb-h1"].schedule(["s1"])
+        check(made[0] == ("Runtime", ["s1"], 4) and made[1][1][1][:2] == ["1F0", "1I0"], made)
+        made.clear()
+        plans["1f1b"].schedule(["s1"])
+        check(made == [("Schedule1F1B", "s1", 4)], made)
+    finally:
+        for key, module in saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module
 
 
 def test_interpreter_without_torch_gets_a_hint():
