@@ -96,9 +96,9 @@ struct TorchPlan {
 // The torch plan of `stages`, the placement of the schedule's K*V model stages (device s =
 // model stage s), and `schedule` (stage level, global strategy). Throws invalid_input, each
 // message ending in a HINT, when the graph has no module paths, the stages are not
-// contiguous in node order or one is empty, a stage does not begin at a module boundary
-// (above), or the schedule is not the global strategy's stage-level schedule of that many
-// stages.
+// contiguous in node order, one is empty or holds only the input, a stage does not begin at a
+// module boundary (above), or the schedule is not the global strategy's stage-level schedule of
+// that many stages.
 TorchPlan torch_plan(const Graph& graph, const Placement& stages, const Schedule& schedule);
 
 // One action in PyTorch's notation, for device `rank` of `schedule`: "3F0", "3I0", "3W0",
