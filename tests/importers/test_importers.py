@@ -366,6 +366,15 @@ def test_committed_examples_are_current():
                                                   f"{name}.json")) as committed:
             check(json.load(new) == json.load(committed),
                   f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+    # The nn.TransformerEncoder model at modules:3, the torch plan's worked example.
+    name = "transformer_encoder-blocks"
+    path = os.path.join(TMP, f"{name}.json")
+    importer_cli("module", "small_nets:transformer_encoder", "--input-shape", "8,16",
+                 "--granularity", "modules:3", "--name", name, "--out", path)
+    with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
+                                              f"{name}.json")) as committed:
+        check(json.load(new) == json.load(committed),
+              f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
 
 
 def import_timed(model, input_shape, name, granularity="ops", **kwargs):
@@ -559,6 +568,136 @@ def test_granularity_cli_and_checks():
     except ValueError as error:
         check("the graph has 10 parameters, torch counts 25" in str(error)
               and "spare.weight" in str(error), str(error))
+
+
+def test_torch_plan_splits_the_real_module():
+    """`place --save-torch-plan` on the nn.TransformerEncoder model at modules:3 (one node per
+    encoder layer), 2 devices: the split point is an encoder layer's FQN, and splitting the
+    real torch module there (torch_plan.stage_parameters: one run, a new stage at the split
+    point's call, each parameter where a torch function first takes it) gives each stage
+    exactly the parameters of interplace's stage, summing to torch's total; the helper's
+    command line says so. `simulate --pipeline zbv` writes the V map's 4 stages, at modules:3
+    and at ops (a cut before a layer's self_attn is the layer's split point), each equal to
+    torch's split; a zoo model (no module paths) and stages out of node order are refused
+    with a HINT."""
+    import torch
+    import small_nets
+    from interplace_importers.torch_plan import TorchPlan, stage_parameters
+    model = small_nets.transformer_encoder()
+    total = sum(p.numel() for p in model.parameters())
+    example = [torch.zeros(1, 8, 16)]
+    _, blocks, _ = import_timed(model, (8, 16), "transformer_encoder", granularity="modules:3")
+    _, ops, _ = import_timed(model, (8, 16), "transformer_encoder")
+    layers = {f"encoder.layers.{i}" for i in range(4)}
+    placement = ("--batch-size", "32", "--micro-batches", "4", "--order", "topo", "--placer",
+                 "contiguous", "--devices", "2")
+
+    def torch_split(plan):
+        counts = stage_parameters(model, plan.split_points, example)
+        planned = [s["parameters"] for s in plan.stages]
+        print(f"{plan.pipeline} split at {plan.split_points}: torch's stages {counts}, "
+              f"interplace's {planned}")
+        check(counts == planned, f"torch's stages hold {counts}, interplace's {planned}")
+        check(sum(counts) == total and min(counts) > 0, f"{counts} of {total}")
+
+    plan_path = os.path.join(TMP, "encoder-plan.json")
+    interplace("place", "--graph-file", blocks, *placement, "--save-torch-plan", plan_path)
+    plan = TorchPlan.read(plan_path)
+    check(plan.pipeline == "gpipe" and plan.schedule_class_name == "ScheduleGPipe"
+          and plan.n_microbatches == 4 and plan.rank_stages == [[0], [1]], plan.data)
+    check(len(plan.split_points) == 1 and plan.split_points[0] in layers, plan.split_points)
+    check(plan.actions[1] == ["1F0", "1F1", "1F2", "1F3", "1B0", "1B1", "1B2", "1B3"],
+          plan.actions)
+    torch_split(plan)
+    r = ok(sys.executable, "-m", "interplace_importers.torch_plan", plan_path, "--module",
+           "small_nets:transformer_encoder", "--input-shape", "8,16")
+    check(f"per-stage parameters = torch's ({total:,} in all)" in r.stdout, r.stdout)
+
+    for graph in (blocks, ops):
+        zbv_path = os.path.join(TMP, "encoder-zbv.json")
+        interplace("simulate", "--graph-file", graph, *placement, "--pipeline", "zbv",
+                   "--save-torch-plan", zbv_path)
+        zbv = TorchPlan.read(zbv_path)
+        check(zbv.schedule_class_name == "ScheduleZBVZeroBubble" and zbv.stages_per_rank == 2
+              and zbv.rank_stages == [[0, 3], [1, 2]]
+              and [s["rank"] for s in zbv.stages] == [0, 1, 1, 0], zbv.data)
+        check(set(zbv.split_points) <= layers, zbv.split_points)
+        check(all(len(a) == 3 * 2 * 4 for a in zbv.actions), zbv.actions)  # F, I, W a stage
+        torch_split(zbv)
+
+    fails(2, "place", "--model", "resnet20", "--order", "topo", "--placer", "contiguous",
+          "--devices", "2", "--save-torch-plan", os.path.join(TMP, "no.json"),
+          contains=("has no module paths", "HINT: import the network with the importers"))
+    fails(2, "place", "--graph-file", ops, "--order", "topo", "--placer", "round-robin",
+          "--devices", "2", "--save-torch-plan", os.path.join(TMP, "no.json"),
+          contains=("not contiguous in the graph's node order", "HINT: --order topo"))
+
+
+def test_torch_plan_helper_calls_pipelinings_api():
+    """TorchPlan's torch >= 2.4 side against a stand-in torch.distributed.pipelining (this
+    machine's torch 1.13 has none): the split spec at SplitPoint.BEGINNING, the named class
+    with one stage (PipelineScheduleSingle) or the rank's stages, and
+    _PipelineScheduleRuntime loaded with every rank's actions (_Action.from_str) where the
+    class is none, runs another order, or is asked not to be used. What it shows is the
+    helper's calls, not torch's behaviour (unrun here)."""
+    import types
+    from interplace_importers.torch_plan import TorchPlan
+    made = []
+
+    class Single:
+        def __init__(self, stage, n, loss_fn=None):
+            made.append((type(self).__name__, stage, n))
+
+    class Multi:
+        def __init__(self, stages, n, loss_fn=None):
+            made.append((type(self).__name__, list(stages), n))
+
+    class Runtime(Multi):
+        def _prepare_schedule_with_comms(self, actions):
+            made.append(("actions", actions))
+
+    schedules = types.SimpleNamespace(
+        PipelineScheduleSingle=Single, Schedule1F1B=type("Schedule1F1B", (Single,), {}),
+        ScheduleGPipe=type("ScheduleGPipe", (Single,), {}),
+        ScheduleZBVZeroBubble=type("ScheduleZBVZeroBubble", (Multi,), {}),
+        ScheduleInterleaved1F1B=type("ScheduleInterleaved1F1B", (Multi,), {}),
+        _PipelineScheduleRuntime=Runtime, _Action=types.SimpleNamespace(from_str=str.upper))
+    pipelining = types.ModuleType("torch.distributed.pipelining")
+    pipelining.schedules = schedules
+    pipelining.SplitPoint = types.SimpleNamespace(BEGINNING="<BEGINNING>")
+    saved = {k: sys.modules.get(k) for k in ("torch.distributed.pipelining",
+                                             "torch.distributed.pipelining.schedules")}
+    sys.modules["torch.distributed.pipelining"] = pipelining
+    sys.modules["torch.distributed.pipelining.schedules"] = schedules
+    try:
+        path = os.path.join(ROOT, "importers", "examples", "transformer_encoder-blocks.json")
+        common = ("--graph-file", path, "--batch-size", "32", "--micro-batches", "4", "--order",
+                  "topo", "--placer", "contiguous", "--devices", "2")
+        plans = {}
+        for pipeline in ("zbv", "zb-h1", "1f1b"):
+            out = os.path.join(TMP, f"helper-{pipeline}.json")
+            interplace("simulate", *common, "--pipeline", pipeline, "--save-torch-plan", out)
+            plans[pipeline] = TorchPlan.read(out)
+        zbv = plans["zbv"]
+        check(zbv.split_spec() == {p: "<BEGINNING>" for p in zbv.split_points}, zbv.split_spec())
+        zbv.schedule(["s0", "s3"])
+        check(made.pop() == ("ScheduleZBVZeroBubble", ["s0", "s3"], 4), made)
+        zbv.schedule(["s0", "s3"], use_actions=True)
+        check(made[-1] == ("actions", {r: [a.upper() for a in acts]
+                                       for r, acts in enumerate(zbv.actions)}), made[-1])
+        check(made[-2] == ("Runtime", ["s0", "s3"], 4), made)
+        made.clear()
+        plans["zb-h1"].schedule(["s1"])
+        check(made[0] == ("Runtime", ["s1"], 4) and made[1][1][1][:2] == ["1F0", "1I0"], made)
+        made.clear()
+        plans["1f1b"].schedule(["s1"])
+        check(made == [("Schedule1F1B", "s1", 4)], made)
+    finally:
+        for key, module in saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module
 
 
 def test_interpreter_without_torch_gets_a_hint():

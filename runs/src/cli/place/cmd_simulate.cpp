@@ -9,6 +9,7 @@
 #include "interplace/placement/pipelines.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/step_simulation.hpp"
+#include "interplace/placement/torch_plan.hpp"
 #include "model_options.hpp"
 #include "placement_options.hpp"
 #include "placement_report.hpp"
@@ -31,6 +32,7 @@ struct SimulateOptions {
   // (a profile) time the step: to simulate, with measured costs, the placement that a run
   // planned on that preset trained on (its cost_device). Empty: one cost model for both.
   std::string place_with;
+  std::string save_torch_plan;  // --save-torch-plan FILE
 };
 
 const std::vector<std::string> kFormats = {"text", "json"};
@@ -178,6 +180,14 @@ std::string run_simulate(SimulateOptions o) {
     run.costs = cost_model.node_costs(graph);
   }
   const PlacementContext context{o.model, o.device, selection, graph, cost_model, run};
+  if (!o.save_torch_plan.empty()) {
+    // The schedule simulated, one mini-batch of it (PyTorch's step).
+    placement::StepRequest one_step = request;
+    one_step.mini_batches = 1;
+    placement::write_torch_plan_file(
+        o.save_torch_plan,
+        placement::torch_plan(graph, run.placement, placement::step_schedule(one_step, k)));
+  }
   const placement::StepReport step =
       placement::simulate_step(graph, run.placement, run.costs, cost_model, request);
   return o.format == "json" ? simulate_json(o, context, step) : simulate_text(o, context, step);
@@ -221,6 +231,11 @@ Command add_simulate_command(CLI::App& root) {
   app->add_option("--mini-batches", options->mini_batches,
                   "mini-batches simulated back to back (times are per mini-batch)")
       ->capture_default_str()
+      ->group("Strategy");
+  app->add_option("--save-torch-plan", options->save_torch_plan,
+                  "write the placement and the pipeline's schedule (global strategy) as "
+                  "torch.distributed.pipelining's split points, schedule class and per-rank "
+                  "action lists to this JSON file (docs/your-network.md#a-plan-pytorch-runs)")
       ->group("Strategy");
   add_device_options(*app, options->device);
   add_format_option(*app, options->format, kFormats);
