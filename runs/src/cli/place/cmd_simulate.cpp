@@ -186,7 +186,10 @@ std::string run_simulate(SimulateOptions o) {
     one_step.mini_batches = 1;
     placement::write_torch_plan_file(
         o.save_torch_plan,
-        placement::torch_plan(graph, run.placement, placement::step_schedule(one_step, k)));
+        placement::torch_plan(
+            graph, run.placement,
+            placement::plan_step_schedule(graph, run.placement, run.costs, cost_model,
+                                          placement::step_schedule_request(one_step, k))));
   }
   const placement::StepReport step =
       placement::simulate_step(graph, run.placement, run.costs, cost_model, request);
