@@ -128,15 +128,8 @@ class TorchPlan:
 
 
 def _tensors(value):
-    import torch
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
+    from .trace import _tensors as tensors_in  # the tracer's walk; imports torch
+    return tensors_in(value)
 
 
 def stage_parameters(module, split_points, inputs):
