@@ -2,6 +2,8 @@
 // maps, and build_schedule's one pass of messages over the builders' compute-only lists.
 #include <gtest/gtest.h>
 
+#include "pytorch_orders.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -260,19 +262,7 @@ std::string torch_notation(const std::vector<Action>& actions, const Schedule& s
   return out;
 }
 
-// data/pytorch-schedule-orders.txt: "<schedule> K<k> M<m> V<v> rank<r>" -> PyTorch's order
-// (the file's header names the torch version and the command that made it).
-std::map<std::string, std::string> pytorch_orders() {
-  std::ifstream in(std::string(INTERPLACE_PLACEMENT_TEST_DATA) + "/pytorch-schedule-orders.txt");
-  EXPECT_TRUE(in.good()) << "cannot read " INTERPLACE_PLACEMENT_TEST_DATA;
-  std::map<std::string, std::string> orders;
-  for (std::string line; std::getline(in, line);) {
-    const size_t colon = line.find(": ");
-    if (line.empty() || line[0] == '#' || colon == std::string::npos) continue;
-    orders[line.substr(0, colon)] = line.substr(colon + 2);
-  }
-  return orders;
-}
+using testing::pytorch_orders;
 
 // Every rank's compute order of `pipeline` against PyTorch's `name` for K in {2, 4},
 // M in {4, 8} and the chunk counts listed; returns how many were compared.

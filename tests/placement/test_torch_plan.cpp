@@ -5,6 +5,8 @@
 // (data/pytorch-schedule-orders.txt) and the JSON file.
 #include <gtest/gtest.h>
 
+#include "pytorch_orders.hpp"
+
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -305,19 +307,7 @@ TEST(TorchPlan, VirtualStagesNameEachRanksStagesByItsMap) {
   EXPECT_EQ(joined(zb.actions[1]), "1F0 1I0 1F1 1I1 1W0 1W1");
 }
 
-// data/pytorch-schedule-orders.txt: "<schedule> K<k> M<m> V<v> rank<r>" -> PyTorch's order,
-// its overlapped pairs without torch's "OVERLAP_F_B" suffix ("(0F3;3B1)").
-std::map<std::string, std::string> pytorch_orders() {
-  std::ifstream in(std::string(INTERPLACE_PLACEMENT_TEST_DATA) + "/pytorch-schedule-orders.txt");
-  EXPECT_TRUE(in.good());
-  std::map<std::string, std::string> orders;
-  for (std::string line; std::getline(in, line);) {
-    const size_t colon = line.find(": ");
-    if (line.empty() || line[0] == '#' || colon == std::string::npos) continue;
-    orders[line.substr(0, colon)] = line.substr(colon + 2);
-  }
-  return orders;
-}
+using testing::pytorch_orders;
 
 std::string without_overlap_suffix(std::string text) {
   for (size_t at; (at = text.find(")OVERLAP_F_B")) != std::string::npos;) {
