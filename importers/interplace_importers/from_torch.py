@@ -377,7 +377,8 @@ def _convert(graph, network, modules, root, name, batch_size, family, source):
         meta = node.meta.get("tensor_meta")
         if node.op == "placeholder":
             ids[node] = builder.input(node.name, batch_first_shape(meta.shape, batch_size,
-                                                                   node.name))
+                                                                   node.name),
+                                      str(meta.dtype).replace("torch.", ""))
             builder.modules[ids[node]] = ("", ())
             continue
         if node.op == "get_attr":
@@ -396,6 +397,8 @@ def _convert(graph, network, modules, root, name, batch_size, family, source):
             continue
         if node not in network:  # a constant: its parameters go to its first consumer
             pending[node] = [p for a in node.all_input_nodes for p in pending.get(a, ())]
+            if node.op == "call_module":  # a module on a constant (wpe(arange(T)))
+                pending[node] += list(modules[node.target].parameters())
             continue
         inputs = []
         extra_parameters = 0

@@ -210,8 +210,11 @@ class GraphBuilder:
     def shape(self, node_id):
         return self.nodes[node_id]["output_shape"]
 
-    def input(self, name, shape):
-        return self._add(name, "input", [], shape, 0, 0, 0, 0, {})
+    def input(self, name, shape, dtype="float32"):
+        """A data input; token ids (an int64 input) carry the attribute dtype "int64", which
+        the torch runtime feeds them as."""
+        attributes = {} if dtype == "float32" else {"dtype": dtype}
+        return self._add(name, "input", [], shape, 0, 0, 0, 0, attributes)
 
     def layer(self, name, op, attributes, inputs):
         shapes = [self.shape(i) for i in inputs]

@@ -273,7 +273,8 @@ constexpr const char* kIdOrder[] = {"model",
                                     "data_parallel",
                                     "validation_fraction",
                                     "rl_preset",
-                                    "simulate_only"};
+                                    "simulate_only",
+                                    "runtime"};
 
 // Each row of the id gets its place in kIdOrder; a row of the id missing there, a listed
 // key without a row of the id, or a key listed twice is a programming error, refused on
@@ -615,6 +616,15 @@ std::vector<ConfigField> make_fields() {
           DeviceChoice::names)
           .flag("--device", "device each rank computes on: " + join_names(device_names()))
           .id());
+  rows.push_back(
+      choice_row(
+          "runtime", [](auto& c) -> auto& { return c.runtime; }, parsed<RuntimeChoice>,
+          RuntimeChoice::names)
+          .flag("--runtime",
+                "what runs the training steps: native (interplace's kernels) or torch (PyTorch "
+                "runs the stages of the imported module, graph files of a PyTorch import)")
+          .id_unless_default()
+          .file_as_id());
   // A preset's name, or "profile:PATH" (the measured profile at PATH; train --profile).
   rows.push_back(row(
                      "cost_device", ValueKind::string,

@@ -19,4 +19,8 @@ void require_trainable_graph(const placement::Graph& graph);
 // token range of an embedding input.
 SampleShape sample_shape(const placement::Graph& graph);
 
+// The CPU threads of each rank: threads_per_rank, else the cores this process may use
+// divided by the ranks of `comm` on its node (at least 1). Defined in train.cpp.
+int rank_threads(const TrainConfig& config, MPI_Comm comm);
+
 }  // namespace interplace::runs

@@ -23,6 +23,7 @@
 #include "interplace/runs/mpi_session.hpp"
 #include "interplace/runs/training.hpp"
 #include "runtime/plan_support.hpp"
+#include "runtime/torch_runtime.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -161,12 +162,15 @@ PlanInputs check_plan_inputs(const TrainConfig& given) {
   if (!config.simulate_only) {
     // A graph file's nodes without a kernel layer: simulate and simulate-only sweeps take
     // them, the runtime cannot build them.
-    if (const std::string opaque = placement::opaque_summary(plan.graph); !opaque.empty()) {
+    // PyTorch runs every op of the module (the torch runtime).
+    if (const std::string opaque = placement::opaque_summary(plan.graph);
+        !opaque.empty() && config.runtime == RuntimeKind::native) {
       throw_invalid("cannot train graph '" + plan.graph.name() + "': " + opaque +
                     ". HINT: simulate, place and simulate-only sweeps (simulate_only = 1) take "
                     "it as it is; to train it, replace those ops by ones the kernel library "
-                    "has (docs/your-network.md)");
+                    "has (docs/your-network.md), or train it in PyTorch: runtime = \"torch\"");
     }
+    if (config.runtime == RuntimeKind::torch) check_torch_runtime_config(plan.config, plan.graph);
     require_trainable_graph(plan.graph);
     check_dataset_fits(to_string(config.dataset), sample_shape(plan.graph));
     check_augmentation(config.augmentation, sample_shape(plan.graph));
@@ -247,6 +251,11 @@ TrainPlan plan_training(PlanInputs inputs) {
                        : plan.stage_placement;
 
   plan_schedule(plan, cost_model);
+  // The split points and action lists PyTorch runs (refused here unless every cut is a
+  // module boundary).
+  if (config.runtime == RuntimeKind::torch && !config.simulate_only) {
+    plan.torch_plan = placement::torch_plan(plan.graph, plan.stage_placement, plan.schedule);
+  }
   // The prediction simulates the schedule the ranks execute.
   plan.prediction =
       placement::simulate_schedule(plan.graph, plan.stage_placement, ordered.costs, cost_model,

@@ -29,6 +29,7 @@
 #include "runtime/rank_program.hpp"
 #include "runtime/record_gather.hpp"
 #include "runtime/step_stream.hpp"
+#include "runtime/torch_runtime.hpp"
 
 namespace interplace::runs {
 namespace {
@@ -80,7 +81,9 @@ void maybe_fail(int rank, int step) {
   }
 }
 
-int threads_for(const TrainConfig& c, MPI_Comm comm) {
+}  // namespace
+
+int rank_threads(const TrainConfig& c, MPI_Comm comm) {
   // Checked again here, not only in planning: the plan may come from another node.
   check_thread_count("threads_per_rank", c.threads_per_rank);
   if (c.threads_per_rank > 0) return c.threads_per_rank;
@@ -89,6 +92,8 @@ int threads_for(const TrainConfig& c, MPI_Comm comm) {
   // Ranks on this node usually have disjoint or equal CPU sets: share equal ones.
   return std::max(1, cores / node_local(comm).size);
 }
+
+namespace {
 
 // A NaN or infinite loss (a learning rate of 1e308) ends the configuration as diverged:
 // recorded with its own status rather than "ok" with NaN losses. The ranks
@@ -198,7 +203,7 @@ void run_program(const RankProgram& program, RankModel& model, int window) {
 TrainResult run(const TrainPlan& plan, Messenger& msg, MPI_Comm comm, const StepCallback& on_step) {
   const TrainConfig& c = plan.config;
   const int rank = msg.world_rank();  // replica * K + stage
-  const int threads = threads_for(c, comm);
+  const int threads = rank_threads(c, comm);
   kernels::set_cpu_threads(threads);
   const kernels::Device device = plan.device;
   RankClock clock;
@@ -398,6 +403,7 @@ TrainResult train(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_s
                        : std::string()) +
                   "), the communicator has " + std::to_string(size));
   }
+  if (plan.config.runtime == RuntimeKind::torch) return train_torch(plan, comm, on_step);
   const kernels::Device device = plan.device;
   Messenger msg(comm, device, plan.config.devices);
   try {

@@ -23,6 +23,20 @@ TrainPipeline::TrainPipeline(std::string_view name) {
   kind_ = placement::pipeline_by_name(name);
 }
 
+RuntimeKind runtime_by_name(std::string_view name) {
+  if (name == "native") return RuntimeKind::native;
+  if (name == "torch") return RuntimeKind::torch;
+  throw_invalid("unknown runtime '" + std::string(name) + "' (valid: native, torch)");
+}
+
+std::string to_string(RuntimeKind kind) {
+  return kind == RuntimeKind::torch ? "torch" : "native";
+}
+
+std::vector<std::string> runtime_names() {
+  return {"native", "torch"};
+}
+
 std::string to_string(const TrainPipeline& pipeline) {
   return pipeline.end_to_end() ? std::string(kEndToEndName)
                                : placement::to_string(*pipeline.pipeline());

@@ -89,11 +89,29 @@ struct DeviceSet {
   static std::vector<std::string> names();  // devices.hpp's device_names
 };
 
+// What executes a configuration's training steps (docs/runtime.md): interplace's own
+// kernels on its ranks, or PyTorch running the stages of the imported module itself
+// ("The PyTorch runtime"), both writing the same records.
+enum class RuntimeKind { native, torch };
+// "native" or "torch"; invalid_input listing them for anything else.
+RuntimeKind runtime_by_name(std::string_view name);
+std::string to_string(RuntimeKind kind);
+std::vector<std::string> runtime_names();
+
+struct RuntimeSet {
+  using Kind = RuntimeKind;
+  static constexpr Kind fallback = Kind::native;
+  static Kind by_name(std::string_view name) { return runtime_by_name(name); }
+  static std::string name(Kind kind) { return to_string(kind); }
+  static std::vector<std::string> names() { return runtime_names(); }
+};
+
 using OrderChoice = Choice<OrderSet>;
 using PlacerChoice = Choice<PlacerSet>;
 using InterlockChoice = Choice<InterlockSet>;
 using DatasetChoice = Choice<DatasetSet>;
 using DeviceChoice = Choice<DeviceSet>;
+using RuntimeChoice = Choice<RuntimeSet>;
 
 // What `pipeline` names that is no pipeline: the whole mini-batch end to end in one pass
 // (M = 1), the interlocking study's end-to-end baseline, scheduled as GPipe with one

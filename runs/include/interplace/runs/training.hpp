@@ -41,6 +41,7 @@
 #include "interplace/placement/rl_placer.hpp"
 #include "interplace/placement/schedule.hpp"
 #include "interplace/placement/step_simulation.hpp"
+#include "interplace/placement/torch_plan.hpp"
 #include "interplace/placement/zoo.hpp"
 #include "interplace/runs/config_choices.hpp"
 #include "interplace/runs/datasets.hpp"
@@ -129,6 +130,9 @@ struct TrainConfig {
   // 128/64-channel head.
   placement::AuxHeadWidth aux_head = placement::AuxHeadWidth::study;
   uint64_t seed = kDefaultSeed;  // weights, data order, dropout, random orders/placers
+  // native: interplace's kernels; torch: PyTorch runs the imported module's stages
+  // (docs/runtime.md, "The PyTorch runtime"; graph_file of a PyTorch import only).
+  RuntimeChoice runtime = RuntimeKind::native;
   DeviceChoice device = kernels::Device::cpu;  // cpu | cuda (one GPU per rank, by node-local rank)
   std::string cost_device = "cpu-core";        // device preset the placer's cost model uses
   std::string profile_path;                    // a measured profile replaces the preset when set
@@ -183,6 +187,8 @@ struct TrainPlan {
   // Time every node inside the units (TrainResult::node_times): `interplace profile`'s
   // calibration run sets it; two clock reads per node and pass, so off in other runs.
   bool record_node_times = false;
+  // runtime torch: the plan PyTorch runs (split points, per-rank action lists).
+  std::optional<placement::TorchPlan> torch_plan;
 };
 
 // What one rank spent on each graph node in one training step (indexed by node id; 0 for
