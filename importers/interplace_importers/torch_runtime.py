@@ -539,6 +539,17 @@ def run_job(job):
     dist.destroy_process_group()
 
 
+def _die_with_parent():
+    """A rank killed (SIGKILL, out of memory) takes its PyTorch process with it
+    (PR_SET_PDEATHSIG), instead of leaving it waiting on its peers."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -552,6 +563,7 @@ def main(argv=None):
         return 2
     import warnings
     warnings.filterwarnings("ignore")
+    _die_with_parent()
     try:
         with open(argv[0]) as f:
             job = json.load(f)

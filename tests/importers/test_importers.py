@@ -717,6 +717,83 @@ def test_interpreter_without_torch_gets_a_hint():
           in lines[-1], r.stderr)
 
 
+GPT2_BLOCKS = os.path.join(ROOT, "importers", "examples", "gpt2_tiny-blocks.json")
+TORCH_SWEEP = os.path.join(ROOT, "importers", "examples", "gpt2-torch-sweep.toml")
+
+
+def torch_train(ranks, pipeline, *extra, graph=GPT2_BLOCKS, steps=3):
+    """The step losses of `train --runtime torch` on `ranks` ranks (one stage each)."""
+    r = ok(MPIEXEC, "--oversubscribe", "-np", str(ranks), BINARY, "train", "--graph-file", graph,
+           "--runtime", "torch", "--order", "topo", "--placer", "stages", "--devices", str(ranks),
+           "--pipeline", pipeline, "--micro-batches", "4", "--batch-size", "8", "--steps",
+           str(steps), "--threads-per-rank", "1", "--format", "json", *extra, timeout=300)
+    steps_out = [line for line in map(json.loads, r.stdout.splitlines()) if "step" in line]
+    return [s["loss"] for s in steps_out], steps_out
+
+
+def test_torch_runtime_p_ranks_equal_one_rank_np2():
+    """PyTorch runs the imported GPT-2-style decoder (plain torch, one node per block) on 2
+    ranks exactly as on 1: GPipe, 1F1B and ZB-H1 (its split I/W backward) give the 1-rank
+    losses of every step to float tolerance; each rank sent its activations or gradients."""
+    one, _ = torch_train(1, "gpipe")
+    check(len(one) == 4 and all(l == l and 4.0 < l < 7.0 for l in one), one)
+    for pipeline in ("gpipe", "1f1b", "zb-h1"):
+        two, steps = torch_train(2, pipeline)
+        for a, b in zip(one, two):
+            check(abs(a - b) <= 1e-5 * abs(a), f"{pipeline}: 2-rank losses {two}, 1-rank {one}")
+        for s in steps:
+            check(all(r["bytes_sent"] > 0 for r in s["ranks"]), f"{pipeline}: {s['ranks']}")
+    check(one[1] != one[2], f"the steps train: {one}")
+
+
+def test_torch_runtime_refusals():
+    """What the PyTorch runtime cannot run is refused in planning with a HINT (exit 2): a zoo
+    model, a real data set, a local strategy; a Python without torch at run time."""
+    fails(2, "train", "--model", "resnet20", "--runtime", "torch", "--order", "topo",
+          contains=("runtime torch: model 'resnet20' is interplace's own", "HINT: graph_file"))
+    fails(2, "train", "--graph-file", GPT2_BLOCKS, "--runtime", "torch", "--order", "topo",
+          "--dataset", "fashion-mnist", contains=("synthetic batches",))
+    fails(2, "train", "--graph-file", GPT2_BLOCKS, "--runtime", "torch", "--order", "topo",
+          "--devices", "1", "--strategy", "local", contains=("backpropagate globally",))
+    r = run(BINARY, "train", "--graph-file", GPT2_BLOCKS, "--runtime", "torch", "--order", "topo",
+            "--steps", "1", env=dict(MPI_ENV, INTERPLACE_TORCH_PYTHON="/nonexistent/python3"))
+    check(r.returncode == 2 and "INTERPLACE_TORCH_PYTHON" in r.stderr, r.stderr)
+    # The native runtime still refuses the opaque blocks, and names the torch runtime.
+    fails(2, "train", "--graph-file", GPT2_BLOCKS, "--order", "topo",
+          contains=("no kernel layer", 'runtime = "torch"'))
+
+
+def test_torch_runtime_sweep_report_and_resume_np2():
+    """The committed spec (runtime = "torch", the imported transformer) on 2 ranks: killed
+    after its first configuration, resumed with nothing lost or run twice, read by inspect,
+    and the report's recommendation table names the family."""
+    out = os.path.join(TMP, "gpt2-torch.h5")
+    args = [MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep", TORCH_SWEEP, "steps=2",
+            "warmup_steps=0", "repeats=1", "--out", out]
+    proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=MPI_ENV, cwd=ROOT, text=True,
+                            start_new_session=True)
+    for line in proc.stderr:
+        if line.startswith("[1/6]") and " ok " in line:
+            break
+    import signal
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    r = ok(*args, "--resume", timeout=600, cwd=ROOT)
+    check("resuming: " in r.stderr and "of 6 configurations already in the file" in r.stderr,
+          r.stderr)
+    files = json.loads(interplace("inspect", out, "--format", "json").stdout)
+    ids = [c["id"] for c in files["configs"]]
+    check(len(ids) == 6 and len(set(ids)) == 6, f"every configuration once: {ids}")
+    check(all(c["status"] == "ok" for c in files["configs"]), files["configs"])
+    python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
+    report = os.path.join(TMP, "report-torch")
+    ok(python, "-m", "interplace_analysis", "report", out, "--out", report, "--quiet")
+    with open(os.path.join(report, "tables", "recommendations.md")) as f:
+        table = f.read()
+    check(any(line.startswith("| torch |") for line in table.splitlines()), table)
+
+
 def set_binary(path):
     global BINARY
     BINARY = os.path.abspath(path)
