@@ -366,15 +366,21 @@ def test_committed_examples_are_current():
                                                   f"{name}.json")) as committed:
             check(json.load(new) == json.load(committed),
                   f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
-    # The nn.TransformerEncoder model at modules:3, the torch plan's worked example.
-    name = "transformer_encoder-blocks"
-    path = os.path.join(TMP, f"{name}.json")
-    importer_cli("module", "small_nets:transformer_encoder", "--input-shape", "8,16",
-                 "--granularity", "modules:3", "--name", name, "--out", path)
-    with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
-                                              f"{name}.json")) as committed:
-        check(json.load(new) == json.load(committed),
-              f"importers/examples/{name}.json is stale: regenerate it (docs/your-network.md)")
+    # The nn.TransformerEncoder model at modules:3, the torch plan's worked example, and the
+    # GPT-2-style decoder one node per block, the torch runtime's example.
+    for name, what, shape, extra in [
+            ("transformer_encoder-blocks", "small_nets:transformer_encoder", "8,16",
+             ["--granularity", "modules:3"]),
+            ("gpt2_tiny-blocks", "interplace_importers.example_nets:gpt2_tiny", "32",
+             ["--granularity", "modules:2", "--input-dtype", "int64"])]:
+        path = os.path.join(TMP, f"{name}.json")
+        importer_cli("module", what, "--input-shape", shape, *extra, "--name", name,
+                     "--out", path)
+        with open(path) as new, open(os.path.join(ROOT, "importers", "examples",
+                                                  f"{name}.json")) as committed:
+            check(json.load(new) == json.load(committed),
+                  f"importers/examples/{name}.json is stale: regenerate it "
+                  f"(docs/your-network.md)")
 
 
 def import_timed(model, input_shape, name, granularity="ops", **kwargs):
