@@ -75,3 +75,22 @@ def gpt2_small_blocks():
     """8 blocks of width 128, context 64 (~1.7 M parameters): a decoder that takes a few
     milliseconds a micro-batch on one core."""
     return GPT2(vocabulary=256, context=64, dim=128, heads=4, layers=8)
+
+
+def vit_b_16_cifar():
+    """torchvision's VisionTransformer with vit_b_16's encoder (12 blocks of width 768, 12
+    heads, MLP 3072; 85.8 M parameters) on 32x32 images in 8x8 patches (17 tokens), 10
+    classes: vit_b_16 at a size one CPU core trains."""
+    import torchvision
+    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=12,
+                                                num_heads=12, hidden_dim=768, mlp_dim=3072,
+                                                num_classes=10)
+
+
+def vit_ti_cifar():
+    """torchvision's VisionTransformer at ViT-Ti's size (12 blocks of width 192, 3 heads,
+    MLP 768; 5.4 M parameters) on 32x32 images in 8x8 patches (17 tokens), 10 classes."""
+    import torchvision
+    return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=12,
+                                                num_heads=3, hidden_dim=192, mlp_dim=768,
+                                                num_classes=10)

@@ -58,7 +58,6 @@ def node_of_calls(graph, program):
 
 
 def measure_steps(program, owners, torch, graph, batch_fn, optimizer, steps, warmup):
-    from torch.fx.node import map_arg
     nodes = [n["name"] for n in graph["nodes"]]
     per_step = []
     for step in range(warmup + steps):
@@ -73,17 +72,8 @@ def measure_steps(program, owners, torch, graph, batch_fn, optimizer, steps, war
         for call in program.calls[0]:
             if call in env:
                 continue
-            args = map_arg(call.args, env.__getitem__)
-            kwargs = map_arg(call.kwargs, env.__getitem__)
             start = time.perf_counter()
-            if call.op == "get_attr":
-                value = program.module
-                for part in call.target.split("."):
-                    value = getattr(value, part)
-            elif call.op == "call_module":
-                value = program.modules[call.target](*args, **kwargs)
-            else:
-                value = call.target(*args, **kwargs)
+            value = program.call(call, env)
             spent = time.perf_counter() - start
             env[call] = value
             owner = owners.get(call)

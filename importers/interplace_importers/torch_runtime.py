@@ -194,25 +194,29 @@ class Program:
         # TensorMetadata is a NamedTuple; a tuple of them is a value that is no tensor.
         return hasattr(meta, "dtype") and meta.requires_grad and meta.dtype.is_floating_point
 
+    def call(self, node, env):
+        """Runs one traced call on the values of `env` and returns its value (for `x[i] = y`,
+        the tensor it wrote into, as the tracer recorded it)."""
+        from torch.fx.node import map_arg
+        args = map_arg(node.args, env.__getitem__)
+        kwargs = map_arg(node.kwargs, env.__getitem__)
+        if node.op == "get_attr":
+            value = self.module
+            for part in node.target.split("."):
+                value = getattr(value, part)
+            return value
+        if node.op == "call_module":
+            return self.modules[node.target](*args, **kwargs)
+        value = node.target(*args, **kwargs)
+        return args[0] if getattr(node.target, "__name__", "") == "__setitem__" else value
+
     def run(self, stage, values):
         """The stage's outputs (a list, or the logits for the last stage) from `values`, its
         inputs in order."""
-        from torch.fx.node import map_arg
         env = dict(zip(self.inputs[stage], values))
         for node in self.calls[stage]:
-            if node in env:
-                continue
-            args = map_arg(node.args, env.__getitem__)
-            kwargs = map_arg(node.kwargs, env.__getitem__)
-            if node.op == "get_attr":
-                value = self.module
-                for part in node.target.split("."):
-                    value = getattr(value, part)
-            elif node.op == "call_module":
-                value = self.modules[node.target](*args, **kwargs)
-            else:
-                value = node.target(*args, **kwargs)
-            env[node] = value
+            if node not in env:
+                env[node] = self.call(node, env)
         if stage == len(self.calls) - 1:
             return env[self.output]
         return [env[n] for n in self.outputs[stage]]
