@@ -36,7 +36,6 @@ configs=(
   "gpt2_tiny-blocks 16 4 6 3 stages,even-layers,deepspeed-parameters"
   "transformer_encoder-blocks 32 4 6 3 stages,even-layers,deepspeed-parameters"
   "resnet18-cifar10 16 4 6 3 stages,contiguous,deepspeed-parameters"
-  "vit_b_16-blocks 4 2 3 2 stages,even-layers"
 )
 for line in "${configs[@]}"; do
   read -r net batch m steps repeats placers <<< "$line"
