@@ -213,7 +213,7 @@ def main(argv=None):
     optimizer = make_optimizer(torch, args.optimizer, list(module.parameters()), 0.01, 0.0)
 
     def batch_fn(step):
-        return synthetic_batch(torch, graph, shape, dtype, vocabulary, logits[-1], logits[1:-1],
+        return synthetic_batch(torch, shape, dtype, vocabulary, logits[-1], logits[1:-1],
                                args.micro_batch, args.seed, step)
 
     steps = measure_steps(program, owners, torch, graph, batch_fn, optimizer, args.steps,
