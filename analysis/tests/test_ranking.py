@@ -112,3 +112,41 @@ def test_run_spread_is_max_over_min_of_a_configurations_runs():
     assert s.loc["f", "run_spread_max"] == pytest.approx(0.3)
     assert s.loc["f", "run_spread_configs"] == 2  # z has one run
     assert "g" not in s.index
+
+
+def _vs_default(tmp_path, factors: dict[str, float], runs: int = 5) -> pd.Series:
+    """The recommendation row of one family whose placers ran ``runs`` times each at
+    ``factors[placer]`` x the fixture's step times, in one setting (topo)."""
+    cs = []
+    for i, (placer, factor) in enumerate(factors.items()):
+        cs += repeated(Cfg(placer=placer, index=i), runs, seed=20 + i, factor=factor,
+                       run_sd=0.01, step_sd=0.005)
+    results = load_results([write_result_file(tmp_path / "r.h5", cs)])
+    return build_report(results, seed=0).table("recommendations").iloc[0]
+
+
+def test_the_recommendation_against_the_best_default_split(tmp_path):
+    r = _vs_default(tmp_path, {"balanced": 1.0, "even-layers": 1.3, "deepspeed-uniform": 1.6})
+    assert r["placer"] == "balanced" and r["best_default"] == "even-layers/topo"
+    m = re.fullmatch(r"even-layers/topo x(\d\.\d\d) \[(\d\.\d\d), (\d\.\d\d)\]: beats it"
+                     r" beyond noise and 5%", r["vs_best_default"])
+    assert m, r["vs_best_default"]
+    point, low, high = map(float, m.groups())
+    assert point == pytest.approx(1.3, abs=0.05) and 1.05 < low < point < high
+    assert r["vs_default_p_holm"] < 0.05
+
+
+def test_a_default_split_as_fast_as_the_recommendation_ties(tmp_path):
+    r = _vs_default(tmp_path, {"balanced": 1.0, "even-layers": 1.01})
+    if r["placer"] == "even-layers":  # the noise may rank it first
+        assert r["vs_best_default"] == "the best is a default split (even-layers/topo)"
+    else:
+        assert r["vs_best_default"].endswith(": ties (within noise or 5%)"), r["vs_best_default"]
+
+
+def test_the_default_comparison_needs_repeats_and_a_default(tmp_path):
+    few = _vs_default(tmp_path, {"balanced": 1.0, "deepspeed-parameters": 1.3}, runs=2)
+    assert few["vs_best_default"].endswith(": n=2: not enough repeats"), few["vs_best_default"]
+    (tmp_path / "none").mkdir()
+    none = _vs_default(tmp_path / "none", {"balanced": 1.0, "contiguous": 1.3})
+    assert none["vs_best_default"] == "no default split ran"

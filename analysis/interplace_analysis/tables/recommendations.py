@@ -34,6 +34,12 @@
   nothing was compared or nothing else is accurate enough. A strategy whose accuracy
   comparison was refused (chance level, identical accuracies) has no known cost and is
   not recommended; the evidence says why.
+* **vs best default**: the recommendation against the best-ranked split users get today
+  without a placement tool (the placers of :data:`.traversal.USER_DEFAULT_PLACERS`:
+  torchtitan's even split of blocks, DeepSpeed's uniform and parameters partitions), when
+  any ran: that split's step time over the recommendation's (geometric mean over the
+  settings both ran, interval over runs) and the verdict rule: ``beats it`` / ``ties`` /
+  ``loses to it``; Holm over these comparisons of the table, as a family of their own.
 * **Prediction** (given the simulator table): what the simulator predicted for the same
   comparison, the geometric mean over the settings both pairs ran of the runner-up's
   predicted step time over the best's, and whether the measurement confirmed it: a gap
@@ -57,7 +63,8 @@ COLUMNS = ["family", "order", "placer", "ranking", "order_evidence", "confidence
            "strategy", "strategy_evidence", "speedup_vs_topo", "speedup_ci_low", "speedup_ci_high",
            "speedup_p_holm", "vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p_holm",
            "runner_up", "strategy_speedup", "strategy_accuracy_cost", "run_spread_median",
-           "run_spread_max", "run_spread_configs"]
+           "run_spread_max", "run_spread_configs", "vs_best_default", "best_default",
+           "vs_default", "vs_default_ci_low", "vs_default_ci_high", "vs_default_p_holm"]
 
 
 def _fmt_ci(point: float, lo: float, hi: float) -> str:
@@ -334,6 +341,30 @@ def _prediction_check(sim: pd.DataFrame | None, family: str, choice: dict,
     return said + f" (a tie within {band})" + (", measured beyond it" if beats else "")
 
 
+def _default_comparison(best: pd.Series, p_holm: float, min_effect: float) -> str:
+    """How the recommendation compares with the best split users get by default (the
+    ranked table's ``best_default`` / ``vs_default``), by the verdict rule."""
+    name = best.get("best_default", "") or ""
+    if not name:
+        return "no default split ran"
+    if math.isnan(_get(best, "vs_default")):
+        placer = name.split("/", 1)[0]
+        return (f"the best is a default split ({name})" if placer == best["placer"]
+                else f"{name}: no common setting")
+    est = stats.Estimate(_get(best, "vs_default"), _get(best, "vs_default_ci_low"),
+                         _get(best, "vs_default_ci_high"), p_holm,
+                         (int(_get(best, "vs_default_runs", 0)),), "runs")
+    found = stats.evidence(est, p_holm, min_effect)
+    said = f"{name} {_fmt_ci(est.point, est.low, est.high)}"
+    band = stats.effect_text(min_effect)
+    if found == stats.FEW_RUNS:
+        return f"{said}: {stats.not_enough_runs(est.runs)}"
+    if found == stats.BEYOND:
+        return said + (f": beats it beyond noise and {band}" if est.low > 1.0
+                       else f": loses to it beyond noise and {band}")
+    return said + f": ties (within noise or {band})"
+
+
 def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, families: list[str],
                          tolerance: float = 0.01,
                          min_effect: float = stats.MIN_EFFECT,
@@ -358,6 +389,9 @@ def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, familie
         pv += [_get(r.iloc[i], "vs_p") for i in range(len(r) - 1)]
         pv.append(_get(r.iloc[0], "speedup_p") if len(r) else np.nan)
     adjusted = stats.holm(pv)
+    # The comparisons with the default splits are a second family, adjusted over the table.
+    p_default = stats.holm([_get(per_fam[f].iloc[0], "vs_default_p") if len(per_fam[f])
+                            else np.nan for f in families])
     rows = []
     for i, fam in enumerate(families):
         s = strategies[strategies["family"] == fam] if not strategies.empty else strategies
@@ -373,5 +407,12 @@ def recommendation_table(ranked: pd.DataFrame, strategies: pd.DataFrame, familie
         choice["run_spread"] = _spread_text(fam_spread)
         for col in ("run_spread_median", "run_spread_max", "run_spread_configs"):
             choice[col] = fam_spread[col] if fam_spread else np.nan
+        if len(r):
+            best = r.iloc[0]
+            choice["vs_best_default"] = _default_comparison(best, p_default[i], min_effect)
+            choice["best_default"] = best.get("best_default", "")
+            for col in ("vs_default", "vs_default_ci_low", "vs_default_ci_high"):
+                choice[col] = _get(best, col)
+            choice["vs_default_p_holm"] = p_default[i]
         rows.append({"family": fam, **choice, **_strategy_choice(s, tolerance, min_effect)})
     return pd.DataFrame(rows).reindex(columns=COLUMNS)

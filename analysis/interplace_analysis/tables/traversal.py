@@ -252,7 +252,39 @@ def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
             ranked.loc[i, ["vs_runner_up", "vs_ci_low", "vs_ci_high", "vs_p"]] = (
                 est.point, est.low, est.high, est.p)
             ranked.loc[i, "vs_runs"] = est.min_runs
+    _vs_user_default(ranked, sub, seed)
     return ranked.drop(columns="rows")
+
+
+def _vs_user_default(ranked: pd.DataFrame, sub: pd.DataFrame, seed: int) -> None:
+    """Fills ``best_default`` and ``vs_default*`` of the best row: the highest-ranked row
+    whose placer is one of :data:`USER_DEFAULT_PLACERS`, its step time over the best's
+    (geometric mean over the settings both ran, with its interval); NaN / ``""`` when no
+    default split ran, when the best is itself one, or without a common setting."""
+    ranked["best_default"] = ""
+    for col in ("vs_default", "vs_default_ci_low", "vs_default_ci_high", "vs_default_p"):
+        ranked[col] = float("nan")
+    ranked["vs_default_runs"] = 0
+    defaults = ranked.index[ranked["placer"].isin(USER_DEFAULT_PLACERS)]
+    if ranked.empty or not len(defaults):
+        return
+    first = defaults[0]
+    ranked.loc[0, "best_default"] = f"{ranked.loc[first, 'placer']}/{ranked.loc[first, 'order']}"
+    if first == 0:
+        return
+    best, other = ranked.loc[0, "rows"], ranked.loc[first, "rows"]
+    common = sorted(set(best) & set(other))
+    if common:
+        est = _geomean_ratio([(other[s], best[s]) for s in common], sub,
+                             stats.seed_for("vs_default", base=seed))
+        ranked.loc[0, ["vs_default", "vs_default_ci_low", "vs_default_ci_high",
+                       "vs_default_p"]] = (est.point, est.low, est.high, est.p)
+        ranked.loc[0, "vs_default_runs"] = est.min_runs
+
+
+# The splits users of torchtitan / torch.distributed.pipelining and DeepSpeed get without
+# a placement tool (docs/placers.md): the recommendation is compared with the best of them.
+USER_DEFAULT_PLACERS = ("even-layers", "deepspeed-uniform", "deepspeed-parameters")
 
 
 def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataFrame:
@@ -268,7 +300,10 @@ def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataF
     a key also gets ``vs_runner_up`` = geometric mean, over the settings both ran, of the
     next row's medians over its own (the best row's: runner-up / best), with its
     interval, ``vs_p`` and ``vs_runs`` (above 1: the next row is slower); NaN without a
-    common setting.
+    common setting. The best row also gets ``best_default`` (``placer/order`` of the
+    highest-ranked row whose placer is one of :data:`USER_DEFAULT_PLACERS`) and
+    ``vs_default`` (that row's step time over the best's, with ``vs_default_ci_low``,
+    ``_ci_high``, ``_p`` and ``_runs``; NaN when the best is that row).
     """
     if samples.empty:
         return pd.DataFrame()
