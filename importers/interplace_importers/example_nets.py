@@ -77,6 +77,13 @@ def gpt2_small_blocks():
     return GPT2(vocabulary=256, context=64, dim=128, heads=4, layers=8)
 
 
+def gpt2_medium():
+    """GPT-2 medium's shape (24 blocks of width 1024, 16 heads, context 1024, the 50,257-token
+    vocabulary; the head untied from the embedding: 406 M parameters): for simulated
+    studies at cluster scale, too large to train on a few cores."""
+    return GPT2(vocabulary=50257, context=1024, dim=1024, heads=16, layers=24)
+
+
 def vit_b_16_cifar():
     """torchvision's VisionTransformer with vit_b_16's encoder (12 blocks of width 768, 12
     heads, MLP 3072; 85.8 M parameters) on 32x32 images in 8x8 patches (17 tokens), 10

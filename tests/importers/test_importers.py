@@ -800,6 +800,35 @@ def test_torch_runtime_sweep_report_and_resume_np2():
     check(any(line.startswith("| torch |") for line in table.splitlines()), table)
 
 
+def test_torch_runtime_profile_auto_np2():
+    """cost_device = "profile:auto" with runtime = "torch": the job measures the torch
+    runtime's own node times (torch_profile), keeps them in the file under a key that names
+    the runtime, and predicts the configuration from them."""
+    spec = os.path.join(TMP, "torch-auto.toml")
+    with open(spec, "w") as f:
+        f.write(f'graph_file = "{GPT2_BLOCKS}"\nruntime = "torch"\ndataset = "synthetic"\n'
+                'devices = 2\norder = "topo"\nplacer = "stages"\npipeline = "1f1b"\n'
+                'micro_batches = 2\nbatch_size = 4\nwarmup_steps = 0\nsteps = 2\n'
+                'threads_per_rank = 1\ncost_device = "profile:auto"\n')
+    out = os.path.join(TMP, "torch-auto.h5")
+    ok(MPIEXEC, "--oversubscribe", "-np", "2", BINARY, "sweep", spec, "--out", out,
+       timeout=600, cwd=ROOT)
+    python = os.environ.get("INTERPLACE_ANALYSIS_PYTHON") or os.path.join(ROOT, ".venv/bin/python")
+    read = ("import h5py, json, sys\n"
+            "f = h5py.File(sys.argv[1], 'r')\n"
+            "(name, g), = f['profiles'].items()\n"
+            "c, = f['configs'].values()\n"
+            "print(json.dumps({'name': name, 'key': g.attrs['key'], 'profile': g.attrs['profile'],"
+            " 'profile_id': c.attrs['profile_id'], 'status': c.attrs['status'],"
+            " 'pred': float(f['summary']['pred_step_time_s'][0])}))\n")
+    got = json.loads(ok(python, "-c", read, out).stdout)
+    check("runtime=torch" in got["key"], got["key"])
+    check("interplace_importers.torch_profile" in got["profile"]
+          and "the torch runtime's own node times" in got["profile"], got["profile"][:400])
+    check(got["name"].startswith(got["profile_id"]) and got["status"] == "ok", got)
+    check(got["pred"] > 0, got)
+
+
 def set_binary(path):
     global BINARY
     BINARY = os.path.abspath(path)

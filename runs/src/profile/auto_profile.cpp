@@ -9,6 +9,7 @@
 #include "interplace/runs/config_fields.hpp"
 #include "interplace/runs/devices.hpp"
 #include "interplace/runs/mpi_session.hpp"
+#include "runtime/torch_runtime.hpp"
 
 namespace interplace::runs {
 
@@ -29,6 +30,7 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads) {
   if (!config.graph_file.empty()) {
     key.text += "graph_file=" + config.graph_file + "\ngraph_digest=" + config.graph_digest + "\n";
   }
+  if (config.runtime == RuntimeKind::torch) key.text += "runtime=torch\n";
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(key.text)));
   key.id = hex;
@@ -49,6 +51,15 @@ ProfileRequest auto_profile_request(const TrainConfig& config, int threads) {
   request.fallback_link_name = preset.name;
   request.memory_bandwidth_bytes_per_s = preset.device.memory_bandwidth_bytes_per_s;
   return request;
+}
+
+std::string measure_auto_profile(const TrainConfig& config, int threads, MPI_Comm comm,
+                                 const std::string& comment) {
+  if (config.runtime == RuntimeKind::torch) return measure_torch_profile(config, threads, comm);
+  const MeasuredProfile measured = measure_profile(auto_profile_request(config, threads), comm);
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  return rank == 0 ? profile_file_text(measured, comment) : std::string();  // rank 0's counts
 }
 
 std::string profile_file_text(const MeasuredProfile& measured, const std::string& comment) {

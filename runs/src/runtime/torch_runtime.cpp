@@ -137,11 +137,13 @@ json job_json(const TrainPlan& plan, int rank, int size, const std::string& mast
               {"records", records_path}};
 }
 
-// Runs the child to its end: its exit status (128 + signal when killed), its stderr in
-// `log_path`.
-int run_child(const std::string& job_path, const std::string& log_path) {
+// Runs `python -m MODULE ARGS...` to its end: its exit status (128 + signal when killed),
+// its stderr in `log_path`.
+int run_child(const std::string& module, const std::vector<std::string>& module_args,
+              const std::string& log_path) {
   const std::string python = torch_python();
-  std::vector<std::string> args = {python, "-m", "interplace_importers.torch_runtime", job_path};
+  std::vector<std::string> args = {python, "-m", module};
+  args.insert(args.end(), module_args.begin(), module_args.end());
   std::vector<std::string> env;
   const std::string path_var = "PYTHONPATH=";
   std::string python_path = importers_dir();
@@ -335,7 +337,7 @@ TrainResult train_torch(const TrainPlan& plan, MPI_Comm comm, const StepCallback
                .dump();
     if (!job) throw_runtime("runtime torch: cannot write " + job_path);
   }
-  const int status = run_child(job_path, log_path);
+  const int status = run_child("interplace_importers.torch_runtime", {job_path}, log_path);
   agree_on_failure(comm, rank, size, status, log_path);
 
   double measured_wall_s = 0.0;
@@ -355,6 +357,48 @@ TrainResult train_torch(const TrainPlan& plan, MPI_Comm comm, const StepCallback
     for (const StepRecord& step : result.steps) on_step(step);
   }
   return result;
+}
+
+std::string measure_torch_profile(const TrainConfig& config, int threads, MPI_Comm comm) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  std::string text, error;
+  if (rank == 0) {
+    try {
+      const JobDir dir;
+      const std::string out = dir.file("profile.tsv"), log_path = dir.file("stderr.txt");
+      const int status =
+          run_child("interplace_importers.torch_profile",
+                    {config.graph_file, "--micro-batch",
+                     std::to_string(config.micro_batch_samples()), "--threads",
+                     std::to_string(threads), "--seed", std::to_string(config.seed), "--out", out},
+                    log_path);
+      if (status != 0) {
+        error = "runtime torch: measuring the profile failed (exit " + std::to_string(status) +
+                "): " + log_tail(log_path);
+      } else {
+        std::ifstream in(out);
+        std::ostringstream read;
+        read << in.rdbuf();
+        text = "# measured by interplace for " + config.model +
+               " (cost_device profile:auto, runtime torch: interplace_importers.torch_profile)\n" +
+               read.str();
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  // The other ranks wait without spinning (Open MPI's blocking calls poll): a profile is
+  // measured on cores they share.
+  MPI_Request done = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(comm, &done), "MPI_Ibarrier");
+  for (int finished = 0; !finished;) {
+    check_mpi(MPI_Test(&done, &finished, MPI_STATUS_IGNORE), "MPI_Test");
+    if (!finished) usleep(10000);
+  }
+  // Rank 0's failure reaches every rank through measure_on_every_rank (auto_profile.hpp).
+  if (!error.empty()) throw_runtime(error);
+  return text;
 }
 
 }  // namespace interplace::runs

@@ -22,4 +22,9 @@ void check_torch_runtime_config(const TrainConfig& config, const placement::Grap
 // errors otherwise; every rank throws the first failing rank's message.
 TrainResult train_torch(const TrainPlan& plan, MPI_Comm comm, const StepCallback& on_step);
 
+// cost_device = "profile:auto" for runtime torch: the torch runtime's own node times
+// (interplace_importers.torch_profile, on rank 0 while the others wait idle), as profile
+// text on rank 0 and "" on the others (auto_profile.hpp's contract). Collective over comm.
+std::string measure_torch_profile(const TrainConfig& config, int threads, MPI_Comm comm);
+
 }  // namespace interplace::runs

@@ -18,7 +18,8 @@
 namespace interplace::runs {
 
 // What a measured profile depends on: the model and its options at the micro-batch (the
-// graph whose nodes it times), the CPU threads of the configuration's ranks and the device.
+// graph whose nodes it times), the CPU threads of the configuration's ranks, the device and
+// the runtime that times them (a line only for runtime torch: native keys stay as they were).
 // `text` is one key=value line each; `id` its FNV-1a 64 in 16 hex digits.
 struct AutoProfileKey {
   std::string text;
@@ -35,6 +36,12 @@ AutoProfileKey auto_profile_key(const TrainConfig& config, int threads);
 // rank 0 has no second rank on its host.
 ProfileRequest auto_profile_request(const TrainConfig& config, int threads);
 
+// Collective over `comm`: the configuration's profile measured on this job's ranks, as
+// profile file text on rank 0 ("" on the others): interplace's own kernels
+// (measure_profile) for runtime native, the PyTorch runtime's own node times
+// (interplace_importers.torch_profile) for runtime torch. `comment` heads the native text.
+std::string measure_auto_profile(const TrainConfig& config, int threads, MPI_Comm comm,
+                                 const std::string& comment);
 // The profile file text (docs/profile-format.md) of a measurement, after `comment` lines.
 std::string profile_file_text(const MeasuredProfile& measured, const std::string& comment);
 // Parses a profile file text; throws invalid_input naming `source`.

@@ -249,10 +249,7 @@ std::string run_train(TrainOptions& o) {
       config.measured_profile =
           measure_on_every_rank(
               [&] {
-                const MeasuredProfile measured =
-                    measure_profile(auto_profile_request(config, threads), MPI_COMM_WORLD);
-                return mpi.world_rank() == 0 ? profile_file_text(measured, "interplace train")
-                                             : std::string();
+                return measure_auto_profile(config, threads, MPI_COMM_WORLD, "interplace train");
               },
               MPI_COMM_WORLD)
               .profile;
