@@ -28,7 +28,8 @@ def read(paths):
     for path in sorted(paths):
         with h5py.File(path, "r") as f:
             s = f["summary"]
-            dp = s["data_parallel"][:] if "data_parallel" in s else np.ones(len(s["id"]), int)
+            ids = text(s["id"][:])
+            dp = [int(f["configs"][i].attrs.get("data_parallel", 1)) for i in ids]
             for i, (net, placer, pipe, status) in enumerate(zip(
                     text(s["model"][:]), text(s["placer"][:]), text(s["pipeline"][:]),
                     text(s["status"][:]))):
