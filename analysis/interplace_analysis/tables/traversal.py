@@ -256,6 +256,11 @@ def _rank_one_key(sub: pd.DataFrame, seed: int) -> pd.DataFrame:
     return ranked.drop(columns="rows")
 
 
+# The splits users of torchtitan / torch.distributed.pipelining and DeepSpeed get without
+# a placement tool (docs/placers.md): the recommendation is compared with the best of them.
+USER_DEFAULT_PLACERS = ("even-layers", "deepspeed-uniform", "deepspeed-parameters")
+
+
 def _vs_user_default(ranked: pd.DataFrame, sub: pd.DataFrame, seed: int) -> None:
     """Fills ``best_default`` and ``vs_default*`` of the best row: the highest-ranked row
     whose placer is one of :data:`USER_DEFAULT_PLACERS`, its step time over the best's
@@ -266,7 +271,7 @@ def _vs_user_default(ranked: pd.DataFrame, sub: pd.DataFrame, seed: int) -> None
         ranked[col] = float("nan")
     ranked["vs_default_runs"] = 0
     defaults = ranked.index[ranked["placer"].isin(USER_DEFAULT_PLACERS)]
-    if ranked.empty or not len(defaults):
+    if not len(defaults):
         return
     first = defaults[0]
     ranked.loc[0, "best_default"] = f"{ranked.loc[first, 'placer']}/{ranked.loc[first, 'order']}"
@@ -280,11 +285,6 @@ def _vs_user_default(ranked: pd.DataFrame, sub: pd.DataFrame, seed: int) -> None
         ranked.loc[0, ["vs_default", "vs_default_ci_low", "vs_default_ci_high",
                        "vs_default_p"]] = (est.point, est.low, est.high, est.p)
         ranked.loc[0, "vs_default_runs"] = est.min_runs
-
-
-# The splits users of torchtitan / torch.distributed.pipelining and DeepSpeed get without
-# a placement tool (docs/placers.md): the recommendation is compared with the best of them.
-USER_DEFAULT_PLACERS = ("even-layers", "deepspeed-uniform", "deepspeed-parameters")
 
 
 def rank_orders(samples: pd.DataFrame, by: list[str], seed: int = 0) -> pd.DataFrame:
